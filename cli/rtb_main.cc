@@ -1,0 +1,134 @@
+// `rtb`: the engine's single command. Subcommands that do not train never load LibTorch;
+// training commands run the separate rtb-learner executable next to this one.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "rtb/simulator/config.h"
+#include "rtb/simulator/fulllog.h"
+#include "rtb/simulator/simulate.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+int Fail(const rtb::Status& st) {
+  std::fprintf(stderr, "rtb: error: %s\n", st.message().c_str());
+  return 1;
+}
+
+// The directory of this executable.
+fs::path ExeDir() {
+  std::error_code ec;
+  fs::path p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path(".") : p.parent_path();
+}
+
+// A default config path: as given when it exists relative to the working directory, else
+// relative to the source tree this binary was built from (build/<preset>/rtb).
+std::string DefaultConfig(const std::string& rel) {
+  if (fs::exists(rel)) return rel;
+  const fs::path alt = ExeDir() / ".." / ".." / rel;
+  if (fs::exists(alt)) return fs::weakly_canonical(alt).string();
+  return rel;
+}
+
+struct SimulateArgs {
+  std::string config;
+  std::string policy = "manual";
+  std::string out = "out/simulate";
+  std::string day = "test";
+  std::string train_log, test_log;
+  int64_t seed = -1;
+  bool quiet = false;
+};
+
+int RunSimulate(const SimulateArgs& a) {
+  auto cfg = rtb::sim::LoadSimulatorConfig(a.config);
+  if (!cfg.ok()) return Fail(cfg.status());
+  if (a.seed >= 0) cfg->seed = static_cast<uint64_t>(a.seed);
+  auto sc = rtb::sim::BuildScenario(*cfg, a.train_log, a.test_log, !a.quiet);
+  if (!sc.ok()) return Fail(sc.status());
+  rtb::sim::SimulateOptions opt;
+  opt.policy = a.policy;
+  opt.day = a.day;
+  opt.config_path = a.config;
+  opt.progress = !a.quiet;
+  auto report = rtb::sim::Simulate(**sc, opt);
+  if (!report.ok()) return Fail(report.status());
+  if (auto st = rtb::WriteReportFiles(*report, a.out); !st.ok()) return Fail(st);
+  std::printf("wrote %s/report.{json,csv,md,html}\n", a.out.c_str());
+  return 0;
+}
+
+struct GenerateArgs {
+  std::string config;
+  std::string out = "out/logs";
+  int64_t seed = -1;
+};
+
+int RunGenerate(const GenerateArgs& a) {
+  auto cfg = rtb::sim::LoadSimulatorConfig(a.config);
+  if (!cfg.ok()) return Fail(cfg.status());
+  if (a.seed >= 0) cfg->seed = static_cast<uint64_t>(a.seed);
+  std::error_code ec;
+  fs::create_directories(a.out, ec);
+  if (ec) return Fail(rtb::Status::IoError(a.out + ": " + ec.message()));
+  const auto world = rtb::sim::GenerateWorld(cfg->world, cfg->seed);
+  const auto train = rtb::sim::GenerateDay(world, cfg->day, rtb::Rng::Mix(cfg->seed, 1));
+  const auto test = rtb::sim::GenerateDay(world, cfg->day, rtb::Rng::Mix(cfg->seed, 2));
+  if (auto st = rtb::sim::WriteFullLog(train, a.out + "/train.tsv"); !st.ok()) return Fail(st);
+  if (auto st = rtb::sim::WriteFullLog(test, a.out + "/test.tsv"); !st.ok()) return Fail(st);
+  std::printf("wrote %s/train.tsv (%zu requests, %zu candidates) and %s/test.tsv (%zu, %zu)\n",
+              a.out.c_str(), train.requests(), train.candidates(), a.out.c_str(),
+              test.requests(), test.candidates());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"rtb: a real-time bidding engine that learns to bid with multi-agent RL (DCMAB)"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "rtb 0.1.0");
+
+  SimulateArgs sim;
+  sim.config = DefaultConfig("configs/simulator/default.yaml");
+  auto* s = app.add_subcommand("simulate",
+                               "Simulate a day under a policy and manual bids; write the report");
+  s->add_option("--config", sim.config, "Simulator config (YAML)")->capture_default_str();
+  s->add_option("--policy", sim.policy,
+                "manual | const:<a> | <action-table.json> (schemas/action-table-v1.md)")
+      ->capture_default_str();
+  s->add_option("--seed", sim.seed, "Seed of the world and the days (default: the config's)");
+  s->add_option("--out", sim.out, "Output directory for report.{json,csv,md,html}")
+      ->capture_default_str();
+  s->add_option("--day", sim.day, "Which day to evaluate: train or test")
+      ->check(CLI::IsMember({"train", "test"}))
+      ->capture_default_str();
+  s->add_option("--train-log", sim.train_log,
+                "Read the training day from a full-information log instead of generating it");
+  s->add_option("--test-log", sim.test_log, "Read the test day from a full-information log");
+  s->add_flag("--quiet", sim.quiet, "No progress lines");
+
+  GenerateArgs gen;
+  gen.config = DefaultConfig("configs/simulator/default.yaml");
+  auto* g = app.add_subcommand(
+      "generate", "Write the training and test days as full-information logs (schemas/fulllog-v1.md)");
+  g->add_option("--config", gen.config, "Simulator config (YAML)")->capture_default_str();
+  g->add_option("--seed", gen.seed, "Seed (default: the config's)");
+  g->add_option("--out", gen.out, "Output directory for train.tsv and test.tsv")
+      ->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (s->parsed()) return RunSimulate(sim);
+  if (g->parsed()) return RunGenerate(gen);
+  return 2;
+}

@@ -1,0 +1,66 @@
+// The engine's report: one data model, four renderings (JSON, CSV, Markdown, HTML with SVG
+// charts). The simulator, the learner's comparison and replay all produce a Report, so every
+// report a user reads has the same shape and the same definitions.
+//
+// A Report holds methods (manual, a policy, a learned algorithm...). Each method holds one or
+// more runs (seeds); each run holds one Outcome per row (agent or campaign) and a total. With
+// more than one run the renderings show mean and standard deviation. One method is the
+// baseline; every other method is also shown relative to it, in percent (the paper's Table 1).
+// Rendering is deterministic: the same Report gives the same bytes.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "rtb/core/metrics.h"
+#include "rtb/core/status.h"
+
+namespace rtb {
+
+struct RunResult {
+  std::vector<Outcome> rows;  // one per row name, in Report::row_names order
+  Outcome total;
+  // Optional time series: per row, cumulative cost / budget at the end of each bucket.
+  std::vector<std::vector<double>> budget_burn;
+  // Optional learning curve: test revenue (units) per training episode.
+  std::vector<double> curve;
+};
+
+struct MethodResult {
+  std::string name;         // "manual", "dcmab", "table:policy.json"...
+  std::string description;  // one line: what produced it
+  std::vector<RunResult> runs;
+};
+
+struct Report {
+  std::string title;
+  std::string kind;                                       // "simulate", "train", "replay"
+  std::vector<std::pair<std::string, std::string>> meta;  // config, seed, protocol... (ordered)
+  std::string row_label = "agent";                        // what a row is
+  std::vector<std::string> row_names;                     // "agent 1", ...
+  std::vector<std::pair<std::string, std::string>> row_info;  // optional extra line per row
+  std::string baseline;                                   // method name of the baseline
+  std::string primary;                                    // method whose rows are top-level
+  double burn_bucket_minutes = 0;                         // width of a budget_burn bucket
+  std::string curve_label = "episode";
+  std::vector<MethodResult> methods;
+  std::vector<std::string> notes;                         // free text lines for the reader
+
+  const MethodResult* Find(const std::string& name) const;
+};
+
+std::string RenderJson(const Report& r);
+std::string RenderCsv(const Report& r);
+std::string RenderMarkdown(const Report& r);
+std::string RenderHtml(const Report& r);
+
+// Writes report.json, report.csv, report.md and report.html into dir (created if needed).
+// Each file is written to a temporary name and renamed, so a failure leaves no half-written
+// report behind.
+Status WriteReportFiles(const Report& r, const std::string& dir);
+
+// Writes data to path atomically (temp file + rename).
+Status WriteFileAtomic(const std::string& path, const std::string& data);
+
+}  // namespace rtb

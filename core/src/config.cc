@@ -1,0 +1,212 @@
+#include "rtb/core/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <set>
+
+namespace rtb {
+
+struct ConfigMap::Impl {
+  YAML::Node node;
+  std::set<std::string> read;
+  std::string path;
+};
+
+namespace {
+
+std::string Where(const std::string& file, const YAML::Node& n) {
+  const YAML::Mark m = n.Mark();
+  if (m.line < 0) return file;
+  return file + ":" + std::to_string(m.line + 1);
+}
+
+std::string Dotted(const std::string& path, const std::string& key) {
+  return path.empty() ? key : path + "." + key;
+}
+
+}  // namespace
+
+ConfigMap::ConfigMap(ConfigFile* file, std::shared_ptr<Impl> impl, std::string path)
+    : file_(file), impl_(std::move(impl)), path_(std::move(path)) {}
+
+bool ConfigMap::Has(const std::string& key) const {
+  return impl_->node.IsMap() && impl_->node[key].IsDefined() && !impl_->node[key].IsNull();
+}
+
+template <typename T>
+void ConfigMap::GetScalar(const std::string& key, T* out, const char* type_name) {
+  impl_->read.insert(key);
+  if (!Has(key)) return;
+  const YAML::Node v = impl_->node[key];
+  if (!v.IsScalar()) {
+    file_->Error(Where(file_->name(), v) + ": key '" + Dotted(path_, key) + "' expects " +
+                 type_name);
+    return;
+  }
+  try {
+    *out = v.as<T>();
+  } catch (const YAML::Exception&) {
+    file_->Error(Where(file_->name(), v) + ": key '" + Dotted(path_, key) + "' expects " +
+                 type_name + ", got '" + v.Scalar() + "'");
+  }
+}
+
+void ConfigMap::Get(const std::string& key, int64_t* out) { GetScalar(key, out, "an integer"); }
+void ConfigMap::Get(const std::string& key, int* out) { GetScalar(key, out, "an integer"); }
+void ConfigMap::Get(const std::string& key, uint64_t* out) {
+  GetScalar(key, out, "a non-negative integer");
+}
+void ConfigMap::Get(const std::string& key, double* out) { GetScalar(key, out, "a number"); }
+void ConfigMap::Get(const std::string& key, bool* out) { GetScalar(key, out, "true or false"); }
+void ConfigMap::Get(const std::string& key, std::string* out) {
+  GetScalar(key, out, "a string");
+}
+
+template <typename T>
+static void GetList(ConfigFile* file, const std::string& fname, const YAML::Node& node,
+                    const std::string& dotted, std::vector<T>* out, const char* what,
+                    void (*error)(ConfigFile*, const std::string&)) {
+  if (!node.IsSequence()) {
+    error(file, Where(fname, node) + ": key '" + dotted + "' expects a list of " + what);
+    return;
+  }
+  std::vector<T> v;
+  for (const auto& item : node) {
+    try {
+      v.push_back(item.as<T>());
+    } catch (const YAML::Exception&) {
+      error(file, Where(fname, item) + ": key '" + dotted + "' expects a list of " + what);
+      return;
+    }
+  }
+  *out = std::move(v);
+}
+
+void ConfigMap::Get(const std::string& key, std::vector<double>* out) {
+  impl_->read.insert(key);
+  if (!Has(key)) return;
+  GetList(file_, file_->name(), impl_->node[key], Dotted(path_, key), out, "numbers",
+          [](ConfigFile* f, const std::string& m) { f->Error(m); });
+}
+void ConfigMap::Get(const std::string& key, std::vector<int>* out) {
+  impl_->read.insert(key);
+  if (!Has(key)) return;
+  GetList(file_, file_->name(), impl_->node[key], Dotted(path_, key), out, "integers",
+          [](ConfigFile* f, const std::string& m) { f->Error(m); });
+}
+void ConfigMap::Get(const std::string& key, std::vector<std::string>* out) {
+  impl_->read.insert(key);
+  if (!Has(key)) return;
+  GetList(file_, file_->name(), impl_->node[key], Dotted(path_, key), out, "strings",
+          [](ConfigFile* f, const std::string& m) { f->Error(m); });
+}
+
+ConfigMap ConfigMap::Section(const std::string& key) {
+  impl_->read.insert(key);
+  auto child = std::make_shared<Impl>();
+  if (Has(key)) {
+    const YAML::Node v = impl_->node[key];
+    if (!v.IsMap()) {
+      file_->Error(Where(file_->name(), v) + ": key '" + Dotted(path_, key) +
+                   "' expects a mapping of settings");
+    } else {
+      child->node = v;
+    }
+  }
+  child->path = Dotted(path_, key);
+  file_->maps_.push_back(child);
+  return ConfigMap(file_, child, child->path);
+}
+
+std::vector<ConfigMap> ConfigMap::List(const std::string& key) {
+  impl_->read.insert(key);
+  std::vector<ConfigMap> out;
+  if (!Has(key)) return out;
+  const YAML::Node v = impl_->node[key];
+  if (!v.IsSequence()) {
+    file_->Error(Where(file_->name(), v) + ": key '" + Dotted(path_, key) + "' expects a list");
+    return out;
+  }
+  for (size_t i = 0; i < v.size(); ++i) {
+    auto child = std::make_shared<Impl>();
+    const std::string p = Dotted(path_, key) + "[" + std::to_string(i) + "]";
+    if (!v[i].IsMap()) {
+      file_->Error(Where(file_->name(), v[i]) + ": '" + p + "' expects a mapping");
+    } else {
+      child->node = v[i];
+    }
+    child->path = p;
+    file_->maps_.push_back(child);
+    out.push_back(ConfigMap(file_, child, p));
+  }
+  return out;
+}
+
+void ConfigMap::Check(bool ok, const std::string& key, const std::string& what) {
+  if (ok) return;
+  const YAML::Node v = Has(key) ? impl_->node[key] : impl_->node;
+  file_->Error(Where(file_->name(), v) + ": key '" + Dotted(path_, key) + "' " + what);
+}
+
+Result<std::unique_ptr<ConfigFile>> ConfigFile::Load(const std::string& path) {
+  std::unique_ptr<ConfigFile> f(new ConfigFile());
+  f->name_ = path;
+  try {
+    f->root_ = std::make_unique<YAML::Node>(YAML::LoadFile(path));
+  } catch (const YAML::BadFile&) {
+    return Status::NotFound(path + ": cannot open config file");
+  } catch (const YAML::ParserException& e) {
+    return Status::InvalidArgument(path + ":" + std::to_string(e.mark.line + 1) +
+                                   ": YAML syntax error: " + e.msg);
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(path + ": " + e.what());
+  }
+  return f;
+}
+
+Result<std::unique_ptr<ConfigFile>> ConfigFile::Parse(const std::string& text,
+                                                      const std::string& name) {
+  std::unique_ptr<ConfigFile> f(new ConfigFile());
+  f->name_ = name;
+  try {
+    f->root_ = std::make_unique<YAML::Node>(YAML::Load(text));
+  } catch (const YAML::ParserException& e) {
+    return Status::InvalidArgument(name + ":" + std::to_string(e.mark.line + 1) +
+                                   ": YAML syntax error: " + e.msg);
+  }
+  return f;
+}
+
+ConfigFile::~ConfigFile() = default;
+
+ConfigMap ConfigFile::Root() {
+  auto impl = std::make_shared<ConfigMap::Impl>();
+  if (root_->IsMap()) {
+    impl->node = *root_;
+  } else if (!root_->IsNull()) {
+    Error(name_ + ": the config must be a mapping of settings");
+  }
+  maps_.push_back(impl);
+  return ConfigMap(this, impl, "");
+}
+
+void ConfigFile::Error(const std::string& msg) {
+  if (first_error_.empty()) first_error_ = msg;
+}
+
+Status ConfigFile::Finish() {
+  if (!first_error_.empty()) return Status::InvalidArgument(first_error_);
+  for (const auto& m : maps_) {
+    if (!m->node.IsMap()) continue;
+    for (const auto& kv : m->node) {
+      const std::string key = kv.first.as<std::string>();
+      if (!m->read.count(key)) {
+        return Status::InvalidArgument(Where(name_, kv.first) + ": unknown key '" +
+                                       Dotted(m->path, key) + "'");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace rtb

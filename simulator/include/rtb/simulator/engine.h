@@ -1,0 +1,106 @@
+// AuctionEngine: runs the auctions of a day, step by step, under an action table, with hard
+// budgets (dcmab.md section 3). The hot loop of the simulator, of training and of
+// full-information replay.
+//
+// Per request of consumer cluster j, per candidate advertiser k of agent i still in the day:
+//   bid_hat = AdjustedBid(bid_k, a[i][j], BidRatio(pCVR, avg pCVR_k))   (shared bid formula)
+//   eCPM    = bid_hat x pCTR
+// The advertiser must be able to pay its own eCPM (the largest charge the auction can make);
+// when it cannot, its budget is spent and it leaves the rest of the day. This is the same
+// "reserve the largest possible charge" rule the bidder applies, so spend never exceeds the
+// budget. The top `slots` by eCPM win (GspAuction), paying the next eCPM or the reserve.
+// Expected outcomes: cost = price, clicks = pCTR, conversions = pCTR x pCVR,
+// revenue = pCTR x pCVR x ppb (times the slot factor when configured). Sampled outcomes draw
+// clicks and conversions instead and charge per click.
+//
+// Not thread-safe; one engine per thread. The engine keeps references to day and market.
+#pragma once
+
+#include <vector>
+
+#include "rtb/core/action_table.h"
+#include "rtb/core/auction.h"
+#include "rtb/core/metrics.h"
+#include "rtb/core/rng.h"
+#include "rtb/simulator/market.h"
+#include "rtb/simulator/world.h"
+
+namespace rtb::sim {
+
+class AuctionEngine {
+ public:
+  // budgets: per advertiser; empty = unlimited.
+  AuctionEngine(const Day& day, const Market& market, const AuctionConfig& acfg,
+                double alpha_range, std::vector<Micros> budgets, int burn_buckets = 36);
+
+  // Starts the day again (budgets full, counters zero). seed drives sampled outcomes only.
+  void Reset(uint64_t seed);
+  // Runs every auction of the next step under table a. REQUIRES: !done(), a is N x L.
+  void RunStep(const ActionTable& a);
+  // Runs the rest of the day under one table.
+  void RunToEnd(const ActionTable& a);
+  bool done() const { return step_ >= day_.steps; }
+  int step() const { return step_; }
+
+  const Day& day() const { return day_; }
+  const Market& market() const { return market_; }
+  // Per advertiser outcome so far (budget filled in).
+  const std::vector<Outcome>& advertiser_outcomes() const { return adv_; }
+  // Per agent outcome so far (sum over its advertisers).
+  std::vector<Outcome> AgentOutcomes() const;
+  // Cumulative cost and revenue per (agent i, cluster j) since the day began (g of the paper),
+  // index i*L+j, micros.
+  const std::vector<Micros>& pair_cost() const { return pair_cost_; }
+  const std::vector<Micros>& pair_revenue() const { return pair_revenue_; }
+  // Revenue per agent earned in the last step (micros).
+  const std::vector<Micros>& last_step_revenue() const { return step_revenue_; }
+  // Share of bid computations per (i, j) in the last step (d of the paper); d0 before any step.
+  const std::vector<double>& last_d() const { return d_; }
+  // Per agent: cumulative cost / budget at the end of each burn bucket.
+  std::vector<std::vector<double>> BudgetBurn() const;
+  double burn_bucket_minutes() const;
+  const std::vector<Micros>& budgets() const { return budgets_; }
+  // When on, the engine records revenue and cost per request (for clustering consumers).
+  void TrackRequests(bool on) { track_requests_ = on; }
+  const std::vector<int64_t>& request_revenue() const { return req_revenue_; }
+  const std::vector<int64_t>& request_cost() const { return req_cost_; }
+  int64_t auctions_run() const { return auctions_; }
+
+ private:
+  void RunRequests(size_t from, size_t to, const ActionTable& a);
+
+  const Day& day_;
+  const Market& market_;
+  AuctionConfig acfg_;
+  double range_;
+  int burn_buckets_;
+  std::vector<Micros> budgets_;
+  bool unlimited_;
+  std::vector<size_t> step_begin_;
+  // Precomputed per candidate / request.
+  std::vector<uint16_t> cand_agent_;
+  std::vector<double> cand_bratio_;
+  std::vector<uint16_t> req_cluster_;
+  std::vector<double> slot_factor_;
+  double reserve_ecpm_;
+
+  // State of the day.
+  int step_ = 0;
+  Rng rng_{0};
+  std::vector<int64_t> remaining_;
+  std::vector<uint8_t> gone_;
+  std::vector<Outcome> adv_;
+  std::vector<Micros> pair_cost_, pair_revenue_, step_revenue_;
+  std::vector<double> d_;
+  std::vector<int64_t> burn_cost_;  // [agent * buckets + bucket] cost within the bucket
+  int64_t auctions_ = 0;
+  bool track_requests_ = false;
+  std::vector<int64_t> req_revenue_, req_cost_;
+};
+
+// Per-advertiser budgets: fraction x the advertiser's cost on `day` under manual bids with
+// unlimited budget (dcmab.md section 3).
+std::vector<Micros> ComputeBudgets(const Day& day, const Market& market,
+                                   const AuctionConfig& acfg, double fraction);
+
+}  // namespace rtb::sim

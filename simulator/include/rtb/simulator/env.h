@@ -1,0 +1,58 @@
+// The multi-agent environment (dcmab.md section 4): one episode = one day of T steps.
+//
+//   Observation o = env.Reset(seed);
+//   while (!done) { StepResult s = env.Step(table); ... }
+//
+// The observation carries the state pieces of the paper: g (cumulative cost and revenue per
+// (agent, consumer cluster)), x (consumer-cluster features for the coming step) and d (share
+// of bid computations per pair in the last step). Values are raw (currency units); the
+// learner normalises them (cost by budget, revenue by a fixed scale).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "rtb/simulator/engine.h"
+
+namespace rtb::sim {
+
+struct Observation {
+  int step = 0;                       // the step about to be played (T when done)
+  std::vector<double> g_cost;         // [i*L+j], currency units
+  std::vector<double> g_revenue;      // [i*L+j], currency units
+  std::vector<double> x;              // [j*(L+2) + ...]: onehot_L(j), revenue_hist_j, cost_hist_j
+  std::vector<double> d;              // [i*L+j], sums to 1 (or all 0 when nothing was bid)
+};
+
+struct StepResult {
+  Observation next;
+  std::vector<double> rewards;        // per agent, currency units
+  std::vector<double> agent_revenue;  // per agent revenue of this step (self-interest reward)
+  bool done = false;
+};
+
+enum class RewardMode { kSelf, kCoordinated };
+
+class MultiAgentEnv {
+ public:
+  MultiAgentEnv(const Day& day, const Market& market, const AuctionConfig& acfg,
+                double alpha_range, std::vector<Micros> budgets, RewardMode mode);
+
+  Observation Reset(uint64_t seed);
+  StepResult Step(const ActionTable& a);
+
+  int agents() const { return market_.agents; }
+  int clusters() const { return market_.clusters; }
+  int steps() const { return market_.steps; }
+  // Per agent budget, currency units (for normalising cost).
+  std::vector<double> AgentBudgets() const;
+  const AuctionEngine& engine() const { return engine_; }
+
+ private:
+  Observation Observe() const;
+  const Market& market_;
+  AuctionEngine engine_;
+  RewardMode mode_;
+};
+
+}  // namespace rtb::sim

@@ -1,0 +1,51 @@
+// `rtb simulate`: build the world (or read logged days), cluster on the training day,
+// evaluate a policy and the manual baseline on the chosen day, and produce the report.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "rtb/core/action_table.h"
+#include "rtb/core/report.h"
+#include "rtb/simulator/config.h"
+#include "rtb/simulator/market.h"
+#include "rtb/simulator/world.h"
+
+namespace rtb::sim {
+
+// Everything an evaluation needs: the two days and the market built on the training day.
+struct Scenario {
+  SimulatorConfig cfg;
+  Day train, test;
+  Market market;
+  std::vector<Micros> train_budgets, test_budgets;
+};
+
+// Generates the world and both days from cfg.seed, or reads them from logs when the paths
+// are not empty; then clusters on the training day and computes budgets.
+Result<std::unique_ptr<Scenario>> BuildScenario(const SimulatorConfig& cfg,
+                                                const std::string& train_log = "",
+                                                const std::string& test_log = "",
+                                                bool progress = true);
+
+// A policy for the simulator: "manual", "const:<a>" (every a_ij = a), or an action-table file.
+Result<ActionTable> ResolvePolicy(const std::string& spec, int agents, int clusters);
+
+struct SimulateOptions {
+  std::string policy = "manual";
+  std::string day = "test";           // "train" or "test"
+  std::string config_path;            // for the report's header
+  bool progress = true;
+};
+
+Result<Report> Simulate(const Scenario& sc, const SimulateOptions& opt);
+
+// Shared with the learner's and replay's reports: the agent rows (names and info lines).
+void DescribeAgents(const Market& m, Report* r);
+
+// Runs one day under one fixed table and returns the run (per agent outcomes, burn).
+RunResult EvaluateTable(const Scenario& sc, const Day& day, const std::vector<Micros>& budgets,
+                        const ActionTable& a, uint64_t seed = 0);
+
+}  // namespace rtb::sim
