@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Bad input to `rtb simulate`: one clear error naming the file, line or key; a non-zero exit;
+# no report written.
+set -u
+RTB=$1
+SRC=$2
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+expect_error() {  # name, pattern, args...
+  local name=$1 pattern=$2
+  shift 2
+  "$RTB" "$@" --out "$T/out-$name" --quiet >"$T/stdout" 2>"$T/stderr"
+  local rc=$?
+  [[ $rc -ne 0 ]] || fail "$name: exit code 0"
+  grep -q -- "$pattern" "$T/stderr" || fail "$name: stderr lacks '$pattern': $(cat "$T/stderr")"
+  [[ $(wc -l <"$T/stderr") -le 2 ]] || fail "$name: more than one error line"
+  [[ ! -e "$T/out-$name/report.json" ]] || fail "$name: a report was written"
+  echo "ok: $name: $(head -1 "$T/stderr")"
+}
+
+cp "$SRC/configs/simulator/default.yaml" "$T/typo.yaml"
+sed -i 's/^  advertisers: 3000/  advertizers: 3000/' "$T/typo.yaml"
+expect_error unknown-key "typo.yaml:[0-9]*: unknown key 'world.advertizers'" simulate --config "$T/typo.yaml"
+
+cp "$SRC/configs/simulator/default.yaml" "$T/type.yaml"
+sed -i 's/^  requests: 70000/  requests: lots/' "$T/type.yaml"
+expect_error wrong-type "type.yaml:[0-9]*: key 'day.requests' expects an integer" simulate --config "$T/type.yaml"
+
+cp "$SRC/configs/simulator/default.yaml" "$T/range.yaml"
+sed -i 's/^  slots: 3 /  slots: 0 /' "$T/range.yaml"
+expect_error out-of-range "range.yaml:[0-9]*: key 'auction.slots' must be between" simulate --config "$T/range.yaml"
+
+printf 'world: [1, 2\n' >"$T/syntax.yaml"
+expect_error yaml-syntax "syntax.yaml:[0-9]*: YAML syntax error" simulate --config "$T/syntax.yaml"
+
+expect_error missing-config "nope.yaml: cannot open" simulate --config "$T/nope.yaml"
+
+# A malformed log line is named by file and line.
+cat >"$T/small.yaml" <<'YAML'
+world: {advertisers: 100, consumers: 300}
+day: {requests: 500}
+YAML
+"$RTB" generate --config "$T/small.yaml" --out "$T/logs" >/dev/null || fail "generate"
+sed -i '10s/\t0\.[0-9]*\t/\tzero\t/' "$T/logs/test.tsv"
+expect_error bad-log "test.tsv:10: field pctr is not a number" simulate --config "$T/small.yaml" \
+  --train-log "$T/logs/train.tsv" --test-log "$T/logs/test.tsv"
+expect_error bad-policy "const:<a> needs a in \[-1, 1\]" simulate --config "$T/small.yaml" --policy const:3
+echo "all bad-input cases refused"

@@ -1,0 +1,80 @@
+#include "rtb/core/auction.h"
+
+#include <gtest/gtest.h>
+
+namespace rtb {
+namespace {
+
+std::vector<SlotResult> Auction(int slots, double reserve, const std::vector<AuctionEntry>& in) {
+  GspAuction a(slots, reserve);
+  for (const auto& e : in) a.Offer(e);
+  SlotResult out[kMaxSlots];
+  const int n = a.Resolve(out);
+  return std::vector<SlotResult>(out, out + n);
+}
+
+TEST(Gsp, RanksByEcpmAndChargesTheNextEcpm) {
+  const auto w = Auction(3, 0, {{10, 1, 0}, {40, 2, 1}, {25, 3, 2}, {30, 4, 3}, {5, 5, 4}});
+  ASSERT_EQ(w.size(), 3u);
+  EXPECT_EQ(w[0].index, 1u);
+  EXPECT_EQ(w[0].price_ecpm, 30);
+  EXPECT_EQ(w[1].index, 3u);
+  EXPECT_EQ(w[1].price_ecpm, 25);
+  EXPECT_EQ(w[2].index, 2u);
+  EXPECT_EQ(w[2].price_ecpm, 10);  // the 4th candidate sets the last winner's price
+}
+
+TEST(Gsp, LastWinnerPaysReserveWhenNoFourthCandidate) {
+  const auto w = Auction(3, 2.0, {{10, 1, 0}, {8, 2, 1}, {6, 3, 2}});
+  ASSERT_EQ(w.size(), 3u);
+  EXPECT_EQ(w[2].price_ecpm, 2.0);
+  EXPECT_EQ(w[1].price_ecpm, 6.0);
+}
+
+TEST(Gsp, FewerCandidatesThanSlots) {
+  const auto w = Auction(3, 1.0, {{10, 1, 7}});
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].index, 7u);
+  EXPECT_EQ(w[0].price_ecpm, 1.0);
+  EXPECT_TRUE(Auction(3, 1.0, {}).empty());
+}
+
+TEST(Gsp, BelowReserveNeitherWinsNorSetsPrices) {
+  const auto w = Auction(2, 5.0, {{10, 1, 0}, {4, 2, 1}, {3, 3, 2}});
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].price_ecpm, 5.0);
+}
+
+TEST(Gsp, PriceNeverBelowReserveNorAboveOwnEcpm) {
+  const auto w = Auction(3, 7.0, {{10, 1, 0}, {7.5, 2, 1}, {7.2, 3, 2}, {7.1, 4, 3}});
+  for (const auto& s : w) {
+    EXPECT_GE(s.price_ecpm, 7.0);
+    EXPECT_LE(s.price_ecpm, s.ecpm);
+  }
+}
+
+TEST(Gsp, TiesGoToTheLowerAdvertiserIdWhateverTheOrder) {
+  const auto a = Auction(1, 0, {{10, 9, 0}, {10, 3, 1}, {10, 5, 2}});
+  const auto b = Auction(1, 0, {{10, 5, 2}, {10, 3, 1}, {10, 9, 0}});
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].index, 1u);
+  EXPECT_EQ(b[0].index, 1u);
+  EXPECT_EQ(a[0].price_ecpm, 10);  // a tie pays its own eCPM
+}
+
+TEST(Gsp, ZeroAndNegativeBidsAreIgnored) {
+  EXPECT_TRUE(Auction(3, 0, {{0, 1, 0}, {-5, 2, 1}}).empty());
+}
+
+TEST(Gsp, ResetStartsAFreshAuction) {
+  GspAuction a(1, 0);
+  a.Offer({10, 1, 0});
+  a.Reset();
+  a.Offer({3, 2, 1});
+  SlotResult out[kMaxSlots];
+  ASSERT_EQ(a.Resolve(out), 1);
+  EXPECT_EQ(out[0].index, 1u);
+}
+
+}  // namespace
+}  // namespace rtb

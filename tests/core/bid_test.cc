@@ -1,0 +1,54 @@
+#include "rtb/core/bid.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+namespace rtb {
+namespace {
+
+TEST(BidRatio, IsPcvrOverAverage) { EXPECT_DOUBLE_EQ(BidRatio(0.06, 0.03), 2.0); }
+
+TEST(BidRatio, IsOneWhenAverageUnknown) {
+  EXPECT_EQ(BidRatio(0.05, 0.0), 1.0);
+  EXPECT_EQ(BidRatio(0.05, -1.0), 1.0);
+  EXPECT_EQ(BidRatio(0.05, std::numeric_limits<double>::quiet_NaN()), 1.0);
+  EXPECT_EQ(BidRatio(0.05, std::numeric_limits<double>::infinity()), 1.0);
+  EXPECT_EQ(BidRatio(std::numeric_limits<double>::quiet_NaN(), 0.03), 1.0);
+}
+
+TEST(Alpha, ClipsAtPlusMinusRange) {
+  EXPECT_DOUBLE_EQ(Alpha(0.5, 1.0), 0.5);
+  EXPECT_DOUBLE_EQ(Alpha(0.5, 3.0), 0.9);
+  EXPECT_DOUBLE_EQ(Alpha(-0.8, 2.0), -0.9);
+  EXPECT_DOUBLE_EQ(Alpha(1.0, 1.0), 0.9);
+  EXPECT_DOUBLE_EQ(Alpha(-1.0, 1.0, 0.5), -0.5);
+  EXPECT_DOUBLE_EQ(Alpha(0.3, 0.5), 0.15);
+}
+
+TEST(Alpha, NonFiniteProductMeansManualBid) {
+  EXPECT_EQ(Alpha(std::numeric_limits<double>::quiet_NaN(), 1.0), 0.0);
+  EXPECT_EQ(Alpha(0.5, std::numeric_limits<double>::infinity()), 0.0);
+}
+
+TEST(AdjustedBid, StaysWithinPointOneToOnePointNineOfManual) {
+  const Micros bid(2'000'000);
+  EXPECT_EQ(AdjustedBid(bid, 0.0, 1.0).value(), 2'000'000);
+  EXPECT_EQ(AdjustedBid(bid, 1.0, 5.0).value(), 3'800'000);
+  EXPECT_EQ(AdjustedBid(bid, -1.0, 5.0).value(), 200'000);
+  EXPECT_EQ(AdjustedBid(bid, -0.25, 2.0).value(), 1'000'000);
+}
+
+TEST(AdjustedBid, RoundsToNearestMicro) {
+  EXPECT_EQ(AdjustedBid(Micros(3), 0.5, 1.0).value(), 5);  // 4.5 rounds away from zero
+  EXPECT_EQ(AdjustedBid(Micros(7), 0.1, 1.0).value(), 8);  // 7.7
+}
+
+TEST(CpmPrice, IsCpcTimesCtrTimesThousand) {
+  EXPECT_EQ(CpmPrice(Micros(1'500'000), 0.02).value(), 30'000'000);
+  EXPECT_EQ(CpmPrice(Micros(1'500'000), 0.0).value(), 0);
+}
+
+}  // namespace
+}  // namespace rtb

@@ -1,0 +1,138 @@
+#include "rtb/simulator/simulate.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "rtb/simulator/engine.h"
+
+namespace rtb::sim {
+namespace {
+
+const std::string kDefault = std::string(RTB_SOURCE_DIR) + "/configs/simulator/default.yaml";
+
+TEST(Simulate, DefaultConfigLoadsAndMatchesTheStructDefaults) {
+  auto cfg = LoadSimulatorConfig(kDefault);
+  ASSERT_TRUE(cfg.ok()) << cfg.status().message();
+  const SimulatorConfig d;
+  EXPECT_EQ(cfg->world.advertisers, d.world.advertisers);
+  EXPECT_EQ(cfg->world.large_weight, d.world.large_weight);
+  EXPECT_EQ(cfg->world.order_value_sigma, d.world.order_value_sigma);
+  EXPECT_EQ(cfg->day.requests, d.day.requests);
+  EXPECT_EQ(cfg->day.pctr_noise_sigma, d.day.pctr_noise_sigma);
+  EXPECT_EQ(cfg->market.budget_fraction, d.market.budget_fraction);
+}
+
+class DefaultDay : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto cfg = LoadSimulatorConfig(kDefault);
+    ASSERT_TRUE(cfg.ok());
+    auto sc = BuildScenario(*cfg, "", "", false);
+    ASSERT_TRUE(sc.ok());
+    sc_ = std::move(*sc).release();
+  }
+  static void TearDownTestSuite() { delete sc_; }
+  static Scenario* sc_;
+};
+Scenario* DefaultDay::sc_ = nullptr;
+
+TEST_F(DefaultDay, PaperScaleAndHeavyTailedAgents) {
+  EXPECT_EQ(sc_->test.requests(), 70000u);
+  const auto& m = sc_->market;
+  ASSERT_EQ(m.agents, 3);
+  double rev = 0, advs = 0;
+  for (int i = 0; i < 3; ++i) rev += m.agent_history[i].revenue.units(), advs += m.agent_advertisers[i];
+  // The paper: ~89% / 6% / 5% of advertisers hold ~15% / 23% / 62% of revenue.
+  EXPECT_GT(m.agent_advertisers[0] / advs, 0.80);
+  EXPECT_LT(m.agent_advertisers[2] / advs, 0.10);
+  EXPECT_LT(m.agent_history[0].revenue.units() / rev, 0.25);
+  EXPECT_GT(m.agent_history[2].revenue.units() / rev, 0.50);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_NEAR(static_cast<double>(m.agent_presences[i]) /
+                    static_cast<double>(sc_->train.candidates()),
+                1.0 / 3, 0.02);
+  }
+}
+
+TEST_F(DefaultDay, ManualSpendsAtLeast99PercentOfEveryAgentsBudgetAndNeverMore) {
+  AuctionEngine e(sc_->test, sc_->market, sc_->cfg.auction, 0.9, sc_->test_budgets);
+  e.RunToEnd(ActionTable(3, 3));
+  for (const auto& a : e.AgentOutcomes()) {
+    EXPECT_GE(CostOverBudget(a), 0.99);
+    EXPECT_LE(a.cost, a.budget);
+  }
+  for (const auto& o : e.advertiser_outcomes()) EXPECT_LE(o.cost, o.budget);
+}
+
+TEST_F(DefaultDay, ReportHasTheInterfaceKeysAndIsDeterministic) {
+  SimulateOptions opt;
+  opt.progress = false;
+  auto r1 = Simulate(*sc_, opt);
+  auto r2 = Simulate(*sc_, opt);
+  ASSERT_TRUE(r1.ok());
+  const std::string j1 = RenderJson(*r1);
+  EXPECT_EQ(j1, RenderJson(*r2));
+  const auto j = nlohmann::json::parse(j1);
+  ASSERT_EQ(j["agents"].size(), 3u);
+  for (const char* k : {"revenue", "cost", "budget", "clicks", "conversions", "impressions", "roi",
+                        "cost_per_click", "cost_over_budget"}) {
+    EXPECT_TRUE(j["total"][k].is_number()) << k;
+    for (const auto& a : j["agents"]) EXPECT_TRUE(a[k].is_number()) << k;
+  }
+  EXPECT_DOUBLE_EQ(j["total"]["relative_to_manual_pct"]["revenue"].get<double>(), 100.0);
+  EXPECT_TRUE(j["methods"].contains("manual_unlimited"));
+}
+
+TEST_F(DefaultDay, PolicyFromATableFile) {
+  ActionTable t(3, 3);
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 3; ++j) t.set(i, j, -0.5);
+  }
+  const std::string path = ::testing::TempDir() + "/policy.json";
+  ASSERT_TRUE(SaveActionTable(t, path).ok());
+  SimulateOptions opt;
+  opt.progress = false;
+  opt.policy = path;
+  auto r = Simulate(*sc_, opt);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const auto j = nlohmann::json::parse(RenderJson(*r));
+  EXPECT_GT(j["total"]["relative_to_manual_pct"]["revenue"].get<double>(), 130.0);
+  ActionTable wrong(2, 3);
+  ASSERT_TRUE(SaveActionTable(wrong, path).ok());
+  EXPECT_FALSE(Simulate(*sc_, opt).ok());
+  opt.policy = "const:7";
+  EXPECT_FALSE(Simulate(*sc_, opt).ok());
+}
+
+TEST(Scenario, DifferentSeedsGiveDifferentDaysSameSeedTheSame) {
+  SimulatorConfig c;
+  c.world.advertisers = 200;
+  c.world.consumers = 500;
+  c.day.requests = 2000;
+  auto a = BuildScenario(c, "", "", false);
+  auto b = BuildScenario(c, "", "", false);
+  c.seed = 2;
+  auto d = BuildScenario(c, "", "", false);
+  ASSERT_TRUE(a.ok() && b.ok() && d.ok());
+  EXPECT_EQ((*a)->test.pctr, (*b)->test.pctr);
+  EXPECT_NE((*a)->test.pctr, (*d)->test.pctr);
+  EXPECT_NE((*a)->train.pctr, (*a)->test.pctr);  // train and test are different draws
+}
+
+TEST(Scenario, OneAgentPerAdvertiserWorks) {
+  SimulatorConfig c;
+  c.world.advertisers = 30;
+  c.world.consumers = 200;
+  c.day.requests = 3000;
+  c.day.candidates_max = 20;
+  c.market.agents = 30;
+  auto sc = BuildScenario(c, "", "", false);
+  ASSERT_TRUE(sc.ok()) << sc.status().message();
+  std::vector<int> seen(30, 0);
+  for (auto a : (*sc)->market.agent_of) seen[a]++;
+  for (int s : seen) EXPECT_EQ(s, 1);
+}
+
+}  // namespace
+}  // namespace rtb::sim
