@@ -30,7 +30,7 @@ struct WorldConfig {
   double max_bid = 30;           // highest manual CPC bid, currency units
   int consumers = 30000;         // number of consumers (users)
   double consumer_activity_sigma = 1.1;  // lognormal spread of how often a consumer shows up
-  double consumer_value_sigma = 0.7;     // lognormal spread of consumer purchase propensity
+  double consumer_value_sigma = 0.25;     // lognormal spread of consumer purchase propensity
   double consumer_click_sigma = 0.3;     // lognormal spread of consumer click propensity
 };
 
@@ -45,7 +45,7 @@ struct DayConfig {
   int candidates_min = 4;        // at least this many candidates per request
   int candidates_max = 60;       // at most this many
   double pctr_noise_sigma = 0.7;   // per-request lognormal noise on pCTR
-  double pcvr_noise_sigma = 0.3;   // per-request lognormal noise on pCVR
+  double pcvr_noise_sigma = 0.1;   // per-request lognormal noise on pCVR
   double value_noise_sigma = 0.2;  // per-request lognormal noise on order value
 };
 
