@@ -52,7 +52,7 @@ struct DayConfig {
 // The auction rules (dcmab.md section 3).
 struct AuctionConfig {
   int slots = 3;                 // ad slots per request; the top `slots` by eCPM win
-  double reserve_cpm = 0.5;      // reserve price, currency units per thousand impressions
+  double reserve_cpm = 8.0;      // reserve price, currency units per thousand impressions
   // Click-through factor per slot (position discount); empty = no discount (paper's setting).
   std::vector<double> slot_ctr_factors;
   std::string outcomes = "expected";  // "expected" (paper) or "sampled" (Bernoulli clicks/buys)

@@ -1,0 +1,65 @@
+// The learner's configuration (configs/learner/default.yaml). Every hyperparameter is
+// documented here, where it is declared, cleanrl style; defaults follow dcmab.md section 5.
+// Torch-free, so `rtb` can validate a config without loading LibTorch.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rtb/core/status.h"
+#include "rtb/simulator/config.h"
+
+namespace rtb::learn {
+
+struct HyperParams {
+  double actor_lr = 1e-3;       // Adam learning rate of every actor mu_i
+  double critic_lr = 1e-3;      // Adam learning rate of every critic Q_i
+  double gamma = 0.99;          // discount; the horizon is T = 3 steps
+  double tau = 0.01;            // soft target update theta' <- tau*theta + (1-tau)*theta'
+  int batch_size = 64;          // minibatch size per update
+  double grad_clip = 0.5;       // max gradient norm per network and update
+  int updates_per_step = 8;     // gradient steps (all agents) per simulated step
+  int warmup_transitions = 32;  // no update before the replay holds this many transitions
+  int actor_hidden = 300;       // actor: in -> hidden -> hidden -> 1 (ReLU, tanh out)
+  int critic_hidden = 100;      // critic: state -> hidden, [hidden, actions] -> hidden -> 1
+  std::string noise = "gaussian";  // exploration process per a_ij: gaussian | ou
+  double noise_sigma = 0.3;     // initial noise scale
+  double noise_decay = 0.97;    // sigma x decay per episode
+  double noise_min = 0.02;      // floor of the decayed sigma
+  double ou_theta = 0.15;       // Ornstein-Uhlenbeck mean reversion (noise = ou)
+  double actor_preact_reg = 0.01;  // penalty x mean(u^2) on the actor's pre-tanh output u, so
+                                   // the actor cannot saturate at a = +-1 (deviation; 0 = off)
+  double a2c_lr = 3e-4;         // A2C: Adam learning rate (actor and value)
+  double a2c_entropy = 1e-3;    // A2C: entropy bonus weight
+  double a2c_init_log_std = -1.0;  // A2C: initial log std of the Gaussian policy
+  bool shared_minibatch = true;    // one minibatch for all agents per update, so every
+                                   // agent's target actions are computed once (deviation:
+                                   // the paper samples per agent; set false for that)
+};
+
+struct ReplayConfig {
+  std::string backend = "rocksdb";  // rocksdb (durable, default) | memory
+  uint64_t capacity = 1000000;      // transitions kept; older ones are evicted
+  bool sync = false;                // fsync every append (survives power loss, slower)
+};
+
+struct LearnerConfig {
+  std::string simulator_config = "../simulator/default.yaml";  // relative to this file
+  sim::SimulatorConfig sim;        // loaded from simulator_config
+  int seeds = 4;                   // independent runs per method (mean +- std)
+  uint64_t base_seed = 1;          // seed of run s is base_seed + s
+  int episodes = 150;              // max training episodes (days) per run
+  int patience = 50;               // stop when the training score has not improved for this
+                                   // many episodes (the paper's convergence rule)
+  int checkpoint_every = 25;       // episodes between checkpoints (0 = only at the end)
+  double roi_scale = 4.0;          // reward and revenue normalisation: revenue / (budget x this)
+  std::vector<int> learning_agents;  // partial coordination: 1-based agents that learn with the
+                                     // total reward; the others keep manual bids. Empty = all.
+  HyperParams hp;
+  ReplayConfig replay;
+};
+
+Result<LearnerConfig> LoadLearnerConfig(const std::string& path);
+
+}  // namespace rtb::learn

@@ -1,0 +1,44 @@
+// From the environment's raw observation to the networks' normalised inputs (dcmab.md s4).
+// Torch-free: the offline trainer and the online learner (fed by Kafka) share it.
+//
+// s^q = [g_cost (N*L), g_revenue (N*L), x_1 .. x_L] with
+//   g_cost_ij    = cost_ij / budget_i            (the current day's budget of agent i)
+//   g_revenue_ij = revenue_ij / (budget_i * roi_scale)
+//   x_j          = [onehot_L(j), revenue_hist_j(t) / max revenue_hist, cost_hist_j(t) / max cost_hist]
+// The actor of agent i sees [g, x_j] (2NL + L + 2 numbers; 23 for N = L = 3).
+// Rewards are normalised the same way: r_i / (budget_i * roi_scale) (coordinated: by the total
+// budget). The scales are stored with the model (Normalizer).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "rtb/core/status.h"
+#include "rtb/simulator/env.h"
+
+namespace rtb::learn {
+
+struct Normalizer {
+  int agents = 0, clusters = 0;
+  double roi_scale = 4.0;
+  double x_revenue_scale = 1.0;  // max revenue_hist over steps and clusters
+  double x_cost_scale = 1.0;     // max cost_hist over steps and clusters
+
+  int StateDim() const { return 2 * agents * clusters + clusters * (clusters + 2); }
+  int ActorInputDim() const { return 2 * agents * clusters + clusters + 2; }
+  int JointActionDim() const { return agents * clusters; }
+
+  std::vector<float> EncodeState(const sim::Observation& o,
+                                 const std::vector<double>& agent_budgets) const;
+  std::vector<float> EncodeD(const sim::Observation& o) const;
+  // rewards (currency units, per agent) -> normalised rewards.
+  std::vector<float> EncodeRewards(const std::vector<double>& rewards,
+                                   const std::vector<double>& agent_budgets,
+                                   bool coordinated) const;
+  std::string ToJson() const;
+  static Result<Normalizer> FromJson(const std::string& json);
+};
+
+Normalizer MakeNormalizer(const sim::Market& m, double roi_scale);
+
+}  // namespace rtb::learn

@@ -1,0 +1,39 @@
+// `rtb train`: train every requested method on the training day for several seeds, evaluate
+// each deterministically (no noise) on the test day, and build the comparison report.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "rtb/core/report.h"
+#include "rtb/learner/agents.h"
+#include "rtb/learner/config.h"
+#include "rtb/simulator/simulate.h"
+
+namespace rtb::learn {
+
+struct TrainOptions {
+  std::vector<std::string> algos;  // methods to run ("manual" is always added as the baseline)
+  int seeds = 0;                   // 0 = the config's
+  int episodes = 0;                // 0 = the config's
+  std::string out = "out/train";
+  std::string config_path;
+  int jobs = 2;                    // runs trained in parallel (one intra-op thread each)
+  bool resume = false;             // continue from each run's last checkpoint
+  bool progress = true;
+};
+
+// The result of one policy over one day: per-agent outcomes and the tables it used per step.
+struct Evaluation {
+  RunResult run;
+  std::vector<ActionTable> tables;  // one per step
+};
+
+// Plays `day` with the learner's deterministic policy: at each step the table is
+// a[i][j] = mu_i([g, x_j]) for the current state (dcmab.md section 2).
+Evaluation EvaluatePolicy(MultiAgentLearner& learner, const sim::Scenario& sc,
+                          const sim::Day& day, const std::vector<Micros>& budgets);
+
+Result<Report> RunTraining(const LearnerConfig& cfg, const TrainOptions& opt);
+
+}  // namespace rtb::learn

@@ -1,0 +1,82 @@
+#include "rtb/learner/config.h"
+
+#include <filesystem>
+
+namespace rtb::learn {
+
+Result<LearnerConfig> LoadLearnerConfig(const std::string& path) {
+  RTB_ASSIGN_OR_RETURN(auto file, ConfigFile::Load(path));
+  LearnerConfig c;
+  ConfigMap root = file->Root();
+  root.Get("simulator_config", &c.simulator_config);
+  root.Get("seeds", &c.seeds);
+  root.Check(c.seeds >= 1 && c.seeds <= 100, "seeds", "must be between 1 and 100");
+  root.Get("base_seed", &c.base_seed);
+  root.Get("episodes", &c.episodes);
+  root.Check(c.episodes >= 1, "episodes", "must be at least 1");
+  root.Get("patience", &c.patience);
+  root.Check(c.patience >= 1, "patience", "must be at least 1");
+  root.Get("checkpoint_every", &c.checkpoint_every);
+  root.Check(c.checkpoint_every >= 0, "checkpoint_every", "must be >= 0");
+  root.Get("roi_scale", &c.roi_scale);
+  root.Check(c.roi_scale > 0, "roi_scale", "must be positive");
+  root.Get("learning_agents", &c.learning_agents);
+
+  ConfigMap h = root.Section("hyper");
+  HyperParams& hp = c.hp;
+  h.Get("actor_lr", &hp.actor_lr);
+  h.Get("critic_lr", &hp.critic_lr);
+  h.Check(hp.actor_lr > 0 && hp.critic_lr > 0, "actor_lr", "and critic_lr must be positive");
+  h.Get("gamma", &hp.gamma);
+  h.Check(hp.gamma >= 0 && hp.gamma <= 1, "gamma", "must be in [0, 1]");
+  h.Get("tau", &hp.tau);
+  h.Check(hp.tau > 0 && hp.tau <= 1, "tau", "must be in (0, 1]");
+  h.Get("batch_size", &hp.batch_size);
+  h.Check(hp.batch_size >= 1 && hp.batch_size <= 65536, "batch_size", "must be in [1, 65536]");
+  h.Get("grad_clip", &hp.grad_clip);
+  h.Check(hp.grad_clip > 0, "grad_clip", "must be positive");
+  h.Get("updates_per_step", &hp.updates_per_step);
+  h.Check(hp.updates_per_step >= 0, "updates_per_step", "must be >= 0");
+  h.Get("warmup_transitions", &hp.warmup_transitions);
+  h.Get("actor_hidden", &hp.actor_hidden);
+  h.Get("critic_hidden", &hp.critic_hidden);
+  h.Check(hp.actor_hidden >= 1 && hp.critic_hidden >= 1, "actor_hidden",
+          "and critic_hidden must be positive");
+  h.Get("noise", &hp.noise);
+  h.Check(hp.noise == "gaussian" || hp.noise == "ou", "noise", "must be gaussian or ou");
+  h.Get("noise_sigma", &hp.noise_sigma);
+  h.Get("noise_decay", &hp.noise_decay);
+  h.Get("noise_min", &hp.noise_min);
+  h.Check(hp.noise_sigma >= 0 && hp.noise_min >= 0 && hp.noise_decay > 0 && hp.noise_decay <= 1,
+          "noise_decay", "must be in (0, 1] with non-negative sigmas");
+  h.Get("ou_theta", &hp.ou_theta);
+  h.Get("actor_preact_reg", &hp.actor_preact_reg);
+  h.Check(hp.actor_preact_reg >= 0, "actor_preact_reg", "must be >= 0");
+  h.Get("a2c_lr", &hp.a2c_lr);
+  h.Get("a2c_entropy", &hp.a2c_entropy);
+  h.Get("a2c_init_log_std", &hp.a2c_init_log_std);
+  h.Get("shared_minibatch", &hp.shared_minibatch);
+
+  ConfigMap r = root.Section("replay");
+  r.Get("backend", &c.replay.backend);
+  r.Check(c.replay.backend == "rocksdb" || c.replay.backend == "memory", "backend",
+          "must be rocksdb or memory");
+  r.Get("capacity", &c.replay.capacity);
+  r.Check(c.replay.capacity >= 1, "capacity", "must be positive");
+  r.Get("sync", &c.replay.sync);
+  RTB_RETURN_IF_ERROR(file->Finish());
+
+  std::filesystem::path sim_path = c.simulator_config;
+  if (sim_path.is_relative()) sim_path = std::filesystem::path(path).parent_path() / sim_path;
+  RTB_ASSIGN_OR_RETURN(c.sim, sim::LoadSimulatorConfig(sim_path.lexically_normal().string()));
+  c.simulator_config = sim_path.lexically_normal().string();
+  for (int a : c.learning_agents) {
+    if (a < 1 || a > c.sim.market.agents) {
+      return Status::InvalidArgument(path + ": learning_agents: agent " + std::to_string(a) +
+                                     " outside 1.." + std::to_string(c.sim.market.agents));
+    }
+  }
+  return c;
+}
+
+}  // namespace rtb::learn

@@ -1,0 +1,187 @@
+#include "nets.h"
+
+namespace rtb::learn {
+
+using torch::indexing::Slice;
+
+ActorImpl::ActorImpl(int in, int hidden)
+    : l1(register_module("l1", torch::nn::Linear(in, hidden))),
+      l2(register_module("l2", torch::nn::Linear(hidden, hidden))),
+      l3(register_module("l3", torch::nn::Linear(hidden, 1))) {
+  // Small last layer: the policy starts near a = 0 (manual bids), as DDPG initialises.
+  torch::NoGradGuard g;
+  l3->weight.uniform_(-3e-3, 3e-3);
+  l3->bias.uniform_(-3e-3, 3e-3);
+}
+
+torch::Tensor ActorImpl::preact(const torch::Tensor& x) {
+  return l3(torch::relu(l2(torch::relu(l1(x)))));
+}
+
+CriticImpl::CriticImpl(int state_in, int act, int hidden)
+    : l1(register_module("l1", torch::nn::Linear(state_in, hidden))),
+      l2(register_module("l2", torch::nn::Linear(hidden + act, hidden))),
+      l3(register_module("l3", torch::nn::Linear(hidden, 1))),
+      act_in(act) {}
+
+torch::Tensor CriticImpl::forward(const torch::Tensor& state, const torch::Tensor& actions) {
+  torch::Tensor h = torch::relu(l1(state));
+  if (act_in > 0) h = torch::cat({h, actions}, 1);
+  return l3(torch::relu(l2(h)));
+}
+
+void SoftUpdate(torch::nn::Module& target, const torch::nn::Module& source, double tau) {
+  torch::NoGradGuard g;
+  auto tp = target.parameters();
+  auto sp = source.parameters();
+  for (size_t k = 0; k < tp.size(); ++k) tp[k].mul_(1.0 - tau).add_(sp[k], tau);
+}
+
+void HardUpdate(torch::nn::Module& target, const torch::nn::Module& source) {
+  torch::NoGradGuard g;
+  auto tp = target.parameters();
+  auto sp = source.parameters();
+  for (size_t k = 0; k < tp.size(); ++k) tp[k].copy_(sp[k]);
+}
+
+torch::Tensor CriticTarget(const torch::Tensor& r, const torch::Tensor& done,
+                           const torch::Tensor& q_next, double gamma) {
+  return r + gamma * (1.0 - done) * q_next;
+}
+
+namespace {
+torch::Tensor Stack(const std::vector<Transition>& ts, std::vector<float> Transition::*field) {
+  const int64_t B = static_cast<int64_t>(ts.size());
+  const int64_t D = static_cast<int64_t>((ts[0].*field).size());
+  torch::Tensor t = torch::empty({B, D}, torch::kFloat);
+  float* p = t.data_ptr<float>();
+  for (int64_t b = 0; b < B; ++b) {
+    std::copy((ts[static_cast<size_t>(b)].*field).begin(), (ts[static_cast<size_t>(b)].*field).end(),
+              p + b * D);
+  }
+  return t;
+}
+}  // namespace
+
+Batch MakeBatch(const std::vector<Transition>& ts) {
+  Batch b;
+  b.s = Stack(ts, &Transition::s);
+  b.d = Stack(ts, &Transition::d);
+  b.a = Stack(ts, &Transition::a);
+  b.r = Stack(ts, &Transition::r);
+  b.s2 = Stack(ts, &Transition::s2);
+  b.d2 = Stack(ts, &Transition::d2);
+  b.done = torch::empty({static_cast<int64_t>(ts.size()), 1}, torch::kFloat);
+  for (size_t i = 0; i < ts.size(); ++i) b.done[static_cast<int64_t>(i)][0] = ts[i].done ? 1.0f : 0.0f;
+  return b;
+}
+
+Maddpg::Maddpg(const AlgoSpec& s, const HyperParams& h, const Normalizer& n)
+    : spec(s), hp(h), norm(n), N(n.agents), L(n.clusters) {
+  const int state_in = norm.StateDim() + (spec.critic_sees_d ? N * L : 0);
+  const int act_in = spec.joint_actions ? N * L : L;
+  for (int i = 0; i < N; ++i) {
+    actors.emplace_back(norm.ActorInputDim(), hp.actor_hidden);
+    actor_targets.emplace_back(norm.ActorInputDim(), hp.actor_hidden);
+    critics.emplace_back(state_in, act_in, hp.critic_hidden);
+    critic_targets.emplace_back(state_in, act_in, hp.critic_hidden);
+    HardUpdate(*actor_targets.back(), *actors.back());
+    HardUpdate(*critic_targets.back(), *critics.back());
+    actor_opts.push_back(std::make_unique<torch::optim::Adam>(
+        actors.back()->parameters(), torch::optim::AdamOptions(hp.actor_lr)));
+    critic_opts.push_back(std::make_unique<torch::optim::Adam>(
+        critics.back()->parameters(), torch::optim::AdamOptions(hp.critic_lr)));
+  }
+}
+
+torch::Tensor Maddpg::ActorInputs(const torch::Tensor& s) const {
+  const int64_t B = s.size(0);
+  const int64_t G = 2 * N * L, W = L + 2;
+  torch::Tensor g = s.index({Slice(), Slice(0, G)});                          // [B, 2NL]
+  torch::Tensor x = s.index({Slice(), Slice(G, G + L * W)}).reshape({B, L, W});  // [B, L, L+2]
+  torch::Tensor in = torch::cat({g.unsqueeze(1).expand({B, L, G}), x}, 2);      // [B, L, 2NL+L+2]
+  return in.reshape({B * L, G + W});
+}
+
+torch::Tensor Maddpg::ActorActions(int i, const torch::Tensor& actor_in, bool target) {
+  Actor& net = target ? actor_targets[static_cast<size_t>(i)] : actors[static_cast<size_t>(i)];
+  return net->forward(actor_in).reshape({-1, L});
+}
+
+torch::Tensor Maddpg::TargetJointActions(const torch::Tensor& s2) {
+  torch::NoGradGuard g;
+  const torch::Tensor in = ActorInputs(s2);
+  std::vector<torch::Tensor> parts;
+  for (int o = 0; o < N; ++o) {
+    parts.push_back(spec.learns[static_cast<size_t>(o)]
+                        ? ActorActions(o, in, spec.use_targets)
+                        : torch::zeros({s2.size(0), L}));
+  }
+  return torch::cat(parts, 1);
+}
+
+torch::Tensor Maddpg::CriticState(const torch::Tensor& s, const torch::Tensor& d) const {
+  return spec.critic_sees_d ? torch::cat({s, d}, 1) : s;
+}
+
+torch::Tensor Maddpg::CriticActions(const torch::Tensor& joint, int i) const {
+  return spec.joint_actions ? joint : joint.index({Slice(), Slice(i * L, (i + 1) * L)});
+}
+
+torch::Tensor Maddpg::ActorLoss(int i, const Batch& b, const torch::Tensor& actor_in) {
+  // Agent i's own L actions come from its actor; the other agents keep their sampled actions.
+  const torch::Tensor pre = actors[static_cast<size_t>(i)]->preact(actor_in).reshape({-1, L});
+  const torch::Tensor own = torch::tanh(pre);
+  std::vector<torch::Tensor> parts;
+  if (i > 0) parts.push_back(b.a.index({Slice(), Slice(0, i * L)}));
+  parts.push_back(own);
+  if (i + 1 < N) parts.push_back(b.a.index({Slice(), Slice((i + 1) * L, N * L)}));
+  const torch::Tensor joint = torch::cat(parts, 1);
+  Critic& q = critics[static_cast<size_t>(i)];
+  const torch::Tensor loss = -q->forward(CriticState(b.s, b.d), CriticActions(joint, i)).mean();
+  // Deviation (hyper.actor_preact_reg): a small penalty on the pre-tanh output keeps the actor
+  // out of tanh saturation, where its gradient vanishes and a = +-1 could never be left.
+  return hp.actor_preact_reg > 0 ? loss + hp.actor_preact_reg * pre.pow(2).mean() : loss;
+}
+
+void Maddpg::UpdateAgent(int i, const Batch& b, const torch::Tensor& next_actions,
+                         const torch::Tensor& actor_in, UpdateStats* stats) {
+  const size_t k = static_cast<size_t>(i);
+  const torch::Tensor r_i = b.r.index({Slice(), Slice(i, i + 1)});
+
+  // Critic. Eq. (9): y = r_i + gamma * Q'_i(s', a'_1..a'_N, d'), y = r_i at the last step.
+  torch::Tensor y;
+  {
+    torch::NoGradGuard g;
+    Critic& q_target = spec.use_targets ? critic_targets[k] : critics[k];
+    const torch::Tensor q_next =
+        spec.gamma > 0 ? q_target->forward(CriticState(b.s2, b.d2), CriticActions(next_actions, i))
+                       : torch::zeros_like(r_i);
+    y = CriticTarget(r_i, b.done, q_next, spec.gamma);
+  }
+  // Eq. (10): L(theta_i) = mean (y - Q_i(s, a_1..a_N, d))^2.
+  const torch::Tensor q = critics[k]->forward(CriticState(b.s, b.d), CriticActions(b.a, i));
+  const torch::Tensor critic_loss = torch::mse_loss(q, y);
+  critic_opts[k]->zero_grad();
+  critic_loss.backward();
+  torch::nn::utils::clip_grad_norm_(critics[k]->parameters(), hp.grad_clip);
+  critic_opts[k]->step();
+
+  // Actor. Eq. (11): ascend Q_i with agent i's actions replaced by mu_i([g, x_j]).
+  const torch::Tensor actor_loss = ActorLoss(i, b, actor_in);
+  actor_opts[k]->zero_grad();
+  actor_loss.backward();
+  torch::nn::utils::clip_grad_norm_(actors[k]->parameters(), hp.grad_clip);
+  actor_opts[k]->step();
+
+  // Soft update of the targets.
+  if (spec.use_targets) {
+    SoftUpdate(*actor_targets[k], *actors[k], hp.tau);
+    SoftUpdate(*critic_targets[k], *critics[k], hp.tau);
+  }
+  stats->critic_loss += critic_loss.item<double>();
+  stats->actor_loss += actor_loss.item<double>();
+  stats->updates += 1;
+}
+
+}  // namespace rtb::learn

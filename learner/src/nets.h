@@ -1,0 +1,73 @@
+// LibTorch internals of the learner. Only rtb_learner's sources and its tests include this.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "rtb/learner/agents.h"
+
+namespace rtb::learn {
+
+// mu_i: [g, x_j] -> hidden -> hidden -> 1, ReLU, tanh output (dcmab.md section 5).
+struct ActorImpl : torch::nn::Module {
+  ActorImpl(int in, int hidden);
+  torch::Tensor forward(const torch::Tensor& x) { return torch::tanh(preact(x)); }
+  // The output before tanh (for the saturation penalty).
+  torch::Tensor preact(const torch::Tensor& x);
+  torch::nn::Linear l1{nullptr}, l2{nullptr}, l3{nullptr};
+};
+TORCH_MODULE(Actor);
+
+// Q_i: state (and d) into layer 1; actions joined at layer 2 (as in DDPG); linear output.
+// With act_in = 0 it is a state-value network V_i(s) (A2C).
+struct CriticImpl : torch::nn::Module {
+  CriticImpl(int state_in, int act_in, int hidden);
+  torch::Tensor forward(const torch::Tensor& state, const torch::Tensor& actions);
+  torch::nn::Linear l1{nullptr}, l2{nullptr}, l3{nullptr};
+  int act_in;
+};
+TORCH_MODULE(Critic);
+
+// theta' <- tau * theta + (1 - tau) * theta'
+void SoftUpdate(torch::nn::Module& target, const torch::nn::Module& source, double tau);
+void HardUpdate(torch::nn::Module& target, const torch::nn::Module& source);
+
+// Eq. (9): y = r + gamma * (1 - done) * Q'(s', a'_1..a'_N, d'). Shapes [B, 1].
+torch::Tensor CriticTarget(const torch::Tensor& r, const torch::Tensor& done,
+                           const torch::Tensor& q_next, double gamma);
+
+struct Batch {
+  torch::Tensor s, d, a, r, s2, d2, done;  // [B, *]; done [B, 1]
+};
+Batch MakeBatch(const std::vector<Transition>& ts);
+
+// The MADDPG family: bandit, ddpg, dcmab, dcmab-coord, partial.
+class Maddpg {
+ public:
+  Maddpg(const AlgoSpec& spec, const HyperParams& hp, const Normalizer& norm);
+
+  // Actor inputs [B*L, 2NL+L+2] for state s [B, Ds]: [g, x_j] for j = 1..L.
+  torch::Tensor ActorInputs(const torch::Tensor& s) const;
+  // mu_i (or mu'_i) for every cluster: [B, L].
+  torch::Tensor ActorActions(int i, const torch::Tensor& actor_in, bool target);
+  // a'^q for every agent, computed once per minibatch: [B, N*L]. Non-learning agents: 0.
+  torch::Tensor TargetJointActions(const torch::Tensor& s2);
+  torch::Tensor CriticState(const torch::Tensor& s, const torch::Tensor& d) const;
+  torch::Tensor CriticActions(const torch::Tensor& joint, int i) const;
+  // Eq. (11): -mean Q_i(s, a_1..mu_i(s)..a_N, d).
+  torch::Tensor ActorLoss(int i, const Batch& b, const torch::Tensor& actor_in);
+  // One step of Algorithm 1 for agent i: critic (Eqs. 9, 10), actor (Eq. 11), soft update.
+  void UpdateAgent(int i, const Batch& b, const torch::Tensor& next_actions,
+                   const torch::Tensor& actor_in, UpdateStats* stats);
+
+  AlgoSpec spec;
+  HyperParams hp;
+  Normalizer norm;
+  int N, L;
+  std::vector<Actor> actors, actor_targets;
+  std::vector<Critic> critics, critic_targets;
+  std::vector<std::unique_ptr<torch::optim::Adam>> actor_opts, critic_opts;
+};
+
+}  // namespace rtb::learn
