@@ -21,6 +21,10 @@ Result<LearnerConfig> LoadLearnerConfig(const std::string& path) {
   root.Get("roi_scale", &c.roi_scale);
   root.Check(c.roi_scale > 0, "roi_scale", "must be positive");
   root.Get("learning_agents", &c.learning_agents);
+  root.Get("delivery_target", &c.delivery_target);
+  root.Check(c.delivery_target >= 0 && c.delivery_target <= 1, "delivery_target", "must be in [0, 1]");
+  root.Get("delivery_penalty", &c.delivery_penalty);
+  root.Check(c.delivery_penalty >= 0, "delivery_penalty", "must be >= 0");
 
   ConfigMap h = root.Section("hyper");
   HyperParams& hp = c.hp;
@@ -37,6 +41,9 @@ Result<LearnerConfig> LoadLearnerConfig(const std::string& path) {
   h.Check(hp.grad_clip > 0, "grad_clip", "must be positive");
   h.Get("updates_per_step", &hp.updates_per_step);
   h.Check(hp.updates_per_step >= 0, "updates_per_step", "must be >= 0");
+  h.Get("rollouts_per_episode", &hp.rollouts_per_episode);
+  h.Check(hp.rollouts_per_episode >= 1 && hp.rollouts_per_episode <= 1000, "rollouts_per_episode",
+          "must be between 1 and 1000");
   h.Get("warmup_transitions", &hp.warmup_transitions);
   h.Get("actor_hidden", &hp.actor_hidden);
   h.Get("critic_hidden", &hp.critic_hidden);

@@ -64,6 +64,23 @@ std::vector<float> Normalizer::EncodeRewards(const std::vector<double>& rewards,
   return r;
 }
 
+std::vector<float> Normalizer::DeliveryShortfall(const sim::Observation& o,
+                                                 const std::vector<double>& budgets,
+                                                 double target, bool coordinated) const {
+  std::vector<float> out(static_cast<size_t>(agents), 0.0f);
+  double sum = 0;
+  for (int i = 0; i < agents; ++i) {
+    double cost = 0;
+    for (int j = 0; j < clusters; ++j) cost += o.g_cost[static_cast<size_t>(i * clusters + j)];
+    const double b = budgets[static_cast<size_t>(i)];
+    const double gap = b > 0 ? std::max(0.0, target - cost / b) : 0.0;
+    out[static_cast<size_t>(i)] = static_cast<float>(gap);
+    sum += gap;
+  }
+  if (coordinated) std::fill(out.begin(), out.end(), static_cast<float>(sum));
+  return out;
+}
+
 std::string Normalizer::ToJson() const {
   nlohmann::ordered_json j;
   j["agents"] = agents;

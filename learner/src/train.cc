@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -28,6 +29,22 @@ ActionTable TableOf(const std::vector<float>& a, int N, int L) {
     for (int j = 0; j < L; ++j) t.set(i, j, a[static_cast<size_t>(i * L + j)]);
   }
   return t;
+}
+
+std::string Fmt(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+// The training score that picks the model: total revenue on the training day, discounted by
+// (worst delivery / 0.99)^50 when some agent spends less than 99% of its budget (a budget is
+// a contract: at 98% delivery a policy keeps 60% of its score).
+double TrainingScore(const RunResult& run) {
+  double worst = 1.0;
+  for (const auto& o : run.rows) worst = std::min(worst, CostOverBudget(o));
+  const double revenue = run.total.revenue.units();
+  return worst >= 0.99 ? revenue : revenue * std::pow(worst / 0.99, 50.0);
 }
 
 struct RunOutput {
@@ -105,50 +122,74 @@ Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const
     replay = NewMemoryReplayStore(ro);
   }
   Rng sample_rng(Rng::Mix(seed, 0x5a3 + static_cast<uint64_t>(learner.episodes_done())));
+  // episodes.csv: one line per episode (docs: learner/README.md).
+  std::ofstream log(dir + "/episodes.csv", resumed ? std::ios::app : std::ios::trunc);
+  if (!resumed) {
+    log << "episode,train_revenue,test_revenue,train_score";
+    for (int i = 0; i < N; ++i) log << ",train_cost_over_budget_" << i + 1;
+    for (int i = 0; i < N; ++i) log << ",test_cost_over_budget_" << i + 1;
+    log << ",noise_sigma\n";
+  }
 
   for (int ep = static_cast<int>(learner.episodes_done()); ep < episodes; ++ep) {
-    // Act, step, store, and update, once per step of the day.
-    sim::Observation obs = env.Reset(Rng::Mix(seed, static_cast<uint64_t>(ep)));
-    std::vector<float> s = norm.EncodeState(obs, budgets), d = norm.EncodeD(obs);
+    // Act, step, store, and update, once per step of the day; K plays of the day per episode.
     std::vector<Transition> episode_ts;
-    for (int t = 0;; ++t) {
-      const std::vector<float> a = learner.Act(s, /*explore=*/true);
-      const sim::StepResult res = env.Step(TableOf(a, N, L));
-      Transition tr;
-      tr.s = s;
-      tr.d = d;
-      tr.a = a;
-      tr.r = norm.EncodeRewards(res.rewards, budgets, spec.coordinated);
-      tr.s2 = norm.EncodeState(res.next, budgets);
-      tr.d2 = norm.EncodeD(res.next);
-      tr.done = res.done ? 1 : 0;
-      tr.episode = static_cast<uint64_t>(ep);
-      tr.step = static_cast<uint32_t>(t);
-      if (spec.off_policy()) RTB_RETURN_IF_ERROR(replay->Append(tr).status());
-      episode_ts.push_back(tr);
-      if (spec.off_policy() && replay->Size() >= static_cast<uint64_t>(cfg.hp.warmup_transitions)) {
-        for (int u = 0; u < cfg.hp.updates_per_step; ++u) {
-          std::vector<std::vector<Transition>> batches;
-          const int draws = cfg.hp.shared_minibatch ? 1 : N;
-          for (int k = 0; k < draws; ++k) {
-            RTB_ASSIGN_OR_RETURN(auto b, replay->Sample(static_cast<size_t>(cfg.hp.batch_size),
-                                                        sample_rng));
-            batches.push_back(std::move(b));
+    for (int k = 0; k < cfg.hp.rollouts_per_episode; ++k) {
+      sim::Observation obs = env.Reset(Rng::Mix(seed, static_cast<uint64_t>(ep) * 1000 + k));
+      std::vector<float> s = norm.EncodeState(obs, budgets), d = norm.EncodeD(obs);
+      for (int t = 0;; ++t) {
+        const std::vector<float> a = learner.Act(s, /*explore=*/true);
+        const sim::StepResult res = env.Step(TableOf(a, N, L));
+        Transition tr;
+        tr.s = s;
+        tr.d = d;
+        tr.a = a;
+        tr.r = norm.EncodeRewards(res.rewards, budgets, spec.coordinated);
+        if (res.done && cfg.delivery_penalty > 0) {
+          const auto gap = norm.DeliveryShortfall(res.next, budgets, cfg.delivery_target,
+                                                  spec.coordinated);
+          for (size_t i = 0; i < tr.r.size(); ++i) {
+            tr.r[i] -= static_cast<float>(cfg.delivery_penalty) * gap[i];
           }
-          learner.Update(batches);
         }
+        tr.s2 = norm.EncodeState(res.next, budgets);
+        tr.d2 = norm.EncodeD(res.next);
+        tr.done = res.done ? 1 : 0;
+        tr.episode = static_cast<uint64_t>(ep);
+        tr.step = static_cast<uint32_t>(t);
+        if (spec.off_policy()) RTB_RETURN_IF_ERROR(replay->Append(tr).status());
+        episode_ts.push_back(tr);
+        if (spec.off_policy() &&
+            replay->Size() >= static_cast<uint64_t>(cfg.hp.warmup_transitions)) {
+          for (int u = 0; u < cfg.hp.updates_per_step; ++u) {
+            std::vector<std::vector<Transition>> batches;
+            const int draws = cfg.hp.shared_minibatch ? 1 : N;
+            for (int b = 0; b < draws; ++b) {
+              RTB_ASSIGN_OR_RETURN(auto mb, replay->Sample(static_cast<size_t>(cfg.hp.batch_size),
+                                                           sample_rng));
+              batches.push_back(std::move(mb));
+            }
+            learner.Update(batches);
+          }
+        }
+        s = tr.s2;
+        d = tr.d2;
+        if (res.done) break;
       }
-      s = tr.s2;
-      d = tr.d2;
-      if (res.done) break;
     }
     if (!spec.off_policy()) learner.UpdateOnPolicy(episode_ts);
     learner.EndEpisode();
 
     // Score deterministically: the training day picks the model, the test day is the curve.
-    const double train_score =
-        EvaluatePolicy(learner, sc, sc.train, sc.train_budgets).run.total.revenue.units();
-    ts.curve.push_back(EvaluatePolicy(learner, sc, sc.test, sc.test_budgets).run.total.revenue.units());
+    const Evaluation train_ev = EvaluatePolicy(learner, sc, sc.train, sc.train_budgets);
+    const Evaluation test_ev = EvaluatePolicy(learner, sc, sc.test, sc.test_budgets);
+    const double train_score = TrainingScore(train_ev.run);
+    ts.curve.push_back(test_ev.run.total.revenue.units());
+    log << ep << "," << Fmt(train_ev.run.total.revenue.units()) << ","
+        << Fmt(test_ev.run.total.revenue.units()) << "," << Fmt(train_score);
+    for (const auto& o : train_ev.run.rows) log << "," << Fmt(CostOverBudget(o));
+    for (const auto& o : test_ev.run.rows) log << "," << Fmt(CostOverBudget(o));
+    log << "," << Fmt(learner.noise_sigma()) << "\n";
     if (train_score > ts.best) {
       ts.best = train_score;
       ts.since_best = 0;

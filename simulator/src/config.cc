@@ -79,6 +79,11 @@ void ReadSimulatorConfig(ConfigMap& root, SimulatorConfig* cfg) {
   d.Get("pctr_noise_sigma", &dc.pctr_noise_sigma);
   d.Get("pcvr_noise_sigma", &dc.pcvr_noise_sigma);
   d.Get("value_noise_sigma", &dc.value_noise_sigma);
+  d.Get("floor_fraction", &dc.floor_fraction);
+  d.Check(dc.floor_fraction >= 0 && dc.floor_fraction <= 10, "floor_fraction",
+          "must be in [0, 10]");
+  d.Get("floor_sigma", &dc.floor_sigma);
+  d.Check(dc.floor_sigma >= 0, "floor_sigma", "must be >= 0");
 
   ConfigMap a = root.Section("auction");
   AuctionConfig& ac = cfg->auction;

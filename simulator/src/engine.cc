@@ -48,9 +48,7 @@ void AuctionEngine::Reset(uint64_t seed) {
     remaining_[k] = unlimited_ ? INT64_MAX / 4 : budgets_[k].value();
   }
   gone_.assign(n, 0);
-  for (size_t k = 0; k < n; ++k) {
-    gone_[k] = static_cast<double>(remaining_[k]) < std::max(reserve_ecpm_, 1.0) ? 1 : 0;
-  }
+  for (size_t k = 0; k < n; ++k) gone_[k] = remaining_[k] < kSpentMicros ? 1 : 0;
   adv_.assign(n, Outcome{});
   for (size_t k = 0; k < n; ++k) adv_[k].budget = budgets_[k];
   const size_t pairs = static_cast<size_t>(market_.agents) * market_.clusters;
@@ -92,7 +90,9 @@ void AuctionEngine::RunRequests(size_t from, size_t to, const ActionTable& a) {
 
   for (size_t r = from; r < to; ++r) {
     const int j = req_cluster_[r];
-    auction.Reset();
+    // The request's reserve per impression: its floor (CPM / 1000) or the exchange minimum.
+    const double reserve = std::max(reserve_ecpm_, static_cast<double>(day_.floor_cpm[r]) / 1000.0);
+    auction.Reset(reserve);
     for (uint32_t c = day_.begin[r]; c < day_.begin[r + 1]; ++c) {
       const uint32_t k = day_.adv[c];
       if (gone_[k]) continue;
@@ -137,8 +137,8 @@ void AuctionEngine::RunRequests(size_t from, size_t to, const ActionTable& a) {
         revenue = buy ? Micros(day_.ppb[c]) : Micros(0);
       }
       remaining_[k] -= cost.value();
-      // Budget spent: once what is left cannot meet the reserve, the advertiser leaves the day.
-      if (static_cast<double>(remaining_[k]) < std::max(reserve_ecpm_, 1.0)) gone_[k] = 1;
+      // Budget spent: once what is left is below kSpentMicros, the advertiser leaves the day.
+      if (remaining_[k] < kSpentMicros) gone_[k] = 1;
       Outcome& o = adv_[k];
       ++o.impressions;
       o.clicks += clicks;

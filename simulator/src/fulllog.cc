@@ -13,7 +13,8 @@ namespace {
 
 constexpr const char* kMagic = "#rtb-fulllog v1";
 constexpr const char* kColumns =
-    "request_id\ttime_ms\tconsumer_id\tadvertiser_id\tbid_micros\tpctr\tpcvr\tppb_micros";
+    "request_id\ttime_ms\tconsumer_id\tfloor_cpm_micros\tadvertiser_id\tbid_micros\tpctr\tpcvr\t"
+    "ppb_micros";
 
 void AppendInt(std::string& out, int64_t v) {
   char buf[24];
@@ -49,6 +50,8 @@ std::string SerializeFullLog(const Day& day) {
       AppendInt(out, day.time_ms[r]);
       out += '\t';
       AppendInt(out, day.consumer[r]);
+      out += '\t';
+      AppendInt(out, day.floor_cpm[r]);
       out += '\t';
       AppendInt(out, day.adv[c]);
       out += '\t';
@@ -131,25 +134,30 @@ Result<Day> ParseFullLog(const std::string& text, const std::string& name) {
   std::vector<uint32_t> seen_in_request;
   while (next_line(&line)) {
     if (line.empty()) continue;
-    std::string_view f[8];
-    size_t nf = 0, start = 0;
+    constexpr int kFields = 9;
+    std::string_view f[kFields];
+    int nf = 0;
+    size_t start = 0;
     for (size_t i = 0; i <= line.size(); ++i) {
       if (i == line.size() || line[i] == '\t') {
-        if (nf == 8) return err("more than 8 tab-separated fields");
+        if (nf == kFields) return err("more than 9 tab-separated fields");
         f[nf++] = line.substr(start, i - start);
         start = i + 1;
       }
     }
-    if (nf != 8) return err("expected 8 tab-separated fields, got " + std::to_string(nf));
-    int64_t iv[8] = {};
+    if (nf != kFields) return err("expected 9 tab-separated fields, got " + std::to_string(nf));
+    // Fields: 0 request_id, 1 time_ms, 2 consumer_id, 3 floor_cpm_micros, 4 advertiser_id,
+    // 5 bid_micros, 6 pctr, 7 pcvr, 8 ppb_micros.
+    int64_t iv[kFields] = {};
     double pv[2] = {};
-    static const char* names[8] = {"request_id", "time_ms",     "consumer_id", "advertiser_id",
-                                   "bid_micros", "pctr",        "pcvr",        "ppb_micros"};
-    for (int i = 0; i < 8; ++i) {
+    static const char* names[kFields] = {"request_id", "time_ms",    "consumer_id",
+                                         "floor_cpm_micros", "advertiser_id", "bid_micros",
+                                         "pctr",       "pcvr",       "ppb_micros"};
+    for (int i = 0; i < kFields; ++i) {
       const char* b = f[i].data();
       const char* e = b + f[i].size();
-      if (i == 5 || i == 6) {
-        auto [p, ec] = std::from_chars(b, e, pv[i - 5]);
+      if (i == 6 || i == 7) {
+        auto [p, ec] = std::from_chars(b, e, pv[i - 6]);
         if (ec != std::errc() || p != e || f[i].empty()) {
           return err("field " + std::string(names[i]) + " is not a number: '" +
                      std::string(f[i]) + "'");
@@ -176,27 +184,30 @@ Result<Day> ParseFullLog(const std::string& text, const std::string& name) {
         return err("time_ms goes backwards");
       }
       if (iv[2] < 0 || iv[2] >= day.num_consumers) return err("consumer_id out of range");
+      if (iv[3] < 0) return err("floor_cpm_micros must be non-negative");
       day.time_ms.push_back(iv[1]);
       day.consumer.push_back(static_cast<uint32_t>(iv[2]));
+      day.floor_cpm.push_back(iv[3]);
       current = rid;
       seen_in_request.clear();
-    } else if (iv[1] != day.time_ms.back() || iv[2] != day.consumer.back()) {
-      return err("time_ms or consumer_id differs between rows of one request");
+    } else if (iv[1] != day.time_ms.back() || iv[2] != day.consumer.back() ||
+               iv[3] != day.floor_cpm.back()) {
+      return err("time_ms, consumer_id or floor_cpm_micros differs between rows of one request");
     }
-    if (iv[3] < 0 || iv[3] >= day.num_advertisers) return err("advertiser_id out of range");
+    if (iv[4] < 0 || iv[4] >= day.num_advertisers) return err("advertiser_id out of range");
     for (uint32_t s : seen_in_request) {
-      if (s == iv[3]) return err("advertiser " + std::to_string(iv[3]) + " twice in a request");
+      if (s == iv[4]) return err("advertiser " + std::to_string(iv[4]) + " twice in a request");
     }
-    seen_in_request.push_back(static_cast<uint32_t>(iv[3]));
-    if (iv[4] <= 0) return err("bid_micros must be positive");
+    seen_in_request.push_back(static_cast<uint32_t>(iv[4]));
+    if (iv[5] <= 0) return err("bid_micros must be positive");
     if (!(pv[0] > 0 && pv[0] <= 1)) return err("pctr must be in (0, 1]");
     if (!(pv[1] >= 0 && pv[1] <= 1)) return err("pcvr must be in [0, 1]");
-    if (iv[7] < 0) return err("ppb_micros must be non-negative");
-    day.adv.push_back(static_cast<uint32_t>(iv[3]));
-    day.bid.push_back(iv[4]);
+    if (iv[8] < 0) return err("ppb_micros must be non-negative");
+    day.adv.push_back(static_cast<uint32_t>(iv[4]));
+    day.bid.push_back(iv[5]);
     day.pctr.push_back(pv[0]);
     day.pcvr.push_back(pv[1]);
-    day.ppb.push_back(iv[7]);
+    day.ppb.push_back(iv[8]);
   }
   if (current < 0) {
     return Status::InvalidArgument(name + ": the log has no requests");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 namespace rtb::sim {
 namespace {
@@ -99,6 +100,7 @@ Day GenerateDay(const World& world, const DayConfig& cfg, uint64_t seed) {
       const Consumer& con = world.consumers[u];
       day.time_ms.push_back(t);
       day.consumer.push_back(u);
+      const double floor_noise = rng.LogNormal(0, cfg.floor_sigma);
       const int64_t nc = std::clamp<int64_t>(rng.Poisson(cfg.candidates_mean),
                                              cfg.candidates_min, cfg.candidates_max);
       chosen.clear();
@@ -118,6 +120,14 @@ Day GenerateDay(const World& world, const DayConfig& cfg, uint64_t seed) {
         day.ppb.push_back(std::llround(static_cast<double>(a.order_value.value()) * value_mult *
                                        rng.LogNormal(0, cfg.value_noise_sigma)));
       }
+      // Dynamic floor: a fraction of the clearing price of the last slot under manual bids.
+      std::vector<double> ecpm;
+      for (size_t c = day.begin.back(); c < day.adv.size(); ++c) {
+        ecpm.push_back(static_cast<double>(day.bid[c]) * day.pctr[c]);
+      }
+      std::sort(ecpm.begin(), ecpm.end(), std::greater<double>());
+      const double clearing = ecpm.empty() ? 0.0 : ecpm[std::min(ecpm.size() - 1, size_t{3})];
+      day.floor_cpm.push_back(std::llround(cfg.floor_fraction * clearing * 1000.0 * floor_noise));
       day.begin.push_back(static_cast<uint32_t>(day.adv.size()));
     }
   }

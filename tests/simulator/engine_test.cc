@@ -77,16 +77,32 @@ TEST(Engine, BidIsCappedAtTheBudgetLeftAndSpendNeverExceedsIt) {
   EXPECT_EQ(o[3].cost.value(), 20000);
 }
 
-TEST(Engine, AdvertiserLeavesTheDayWhenItsBudgetCannotMeetTheReserve) {
+TEST(Engine, AdvertiserLeavesTheDayOnceItsBudgetIsSpent) {
   const Day day = MakeDay({kFour, kFour}, 4);
   const Market m = MakeMarket({0, 0, 0, 0}, 1);
   std::vector<Micros> budgets(4, Micros(1'000'000'000));
-  budgets[0] = Micros(60000);
-  AuctionEngine e(day, m, Rules(/*reserve_cpm=*/20), 0.9, budgets);  // reserve 20000 micros
+  budgets[0] = Micros(50000);
+  AuctionEngine e(day, m, Rules(), 0.9, budgets);
   e.RunToEnd(ActionTable(1, 1));
   const auto& o = e.advertiser_outcomes();
-  EXPECT_EQ(o[0].auctions, 1);  // gone after the first request: 10000 left < 20000
+  // Capped to eCPM 50000, ties with C and wins the tie (lower id), pays C's 50000: spent.
   EXPECT_EQ(o[0].cost.value(), 50000);
+  EXPECT_EQ(o[0].auctions, 1);  // gone for the second request
+}
+
+TEST(Engine, ABudgetBelowTheFloorStaysButCannotWin) {
+  Day day = MakeDay({kFour, kFour}, 4);
+  day.floor_cpm = {0, 20'000'000};  // the second request's floor: 20 units CPM = 20000/imp
+  const Market m = MakeMarket({0, 0, 0, 0}, 1);
+  std::vector<Micros> budgets(4, Micros(1'000'000'000));
+  budgets[0] = Micros(60000);
+  AuctionEngine e(day, m, Rules(), 0.9, budgets);
+  e.RunToEnd(ActionTable(1, 1));
+  const auto& o = e.advertiser_outcomes();
+  EXPECT_EQ(o[0].cost.value(), 50000);
+  EXPECT_EQ(o[0].auctions, 2);     // still bids: 10000 left
+  EXPECT_EQ(o[0].impressions, 1);  // but its capped eCPM 10000 is below the floor
+  EXPECT_EQ(o[3].cost.value(), 20000);  // D is last and pays the floor
 }
 
 TEST(Engine, ZeroBudgetNeverBids) {

@@ -29,6 +29,7 @@ inline Day MakeDay(const std::vector<std::vector<Cand>>& requests, uint32_t adve
     const int s = step_of.empty() ? 0 : step_of[r];
     d.time_ms.push_back(s * 1000 + static_cast<int64_t>(r));
     d.consumer.push_back(static_cast<uint32_t>(r % 4));
+    d.floor_cpm.push_back(0);
     for (const auto& c : requests[r]) {
       d.adv.push_back(c.adv);
       d.bid.push_back(Micros::FromUnits(c.bid).value());

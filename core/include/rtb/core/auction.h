@@ -42,6 +42,11 @@ class GspAuction {
   GspAuction(int slots, double reserve_ecpm) : slots_(slots), reserve_(reserve_ecpm) {}
 
   void Reset() { n_ = 0; }
+  // Starts a fresh auction with another reserve (per-request floors).
+  void Reset(double reserve_ecpm) {
+    n_ = 0;
+    reserve_ = reserve_ecpm;
+  }
 
   // Offers a candidate; ignored when its eCPM is below the reserve or not positive.
   void Offer(const AuctionEntry& e) {

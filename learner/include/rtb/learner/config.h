@@ -20,6 +20,8 @@ struct HyperParams {
   int batch_size = 64;          // minibatch size per update
   double grad_clip = 0.5;       // max gradient norm per network and update
   int updates_per_step = 8;     // gradient steps (all agents) per simulated step
+  int rollouts_per_episode = 4; // noisy plays of the training day per episode, like the
+                                // paper's parallel workers (each adds T transitions)
   int warmup_transitions = 32;  // no update before the replay holds this many transitions
   int actor_hidden = 300;       // actor: in -> hidden -> hidden -> 1 (ReLU, tanh out)
   int critic_hidden = 100;      // critic: state -> hidden, [hidden, actions] -> hidden -> 1
@@ -54,6 +56,11 @@ struct LearnerConfig {
                                    // many episodes (the paper's convergence rule)
   int checkpoint_every = 25;       // episodes between checkpoints (0 = only at the end)
   double roi_scale = 4.0;          // reward and revenue normalisation: revenue / (budget x this)
+  // Budget delivery (deviation from the paper's pure revenue reward, see learner/README.md):
+  // at the day's last step r_i -= delivery_penalty x max(0, delivery_target - cost_i/budget_i)
+  // (coordinated: the sum over agents, for every agent). 0 = the paper's reward.
+  double delivery_target = 0.995;
+  double delivery_penalty = 10.0;
   std::vector<int> learning_agents;  // partial coordination: 1-based agents that learn with the
                                      // total reward; the others keep manual bids. Empty = all.
   HyperParams hp;

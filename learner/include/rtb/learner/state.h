@@ -35,6 +35,11 @@ struct Normalizer {
   std::vector<float> EncodeRewards(const std::vector<double>& rewards,
                                    const std::vector<double>& agent_budgets,
                                    bool coordinated) const;
+  // The budget-delivery term of the last step: per agent max(0, target - cost_i / budget_i),
+  // from the cumulative cost in the final observation; coordinated gives every agent the sum.
+  std::vector<float> DeliveryShortfall(const sim::Observation& final_obs,
+                                       const std::vector<double>& agent_budgets, double target,
+                                       bool coordinated) const;
   std::string ToJson() const;
   static Result<Normalizer> FromJson(const std::string& json);
 };

@@ -47,12 +47,18 @@ struct DayConfig {
   double pctr_noise_sigma = 0.7;   // per-request lognormal noise on pCTR
   double pcvr_noise_sigma = 0.1;   // per-request lognormal noise on pCVR
   double value_noise_sigma = 0.2;  // per-request lognormal noise on order value
+  // Floors (OpenRTB imp.bidfloor) are dynamic, as publishers set them from past clearing
+  // prices: floor = floor_fraction x the request's clearing price under manual bids (the
+  // eCPM of candidate slots+1, or of the last candidate) x lognormal(0, floor_sigma).
+  double floor_fraction = 0.25;    // 0 = no floors
+  double floor_sigma = 0.3;        // lognormal spread of the floor around that
 };
 
 // The auction rules (dcmab.md section 3).
 struct AuctionConfig {
   int slots = 3;                 // ad slots per request; the top `slots` by eCPM win
-  double reserve_cpm = 8.0;      // reserve price, currency units per thousand impressions
+  double reserve_cpm = 0.0;      // exchange-wide minimum reserve, currency units per thousand
+                                 // impressions; a request's reserve is max(this, its floor)
   // Click-through factor per slot (position discount); empty = no discount (paper's setting).
   std::vector<double> slot_ctr_factors;
   std::string outcomes = "expected";  // "expected" (paper) or "sampled" (Bernoulli clicks/buys)

@@ -5,10 +5,11 @@
 // Per request of consumer cluster j, per candidate advertiser k of agent i still in the day:
 //   bid_hat = AdjustedBid(bid_k, a[i][j], BidRatio(pCVR, avg pCVR_k))   (shared bid formula)
 //   eCPM    = bid_hat x pCTR
-// The advertiser must be able to pay its own eCPM (the largest charge the auction can make);
-// when it cannot, its budget is spent and it leaves the rest of the day. This is the same
-// "reserve the largest possible charge" rule the bidder applies, so spend never exceeds the
-// budget. The top `slots` by eCPM win (GspAuction), paying the next eCPM or the reserve.
+// A bid is capped so that its largest possible charge (its own eCPM) fits in the budget left,
+// the same "reserve the largest possible charge" rule the bidder applies, so spend never
+// exceeds the budget; once less than kSpentMicros is left the advertiser leaves the day. The
+// top `slots` by eCPM win (GspAuction), paying the next eCPM or the request's reserve
+// (max(its floor, the exchange minimum)).
 // Expected outcomes: cost = price, clicks = pCTR, conversions = pCTR x pCVR,
 // revenue = pCTR x pCVR x ppb (times the slot factor when configured). Sampled outcomes draw
 // clicks and conversions instead and charge per click.
@@ -29,6 +30,9 @@ namespace rtb::sim {
 
 class AuctionEngine {
  public:
+  // A budget with less than this left (0.0001 currency units) counts as spent.
+  static constexpr int64_t kSpentMicros = 100;
+
   // budgets: per advertiser; empty = unlimited.
   AuctionEngine(const Day& day, const Market& market, const AuctionConfig& acfg,
                 double alpha_range, std::vector<Micros> budgets, int burn_buckets = 36);

@@ -45,6 +45,7 @@ struct Day {
   // per request
   std::vector<TimeMs> time_ms;      // ms since the start of the day
   std::vector<uint32_t> consumer;
+  std::vector<int64_t> floor_cpm;   // floor price (CPM), micros; 0 = none
   std::vector<uint32_t> begin;      // size requests()+1
   // per candidate
   std::vector<uint32_t> adv;
