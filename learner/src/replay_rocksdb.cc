@@ -7,6 +7,7 @@
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch.h>
 
+#include <filesystem>
 #include <mutex>
 
 #include "rtb/learner/replay_store.h"
@@ -116,6 +117,8 @@ class RocksDbReplayStore : public ReplayStore {
 
 Result<std::unique_ptr<ReplayStore>> OpenRocksDbReplayStore(const std::string& path,
                                                             ReplayOptions opt) {
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);  // parents too; RocksDB makes only the last
   rocksdb::Options o;
   o.create_if_missing = true;
   o.max_open_files = 64;

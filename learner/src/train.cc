@@ -40,10 +40,12 @@ std::string Fmt(double v) {
 // The training score that picks the model: total revenue on the training day, discounted by
 // (worst delivery / 0.99)^50 when some agent spends less than 99% of its budget (a budget is
 // a contract: at 98% delivery a policy keeps 60% of its score).
-double TrainingScore(const RunResult& run) {
-  double worst = 1.0;
-  for (const auto& o : run.rows) worst = std::min(worst, CostOverBudget(o));
-  const double revenue = run.total.revenue.units();
+double TrainingScore(const std::vector<RunResult>& runs) {
+  double worst = 1.0, revenue = 0;
+  for (const auto& run : runs) {
+    for (const auto& o : run.rows) worst = std::min(worst, CostOverBudget(o));
+    revenue += run.total.revenue.units();
+  }
   return worst >= 0.99 ? revenue : revenue * std::pow(worst / 0.99, 50.0);
 }
 
@@ -58,6 +60,8 @@ struct TrainState {  // what a resumed run needs besides the learner's checkpoin
   std::vector<double> curve;
   double best = -1;
   int since_best = 0;
+  Rng::State sample_rng{};  // the minibatch sampler, so a resumed run draws what it would have
+  bool has_rng = false;
 };
 
 Status SaveTrainState(const TrainState& s, const std::string& path) {
@@ -65,6 +69,9 @@ Status SaveTrainState(const TrainState& s, const std::string& path) {
   j["curve"] = s.curve;
   j["best"] = s.best;
   j["since_best"] = s.since_best;
+  j["rng"] = {s.sample_rng.s[0], s.sample_rng.s[1], s.sample_rng.s[2], s.sample_rng.s[3]};
+  j["rng_has_spare"] = s.sample_rng.has_spare;
+  j["rng_spare"] = s.sample_rng.spare;
   return WriteFileAtomic(path, j.dump());
 }
 
@@ -77,6 +84,10 @@ bool LoadTrainState(const std::string& path, TrainState* s) {
     s->curve = j.at("curve").get<std::vector<double>>();
     s->best = j.at("best").get<double>();
     s->since_best = j.at("since_best").get<int>();
+    for (int k = 0; k < 4; ++k) s->sample_rng.s[k] = j.at("rng")[k].get<uint64_t>();
+    s->sample_rng.has_spare = j.at("rng_has_spare").get<bool>();
+    s->sample_rng.spare = j.at("rng_spare").get<double>();
+    s->has_rng = true;
     return true;
   } catch (const std::exception&) {
     return false;
@@ -100,11 +111,18 @@ Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const
     return out;
   }
 
-  // Environment on the training day; replay memory; exploration; networks (in `learner`).
-  sim::MultiAgentEnv env(sc.train, sc.market, sc.cfg.auction, sc.cfg.market.alpha_range,
-                         sc.train_budgets,
-                         spec.coordinated ? sim::RewardMode::kCoordinated : sim::RewardMode::kSelf);
-  const std::vector<double> budgets = env.AgentBudgets();
+  // Environments on the training days; replay memory; exploration; networks (in `learner`).
+  const sim::RewardMode mode =
+      spec.coordinated ? sim::RewardMode::kCoordinated : sim::RewardMode::kSelf;
+  std::vector<std::unique_ptr<sim::MultiAgentEnv>> envs;
+  envs.push_back(std::make_unique<sim::MultiAgentEnv>(sc.train, sc.market, sc.cfg.auction,
+                                                      sc.cfg.market.alpha_range,
+                                                      sc.train_budgets, mode));
+  for (size_t k = 0; k < sc.extra_train.size(); ++k) {
+    envs.push_back(std::make_unique<sim::MultiAgentEnv>(sc.extra_train[k], sc.market,
+                                                        sc.cfg.auction, sc.cfg.market.alpha_range,
+                                                        sc.extra_train_budgets[k], mode));
+  }
   std::error_code ec;
   TrainState ts;
   const bool resumed = resume && LoadTrainState(dir + "/train_state.json", &ts) &&
@@ -121,7 +139,8 @@ Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const
   } else {
     replay = NewMemoryReplayStore(ro);
   }
-  Rng sample_rng(Rng::Mix(seed, 0x5a3 + static_cast<uint64_t>(learner.episodes_done())));
+  Rng sample_rng(Rng::Mix(seed, 0x5a3));
+  if (resumed && ts.has_rng) sample_rng.SetState(ts.sample_rng);
   // episodes.csv: one line per episode (docs: learner/README.md).
   std::ofstream log(dir + "/episodes.csv", resumed ? std::ios::app : std::ios::trunc);
   if (!resumed) {
@@ -135,6 +154,9 @@ Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const
     // Act, step, store, and update, once per step of the day; K plays of the day per episode.
     std::vector<Transition> episode_ts;
     for (int k = 0; k < cfg.hp.rollouts_per_episode; ++k) {
+      sim::MultiAgentEnv& env =
+          *envs[static_cast<size_t>(ep * cfg.hp.rollouts_per_episode + k) % envs.size()];
+      const std::vector<double> budgets = env.AgentBudgets();
       sim::Observation obs = env.Reset(Rng::Mix(seed, static_cast<uint64_t>(ep) * 1000 + k));
       std::vector<float> s = norm.EncodeState(obs, budgets), d = norm.EncodeD(obs);
       for (int t = 0;; ++t) {
@@ -183,7 +205,12 @@ Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const
     // Score deterministically: the training day picks the model, the test day is the curve.
     const Evaluation train_ev = EvaluatePolicy(learner, sc, sc.train, sc.train_budgets);
     const Evaluation test_ev = EvaluatePolicy(learner, sc, sc.test, sc.test_budgets);
-    const double train_score = TrainingScore(train_ev.run);
+    std::vector<RunResult> train_runs = {train_ev.run};
+    for (size_t k = 0; k < sc.extra_train.size(); ++k) {
+      train_runs.push_back(
+          EvaluatePolicy(learner, sc, sc.extra_train[k], sc.extra_train_budgets[k]).run);
+    }
+    const double train_score = TrainingScore(train_runs);
     ts.curve.push_back(test_ev.run.total.revenue.units());
     log << ep << "," << Fmt(train_ev.run.total.revenue.units()) << ","
         << Fmt(test_ev.run.total.revenue.units()) << "," << Fmt(train_score);
@@ -200,6 +227,7 @@ Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const
     progress->fetch_add(1);
     const bool last = ep + 1 == episodes || ts.since_best >= cfg.patience;
     if (last || (cfg.checkpoint_every > 0 && (ep + 1) % cfg.checkpoint_every == 0)) {
+      ts.sample_rng = sample_rng.GetState();
       RTB_RETURN_IF_ERROR(learner.SaveCheckpoint(dir + "/checkpoint"));
       RTB_RETURN_IF_ERROR(SaveTrainState(ts, dir + "/train_state.json"));
     }
@@ -265,6 +293,7 @@ Result<Report> RunTraining(const LearnerConfig& cfg_in, const TrainOptions& opt)
     specs.push_back(s);
   }
   RTB_ASSIGN_OR_RETURN(auto scenario, sim::BuildScenario(cfg.sim, "", "", opt.progress));
+  sim::AddTrainingDays(*scenario, cfg.training_days - 1);
   const sim::Scenario& sc = *scenario;
 
   // Every (method, seed) run is a job; `jobs` threads take them in order.

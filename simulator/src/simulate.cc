@@ -60,6 +60,7 @@ Result<std::unique_ptr<Scenario>> BuildScenario(const SimulatorConfig& cfg,
     }
   } else {
     const World world = GenerateWorld(cfg.world, cfg.seed);
+    sc->generated = true;
     sc->train = GenerateDay(world, cfg.day, Rng::Mix(cfg.seed, 1));
     p.Update(1, "generated the training day");
     sc->test = GenerateDay(world, cfg.day, Rng::Mix(cfg.seed, 2));
@@ -71,6 +72,16 @@ Result<std::unique_ptr<Scenario>> BuildScenario(const SimulatorConfig& cfg,
   sc->test_budgets = ComputeBudgets(sc->test, sc->market, cfg.auction, cfg.market.budget_fraction);
   p.Done();
   return sc;
+}
+
+void AddTrainingDays(Scenario& sc, int count) {
+  if (!sc.generated) return;
+  const World world = GenerateWorld(sc.cfg.world, sc.cfg.seed);
+  for (int k = 0; k < count; ++k) {
+    sc.extra_train.push_back(GenerateDay(world, sc.cfg.day, Rng::Mix(sc.cfg.seed, 100 + k)));
+    sc.extra_train_budgets.push_back(ComputeBudgets(sc.extra_train.back(), sc.market, sc.cfg.auction,
+                                                    sc.cfg.market.budget_fraction));
+  }
 }
 
 Result<ActionTable> ResolvePolicy(const std::string& spec, int agents, int clusters) {

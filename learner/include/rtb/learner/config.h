@@ -55,6 +55,8 @@ struct LearnerConfig {
   int patience = 50;               // stop when the training score has not improved for this
                                    // many episodes (the paper's convergence rule)
   int checkpoint_every = 25;       // episodes between checkpoints (0 = only at the end)
+  int training_days = 4;           // days of (generated) training traffic; plays rotate over
+                                   // them so the policy learns to pace from its state
   double roi_scale = 4.0;          // reward and revenue normalisation: revenue / (budget x this)
   // Budget delivery (deviation from the paper's pure revenue reward, see learner/README.md):
   // at the day's last step r_i -= delivery_penalty x max(0, delivery_target - cost_i/budget_i)

@@ -20,7 +20,16 @@ struct Scenario {
   Day train, test;
   Market market;
   std::vector<Micros> train_budgets, test_budgets;
+  // More training days (other draws of the same world), each with its budgets; filled by
+  // AddTrainingDays. The market stays the one built on `train`.
+  std::vector<Day> extra_train;
+  std::vector<std::vector<Micros>> extra_train_budgets;
+  bool generated = false;  // days come from the generator (not from logs)
 };
+
+// Adds `count` more generated training days (seeds Mix(cfg.seed, 100 + k)).
+// REQUIRES: sc.generated.
+void AddTrainingDays(Scenario& sc, int count);
 
 // Generates the world and both days from cfg.seed, or reads them from logs when the paths
 // are not empty; then clusters on the training day and computes budgets.

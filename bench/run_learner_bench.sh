@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The learner benchmark and its Python PyTorch baseline in one run; prints both and the ratio.
+# Usage: bench/run_learner_bench.sh   (after scripts/build.sh; needs python3-torch for the baseline:
+# scripts/setup.sh --bench installs it)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=$(build/release/bench/bench_learner --benchmark_min_time=2 2>/dev/null)
+echo "$out"
+if ! python3 -c "import torch" 2>/dev/null; then
+  echo "python3-torch is not installed: run scripts/setup.sh --bench for the baseline"; exit 0
+fi
+py=$(python3 bench/python/dcmab_update.py 256 32)
+echo "$py"
+for b in 256 32; do
+  cpp=$(echo "$out" | awk -v b="BM_DcmabUpdate/$b" '$1==b {print $2}')
+  p=$(echo "$py" | awk -v b="batch=$b" '$2==b {print $3}')
+  awk -v c="$cpp" -v p="$p" -v b="$b" 'BEGIN {printf "batch %s: C++ %.2f ms, Python %.2f ms, speed-up %.2fx\n", b, c, p, p/c}'
+done

@@ -1,0 +1,221 @@
+// LibTorch unit tests of the learner: the update's math, gradients, export and checkpoints.
+#include <gtest/gtest.h>
+#include <torch/script.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+
+#include "nets.h"
+#include "rtb/learner/agents.h"
+
+namespace rtb::learn {
+namespace {
+
+Normalizer Norm3x3() {
+  Normalizer n;
+  n.agents = 3;
+  n.clusters = 3;
+  return n;
+}
+
+HyperParams SmallHp() {
+  HyperParams hp;
+  hp.actor_hidden = 16;
+  hp.critic_hidden = 8;
+  return hp;
+}
+
+Transition RandomTransition(Rng& rng, const Normalizer& n, bool done) {
+  Transition t;
+  auto fill = [&](std::vector<float>& v, int len) {
+    v.resize(static_cast<size_t>(len));
+    for (auto& x : v) x = static_cast<float>(rng.Uniform() * 2 - 1);
+  };
+  fill(t.s, n.StateDim());
+  fill(t.d, n.agents * n.clusters);
+  fill(t.a, n.agents * n.clusters);
+  fill(t.r, n.agents);
+  fill(t.s2, n.StateDim());
+  fill(t.d2, n.agents * n.clusters);
+  t.done = done;
+  return t;
+}
+
+TEST(SoftUpdate, MovesTargetsTauOfTheWay) {
+  torch::manual_seed(1);
+  Actor a(4, 8), b(4, 8);
+  auto pa = a->parameters(), pb = b->parameters();
+  std::vector<torch::Tensor> before;
+  for (auto& p : pb) before.push_back(p.detach().clone());
+  SoftUpdate(*b, *a, 0.1);
+  for (size_t k = 0; k < pa.size(); ++k) {
+    EXPECT_TRUE(torch::allclose(pb[k], 0.1 * pa[k] + 0.9 * before[k], 1e-6, 1e-7));
+  }
+  HardUpdate(*b, *a);
+  for (size_t k = 0; k < pa.size(); ++k) EXPECT_TRUE(torch::equal(pb[k], pa[k]));
+}
+
+TEST(CriticTarget, Equation9OnAHandMadeBatchIncludingDone) {
+  const torch::Tensor r = torch::tensor({{1.0f}, {2.0f}, {0.5f}});
+  const torch::Tensor done = torch::tensor({{0.0f}, {1.0f}, {0.0f}});
+  const torch::Tensor q_next = torch::tensor({{10.0f}, {10.0f}, {-4.0f}});
+  const torch::Tensor y = CriticTarget(r, done, q_next, 0.9);
+  EXPECT_FLOAT_EQ(y[0][0].item<float>(), 1.0f + 0.9f * 10.0f);
+  EXPECT_FLOAT_EQ(y[1][0].item<float>(), 2.0f);  // done: y = r
+  EXPECT_FLOAT_EQ(y[2][0].item<float>(), 0.5f - 0.9f * 4.0f);
+}
+
+TEST(Maddpg, ActorInputsAreGAndXjPerCluster) {
+  auto spec = MakeAlgoSpec("dcmab", 3, {}, SmallHp());
+  Maddpg m(*spec, SmallHp(), Norm3x3());
+  const Normalizer n = Norm3x3();
+  torch::Tensor s = torch::arange(n.StateDim(), torch::kFloat).unsqueeze(0);
+  const torch::Tensor in = m.ActorInputs(s);
+  ASSERT_EQ(in.size(0), 3);
+  ASSERT_EQ(in.size(1), n.ActorInputDim());  // 23 for N = L = 3
+  EXPECT_EQ(n.ActorInputDim(), 23);
+  // Row j: g (0..17) then x_j (18 + 5j .. 22 + 5j).
+  for (int j = 0; j < 3; ++j) {
+    EXPECT_EQ(in[j][0].item<float>(), 0.0f);
+    EXPECT_EQ(in[j][17].item<float>(), 17.0f);
+    EXPECT_EQ(in[j][18].item<float>(), static_cast<float>(18 + 5 * j));
+    EXPECT_EQ(in[j][22].item<float>(), static_cast<float>(22 + 5 * j));
+  }
+}
+
+TEST(Maddpg, ActorGradientFlowsOnlyIntoAgentIsActor) {
+  auto spec = MakeAlgoSpec("dcmab", 3, {}, SmallHp());
+  Maddpg m(*spec, SmallHp(), Norm3x3());
+  Rng rng(3);
+  std::vector<Transition> ts;
+  for (int k = 0; k < 8; ++k) ts.push_back(RandomTransition(rng, Norm3x3(), k % 3 == 2));
+  const Batch b = MakeBatch(ts);
+  for (auto& a : m.actors) a->zero_grad();
+  m.ActorLoss(1, b, m.ActorInputs(b.s)).backward();
+  auto grad_norm = [](const Actor& a) {
+    double s = 0;
+    for (const auto& p : a->parameters()) {
+      if (p.grad().defined()) s += p.grad().abs().sum().item<double>();
+    }
+    return s;
+  };
+  EXPECT_GT(grad_norm(m.actors[1]), 0.0);
+  EXPECT_EQ(grad_norm(m.actors[0]), 0.0);
+  EXPECT_EQ(grad_norm(m.actors[2]), 0.0);
+  for (const auto& t : m.actor_targets) EXPECT_EQ(grad_norm(t), 0.0);
+}
+
+TEST(Maddpg, CentralisedCriticSeesEveryActionAndDIndependentOnlyItsOwn) {
+  const HyperParams hp = SmallHp();
+  Maddpg dcmab(*MakeAlgoSpec("dcmab", 3, {}, hp), hp, Norm3x3());
+  Maddpg ddpg(*MakeAlgoSpec("ddpg", 3, {}, hp), hp, Norm3x3());
+  EXPECT_EQ(dcmab.critics[0]->l1->weight.size(1), Norm3x3().StateDim() + 9);  // s and d
+  EXPECT_EQ(dcmab.critics[0]->l2->weight.size(1), hp.critic_hidden + 9);     // all actions
+  EXPECT_EQ(ddpg.critics[0]->l1->weight.size(1), Norm3x3().StateDim());
+  EXPECT_EQ(ddpg.critics[0]->l2->weight.size(1), hp.critic_hidden + 3);      // own actions
+}
+
+TEST(Maddpg, UpdateReducesTheCriticLossOnAFixedBatch) {
+  const HyperParams hp = SmallHp();
+  MultiAgentLearner l(*MakeAlgoSpec("dcmab", 3, {}, hp), hp, Norm3x3(), 5);
+  Rng rng(4);
+  std::vector<Transition> ts;
+  for (int k = 0; k < 32; ++k) ts.push_back(RandomTransition(rng, Norm3x3(), true));
+  const double first = l.Update({ts}).critic_loss;
+  double last = first;
+  for (int k = 0; k < 200; ++k) last = l.Update({ts}).critic_loss;
+  EXPECT_LT(last, first * 0.5);
+}
+
+TEST(Learner, PartialCoordinationKeepsNonLearnersAtManual) {
+  const HyperParams hp = SmallHp();
+  auto spec = MakeAlgoSpec("partial", 3, {3}, hp);
+  ASSERT_TRUE(spec.ok());
+  MultiAgentLearner l(*spec, hp, Norm3x3(), 1);
+  const std::vector<float> s(static_cast<size_t>(Norm3x3().StateDim()), 0.3f);
+  const auto a = l.Act(s, true);
+  for (int k = 0; k < 6; ++k) EXPECT_EQ(a[static_cast<size_t>(k)], 0.0f);
+  EXPECT_FALSE(MakeAlgoSpec("partial", 3, {}, hp).ok());
+  EXPECT_FALSE(MakeAlgoSpec("nope", 3, {}, hp).ok());
+}
+
+class TempDir : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/learner_" + std::to_string(::getpid()) + "_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::remove_all(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string dir_;
+};
+
+TEST_F(TempDir, TorchScriptExportLoadsBackWithTheSameOutputs) {
+  const HyperParams hp = SmallHp();
+  MultiAgentLearner l(*MakeAlgoSpec("dcmab", 3, {}, hp), hp, Norm3x3(), 9);
+  Rng rng(1);
+  std::vector<Transition> ts;
+  for (int k = 0; k < 16; ++k) ts.push_back(RandomTransition(rng, Norm3x3(), false));
+  for (int k = 0; k < 5; ++k) l.Update({ts});
+  ASSERT_TRUE(l.ExportTorchScript(dir_).ok());
+  const std::vector<float> s = ts[0].s;
+  const std::vector<float> a = l.Act(s, false);
+  // Build the actor inputs [g, x_j] by hand and run the exported modules.
+  for (int i = 0; i < 3; ++i) {
+    torch::jit::Module mod = torch::jit::load(dir_ + "/actor_" + std::to_string(i) + ".pt");
+    for (int j = 0; j < 3; ++j) {
+      std::vector<float> in(s.begin(), s.begin() + 18);
+      in.insert(in.end(), s.begin() + 18 + 5 * j, s.begin() + 23 + 5 * j);
+      const torch::Tensor x = torch::from_blob(in.data(), {1, 23}, torch::kFloat).clone();
+      const float out = mod.forward({x}).toTensor()[0][0].item<float>();
+      EXPECT_NEAR(out, a[static_cast<size_t>(i * 3 + j)], 1e-6);
+    }
+  }
+  EXPECT_TRUE(std::filesystem::exists(dir_ + "/normalization.json"));
+}
+
+TEST_F(TempDir, CheckpointRoundTripRestoresEverything) {
+  const HyperParams hp = SmallHp();
+  auto spec = *MakeAlgoSpec("dcmab", 3, {}, hp);
+  MultiAgentLearner a(spec, hp, Norm3x3(), 11);
+  Rng rng(2);
+  std::vector<Transition> ts;
+  for (int k = 0; k < 16; ++k) ts.push_back(RandomTransition(rng, Norm3x3(), k % 3 == 2));
+  for (int k = 0; k < 3; ++k) a.Update({ts});
+  a.EndEpisode();
+  a.Snapshot();
+  ASSERT_TRUE(a.SaveCheckpoint(dir_ + "/ck").ok());
+  MultiAgentLearner b(spec, hp, Norm3x3(), 99);  // other seed: other weights
+  EXPECT_NE(a.ActorParameters(0), b.ActorParameters(0));
+  ASSERT_TRUE(b.LoadCheckpoint(dir_ + "/ck").ok());
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(a.ActorParameters(i), b.ActorParameters(i));
+  EXPECT_EQ(a.noise_sigma(), b.noise_sigma());
+  EXPECT_EQ(a.episodes_done(), b.episodes_done());
+  // Same optimizer state and RNG: the next updates and noisy actions agree exactly.
+  a.Update({ts});
+  b.Update({ts});
+  EXPECT_EQ(a.ActorParameters(2), b.ActorParameters(2));
+  EXPECT_EQ(a.Act(ts[0].s, true), b.Act(ts[0].s, true));
+  // A checkpoint of another algo is refused; a missing one is NotFound.
+  MultiAgentLearner c(*MakeAlgoSpec("ddpg", 3, {}, hp), hp, Norm3x3(), 1);
+  EXPECT_FALSE(c.LoadCheckpoint(dir_ + "/ck").ok());
+  EXPECT_EQ(c.LoadCheckpoint(dir_ + "/none").code(), Status::Code::kNotFound);
+}
+
+TEST(Learner, A2cUpdatesOnPolicy) {
+  const HyperParams hp = SmallHp();
+  MultiAgentLearner l(*MakeAlgoSpec("a2c", 3, {}, hp), hp, Norm3x3(), 3);
+  Rng rng(5);
+  std::vector<Transition> ep;
+  for (int t = 0; t < 3; ++t) {
+    Transition tr = RandomTransition(rng, Norm3x3(), t == 2);
+    tr.a = l.Act(tr.s, true);
+    ep.push_back(tr);
+  }
+  const auto before = l.ActorParameters(0);
+  EXPECT_EQ(l.UpdateOnPolicy(ep).updates, 3);
+  EXPECT_NE(before, l.ActorParameters(0));
+}
+
+}  // namespace
+}  // namespace rtb::learn
