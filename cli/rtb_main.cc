@@ -3,10 +3,16 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <vector>
 #include <filesystem>
 #include <string>
 
+#include "rtb/bidder/bidder.h"
+#include "rtb/bidder/config.h"
+#include "rtb/bidder/server.h"
 #include "rtb/simulator/config.h"
 #include "rtb/simulator/fulllog.h"
 #include "rtb/simulator/simulate.h"
@@ -88,9 +94,66 @@ int RunGenerate(const GenerateArgs& a) {
   return 0;
 }
 
+struct ServeArgs {
+  std::string config;
+  std::string listen;
+};
+
+int RunServe(const ServeArgs& a) {
+  auto cfg = rtb::bidder::LoadBidderConfig(a.config);
+  if (!cfg.ok()) return Fail(cfg.status());
+  if (!a.listen.empty()) {
+    // Notices follow the listening address unless the config names another base URL.
+    if (cfg->notice_base_url == "http://" + cfg->listen) cfg->notice_base_url = "http://" + a.listen;
+    cfg->listen = a.listen;
+  }
+  auto bidder = rtb::bidder::Bidder::Create(*cfg);
+  if (!bidder.ok()) return Fail(bidder.status());
+  rtb::bidder::Server server(**bidder, cfg->listen);
+  auto port = server.Start();
+  if (!port.ok()) return Fail(port.status());
+  std::fprintf(stderr, "rtb serve: listening on %s (port %d), bids at %s, kafka %s\n",
+               cfg->listen.c_str(), *port, cfg->bid_path.c_str(),
+               (*bidder)->events().bootstrap().c_str());
+  server.Wait(/*handle_signals=*/true);
+  (*bidder)->Shutdown();  // flush or spill every event before exit
+  const auto s = (*bidder)->events().Stats();
+  std::fprintf(stderr, "rtb serve: stopped; events logged %llu, acked %llu, spilled %llu, dropped %llu\n",
+               (unsigned long long)s.logged, (unsigned long long)s.acked,
+               (unsigned long long)s.spilled, (unsigned long long)s.dropped);
+  return 0;
+}
+
+// Runs `rtb-learner <sub> args...` (the only LibTorch binary) in place of this process.
+int ExecLearner(const std::string& sub, int argc, char** argv, int first) {
+  const std::string exe = (ExeDir() / "rtb-learner").string();
+  std::vector<std::string> args = {exe, sub};
+  bool has_config = false;
+  for (int i = first; i < argc; ++i) {
+    args.emplace_back(argv[i]);
+    has_config = has_config || std::string(argv[i]).rfind("--config", 0) == 0;
+  }
+  if (!has_config) {
+    args.push_back("--config");
+    args.push_back(DefaultConfig("configs/learner/default.yaml"));
+  }
+  std::vector<char*> cargs;
+  for (auto& a : args) cargs.push_back(a.data());
+  cargs.push_back(nullptr);
+  ::execv(exe.c_str(), cargs.data());
+  std::fprintf(stderr, "rtb: error: cannot run %s (%s); build it with RTB_BUILD_LEARNER=ON\n",
+               exe.c_str(), std::strerror(errno));
+  return 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Training commands run the LibTorch executable; everything else stays torch-free.
+  if (argc > 1 && std::string(argv[1]) == "train" &&
+      !(argc > 2 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h"))) {
+    return ExecLearner("train", argc, argv, 2);
+  }
   CLI::App app{"rtb: a real-time bidding engine that learns to bid with multi-agent RL (DCMAB)"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "rtb 0.1.0");
@@ -123,6 +186,18 @@ int main(int argc, char** argv) {
   g->add_option("--out", gen.out, "Output directory for train.tsv and test.tsv")
       ->capture_default_str();
 
+  ServeArgs srv;
+  srv.config = DefaultConfig("configs/bidder/default.yaml");
+  auto* sv = app.add_subcommand("serve", "Run the OpenRTB bidder (HTTP, Kafka event log)");
+  sv->add_option("--config", srv.config, "Bidder config (YAML)")->capture_default_str();
+  sv->add_option("--listen", srv.listen, "host:port, overrides the config");
+
+  auto* tr = app.add_subcommand(
+      "train",
+      "Train and compare bidding agents (runs rtb-learner, the LibTorch binary): --config <yaml> "
+      "--algo <manual|bandit|a2c|ddpg|dcmab|dcmab-coord|partial|all> --seeds <k> --episodes <n> "
+      "--out <dir> --jobs <n> --resume");
+  tr->allow_extras();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -130,5 +205,6 @@ int main(int argc, char** argv) {
   }
   if (s->parsed()) return RunSimulate(sim);
   if (g->parsed()) return RunGenerate(gen);
+  if (sv->parsed()) return RunServe(srv);
   return 2;
 }

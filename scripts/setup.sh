@@ -10,7 +10,7 @@ PKGS=(
   librocksdb-dev librdkafka-dev libspdlog-dev libsimdjson-dev
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  kcat wrk
+  kcat wrk python3-torch
 )
 
 missing=()

@@ -448,6 +448,24 @@ def forward(self, x):
       return Status::IoError(path + ": " + e.what());
     }
   }
+  // reference_io.json: a sample input [g, x_j] and each actor's output from C++, so that any
+  // consumer of the TorchScript files (Python's torch.jit.load, a server) can check itself.
+  const int in_dim = m.norm.ActorInputDim();
+  std::vector<float> x(static_cast<size_t>(in_dim));
+  for (int k = 0; k < in_dim; ++k) x[static_cast<size_t>(k)] = static_cast<float>(std::sin(0.7 * k));
+  nlohmann::ordered_json ref;
+  ref["input"] = x;
+  std::vector<double> outs;
+  {
+    torch::NoGradGuard g;
+    const torch::Tensor t = torch::from_blob(x.data(), {1, in_dim}, torch::kFloat).clone();
+    for (int i = 0; i < m.N; ++i) {
+      Actor a = m.actor(i);  // a shared handle; forward is not const
+      outs.push_back(a->forward(t)[0][0].item<double>());
+    }
+  }
+  ref["outputs"] = outs;
+  RTB_RETURN_IF_ERROR(WriteFileAtomic(dir + "/reference_io.json", ref.dump(2) + "\n"));
   return WriteFileAtomic(dir + "/normalization.json", m.norm.ToJson() + "\n");
 }
 

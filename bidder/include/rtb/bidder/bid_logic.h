@@ -1,0 +1,68 @@
+// The bid decision as a pure function: request + campaigns + predictor + policy -> the bids to
+// send (before budget reservation). No I/O, no clock, no locks: the server, tests and the
+// fuzzer call the same code.
+//
+// For each impression and each advertiser k whose targeting matches (inventory type,
+// categories, device type, country, banner size, not blocked by bcat/badv):
+//   j = consumer cluster of the user; i = agent of k
+//   bratio = pCVR / avg pCVR_k;  alpha = clip(a[i][j] x bratio, -0.9, 0.9)   (core/bid.h)
+//   CPC bid = manual bid x (1 + alpha);  CPM price = CPC bid x pCTR x 1000
+// A price below the floor is not bid. Per impression, the best `max_bids_per_imp` prices (one
+// per advertiser) are kept, ranked by eCPM (ties: lower advertiser id).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "rtb/bidder/config.h"
+#include "rtb/bidder/openrtb.h"
+#include "rtb/bidder/policy.h"
+#include "rtb/bidder/predictor.h"
+
+namespace rtb::bidder {
+
+// Why nothing was bid (also the Prometheus label and the no-bid event's reason).
+enum class NoBidReason {
+  kNone = 0,
+  kNoMatchingCampaign,
+  kBelowFloor,
+  kCurrency,
+  kBudget,
+  kTmax,
+  kBlocked,
+};
+const char* NoBidReasonName(NoBidReason r);
+// The OpenRTB nbr code for a reason.
+int NoBidReasonCode(NoBidReason r);
+
+struct Candidate {
+  uint32_t advertiser = 0;
+  size_t advertiser_index = 0;  // into config.advertisers
+  size_t imp_index = 0;
+  size_t creative_index = 0;
+  int agent = 0;
+  int cluster = 0;
+  double pctr = 0, pcvr = 0, bratio = 1, action = 0, alpha = 0;
+  Micros cpc;                   // adjusted CPC bid
+  Micros price;                 // CPM price
+};
+
+struct Decision {
+  std::vector<Candidate> bids;  // in ranking order per impression
+  NoBidReason reason = NoBidReason::kNone;  // set when bids is empty
+  int cluster = 0;
+  bool manual_fallback = false;  // no usable policy: alpha = 0
+  uint64_t policy_version = 0;
+};
+
+struct DecideOptions {
+  int max_bids_per_imp = 3;
+  std::string currency = "USD";
+  bool use_policy = true;       // false: the policy is missing or stale, bid manual
+};
+
+Decision DecideBids(const BidRequest& req, const std::vector<Advertiser>& advertisers,
+                    const Predictor& predictor, const PolicySnapshot* policy,
+                    const DecideOptions& opt);
+
+}  // namespace rtb::bidder

@@ -1,0 +1,68 @@
+// The bidder's request logic, apart from the network: the HTTP session reads a request,
+// calls one of these, and writes the result (Beast example style). Thread-safe; the server
+// calls it from every I/O thread. Each thread passes its own RequestDecoder.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "rtb/bidder/config.h"
+#include "rtb/bidder/event_log.h"
+#include "rtb/bidder/openrtb.h"
+#include "rtb/bidder/policy.h"
+
+namespace rtb::bidder {
+
+struct HttpResult {
+  int status = 200;
+  std::string body;
+  std::string content_type = "application/json";
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+class Bidder {
+ public:
+  static Result<std::unique_ptr<Bidder>> Create(const BidderConfig& cfg);
+  ~Bidder();
+
+  // POST <bid_path>. received_us: steady-clock time the request was fully read.
+  HttpResult HandleBid(std::string_view body, int64_t received_us, RequestDecoder& decoder,
+                       std::string_view openrtb_version);
+  // GET /notice/<type>?...
+  HttpResult HandleNotice(std::string_view target);
+  HttpResult Metrics() const;
+  HttpResult Health() const;
+  // Routes any request (method, target, body) to the handlers above; 404 / 405 otherwise.
+  HttpResult Route(std::string_view method, std::string_view target, std::string_view body,
+                   int64_t received_us, RequestDecoder& decoder, std::string_view version);
+  // Periodic work (every ~100 ms): expire reservations and old bid records.
+  void Tick();
+  // Installs a policy received from the learner (file or Kafka); false if older than current.
+  bool InstallPolicy(const ActionTable& table, std::shared_ptr<const ClusterMap> clusters);
+  // Stops consuming policies, flushes (or spills) every event. Idempotent.
+  void Shutdown();
+
+  const BidderConfig& config() const;
+  EventLog& events();
+  PolicyHolder& policy();
+  // Spend, reserved and budget of advertiser index k (tests, metrics).
+  Micros Spent(size_t k) const;
+  Micros Reserved(size_t k) const;
+  DecodeLimits decode_limits() const;
+
+  struct Impl;
+
+ private:
+  explicit Bidder(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Steady-clock microseconds (the request-latency clock).
+int64_t NowSteadyUs();
+int64_t NowUnixMs();
+
+}  // namespace rtb::bidder

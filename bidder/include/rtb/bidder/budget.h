@@ -1,0 +1,73 @@
+// Budget guard: no concurrent set of bids can overspend a budget.
+//
+// Before a bid is sent its largest possible charge (the bid's CPM price / 1000: one
+// impression, and the clearing price never exceeds the bid) is reserved. A reservation is
+// released on a loss notice or after a timeout, and settled on the billing notice (the
+// reserved amount is replaced by the billed price). committed = spent + reserved never exceeds
+// the budget when reserving; only a billing that arrives after its reservation timed out can
+// push spend past the budget, by at most that late charge (RTBkit's bound).
+//
+// Thread-safe: per-advertiser atomics plus sharded maps of outstanding reservations.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "rtb/core/types.h"
+
+namespace rtb::bidder {
+
+class BudgetLedger {
+ public:
+  // budgets[k] for advertiser index k; spent[k] restored from durable state.
+  BudgetLedger(std::vector<Micros> budgets, std::vector<Micros> spent);
+
+  // Reserves amount for key (auction/imp/advertiser) if the budget covers it.
+  bool TryReserve(size_t adv, const std::string& key, Micros amount, int64_t deadline_ms);
+  // Releases a reservation (loss notice). False if none is outstanding.
+  bool Release(const std::string& key);
+  // Books `price` for advertiser adv and drops the key's reservation if any. Returns the
+  // reserved amount (0 when it had timed out or never existed).
+  Micros Settle(size_t adv, const std::string& key, Micros price);
+  // Releases every reservation whose deadline is before now_ms; returns how many.
+  int ExpireBefore(int64_t now_ms);
+  // The reserved amount of an outstanding key (0 = none).
+  Micros Reserved(const std::string& key) const;
+
+  Micros budget(size_t adv) const { return Micros(budget_[adv]); }
+  Micros spent(size_t adv) const { return Micros(slots_[adv].spent.load()); }
+  Micros reserved(size_t adv) const {
+    return Micros(slots_[adv].committed.load() - slots_[adv].spent.load());
+  }
+  size_t advertisers() const { return budget_.size(); }
+  int64_t outstanding() const { return outstanding_.load(); }
+
+ private:
+  struct Slot {
+    std::atomic<int64_t> committed{0};  // spent + reserved
+    std::atomic<int64_t> spent{0};
+  };
+  struct Reservation {
+    size_t adv;
+    int64_t amount;
+    int64_t deadline_ms;
+  };
+  struct Shard {
+    mutable std::mutex mu;
+    std::unordered_map<std::string, Reservation> open;  // GUARDED_BY(mu)
+  };
+  Shard& ShardOf(const std::string& key) const;
+
+  std::vector<int64_t> budget_;
+  std::unique_ptr<Slot[]> slots_;
+  static constexpr int kShards = 16;
+  mutable Shard shards_[kShards];
+  std::atomic<int64_t> outstanding_{0};
+};
+
+}  // namespace rtb::bidder

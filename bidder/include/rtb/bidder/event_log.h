@@ -1,0 +1,59 @@
+// EventLog: every event reaches Kafka or the local spill file, never blocking the caller.
+//
+// Log() hands the event to librdkafka's local queue (produce never blocks); if the queue is
+// full or the client refuses it, the event is appended to the spill file instead. A dedicated
+// thread serves delivery reports (poll); a delivery that fails for good is spilled too. The
+// producer is idempotent (acks=all, in-order, no duplicates from retries) and its message
+// timeout is infinite, so during a broker outage events wait in the queue and then in the
+// spill file, and nothing is dropped. The same thread re-sends the spill file once the
+// brokers are reachable again. Shutdown() flushes for flush_timeout_ms, then purges what is
+// left into the spill file. Every event ends acked, spilled (and re-sent later) or counted as
+// dropped (only if the spill file cannot be written).
+//
+// With no brokers configured it starts librdkafka's mock cluster in-process (real Kafka
+// protocol over TCP on 127.0.0.1; bootstrap() tells kcat where).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "rtb/bidder/config.h"
+#include "rtb/bidder/events.h"
+#include "rtb/core/status.h"
+
+namespace rtb::bidder {
+
+struct EventLogStats {
+  uint64_t logged = 0;    // Log() calls
+  uint64_t acked = 0;     // delivered and acknowledged by the brokers
+  uint64_t spilled = 0;   // written to the spill file (re-sent later)
+  uint64_t resent = 0;    // spill lines handed back to the producer
+  uint64_t dropped = 0;   // lost: the spill file could not be written
+  uint64_t queued = 0;    // in librdkafka's queue now
+  uint64_t spill_pending = 0;  // lines in the spill file not yet re-sent
+};
+
+class EventLog {
+ public:
+  static Result<std::unique_ptr<EventLog>> Open(const KafkaConfig& cfg);
+  ~EventLog();
+  void Log(const Event& e);
+  // A raw message (the learner publishes policies through the same machinery).
+  void LogRaw(const std::string& topic, const std::string& key, const std::string& payload);
+  EventLogStats Stats() const;
+  const std::string& bootstrap() const;
+  // Flushes, spills the rest; idempotent.
+  void Shutdown();
+  // The mock cluster, for fault-injection tests (nullptr with a real cluster).
+  void* mock_cluster() const;
+
+  struct Impl;
+
+ private:
+  explicit EventLog(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rtb::bidder

@@ -1,0 +1,107 @@
+// OpenRTB 2.5 / 2.6 bid requests and responses: the subset that drives a bid, decoded
+// strictly where it matters and tolerantly everywhere else (unknown fields and enum values are
+// ignored, 2.6 section 2.6). gdpr, consent and schain are read from their 2.6 top-level places
+// or from the 2.5 `ext` objects.
+//
+// RequestDecoder owns a reusable JSON parser: one per thread, not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rtb/core/status.h"
+#include "rtb/core/types.h"
+
+namespace rtb::bidder {
+
+struct Format {
+  int w = 0, h = 0;
+};
+
+struct Imp {
+  std::string id;
+  bool banner = false, video = false, native = false, audio = false;
+  std::vector<Format> formats;  // banner.w/h and banner.format[]
+  Micros bidfloor;              // CPM in micros of `bidfloorcur`
+  std::string bidfloorcur = "USD";
+  std::string tagid;
+  int instl = 0;
+  int secure = 0;
+  bool has_pmp = false;
+  int private_auction = 0;
+  std::vector<std::string> deal_ids;
+};
+
+struct BidRequest {
+  std::string id;
+  std::vector<Imp> imps;
+  bool has_site = false, has_app = false;
+  std::string site_id, site_domain, app_id, app_bundle, publisher_id;
+  std::vector<std::string> cat;  // site.cat or app.cat (IAB categories)
+  int device_type = 0;           // device.devicetype
+  std::string country;           // device.geo.country (ISO-3166-1 alpha-3)
+  std::string ua, ip;
+  std::string user_id, buyeruid;
+  int64_t tmax_ms = 0;           // 0 = not given
+  int at = 2;                    // 1 first price, 2 second price
+  std::vector<std::string> cur;
+  std::vector<std::string> bcat, badv, bapp;
+  bool test = false;
+  int gdpr = -1;                 // regs.gdpr or regs.ext.gdpr; -1 = unknown
+  std::string consent;           // user.consent or user.ext.consent
+  bool has_schain = false;       // source.schain or source.ext.schain
+  std::string version;           // x-openrtb-version header, if given
+};
+
+struct DecodeLimits {
+  size_t max_bytes = 1 << 20;    // larger bodies are refused before parsing
+  size_t max_depth = 32;         // JSON nesting; the 100K-level depth bomb fails fast
+  size_t max_imps = 64;
+};
+
+class RequestDecoder {
+ public:
+  explicit RequestDecoder(DecodeLimits limits = {});
+  ~RequestDecoder();
+  // A malformed or invalid request (not JSON, wrong types in required fields, no imp, no id)
+  // is an InvalidArgument naming what is wrong.
+  Result<BidRequest> Decode(std::string_view body);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+struct Bid {
+  std::string id;
+  std::string impid;
+  Micros price;                  // CPM, micros of the response currency
+  std::string adid, crid, cid;
+  std::vector<std::string> adomain;
+  std::string adm;               // markup, or empty when served on the win notice
+  std::string nurl, burl, lurl;
+  int w = 0, h = 0;
+};
+
+struct SeatBid {
+  std::string seat;
+  std::vector<Bid> bids;
+};
+
+struct BidResponse {
+  std::string id;
+  std::string bidid;
+  std::string cur = "USD";
+  std::vector<SeatBid> seatbid;
+  int nbr = -1;                  // no-bid reason; -1 = none
+};
+
+std::string EncodeBidResponse(const BidResponse& r);
+// Parses a BidResponse (the fixtures round-trip through it).
+Result<BidResponse> DecodeBidResponse(std::string_view json);
+
+}  // namespace rtb::bidder

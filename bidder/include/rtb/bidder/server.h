@@ -1,0 +1,32 @@
+// The HTTP/1.1 server (Boost.Beast, keep-alive). Each connection is a session on its own
+// strand that reads a request (bounded header and body, a deadline on every read), hands it to
+// Bidder::Route, and writes the answer. A fixed number of threads run the io_context; beyond
+// max_connections new connections are closed at once. SIGINT/SIGTERM stop it cleanly.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "rtb/bidder/bidder.h"
+
+namespace rtb::bidder {
+
+class Server {
+ public:
+  Server(Bidder& bidder, const std::string& listen);
+  ~Server();
+  // Binds and starts the threads; returns the bound port (0 = pick one, for tests).
+  Result<int> Start();
+  // Blocks until Stop() or SIGINT/SIGTERM (when handle_signals).
+  void Wait(bool handle_signals);
+  void Stop();
+  int active_connections() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rtb::bidder

@@ -1,0 +1,146 @@
+#include "rtb/bidder/bid_logic.h"
+
+#include <algorithm>
+
+#include "rtb/core/auction.h"
+#include "rtb/core/bid.h"
+
+namespace rtb::bidder {
+
+const char* NoBidReasonName(NoBidReason r) {
+  switch (r) {
+    case NoBidReason::kNone: return "none";
+    case NoBidReason::kNoMatchingCampaign: return "no_matching_campaign";
+    case NoBidReason::kBelowFloor: return "below_floor";
+    case NoBidReason::kCurrency: return "currency";
+    case NoBidReason::kBudget: return "budget";
+    case NoBidReason::kTmax: return "tmax";
+    case NoBidReason::kBlocked: return "blocked";
+  }
+  return "unknown";
+}
+
+int NoBidReasonCode(NoBidReason r) {
+  switch (r) {
+    case NoBidReason::kTmax: return 15;      // insufficient auction time
+    case NoBidReason::kBlocked: return 7;    // blocked publisher / advertiser
+    default: return 0;                       // unknown / no fill
+  }
+}
+
+namespace {
+
+bool Contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+bool Targets(const Advertiser& a, const BidRequest& r) {
+  const Targeting& t = a.targeting;
+  if (r.has_site && !t.site) return false;
+  if (r.has_app && !t.app) return false;
+  if (!t.categories.empty()) {
+    bool any = false;
+    for (const auto& c : r.cat) any = any || Contains(t.categories, c);
+    if (!any) return false;
+  }
+  if (!t.device_types.empty() &&
+      std::find(t.device_types.begin(), t.device_types.end(), r.device_type) ==
+          t.device_types.end()) {
+    return false;
+  }
+  if (!t.countries.empty() && !Contains(t.countries, r.country)) return false;
+  for (const auto& c : t.categories) {
+    if (Contains(r.bcat, c)) return false;
+  }
+  return true;
+}
+
+// The first creative that fits the impression and is not blocked; -1 if none.
+int PickCreative(const Advertiser& a, const BidRequest& r, const Imp& imp) {
+  if (!imp.banner) return -1;  // this bidder serves banners
+  for (size_t c = 0; c < a.creatives.size(); ++c) {
+    const Creative& cr = a.creatives[c];
+    bool blocked = false;
+    for (const auto& d : cr.adomain) blocked = blocked || Contains(r.badv, d);
+    if (blocked) continue;
+    if (cr.w == 0 && cr.h == 0) return static_cast<int>(c);
+    for (const auto& f : imp.formats) {
+      if (f.w == cr.w && f.h == cr.h) return static_cast<int>(c);
+    }
+  }
+  return -1;
+}
+
+}  // namespace
+
+Decision DecideBids(const BidRequest& req, const std::vector<Advertiser>& advertisers,
+                    const Predictor& predictor, const PolicySnapshot* policy,
+                    const DecideOptions& opt) {
+  Decision d;
+  const bool use_policy = opt.use_policy && policy != nullptr;
+  d.manual_fallback = !use_policy;
+  d.policy_version = use_policy ? policy->table.version : 0;
+  const std::string& user = !req.buyeruid.empty() ? req.buyeruid : req.user_id;
+  d.cluster = use_policy && policy->clusters ? policy->clusters->Lookup(user) : 0;
+  if (!req.cur.empty() && !Contains(req.cur, opt.currency)) {
+    d.reason = NoBidReason::kCurrency;
+    return d;
+  }
+  bool any_target = false, any_floor_fail = false, any_currency_fail = false, any_blocked = false;
+  std::vector<Candidate> per_imp;
+  for (size_t ii = 0; ii < req.imps.size(); ++ii) {
+    const Imp& imp = req.imps[ii];
+    if (imp.bidfloor.value() > 0 && imp.bidfloorcur != opt.currency) {
+      any_currency_fail = true;
+      continue;
+    }
+    per_imp.clear();
+    GspAuction rank(std::min(opt.max_bids_per_imp, kMaxSlots), 0.0);
+    for (size_t k = 0; k < advertisers.size(); ++k) {
+      const Advertiser& a = advertisers[k];
+      if (!Targets(a, req)) continue;
+      const int creative = PickCreative(a, req, imp);
+      if (creative < 0) {
+        any_blocked = any_blocked || !req.badv.empty();
+        continue;
+      }
+      any_target = true;
+      Candidate c;
+      c.advertiser = a.id;
+      c.advertiser_index = k;
+      c.imp_index = ii;
+      c.creative_index = static_cast<size_t>(creative);
+      c.agent = a.agent;
+      c.cluster = d.cluster;
+      const auto features = predictor.Features(a.id, req, imp, d.cluster);
+      c.pctr = predictor.Ctr(a.id, features);
+      c.pcvr = predictor.Cvr(a.id, features);
+      c.bratio = BidRatio(c.pcvr, predictor.AvgPcvr(a.id));
+      if (use_policy && a.agent < policy->table.agents() && d.cluster < policy->table.clusters()) {
+        c.action = policy->table.at(a.agent, d.cluster);
+      }
+      c.alpha = Alpha(c.action, c.bratio);
+      c.cpc = AdjustedBid(a.bid, c.action, c.bratio);
+      c.price = CpmPrice(c.cpc, c.pctr);
+      if (c.price.value() <= 0 || c.price < imp.bidfloor) {
+        any_floor_fail = true;
+        continue;
+      }
+      per_imp.push_back(c);
+      rank.Offer({static_cast<double>(c.price.value()), a.id,
+                  static_cast<uint32_t>(per_imp.size() - 1)});
+    }
+    for (int r = 0; r < rank.ranked() && r < opt.max_bids_per_imp; ++r) {
+      d.bids.push_back(per_imp[rank.ranked_at(r).index]);
+    }
+  }
+  if (d.bids.empty()) {
+    d.reason = any_floor_fail       ? NoBidReason::kBelowFloor
+               : any_currency_fail  ? NoBidReason::kCurrency
+               : any_blocked && !any_target ? NoBidReason::kBlocked
+                                    : NoBidReason::kNoMatchingCampaign;
+  }
+  return d;
+}
+
+}  // namespace rtb::bidder

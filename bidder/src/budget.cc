@@ -1,0 +1,94 @@
+#include "rtb/bidder/budget.h"
+
+#include <functional>
+
+namespace rtb::bidder {
+
+BudgetLedger::BudgetLedger(std::vector<Micros> budgets, std::vector<Micros> spent)
+    : slots_(new Slot[budgets.size()]) {
+  for (size_t k = 0; k < budgets.size(); ++k) {
+    budget_.push_back(budgets[k].value());
+    const int64_t s = k < spent.size() ? spent[k].value() : 0;
+    slots_[k].spent.store(s);
+    slots_[k].committed.store(s);
+  }
+}
+
+BudgetLedger::Shard& BudgetLedger::ShardOf(const std::string& key) const {
+  return shards_[std::hash<std::string>{}(key) % kShards];
+}
+
+bool BudgetLedger::TryReserve(size_t adv, const std::string& key, Micros amount,
+                              int64_t deadline_ms) {
+  Slot& s = slots_[adv];
+  int64_t cur = s.committed.load();
+  do {
+    if (cur + amount.value() > budget_[adv]) return false;
+  } while (!s.committed.compare_exchange_weak(cur, cur + amount.value()));
+  Shard& sh = ShardOf(key);
+  std::lock_guard<std::mutex> l(sh.mu);
+  auto [it, inserted] = sh.open.emplace(key, Reservation{adv, amount.value(), deadline_ms});
+  if (!inserted) {
+    // The same key twice (a retried request): keep one reservation.
+    s.committed.fetch_sub(amount.value());
+    return true;
+  }
+  outstanding_.fetch_add(1);
+  return true;
+}
+
+bool BudgetLedger::Release(const std::string& key) {
+  Shard& sh = ShardOf(key);
+  std::lock_guard<std::mutex> l(sh.mu);
+  auto it = sh.open.find(key);
+  if (it == sh.open.end()) return false;
+  slots_[it->second.adv].committed.fetch_sub(it->second.amount);
+  sh.open.erase(it);
+  outstanding_.fetch_sub(1);
+  return true;
+}
+
+Micros BudgetLedger::Settle(size_t adv, const std::string& key, Micros price) {
+  int64_t reserved = 0;
+  {
+    Shard& sh = ShardOf(key);
+    std::lock_guard<std::mutex> l(sh.mu);
+    auto it = sh.open.find(key);
+    if (it != sh.open.end()) {
+      reserved = it->second.amount;
+      sh.open.erase(it);
+      outstanding_.fetch_sub(1);
+    }
+  }
+  Slot& s = slots_[adv];
+  s.spent.fetch_add(price.value());
+  s.committed.fetch_add(price.value() - reserved);
+  return Micros(reserved);
+}
+
+int BudgetLedger::ExpireBefore(int64_t now_ms) {
+  int n = 0;
+  for (auto& sh : shards_) {
+    std::lock_guard<std::mutex> l(sh.mu);
+    for (auto it = sh.open.begin(); it != sh.open.end();) {
+      if (it->second.deadline_ms < now_ms) {
+        slots_[it->second.adv].committed.fetch_sub(it->second.amount);
+        it = sh.open.erase(it);
+        outstanding_.fetch_sub(1);
+        ++n;
+      } else {
+        ++it;
+      }
+    }
+  }
+  return n;
+}
+
+Micros BudgetLedger::Reserved(const std::string& key) const {
+  Shard& sh = ShardOf(key);
+  std::lock_guard<std::mutex> l(sh.mu);
+  auto it = sh.open.find(key);
+  return Micros(it == sh.open.end() ? 0 : it->second.amount);
+}
+
+}  // namespace rtb::bidder

@@ -1,0 +1,108 @@
+#include "rtb/bidder/config.h"
+
+#include <set>
+
+#include "rtb/core/config.h"
+
+namespace rtb::bidder {
+
+Result<BidderConfig> LoadBidderConfig(const std::string& path) {
+  RTB_ASSIGN_OR_RETURN(auto file, ConfigFile::Load(path));
+  BidderConfig c;
+  ConfigMap root = file->Root();
+  root.Get("listen", &c.listen);
+  root.Check(c.listen.find(':') != std::string::npos, "listen", "must be host:port");
+  root.Get("threads", &c.threads);
+  root.Check(c.threads >= 1 && c.threads <= 256, "threads", "must be between 1 and 256");
+  root.Get("bid_path", &c.bid_path);
+  root.Check(!c.bid_path.empty() && c.bid_path[0] == '/', "bid_path", "must start with /");
+  root.Get("notice_base_url", &c.notice_base_url);
+  root.Get("currency", &c.currency);
+  int64_t v = 0;
+  v = static_cast<int64_t>(c.max_body_bytes);
+  root.Get("max_body_bytes", &v);
+  root.Check(v >= 1024 && v <= (256 << 20), "max_body_bytes", "must be in [1 KiB, 256 MiB]");
+  c.max_body_bytes = static_cast<size_t>(v);
+  v = static_cast<int64_t>(c.max_header_bytes);
+  root.Get("max_header_bytes", &v);
+  root.Check(v >= 512 && v <= (1 << 20), "max_header_bytes", "must be in [512, 1 MiB]");
+  c.max_header_bytes = static_cast<size_t>(v);
+  v = static_cast<int64_t>(c.max_json_depth);
+  root.Get("max_json_depth", &v);
+  root.Check(v >= 4 && v <= 1024, "max_json_depth", "must be in [4, 1024]");
+  c.max_json_depth = static_cast<size_t>(v);
+  root.Get("read_timeout_ms", &c.read_timeout_ms);
+  root.Check(c.read_timeout_ms >= 1, "read_timeout_ms", "must be positive");
+  root.Get("max_connections", &c.max_connections);
+  root.Check(c.max_connections >= 1, "max_connections", "must be positive");
+  root.Get("tmax_network_ms", &c.tmax_network_ms);
+  root.Get("max_bids_per_imp", &c.max_bids_per_imp);
+  root.Check(c.max_bids_per_imp >= 1 && c.max_bids_per_imp <= 100, "max_bids_per_imp",
+             "must be between 1 and 100");
+  root.Get("reservation_timeout_ms", &c.reservation_timeout_ms);
+  root.Check(c.reservation_timeout_ms >= 1, "reservation_timeout_ms", "must be positive");
+  root.Get("policy_max_age_s", &c.policy_max_age_s);
+  root.Get("policy_path", &c.policy_path);
+  root.Get("clusters_path", &c.clusters_path);
+  root.Get("default_cluster", &c.default_cluster);
+  root.Get("predictor_path", &c.predictor_path);
+  root.Get("state_path", &c.state_path);
+  root.Get("bench_endpoints", &c.bench_endpoints);
+
+  ConfigMap k = root.Section("kafka");
+  k.Get("brokers", &c.kafka.brokers);
+  k.Get("mock_brokers", &c.kafka.mock_brokers);
+  k.Check(c.kafka.mock_brokers >= 1 && c.kafka.mock_brokers <= 16, "mock_brokers",
+          "must be between 1 and 16");
+  k.Get("events_topic", &c.kafka.events_topic);
+  k.Get("policy_topic", &c.kafka.policy_topic);
+  k.Get("partitions", &c.kafka.partitions);
+  k.Check(c.kafka.partitions >= 1, "partitions", "must be positive");
+  k.Get("queue_max_messages", &c.kafka.queue_max_messages);
+  k.Check(c.kafka.queue_max_messages >= 1, "queue_max_messages", "must be positive");
+  k.Get("linger_ms", &c.kafka.linger_ms);
+  k.Get("spill_path", &c.kafka.spill_path);
+  k.Get("flush_timeout_ms", &c.kafka.flush_timeout_ms);
+
+  std::set<uint32_t> ids;
+  for (ConfigMap a : root.List("advertisers")) {
+    Advertiser adv;
+    int64_t id = -1;
+    a.Get("id", &id);
+    a.Check(id >= 0 && id <= 0xffffffffLL, "id", "must be a non-negative 32-bit integer");
+    a.Check(ids.insert(static_cast<uint32_t>(id)).second, "id", "is used twice");
+    adv.id = static_cast<uint32_t>(id);
+    a.Get("name", &adv.name);
+    double bid = 0, budget = 0;
+    a.Get("bid", &bid);
+    a.Check(bid > 0 && bid < 1e6, "bid", "(manual CPC bid, currency units) must be positive");
+    a.Get("daily_budget", &budget);
+    a.Check(budget >= 0 && budget < 1e12, "daily_budget", "must be >= 0");
+    adv.bid = Micros::FromUnits(bid);
+    adv.daily_budget = Micros::FromUnits(budget);
+    a.Get("agent", &adv.agent);
+    a.Check(adv.agent >= 0 && adv.agent < 10000, "agent", "must be in [0, 10000)");
+    ConfigMap t = a.Section("targeting");
+    t.Get("categories", &adv.targeting.categories);
+    t.Get("device_types", &adv.targeting.device_types);
+    t.Get("countries", &adv.targeting.countries);
+    t.Get("site", &adv.targeting.site);
+    t.Get("app", &adv.targeting.app);
+    for (ConfigMap cr : a.List("creatives")) {
+      Creative c2;
+      cr.Get("crid", &c2.crid);
+      cr.Check(!c2.crid.empty(), "crid", "must be set");
+      cr.Get("adomain", &c2.adomain);
+      cr.Get("w", &c2.w);
+      cr.Get("h", &c2.h);
+      cr.Get("markup", &c2.markup);
+      adv.creatives.push_back(c2);
+    }
+    a.Check(!adv.creatives.empty(), "creatives", "needs at least one creative");
+    c.advertisers.push_back(std::move(adv));
+  }
+  RTB_RETURN_IF_ERROR(file->Finish());
+  return c;
+}
+
+}  // namespace rtb::bidder

@@ -1,0 +1,364 @@
+#include "rtb/bidder/openrtb.h"
+
+#include <simdjson.h>
+
+#include <cmath>
+#include <cstdio>
+
+namespace rtb::bidder {
+namespace {
+
+using simdjson::dom::array;
+using simdjson::dom::element;
+using simdjson::dom::object;
+
+// Optional typed getters: a present field of the wrong type is an error only where the caller
+// says so; everywhere else it is ignored (tolerant reading).
+bool GetString(const object& o, std::string_view key, std::string* out) {
+  std::string_view v;
+  if (o[key].get_string().get(v) == simdjson::SUCCESS) {
+    *out = std::string(v);
+    return true;
+  }
+  return false;
+}
+
+bool GetInt(const object& o, std::string_view key, int64_t* out) {
+  element e;
+  if (o[key].get(e) != simdjson::SUCCESS) return false;
+  int64_t i;
+  if (e.get_int64().get(i) == simdjson::SUCCESS) {
+    *out = i;
+    return true;
+  }
+  double d;
+  if (e.get_double().get(d) == simdjson::SUCCESS && std::isfinite(d) && d == std::floor(d) &&
+      std::abs(d) < 9e15) {
+    *out = static_cast<int64_t>(d);
+    return true;
+  }
+  return false;
+}
+
+bool GetDouble(const object& o, std::string_view key, double* out) {
+  double d;
+  if (o[key].get_double().get(d) == simdjson::SUCCESS && std::isfinite(d)) {
+    *out = d;
+    return true;
+  }
+  int64_t i;
+  if (o[key].get_int64().get(i) == simdjson::SUCCESS) {
+    *out = static_cast<double>(i);
+    return true;
+  }
+  return false;
+}
+
+bool GetObject(const object& o, std::string_view key, object* out) {
+  return o[key].get_object().get(*out) == simdjson::SUCCESS;
+}
+
+void GetStrings(const object& o, std::string_view key, std::vector<std::string>* out) {
+  array a;
+  if (o[key].get_array().get(a) != simdjson::SUCCESS) return;
+  for (element e : a) {
+    std::string_view v;
+    if (e.get_string().get(v) == simdjson::SUCCESS) out->emplace_back(v);
+  }
+}
+
+}  // namespace
+
+struct RequestDecoder::Impl {
+  DecodeLimits limits;
+  simdjson::dom::parser parser;
+  bool ready = false;
+};
+
+RequestDecoder::RequestDecoder(DecodeLimits limits) : impl_(std::make_unique<Impl>()) {
+  impl_->limits = limits;
+  impl_->ready = impl_->parser.allocate(limits.max_bytes + 64, limits.max_depth) == simdjson::SUCCESS;
+}
+
+RequestDecoder::~RequestDecoder() = default;
+
+Result<BidRequest> RequestDecoder::Decode(std::string_view body) {
+  Impl& m = *impl_;
+  if (!m.ready) return Status::Internal("JSON parser could not allocate its buffers");
+  if (body.size() > m.limits.max_bytes) {
+    return Status::InvalidArgument("body of " + std::to_string(body.size()) + " bytes exceeds " +
+                                   std::to_string(m.limits.max_bytes));
+  }
+  element doc;
+  // The body is copied into padded storage by the parser (realloc_if_needed), so any input,
+  // even one that ends at a page boundary, is safe to read.
+  const auto err = m.parser.parse(body.data(), body.size(), /*realloc_if_needed=*/true).get(doc);
+  if (err) return Status::InvalidArgument(std::string("not valid JSON: ") + simdjson::error_message(err));
+  object root;
+  if (doc.get_object().get(root)) return Status::InvalidArgument("a bid request must be a JSON object");
+
+  BidRequest r;
+  std::string_view id;
+  if (root["id"].get_string().get(id) || id.empty()) {
+    return Status::InvalidArgument("request.id must be a non-empty string");
+  }
+  r.id = std::string(id);
+  array imps;
+  if (root["imp"].get_array().get(imps)) return Status::InvalidArgument("request.imp must be an array");
+  for (element ie : imps) {
+    object io;
+    if (ie.get_object().get(io)) return Status::InvalidArgument("request.imp[] must hold objects");
+    if (r.imps.size() >= m.limits.max_imps) return Status::InvalidArgument("too many imp objects");
+    Imp imp;
+    std::string_view iid;
+    if (io["id"].get_string().get(iid) || iid.empty()) {
+      return Status::InvalidArgument("imp.id must be a non-empty string");
+    }
+    imp.id = std::string(iid);
+    object banner, tmp;
+    if (GetObject(io, "banner", &banner)) {
+      imp.banner = true;
+      int64_t w = 0, h = 0;
+      if (GetInt(banner, "w", &w) && GetInt(banner, "h", &h) && w > 0 && h > 0 && w < 100000 &&
+          h < 100000) {
+        imp.formats.push_back({static_cast<int>(w), static_cast<int>(h)});
+      }
+      array fmts;
+      if (banner["format"].get_array().get(fmts) == simdjson::SUCCESS) {
+        for (element fe : fmts) {
+          object fo;
+          if (fe.get_object().get(fo)) continue;
+          int64_t fw = 0, fh = 0;
+          if (GetInt(fo, "w", &fw) && GetInt(fo, "h", &fh) && fw > 0 && fh > 0 && fw < 100000 &&
+              fh < 100000) {
+            imp.formats.push_back({static_cast<int>(fw), static_cast<int>(fh)});
+          }
+        }
+      }
+    }
+    imp.video = GetObject(io, "video", &tmp);
+    imp.native = GetObject(io, "native", &tmp);
+    imp.audio = GetObject(io, "audio", &tmp);
+    double floor = 0;
+    if (GetDouble(io, "bidfloor", &floor)) {
+      if (floor < 0 || floor > 1e6) return Status::InvalidArgument("imp.bidfloor out of range");
+      imp.bidfloor = Micros::FromUnits(floor);
+    }
+    GetString(io, "bidfloorcur", &imp.bidfloorcur);
+    GetString(io, "tagid", &imp.tagid);
+    int64_t v = 0;
+    if (GetInt(io, "instl", &v)) imp.instl = static_cast<int>(v);
+    if (GetInt(io, "secure", &v)) imp.secure = static_cast<int>(v);
+    object pmp;
+    if (GetObject(io, "pmp", &pmp)) {
+      imp.has_pmp = true;
+      if (GetInt(pmp, "private_auction", &v)) imp.private_auction = static_cast<int>(v);
+      array deals;
+      if (pmp["deals"].get_array().get(deals) == simdjson::SUCCESS) {
+        for (element de : deals) {
+          object d;
+          std::string did;
+          if (!de.get_object().get(d) && GetString(d, "id", &did)) imp.deal_ids.push_back(did);
+        }
+      }
+    }
+    r.imps.push_back(std::move(imp));
+  }
+  if (r.imps.empty()) return Status::InvalidArgument("request.imp is empty");
+
+  object site, app, pub, device, geo, user, regs, ext, source;
+  if (GetObject(root, "site", &site)) {
+    r.has_site = true;
+    GetString(site, "id", &r.site_id);
+    GetString(site, "domain", &r.site_domain);
+    GetStrings(site, "cat", &r.cat);
+    if (GetObject(site, "publisher", &pub)) GetString(pub, "id", &r.publisher_id);
+  }
+  if (GetObject(root, "app", &app)) {
+    r.has_app = true;
+    GetString(app, "id", &r.app_id);
+    GetString(app, "bundle", &r.app_bundle);
+    GetStrings(app, "cat", &r.cat);
+    if (GetObject(app, "publisher", &pub)) GetString(pub, "id", &r.publisher_id);
+  }
+  if (GetObject(root, "device", &device)) {
+    int64_t dt = 0;
+    if (GetInt(device, "devicetype", &dt)) r.device_type = static_cast<int>(dt);
+    GetString(device, "ua", &r.ua);
+    GetString(device, "ip", &r.ip);
+    if (GetObject(device, "geo", &geo)) GetString(geo, "country", &r.country);
+  }
+  if (GetObject(root, "user", &user)) {
+    GetString(user, "id", &r.user_id);
+    GetString(user, "buyeruid", &r.buyeruid);
+    if (!GetString(user, "consent", &r.consent) && GetObject(user, "ext", &ext)) {
+      GetString(ext, "consent", &r.consent);
+    }
+  }
+  int64_t v = 0;
+  if (GetInt(root, "tmax", &v) && v > 0) r.tmax_ms = v;
+  if (GetInt(root, "at", &v)) r.at = static_cast<int>(v);
+  if (GetInt(root, "test", &v)) r.test = v == 1;
+  GetStrings(root, "cur", &r.cur);
+  GetStrings(root, "bcat", &r.bcat);
+  GetStrings(root, "badv", &r.badv);
+  GetStrings(root, "bapp", &r.bapp);
+  if (GetObject(root, "regs", &regs)) {
+    if (GetInt(regs, "gdpr", &v)) {
+      r.gdpr = static_cast<int>(v);
+    } else if (GetObject(regs, "ext", &ext) && GetInt(ext, "gdpr", &v)) {
+      r.gdpr = static_cast<int>(v);
+    }
+  }
+  if (GetObject(root, "source", &source)) {
+    object sc;
+    r.has_schain = GetObject(source, "schain", &sc) ||
+                   (GetObject(source, "ext", &ext) && GetObject(ext, "schain", &sc));
+  }
+  return r;
+}
+
+namespace {
+
+void Esc(std::string& out, std::string_view s) {
+  out += '"';
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  out += '"';
+}
+
+void Price(std::string& out, Micros m) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%lld.%06lld", static_cast<long long>(m.value() / 1000000),
+                static_cast<long long>(m.value() % 1000000));
+  // Trim trailing zeros (keep one digit after the point).
+  std::string s(buf);
+  while (s.size() > 3 && s.back() == '0' && s[s.size() - 2] != '.') s.pop_back();
+  out += s;
+}
+
+}  // namespace
+
+std::string EncodeBidResponse(const BidResponse& r) {
+  std::string o;
+  o.reserve(512);
+  o += "{\"id\":";
+  Esc(o, r.id);
+  if (!r.bidid.empty()) {
+    o += ",\"bidid\":";
+    Esc(o, r.bidid);
+  }
+  o += ",\"cur\":";
+  Esc(o, r.cur);
+  if (r.nbr >= 0) o += ",\"nbr\":" + std::to_string(r.nbr);
+  o += ",\"seatbid\":[";
+  for (size_t s = 0; s < r.seatbid.size(); ++s) {
+    if (s) o += ',';
+    o += "{\"seat\":";
+    Esc(o, r.seatbid[s].seat);
+    o += ",\"bid\":[";
+    for (size_t b = 0; b < r.seatbid[s].bids.size(); ++b) {
+      const Bid& bid = r.seatbid[s].bids[b];
+      if (b) o += ',';
+      o += "{\"id\":";
+      Esc(o, bid.id);
+      o += ",\"impid\":";
+      Esc(o, bid.impid);
+      o += ",\"price\":";
+      Price(o, bid.price);
+      for (auto [k, v] : {std::pair<const char*, const std::string*>{"adid", &bid.adid},
+                          {"crid", &bid.crid}, {"cid", &bid.cid}, {"adm", &bid.adm},
+                          {"nurl", &bid.nurl}, {"burl", &bid.burl}, {"lurl", &bid.lurl}}) {
+        if (v->empty()) continue;
+        o += ",\"";
+        o += k;
+        o += "\":";
+        Esc(o, *v);
+      }
+      if (!bid.adomain.empty()) {
+        o += ",\"adomain\":[";
+        for (size_t a = 0; a < bid.adomain.size(); ++a) {
+          if (a) o += ',';
+          Esc(o, bid.adomain[a]);
+        }
+        o += ']';
+      }
+      if (bid.w > 0 && bid.h > 0) {
+        o += ",\"w\":" + std::to_string(bid.w) + ",\"h\":" + std::to_string(bid.h);
+      }
+      o += '}';
+    }
+    o += "]}";
+  }
+  o += "]}";
+  return o;
+}
+
+Result<BidResponse> DecodeBidResponse(std::string_view json) {
+  simdjson::dom::parser parser;
+  element doc;
+  if (parser.parse(json.data(), json.size(), true).get(doc)) {
+    return Status::InvalidArgument("bid response is not valid JSON");
+  }
+  object root;
+  if (doc.get_object().get(root)) return Status::InvalidArgument("bid response must be an object");
+  BidResponse r;
+  if (!GetString(root, "id", &r.id)) return Status::InvalidArgument("bid response needs an id");
+  GetString(root, "bidid", &r.bidid);
+  GetString(root, "cur", &r.cur);
+  int64_t nbr = 0;
+  if (GetInt(root, "nbr", &nbr)) r.nbr = static_cast<int>(nbr);
+  array seats;
+  if (root["seatbid"].get_array().get(seats) == simdjson::SUCCESS) {
+    for (element se : seats) {
+      object so;
+      if (se.get_object().get(so)) return Status::InvalidArgument("seatbid[] must hold objects");
+      SeatBid sb;
+      GetString(so, "seat", &sb.seat);
+      array bids;
+      if (so["bid"].get_array().get(bids)) return Status::InvalidArgument("seatbid.bid must be an array");
+      for (element be : bids) {
+        object bo;
+        if (be.get_object().get(bo)) return Status::InvalidArgument("bid[] must hold objects");
+        Bid b;
+        double price = 0;
+        if (!GetString(bo, "id", &b.id) || !GetString(bo, "impid", &b.impid) ||
+            !GetDouble(bo, "price", &price)) {
+          return Status::InvalidArgument("a bid needs id, impid and price");
+        }
+        b.price = Micros::FromUnits(price);
+        GetString(bo, "adid", &b.adid);
+        GetString(bo, "crid", &b.crid);
+        GetString(bo, "cid", &b.cid);
+        GetString(bo, "adm", &b.adm);
+        GetString(bo, "nurl", &b.nurl);
+        GetString(bo, "burl", &b.burl);
+        GetString(bo, "lurl", &b.lurl);
+        GetStrings(bo, "adomain", &b.adomain);
+        int64_t w = 0, h = 0;
+        if (GetInt(bo, "w", &w)) b.w = static_cast<int>(w);
+        if (GetInt(bo, "h", &h)) b.h = static_cast<int>(h);
+        sb.bids.push_back(std::move(b));
+      }
+      r.seatbid.push_back(std::move(sb));
+    }
+  }
+  return r;
+}
+
+}  // namespace rtb::bidder

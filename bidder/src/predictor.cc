@@ -1,0 +1,149 @@
+#include "rtb/bidder/predictor.h"
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace rtb::bidder {
+namespace {
+
+uint64_t Fnv(std::string_view s, uint64_t h = 1469598103934665603ULL) {
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
+  return h;
+}
+
+double Sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+double Sum(const std::unordered_map<uint32_t, double>& w, const std::vector<uint32_t>& f) {
+  double s = 0;
+  if (w.empty()) return s;
+  for (uint32_t i : f) {
+    auto it = w.find(i);
+    if (it != w.end()) s += it->second;
+  }
+  return s;
+}
+
+}  // namespace
+
+std::vector<uint32_t> Predictor::Features(uint32_t advertiser, const BidRequest& r, const Imp& imp,
+                                          int cluster) const {
+  std::vector<std::string> raw;
+  raw.reserve(8 + r.cat.size());
+  if (r.has_site) raw.push_back("site=" + r.site_domain);
+  if (r.has_app) raw.push_back("app=" + r.app_bundle);
+  for (const auto& c : r.cat) raw.push_back("cat=" + c);
+  raw.push_back("dev=" + std::to_string(r.device_type));
+  raw.push_back("geo=" + r.country);
+  if (!imp.formats.empty()) {
+    raw.push_back("size=" + std::to_string(imp.formats[0].w) + "x" + std::to_string(imp.formats[0].h));
+  }
+  raw.push_back("cluster=" + std::to_string(cluster));
+  const uint64_t mask = (1ULL << hash_bits) - 1;
+  const std::string adv = "adv=" + std::to_string(advertiser) + "|";
+  std::vector<uint32_t> out;
+  out.reserve(raw.size() * 2);
+  for (const auto& f : raw) {
+    out.push_back(static_cast<uint32_t>(Fnv(f) & mask));
+    out.push_back(static_cast<uint32_t>(Fnv(f, Fnv(adv)) & mask));
+  }
+  return out;
+}
+
+double Predictor::Ctr(uint32_t advertiser, const std::vector<uint32_t>& f) const {
+  auto it = advertisers.find(advertiser);
+  const AdvertiserModel& m = it == advertisers.end() ? default_model : it->second;
+  return Sigmoid(m.ctr_bias + Sum(ctr_weights, f));
+}
+
+double Predictor::Cvr(uint32_t advertiser, const std::vector<uint32_t>& f) const {
+  auto it = advertisers.find(advertiser);
+  const AdvertiserModel& m = it == advertisers.end() ? default_model : it->second;
+  return Sigmoid(m.cvr_bias + Sum(cvr_weights, f));
+}
+
+double Predictor::AvgPcvr(uint32_t advertiser) const {
+  auto it = advertisers.find(advertiser);
+  return it == advertisers.end() ? default_model.avg_pcvr : it->second.avg_pcvr;
+}
+
+Result<Predictor> ParsePredictor(const std::string& text, const std::string& source) {
+  try {
+    const auto j = nlohmann::json::parse(text);
+    if (j.value("format", "") != "rtb.predictor" || j.value("schema_version", 0) != 1) {
+      return Status::Corruption(source + ": not an rtb.predictor schema_version 1 file");
+    }
+    Predictor p;
+    p.hash_bits = j.value("hash_bits", 16);
+    if (p.hash_bits < 4 || p.hash_bits > 30) return Status::Corruption(source + ": hash_bits out of range");
+    auto read_model = [&](const nlohmann::json& m, AdvertiserModel* out) {
+      out->ctr_bias = m.value("ctr_bias", out->ctr_bias);
+      out->cvr_bias = m.value("cvr_bias", out->cvr_bias);
+      out->avg_pcvr = m.value("avg_pcvr", out->avg_pcvr);
+      return std::isfinite(out->ctr_bias) && std::isfinite(out->cvr_bias) && out->avg_pcvr >= 0;
+    };
+    if (j.contains("default") && !read_model(j["default"], &p.default_model)) {
+      return Status::Corruption(source + ": bad default model");
+    }
+    if (j.contains("advertisers")) {
+      for (const auto& [k, m] : j["advertisers"].items()) {
+        AdvertiserModel am = p.default_model;
+        if (!read_model(m, &am)) return Status::Corruption(source + ": bad model of advertiser " + k);
+        p.advertisers[static_cast<uint32_t>(std::stoul(k))] = am;
+      }
+    }
+    for (auto [key, dst] : {std::pair<const char*, std::unordered_map<uint32_t, double>*>{
+                                "ctr_weights", &p.ctr_weights},
+                            {"cvr_weights", &p.cvr_weights}}) {
+      if (!j.contains(key)) continue;
+      for (const auto& [idx, w] : j[key].items()) {
+        const unsigned long i = std::stoul(idx);
+        if (i >= (1UL << p.hash_bits) || !w.is_number()) {
+          return Status::Corruption(source + ": bad weight " + idx + " in " + key);
+        }
+        (*dst)[static_cast<uint32_t>(i)] = w.get<double>();
+      }
+    }
+    return p;
+  } catch (const std::exception& e) {
+    return Status::Corruption(source + ": " + e.what());
+  }
+}
+
+Result<Predictor> LoadPredictor(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::NotFound(path + ": cannot open predictor model");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ParsePredictor(ss.str(), path);
+}
+
+std::string SerializePredictor(const Predictor& p) {
+  nlohmann::ordered_json j;
+  j["format"] = "rtb.predictor";
+  j["schema_version"] = 1;
+  j["hash_bits"] = p.hash_bits;
+  j["default"] = {{"ctr_bias", p.default_model.ctr_bias},
+                  {"cvr_bias", p.default_model.cvr_bias},
+                  {"avg_pcvr", p.default_model.avg_pcvr}};
+  std::map<uint32_t, AdvertiserModel> sorted(p.advertisers.begin(), p.advertisers.end());
+  nlohmann::ordered_json advs = nlohmann::ordered_json::object();
+  for (const auto& [k, m] : sorted) {
+    advs[std::to_string(k)] = {{"ctr_bias", m.ctr_bias}, {"cvr_bias", m.cvr_bias},
+                               {"avg_pcvr", m.avg_pcvr}};
+  }
+  j["advertisers"] = advs;
+  for (auto [key, src] : {std::pair<const char*, const std::unordered_map<uint32_t, double>*>{
+                              "ctr_weights", &p.ctr_weights},
+                          {"cvr_weights", &p.cvr_weights}}) {
+    std::map<uint32_t, double> w(src->begin(), src->end());
+    nlohmann::ordered_json o = nlohmann::ordered_json::object();
+    for (const auto& [i, x] : w) o[std::to_string(i)] = x;
+    j[key] = o;
+  }
+  return j.dump(1) + "\n";
+}
+
+}  // namespace rtb::bidder

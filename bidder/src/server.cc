@@ -1,0 +1,205 @@
+#include "rtb/bidder/server.h"
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <cstdio>
+#include <optional>
+#include <thread>
+#include <vector>
+
+namespace rtb::bidder {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+struct Server::Impl {
+  Bidder& bidder;
+  std::string listen;
+  net::io_context ioc;
+  std::optional<tcp::acceptor> acceptor;
+  std::optional<net::steady_timer> ticker;
+  std::optional<net::signal_set> signals;
+  std::vector<std::thread> threads;
+  std::atomic<int> connections{0};
+  std::atomic<bool> stopped{false};
+
+  Impl(Bidder& b, std::string l) : bidder(b), listen(std::move(l)), ioc(b.config().threads) {}
+
+  void Accept();
+  void Tick() {
+    ticker->expires_after(std::chrono::milliseconds(100));
+    ticker->async_wait([this](beast::error_code ec) {
+      if (ec) return;
+      bidder.Tick();
+      Tick();
+    });
+  }
+};
+
+namespace {
+
+// One thread-local decoder per I/O thread (its parser buffers are reused).
+RequestDecoder& Decoder(const DecodeLimits& limits) {
+  thread_local std::unique_ptr<RequestDecoder> d;
+  if (!d) d = std::make_unique<RequestDecoder>(limits);
+  return *d;
+}
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket&& s, Server::Impl& srv) : stream_(std::move(s)), srv_(srv) {
+    srv_.connections.fetch_add(1);
+  }
+  ~Session() { srv_.connections.fetch_sub(1); }
+
+  void Run() {
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->Read(); });
+  }
+
+ private:
+  void Read() {
+    const BidderConfig& cfg = srv_.bidder.config();
+    parser_.emplace();
+    parser_->body_limit(cfg.max_body_bytes);
+    parser_->header_limit(static_cast<std::uint32_t>(cfg.max_header_bytes));
+    stream_.expires_after(std::chrono::milliseconds(cfg.read_timeout_ms));
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
+  }
+
+  void OnRead(beast::error_code ec) {
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
+        ec == net::error::connection_reset || ec == net::error::eof) {
+      return Close();
+    }
+    if (ec) {
+      // Oversized header or body, or a malformed request line: 400 and close (the rest of the
+      // request was not read, so the connection cannot be reused).
+      if (ec == http::error::body_limit || ec == http::error::header_limit ||
+          ec.category() == http::make_error_code(http::error::bad_target).category()) {
+        HttpResult r{400, "", "text/plain", {}};
+        return Write(std::move(r), false, 11);
+      }
+      return Close();
+    }
+    const int64_t received = NowSteadyUs();
+    auto& req = parser_->get();
+    const auto version_it = req.find("x-openrtb-version");
+    const std::string_view version =
+        version_it == req.end() ? std::string_view() : std::string_view(version_it->value());
+    HttpResult r = srv_.bidder.Route(std::string_view(req.method_string()),
+                                     std::string_view(req.target()), req.body(), received,
+                                     Decoder(srv_.bidder.decode_limits()), version);
+    Write(std::move(r), req.keep_alive(), req.version());
+  }
+
+  void Write(HttpResult r, bool keep_alive, unsigned version) {
+    auto res = std::make_shared<http::response<http::string_body>>(
+        static_cast<http::status>(r.status), version);
+    res->set(http::field::server, "rtb");
+    if (!r.content_type.empty() && !r.body.empty()) res->set(http::field::content_type, r.content_type);
+    for (auto& [k, v] : r.headers) res->set(k, v);
+    res->body() = std::move(r.body);
+    res->keep_alive(keep_alive);
+    res->prepare_payload();
+    http::async_write(stream_, *res,
+                      [self = shared_from_this(), res, keep_alive](beast::error_code ec, size_t) {
+                        if (ec || !keep_alive) return self->Close();
+                        self->Read();
+                      });
+  }
+
+  void Close() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+  }
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  Server::Impl& srv_;
+};
+
+}  // namespace
+
+void Server::Impl::Accept() {
+  acceptor->async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket s) {
+    if (stopped.load()) return;
+    if (!ec) {
+      if (connections.load() >= bidder.config().max_connections) {
+        beast::error_code ignored;
+        s.close(ignored);  // over the connection cap
+      } else {
+        s.set_option(tcp::no_delay(true), ec);
+        std::make_shared<Session>(std::move(s), *this)->Run();
+      }
+    }
+    Accept();
+  });
+}
+
+Server::Server(Bidder& bidder, const std::string& listen)
+    : impl_(std::make_unique<Impl>(bidder, listen)) {}
+
+Server::~Server() { Stop(); }
+
+Result<int> Server::Start() {
+  Impl& m = *impl_;
+  const size_t colon = m.listen.rfind(':');
+  if (colon == std::string::npos) return Status::InvalidArgument("listen must be host:port");
+  beast::error_code ec;
+  const auto addr = net::ip::make_address(m.listen.substr(0, colon), ec);
+  if (ec) return Status::InvalidArgument("bad listen address " + m.listen);
+  int port = 0;
+  try {
+    port = std::stoi(m.listen.substr(colon + 1));
+  } catch (const std::exception&) {
+    return Status::InvalidArgument("bad listen port in " + m.listen);
+  }
+  m.acceptor.emplace(m.ioc);
+  const tcp::endpoint ep(addr, static_cast<unsigned short>(port));
+  m.acceptor->open(ep.protocol(), ec);
+  if (!ec) m.acceptor->set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) m.acceptor->bind(ep, ec);
+  if (!ec) m.acceptor->listen(net::socket_base::max_listen_connections, ec);
+  if (ec) return Status::Unavailable("cannot listen on " + m.listen + ": " + ec.message());
+  const int bound = m.acceptor->local_endpoint().port();
+  m.Accept();
+  m.ticker.emplace(m.ioc);
+  m.Tick();
+  for (int t = 0; t < m.bidder.config().threads; ++t) m.threads.emplace_back([&m] { m.ioc.run(); });
+  return bound;
+}
+
+void Server::Wait(bool handle_signals) {
+  Impl& m = *impl_;
+  if (handle_signals) {
+    m.signals.emplace(m.ioc, SIGINT, SIGTERM);
+    // On an I/O thread: only stop the io_context; the threads are joined below.
+    m.signals->async_wait([&m](beast::error_code ec, int) {
+      if (!ec) {
+        m.stopped.store(true);
+        m.ioc.stop();
+      }
+    });
+  }
+  for (auto& t : m.threads) {
+    if (t.joinable()) t.join();
+  }
+}
+
+void Server::Stop() {
+  Impl& m = *impl_;
+  m.stopped.store(true);
+  m.ioc.stop();  // thread-safe; every run() returns
+  for (auto& t : m.threads) {
+    if (t.joinable() && t.get_id() != std::this_thread::get_id()) t.join();
+  }
+}
+
+int Server::active_connections() const { return impl_->connections.load(); }
+
+}  // namespace rtb::bidder
