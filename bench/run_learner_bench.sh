@@ -6,10 +6,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$(build/release/bench/bench_learner --benchmark_min_time=2 2>/dev/null)
 echo "$out"
-if ! python3 -c "import torch" 2>/dev/null; then
+if ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
   echo "python3-torch is not installed: run scripts/setup.sh --bench for the baseline"; exit 0
 fi
-py=$(python3 bench/python/dcmab_update.py 256 32)
+py=$(/usr/bin/python3 bench/python/dcmab_update.py 256 32)
 echo "$py"
 for b in 256 32; do
   cpp=$(echo "$out" | awk -v b="BM_DcmabUpdate/$b" '$1==b {print $2}')
