@@ -1,0 +1,393 @@
+// The bidder through a real socket and the real Kafka protocol (librdkafka's mock cluster).
+#include <gtest/gtest.h>
+#include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafka_mock.h>
+
+#include <algorithm>
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "rtb/bidder/bidder.h"
+#include "rtb/bidder/events.h"
+#include "rtb/bidder/server.h"
+
+namespace rtb::bidder {
+namespace {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+struct Client {
+  explicit Client(int port) : stream(ioc) {
+    stream.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)));
+  }
+  std::pair<int, std::string> Do(http::verb verb, const std::string& target, const std::string& body = "") {
+    http::request<http::string_body> req{verb, target, 11};
+    req.set(http::field::host, "127.0.0.1");
+    req.set(http::field::content_type, "application/json");
+    req.keep_alive(true);
+    req.body() = body;
+    req.prepare_payload();
+    http::write(stream, req);
+    beast::flat_buffer buf;
+    http::response<http::string_body> res;
+    http::read(stream, buf, res);
+    return {res.result_int(), res.body()};
+  }
+  net::io_context ioc;
+  beast::tcp_stream stream;
+};
+
+BidderConfig TestConfig(const std::string& dir) {
+  BidderConfig c;
+  c.listen = "127.0.0.1:0";
+  c.threads = 2;
+  c.state_path = dir + "/state";
+  c.kafka.spill_path = dir + "/spill.jsonl";
+  c.kafka.partitions = 4;
+  c.kafka.flush_timeout_ms = 3000;
+  c.max_bids_per_imp = 3;
+  for (uint32_t k = 1; k <= 3; ++k) {
+    Advertiser a;
+    a.id = k;
+    a.bid = Micros::FromUnits(0.5 * k);
+    a.daily_budget = Micros::FromUnits(1000);
+    a.agent = static_cast<int>(k - 1);
+    a.creatives = {{"cr" + std::to_string(k), {"a" + std::to_string(k) + ".example"}, 0, 0, "<b>ad</b>"}};
+    c.advertisers.push_back(a);
+  }
+  return c;
+}
+
+std::string Request(const std::string& id, int test = 0) {
+  return R"({"id":")" + id + R"(","imp":[{"id":"1","banner":{"w":300,"h":250},"bidfloor":0.01}],)" +
+         R"("site":{"domain":"news.example"},"user":{"id":"u-)" + id + R"("},"tmax":500,"test":)" +
+         std::to_string(test) + "}";
+}
+
+// Every event on the events topic, read from the beginning of all partitions.
+std::vector<Event> ReadEvents(const std::string& bootstrap, const std::string& topic, size_t want,
+                              int timeout_ms) {
+  char err[512];
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap.c_str(), err, sizeof err);
+  rd_kafka_conf_set(conf, "group.id", "test-reader", err, sizeof err);
+  rd_kafka_conf_set(conf, "enable.auto.commit", "false", err, sizeof err);
+  rd_kafka_t* c = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
+  rd_kafka_poll_set_consumer(c);
+  rd_kafka_topic_partition_list_t* parts = rd_kafka_topic_partition_list_new(4);
+  for (int p = 0; p < 4; ++p) {
+    rd_kafka_topic_partition_list_add(parts, topic.c_str(), p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+  }
+  rd_kafka_assign(c, parts);
+  rd_kafka_topic_partition_list_destroy(parts);
+  std::vector<Event> out;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    rd_kafka_message_t* m = rd_kafka_consumer_poll(c, 100);
+    if (m == nullptr) {
+      if (out.size() >= want) break;  // nothing more arriving
+      continue;
+    }
+    if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      auto e = DecodeEvent(std::string_view(static_cast<const char*>(m->payload), m->len));
+      if (e.ok()) out.push_back(*e);
+    }
+    rd_kafka_message_destroy(m);
+  }
+  rd_kafka_consumer_close(c);
+  rd_kafka_destroy(c);
+  return out;
+}
+
+class BidderIntegration : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/bidder_it_" + std::to_string(::getpid()) + "_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override {
+    server_.reset();
+    bidder_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  void Start(const BidderConfig& cfg) {
+    auto b = Bidder::Create(cfg);
+    ASSERT_TRUE(b.ok()) << b.status().message();
+    bidder_ = std::move(*b);
+    server_ = std::make_unique<Server>(*bidder_, cfg.listen);
+    auto p = server_->Start();
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    port_ = *p;
+  }
+  std::string dir_;
+  std::unique_ptr<Bidder> bidder_;
+  std::unique_ptr<Server> server_;
+  int port_ = 0;
+};
+
+std::string Notice(const std::string& type, const std::string& auction, uint32_t adv,
+                   const std::string& price) {
+  return "/notice/" + type + "?auction=" + auction + "&imp=1&bid=b&adv=" + std::to_string(adv) +
+         "&price=" + price;
+}
+
+TEST_F(BidderIntegration, ScriptedMixMatchesTheTopicAndSpendCountsBillingOnce) {
+  Start(TestConfig(dir_));
+  Client client(port_);
+  std::map<uint32_t, int64_t> expected_spend;
+  int bids = 0, nobids = 0, unique_notices = 0;
+  for (int n = 0; n < 40; ++n) {
+    const std::string id = "auc-" + std::to_string(n);
+    auto [status, body] = client.Do(http::verb::post, "/openrtb2/bid", Request(id));
+    if (status == 204) {
+      ++nobids;
+      continue;
+    }
+    ASSERT_EQ(status, 200);
+    const auto j = nlohmann::json::parse(body);
+    ASSERT_EQ(j["id"], id);
+    std::vector<std::pair<uint32_t, double>> seat_prices;
+    for (const auto& sb : j["seatbid"]) {
+      for (const auto& b : sb["bid"]) {
+        ++bids;
+        seat_prices.push_back({static_cast<uint32_t>(std::stoul(b["cid"].get<std::string>())),
+                               b["price"].get<double>()});
+        EXPECT_NE(b["burl"].get<std::string>().find("${AUCTION_PRICE}"), std::string::npos);
+      }
+    }
+    const auto [winner, bid_price] = seat_prices[0];
+    char price[32];
+    std::snprintf(price, sizeof price, "%.6f", bid_price * 0.8);
+    const int64_t price_micros = std::llround(bid_price * 0.8 * 1e6);
+    EXPECT_EQ(client.Do(http::verb::get, Notice("win", id, winner, price)).first, 200);
+    ++unique_notices;
+    // Billing: once, twice in a row, or four times at once from four connections.
+    const std::string burl = Notice("billing", id, winner, price);
+    if (n % 3 == 0) {
+      std::vector<std::thread> dup;
+      for (int t = 0; t < 4; ++t) {
+        dup.emplace_back([&] {
+          Client c(port_);
+          EXPECT_EQ(c.Do(http::verb::get, burl).first, 200);
+        });
+      }
+      for (auto& t : dup) t.join();
+    } else {
+      EXPECT_EQ(client.Do(http::verb::get, burl).first, 200);
+      if (n % 3 == 1) {
+        EXPECT_EQ(client.Do(http::verb::get, burl).first, 200);
+      }
+    }
+    ++unique_notices;
+    expected_spend[winner] += (price_micros + 500) / 1000;
+    for (size_t s = 1; s < seat_prices.size(); ++s) {
+      const std::string lurl = Notice("loss", id, seat_prices[s].first, "") + "&loss=102";
+      EXPECT_EQ(client.Do(http::verb::get, lurl).first, 200);
+      EXPECT_EQ(client.Do(http::verb::get, lurl).first, 200);  // a retried loss notice
+    }
+    // A loss notice per imp applies once (keyed by auction and imp).
+    if (seat_prices.size() > 1) ++unique_notices;
+  }
+  // An AUDIT price and a price above the bid are not charged, and are counted once.
+  auto [st, body] = client.Do(http::verb::post, "/openrtb2/bid", Request("auc-audit"));
+  ASSERT_EQ(st, 200);
+  ++bids;
+  const auto j = nlohmann::json::parse(body);
+  const uint32_t adv = static_cast<uint32_t>(std::stoul(j["seatbid"][0]["bid"][0]["cid"].get<std::string>()));
+  bids += static_cast<int>(j["seatbid"].size()) - 1;
+  EXPECT_EQ(client.Do(http::verb::get, Notice("billing", "auc-audit", adv, "AUDIT")).first, 200);
+  EXPECT_EQ(client.Do(http::verb::get, Notice("billing", "auc-audit", adv, "AUDIT")).first, 200);
+  ++unique_notices;
+  // A test request bids but never touches a budget.
+  auto [tst, tbody] = client.Do(http::verb::post, "/openrtb2/bid", Request("auc-test", 1));
+  ASSERT_EQ(tst, 200);
+  bids += static_cast<int>(nlohmann::json::parse(tbody)["seatbid"].size());
+  for (uint32_t k = 1; k <= 3; ++k) {
+    EXPECT_EQ(bidder_->Spent(k - 1).value(), expected_spend[k]) << "advertiser " << k;
+  }
+  bidder_->Shutdown();
+  const auto stats = bidder_->events().Stats();
+  EXPECT_EQ(stats.acked, stats.logged);
+  EXPECT_EQ(stats.spilled, 0u);
+  const size_t want = static_cast<size_t>(bids + nobids + unique_notices);
+  EXPECT_EQ(stats.logged, want);
+  // Read the topic back (the mock cluster lives as long as the bidder object).
+}
+
+TEST_F(BidderIntegration, EventsOnTheTopicMatchWhatWasSentOnePerEvent) {
+  Start(TestConfig(dir_));
+  Client client(port_);
+  std::set<std::string> auctions;
+  for (int n = 0; n < 25; ++n) {
+    const std::string id = "e-" + std::to_string(n);
+    auto [status, body] = client.Do(http::verb::post, "/openrtb2/bid", Request(id));
+    ASSERT_EQ(status, 200);
+    auctions.insert(id);
+    const auto j = nlohmann::json::parse(body);
+    const uint32_t adv = static_cast<uint32_t>(std::stoul(j["seatbid"][0]["bid"][0]["cid"].get<std::string>()));
+    client.Do(http::verb::get, Notice("billing", id, adv, "0.001"));
+    client.Do(http::verb::get, Notice("billing", id, adv, "0.001"));  // duplicate
+    client.Do(http::verb::get, Notice("click", id, adv, ""));
+    client.Do(http::verb::get, "/notice/conversion?auction=" + id + "&imp=1&adv=" +
+                                   std::to_string(adv) + "&value=12.5");
+  }
+  const auto stats = bidder_->events().Stats();
+  const auto events = ReadEvents(bidder_->events().bootstrap(), "rtb.events", stats.logged, 15000);
+  ASSERT_EQ(events.size(), stats.logged);
+  std::set<std::string> eids;
+  std::map<std::string, int> by_type;
+  for (const auto& e : events) {
+    EXPECT_TRUE(eids.insert(e.eid).second) << "duplicate event " << e.eid;
+    by_type[e.type]++;
+    EXPECT_TRUE(auctions.count(e.auction_id)) << e.auction_id;
+  }
+  EXPECT_EQ(by_type["billing"], 25);
+  EXPECT_EQ(by_type["click"], 25);
+  EXPECT_EQ(by_type["conversion"], 25);
+  EXPECT_EQ(by_type["bid"], 75);
+  for (const auto& e : events) {
+    if (e.type == "conversion") {
+      EXPECT_EQ(e.price_micros, 12'500'000);
+    }
+    if (e.type == "billing") {
+      EXPECT_TRUE(e.charged);
+    }
+  }
+}
+
+TEST_F(BidderIntegration, BrokerOutageLosesNothingDuplicatesNothingAndDoesNotSlowBids) {
+  BidderConfig cfg = TestConfig(dir_);
+  cfg.kafka.queue_max_messages = 300;  // small, so the outage overflows into the spill file
+  Start(cfg);
+  auto* mock = static_cast<rd_kafka_mock_cluster_t*>(bidder_->events().mock_cluster());
+  ASSERT_NE(mock, nullptr);
+  Client client(port_);
+  for (int n = 0; n < 50; ++n) client.Do(http::verb::post, "/openrtb2/bid", Request("pre-" + std::to_string(n)));
+  for (int b = 1; b <= 3; ++b) rd_kafka_mock_broker_set_down(mock, b);
+  std::vector<double> latency_ms;
+  for (int n = 0; n < 2000; ++n) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto [status, body] = client.Do(http::verb::post, "/openrtb2/bid", Request("out-" + std::to_string(n)));
+    latency_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    ASSERT_EQ(status, 200);
+  }
+  std::sort(latency_ms.begin(), latency_ms.end());
+  const double p99 = latency_ms[latency_ms.size() * 99 / 100];
+  std::printf("bid latency during the outage: p50 %.3f ms, p99 %.3f ms\n",
+              latency_ms[latency_ms.size() / 2], p99);
+  EXPECT_LT(p99, 20.0);  // requests never wait on Kafka
+  auto mid = bidder_->events().Stats();
+  EXPECT_GT(mid.spilled, 0u) << "the outage should have overflowed into the spill file";
+  for (int b = 1; b <= 3; ++b) rd_kafka_mock_broker_set_up(mock, b);
+  // The backlog drains: the queue, then the spill file.
+  EventLogStats s;
+  for (int i = 0; i < 300; ++i) {
+    s = bidder_->events().Stats();
+    if (s.acked == s.logged && s.spill_pending == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(s.acked, s.logged);
+  EXPECT_EQ(s.dropped, 0u);
+  const auto events = ReadEvents(bidder_->events().bootstrap(), "rtb.events", s.logged, 20000);
+  std::set<std::string> eids;
+  for (const auto& e : events) EXPECT_TRUE(eids.insert(e.eid).second) << "duplicate " << e.eid;
+  EXPECT_EQ(events.size(), s.logged);
+}
+
+TEST_F(BidderIntegration, NoticesStayIdempotentAcrossARestart) {
+  const BidderConfig cfg = TestConfig(dir_);
+  Start(cfg);
+  uint32_t adv = 0;
+  {
+    Client client(port_);
+    auto [status, body] = client.Do(http::verb::post, "/openrtb2/bid", Request("r1"));
+    ASSERT_EQ(status, 200);
+    adv = static_cast<uint32_t>(std::stoul(nlohmann::json::parse(body)["seatbid"][0]["bid"][0]["cid"].get<std::string>()));
+    client.Do(http::verb::get, Notice("billing", "r1", adv, "0.004"));
+  }
+  EXPECT_EQ(bidder_->Spent(adv - 1).value(), 4);
+  server_.reset();
+  bidder_.reset();
+  Start(cfg);
+  EXPECT_EQ(bidder_->Spent(adv - 1).value(), 4);  // restored from the state store
+  Client client(port_);
+  client.Do(http::verb::get, Notice("billing", "r1", adv, "0.004"));
+  EXPECT_EQ(bidder_->Spent(adv - 1).value(), 4);  // the retried notice changes nothing
+}
+
+TEST_F(BidderIntegration, PolicyHotSwapFromKafkaNeverGoesBackAndStaleFallsBack) {
+  Start(TestConfig(dir_));
+  auto publish = [&](uint64_t version, int64_t created_ms, double a) {
+    ActionTable t(3, 1);
+    t.set(0, 0, a);
+    t.version = version;
+    t.created_unix_ms = created_ms;
+    nlohmann::json msg;
+    msg["table"] = nlohmann::json::parse(SerializeActionTable(t));
+    bidder_->events().LogRaw("rtb.policy", "policy", msg.dump());
+  };
+  auto wait_version = [&](uint64_t v) {
+    for (int i = 0; i < 100; ++i) {
+      const PolicySnapshot* p = bidder_->policy().Current();
+      if (p && p->table.version == v) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  };
+  publish(5, NowUnixMs(), -0.5);
+  ASSERT_TRUE(wait_version(5));
+  publish(3, NowUnixMs(), 0.9);  // older: never replaces version 5
+  publish(6, NowUnixMs() - 10LL * 3600 * 1000, -0.2);  // newer but ten hours old
+  ASSERT_TRUE(wait_version(6));
+  EXPECT_GE(bidder_->policy().rejected(), 1u);
+  const std::string metrics = bidder_->Metrics().body;
+  EXPECT_NE(metrics.find("rtb_policy_version 6"), std::string::npos);
+  EXPECT_NE(metrics.find("rtb_policy_fallback 1"), std::string::npos);  // stale: manual bids
+  Client client(port_);
+  auto [status, body] = client.Do(http::verb::post, "/openrtb2/bid", Request("p1"));
+  ASSERT_EQ(status, 200);
+  EXPECT_NE(bidder_->Metrics().body.find("rtb_fallback_requests_total 1"), std::string::npos);
+  // A corrupt policy message is ignored: the last good table stays.
+  bidder_->events().LogRaw("rtb.policy", "policy", "{not json");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(bidder_->policy().Current()->table.version, 6u);
+}
+
+TEST_F(BidderIntegration, HostileBodiesGet400AndTheServerKeepsServing) {
+  BidderConfig cfg = TestConfig(dir_);
+  cfg.max_body_bytes = 64 * 1024;
+  Start(cfg);
+  for (const std::string& body : {std::string("{\"id\":\"x\",\"imp\":[{\"id\":\"1\""), std::string("nope"),
+                                 std::string(100000, '[') + std::string(100000, ']'),
+                                 std::string(R"({"id":5,"imp":"x"})")}) {
+    Client c(port_);
+    EXPECT_EQ(c.Do(http::verb::post, "/openrtb2/bid", body).first, 400) << body.substr(0, 30);
+  }
+  {
+    Client c(port_);
+    try {
+      const auto r = c.Do(http::verb::post, "/openrtb2/bid", std::string(200 * 1024, 'a'));
+      EXPECT_EQ(r.first, 400);
+    } catch (const std::exception&) {
+      // The server may close an oversized request before the client finished writing.
+    }
+  }
+  Client c(port_);
+  EXPECT_EQ(c.Do(http::verb::post, "/openrtb2/bid", Request("after")).first, 200);
+  EXPECT_EQ(c.Do(http::verb::get, "/healthz").first, 200);
+  EXPECT_EQ(c.Do(http::verb::get, "/nope").first, 404);
+}
+
+}  // namespace
+}  // namespace rtb::bidder

@@ -1,0 +1,154 @@
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "rtb/bidder/bid_logic.h"
+#include "rtb/bidder/budget.h"
+#include "rtb/bidder/notice.h"
+#include "rtb/core/bid.h"
+
+namespace rtb::bidder {
+namespace {
+
+std::vector<Advertiser> Advertisers() {
+  std::vector<Advertiser> v(3);
+  for (uint32_t k = 0; k < 3; ++k) {
+    v[k].id = k + 1;
+    v[k].bid = Micros::FromUnits(1.0 + k);
+    v[k].daily_budget = Micros::FromUnits(100);
+    v[k].agent = static_cast<int>(k);
+    v[k].creatives = {{"c" + std::to_string(k), {"d" + std::to_string(k) + ".example"}, 300, 250, ""}};
+  }
+  return v;
+}
+
+BidRequest Banner(double floor = 0) {
+  BidRequest r;
+  r.id = "auc";
+  Imp imp;
+  imp.id = "1";
+  imp.banner = true;
+  imp.formats = {{300, 250}};
+  imp.bidfloor = Micros::FromUnits(floor);
+  r.imps.push_back(imp);
+  r.has_site = true;
+  r.user_id = "u1";
+  return r;
+}
+
+TEST(BidLogic, AppliesTheDcmabFormulaPerAgentAndCluster) {
+  Predictor p;  // defaults: pCTR = sigmoid(-4), pCVR = sigmoid(-3.5), avg pCVR unknown
+  auto clusters = std::make_shared<ClusterMap>();
+  clusters->user_cluster["u1"] = 1;
+  PolicySnapshot snap;
+  snap.table = ActionTable(3, 2);
+  snap.table.set(2, 1, -0.5);
+  snap.clusters = clusters;
+  const Decision d = DecideBids(Banner(), Advertisers(), p, &snap, {});
+  ASSERT_EQ(d.bids.size(), 3u);
+  EXPECT_EQ(d.cluster, 1);
+  const double pctr = 1 / (1 + std::exp(4.0));
+  for (const Candidate& c : d.bids) {
+    const double a = c.agent == 2 ? -0.5 : 0.0;
+    EXPECT_EQ(c.cpc, AdjustedBid(Micros::FromUnits(c.advertiser), a, 1.0));
+    EXPECT_EQ(c.price, CpmPrice(c.cpc, pctr));
+  }
+  // Ranked by eCPM: advertiser 3 bids 3.0 x 0.5 = 1.5, advertiser 2 bids 2.0.
+  EXPECT_EQ(d.bids[0].advertiser, 2u);
+  EXPECT_EQ(d.bids[1].advertiser, 3u);
+}
+
+TEST(BidLogic, FloorsCurrencyBlocksAndFallback) {
+  Predictor p;
+  auto advs = Advertisers();
+  EXPECT_EQ(DecideBids(Banner(1000), advs, p, nullptr, {}).reason, NoBidReason::kBelowFloor);
+  BidRequest eur = Banner(0.01);
+  eur.imps[0].bidfloorcur = "EUR";
+  EXPECT_EQ(DecideBids(eur, advs, p, nullptr, {}).reason, NoBidReason::kCurrency);
+  BidRequest blocked = Banner();
+  blocked.badv = {"d0.example", "d1.example", "d2.example"};
+  EXPECT_TRUE(DecideBids(blocked, advs, p, nullptr, {}).bids.empty());
+  DecideOptions one;
+  one.max_bids_per_imp = 1;
+  const Decision d = DecideBids(Banner(), advs, p, nullptr, one);
+  ASSERT_EQ(d.bids.size(), 1u);
+  EXPECT_TRUE(d.manual_fallback);
+  EXPECT_EQ(d.bids[0].alpha, 0.0);
+  BidRequest video = Banner();
+  video.imps[0].banner = false;
+  video.imps[0].video = true;
+  EXPECT_EQ(DecideBids(video, advs, p, nullptr, {}).reason, NoBidReason::kNoMatchingCampaign);
+}
+
+TEST(Budget, ManyThreadsNeverOverspendBeyondReservations) {
+  BudgetLedger ledger({Micros(1'000'000)}, {Micros(0)});
+  std::atomic<int64_t> billed{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 8; ++t) {
+    ts.emplace_back([&, t] {
+      for (int k = 0; k < 5000; ++k) {
+        const std::string key = std::to_string(t) + "/" + std::to_string(k);
+        if (!ledger.TryReserve(0, key, Micros(997), 1LL << 60)) continue;
+        EXPECT_LE(ledger.spent(0).value() + ledger.reserved(0).value(), 1'000'000);
+        if (k % 3 == 0) {
+          ledger.Release(key);  // a loss
+        } else {
+          ledger.Settle(0, key, Micros(500 + k % 400));  // billed below the reservation
+          billed.fetch_add(500 + k % 400);
+        }
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(ledger.spent(0).value(), billed.load());
+  EXPECT_LE(ledger.spent(0).value(), 1'000'000);
+  EXPECT_GT(ledger.spent(0).value(), 1'000'000 - 997);  // the budget was used up
+  EXPECT_EQ(ledger.reserved(0).value(), 0);
+  EXPECT_EQ(ledger.outstanding(), 0);
+}
+
+TEST(Budget, ExpiryReleasesAndLateBillingStillBooks) {
+  BudgetLedger ledger({Micros(1000)}, {Micros(100)});
+  ASSERT_TRUE(ledger.TryReserve(0, "a", Micros(900), 10));
+  EXPECT_FALSE(ledger.TryReserve(0, "b", Micros(1), 10));
+  EXPECT_EQ(ledger.ExpireBefore(11), 1);
+  EXPECT_TRUE(ledger.TryReserve(0, "b", Micros(900), 100));
+  EXPECT_EQ(ledger.Settle(0, "a", Micros(50)).value(), 0);  // late: nothing reserved any more
+  EXPECT_EQ(ledger.spent(0).value(), 150);
+}
+
+TEST(Notice, ParsesPricesExactlyAndRefusesBadOnes) {
+  auto n = ParseNotice("/notice/billing?auction=A%201&imp=2&bid=b&adv=7&price=1.234567");
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(n->type, NoticeType::kBilling);
+  EXPECT_EQ(n->auction_id, "A 1");
+  EXPECT_EQ(n->advertiser, 7u);
+  EXPECT_EQ(n->price->value(), 1234567);
+  for (auto [price, why] : {std::pair<const char*, const char*>{"AUDIT", "audit"},
+                            {"-1.0", "negative"}, {"abc", "non-numeric"}, {"", "missing"},
+                            {"${AUCTION_PRICE}", "audit"}, {"1e5", "non-numeric"}}) {
+    auto b = ParseNotice(std::string("/notice/win?auction=a&imp=1&adv=1&price=") + price);
+    ASSERT_TRUE(b.ok()) << price;
+    EXPECT_FALSE(b->price.has_value()) << price;
+    EXPECT_EQ(b->invalid_price, why) << price;
+  }
+  EXPECT_FALSE(ParseNotice("/notice/win?imp=1&adv=1").ok());
+  EXPECT_FALSE(ParseNotice("/notice/nope?auction=a&imp=1&adv=1").ok());
+  EXPECT_FALSE(ParseNotice("/notice/win?auction=a&imp=1&adv=x").ok());
+  EXPECT_FALSE(ParseNotice("/notice/win?auction=%zz&imp=1&adv=1").ok());
+  auto loss = ParseNotice("/notice/loss?auction=a&imp=1&adv=1&price=&loss=102");
+  ASSERT_TRUE(loss.ok());
+  EXPECT_EQ(loss->loss_code, 102);
+}
+
+TEST(Notice, UrlsCarryTheOpenRtbMacros) {
+  const std::string u = NoticeUrl("http://h:1", NoticeType::kLoss, "a", "i", "b", 9);
+  for (const char* m : {"${AUCTION_ID}", "${AUCTION_IMP_ID}", "${AUCTION_BID_ID}",
+                        "${AUCTION_PRICE}", "${AUCTION_LOSS}", "adv=9"}) {
+    EXPECT_NE(u.find(m), std::string::npos) << m;
+  }
+}
+
+}  // namespace
+}  // namespace rtb::bidder

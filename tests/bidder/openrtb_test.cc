@@ -1,0 +1,120 @@
+#include "rtb/bidder/openrtb.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace rtb::bidder {
+namespace {
+
+std::string Read(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+const std::filesystem::path kFixtures = std::filesystem::path(RTB_SHARED_DIR) / "fixtures/openrtb";
+
+TEST(Decoder, EveryFixtureRequestDecodesWithIdAndImps) {
+  RequestDecoder dec;
+  int n = 0;
+  for (const char* v : {"2.5", "2.6"}) {
+    for (const auto& f : std::filesystem::directory_iterator(kFixtures / v)) {
+      const std::string name = f.path().filename().string();
+      if (name.rfind("bid-request", 0) != 0) continue;
+      auto r = dec.Decode(Read(f.path()));
+      ASSERT_TRUE(r.ok()) << name << ": " << r.status().message();
+      EXPECT_FALSE(r->id.empty()) << name;
+      EXPECT_FALSE(r->imps.empty()) << name;
+      ++n;
+    }
+  }
+  EXPECT_EQ(n, 11);
+}
+
+TEST(Decoder, EveryFixtureResponseRoundTrips) {
+  for (const char* v : {"2.5", "2.6"}) {
+    for (const auto& f : std::filesystem::directory_iterator(kFixtures / v)) {
+      const std::string name = f.path().filename().string();
+      if (name.rfind("bid-response", 0) != 0) continue;
+      auto r = DecodeBidResponse(Read(f.path()));
+      ASSERT_TRUE(r.ok()) << name << ": " << r.status().message();
+      auto back = DecodeBidResponse(EncodeBidResponse(*r));
+      ASSERT_TRUE(back.ok()) << name;
+      EXPECT_EQ(EncodeBidResponse(*back), EncodeBidResponse(*r)) << name;
+      ASSERT_FALSE(r->seatbid.empty()) << name;
+      EXPECT_EQ(back->seatbid[0].bids[0].price, r->seatbid[0].bids[0].price) << name;
+      EXPECT_EQ(back->seatbid[0].bids[0].adm, r->seatbid[0].bids[0].adm) << name;
+      EXPECT_EQ(back->seatbid[0].bids[0].nurl, r->seatbid[0].bids[0].nurl) << name;
+    }
+  }
+}
+
+TEST(Decoder, ReadsGdprConsentSchainFromBothVersions) {
+  RequestDecoder dec;
+  auto v25 = dec.Decode(R"({"id":"a","imp":[{"id":"1","banner":{"w":300,"h":250}}],
+      "regs":{"ext":{"gdpr":1}},"user":{"ext":{"consent":"CO25"}},"source":{"ext":{"schain":{}}}})");
+  ASSERT_TRUE(v25.ok());
+  EXPECT_EQ(v25->gdpr, 1);
+  EXPECT_EQ(v25->consent, "CO25");
+  EXPECT_TRUE(v25->has_schain);
+  auto v26 = dec.Decode(R"({"id":"a","imp":[{"id":"1","banner":{"format":[{"w":320,"h":50}]}}],
+      "regs":{"gdpr":0},"user":{"consent":"CO26"},"source":{"schain":{"ver":"1.0"}}})");
+  ASSERT_TRUE(v26.ok());
+  EXPECT_EQ(v26->gdpr, 0);
+  EXPECT_EQ(v26->consent, "CO26");
+  EXPECT_TRUE(v26->has_schain);
+  EXPECT_EQ(v26->imps[0].formats[0].w, 320);
+}
+
+TEST(Decoder, ToleratesUnknownFieldsAndEnumValues) {
+  RequestDecoder dec;
+  auto r = dec.Decode(R"({"id":"x","future_field":{"a":[1,2]},"at":99,
+      "imp":[{"id":"1","banner":{"w":1,"h":1,"newthing":true},"rwdd":1}],
+      "device":{"devicetype":42,"geo":{"country":"USA"}},"tmax":120,"test":1})");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->device_type, 42);
+  EXPECT_EQ(r->tmax_ms, 120);
+  EXPECT_TRUE(r->test);
+}
+
+TEST(Decoder, RefusesMalformedAndHostileBodies) {
+  RequestDecoder dec;
+  for (const std::string& body :
+       {std::string(R"({"id":"x","imp":[{"id":"1","banner":{"w":300)"), std::string("hello"),
+        std::string(""), std::string(R"({"id":5,"imp":"nope"})"), std::string(R"({"id":"x"})"),
+        std::string(R"({"id":"x","imp":[]})"), std::string(R"({"id":"x","imp":[{"id":""}]})"),
+        std::string(R"([1,2,3])"), std::string(R"({"id":"x","imp":[{"id":"1","bidfloor":-1}]})"),
+        std::string(100000, '[') + std::string(100000, ']')}) {
+    EXPECT_FALSE(dec.Decode(body).ok()) << body.substr(0, 60);
+  }
+  DecodeLimits small;
+  small.max_bytes = 100;
+  RequestDecoder tiny(small);
+  EXPECT_FALSE(tiny.Decode(std::string(200, ' ') + "{}").ok());
+}
+
+TEST(Encoder, EscapesAndFormatsPrices) {
+  BidResponse r;
+  r.id = "q\"1";
+  r.seatbid.push_back({"s", {}});
+  Bid b;
+  b.id = "b";
+  b.impid = "1";
+  b.price = Micros(1234567);
+  b.adm = "<a href=\"x\">\n</a>";
+  r.seatbid[0].bids.push_back(b);
+  const std::string j = EncodeBidResponse(r);
+  EXPECT_NE(j.find("\"price\":1.234567"), std::string::npos) << j;
+  auto back = DecodeBidResponse(j);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->id, "q\"1");
+  EXPECT_EQ(back->seatbid[0].bids[0].adm, b.adm);
+  EXPECT_EQ(back->seatbid[0].bids[0].price, b.price);
+}
+
+}  // namespace
+}  // namespace rtb::bidder
