@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -115,9 +116,20 @@ struct MultiAgentLearner::Impl {
   std::vector<std::vector<torch::Tensor>> snapshot;
 };
 
+namespace {
+// LibTorch initialises weights from one global generator: seeding it and building the networks
+// must not interleave between threads, or the same seed would give different weights.
+std::mutex& InitMutex() {
+  static std::mutex mu;
+  return mu;
+}
+}  // namespace
+
 MultiAgentLearner::MultiAgentLearner(const AlgoSpec& spec, const HyperParams& hp,
-                                     const Normalizer& norm, uint64_t seed)
-    : impl_(std::make_unique<Impl>(spec, hp, norm, seed)) {}
+                                     const Normalizer& norm, uint64_t seed) {
+  std::lock_guard<std::mutex> l(InitMutex());
+  impl_ = std::make_unique<Impl>(spec, hp, norm, seed);
+}
 
 MultiAgentLearner::~MultiAgentLearner() = default;
 
