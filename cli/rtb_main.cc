@@ -14,6 +14,7 @@
 #include "rtb/bidder/config.h"
 #include "rtb/bidder/server.h"
 #include "rtb/simulator/config.h"
+#include "rtb/simulator/export.h"
 #include "rtb/simulator/fulllog.h"
 #include "rtb/simulator/simulate.h"
 
@@ -73,6 +74,8 @@ int RunSimulate(const SimulateArgs& a) {
 struct GenerateArgs {
   std::string config;
   std::string out = "out/logs";
+  std::string bidder_out;      // also export the world for the bidder
+  std::string bidder_config;   // the base bidder config of the export
   int64_t seed = -1;
 };
 
@@ -91,6 +94,14 @@ int RunGenerate(const GenerateArgs& a) {
   std::printf("wrote %s/train.tsv (%zu requests, %zu candidates) and %s/test.tsv (%zu, %zu)\n",
               a.out.c_str(), train.requests(), train.candidates(), a.out.c_str(),
               test.requests(), test.candidates());
+  if (!a.bidder_out.empty()) {
+    auto sc = rtb::sim::BuildScenario(*cfg, "", "", false);
+    if (!sc.ok()) return Fail(sc.status());
+    if (auto st = rtb::sim::ExportBidderWorld(**sc, world, a.bidder_out, a.bidder_config); !st.ok()) {
+      return Fail(st);
+    }
+    std::printf("wrote %s/{bidder.yaml,predictor.json,clusters.json}\n", a.bidder_out.c_str());
+  }
   return 0;
 }
 
@@ -184,6 +195,11 @@ int main(int argc, char** argv) {
   g->add_option("--config", gen.config, "Simulator config (YAML)")->capture_default_str();
   g->add_option("--seed", gen.seed, "Seed (default: the config's)");
   g->add_option("--out", gen.out, "Output directory for train.tsv and test.tsv")
+      ->capture_default_str();
+  gen.bidder_config = DefaultConfig("configs/bidder/default.yaml");
+  g->add_option("--bidder-out", gen.bidder_out,
+                "Also write the world for the bidder: bidder.yaml, predictor.json, clusters.json");
+  g->add_option("--bidder-config", gen.bidder_config, "Base bidder config of --bidder-out")
       ->capture_default_str();
 
   ServeArgs srv;

@@ -4,7 +4,8 @@
 set -euo pipefail
 
 PKGS=(
-  build-essential cmake ninja-build pkg-config lld git python3
+  build-essential cmake ninja-build pkg-config lld git python3 curl
+  clang libclang-rt-14-dev
   libboost1.81-dev
   libtorch-dev libopenblas0-openmp
   librocksdb-dev librdkafka-dev libspdlog-dev libsimdjson-dev

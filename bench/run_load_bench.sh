@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The bidder's load benchmark, in one run on one server: the full bid path (decode, policy,
+# prediction, bid formula, budget reservation, response, Kafka logging to the embedded cluster)
+# against the same server answering a fixed 204 without any bid logic (POST /bench/nobid).
+# Prints both peak throughputs (wrk), their ratio, and p50/p99 latency of the full path at half
+# its peak rate (bench/loadgen, paced).
+# Usage: bench/run_load_bench.sh [SECONDS=10] [CONNECTIONS=16]   (after scripts/build.sh)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECS=${1:-10}
+CONNS=${2:-16}
+RTB=build/release/rtb
+LOADGEN=build/release/bench/loadgen
+T=$(mktemp -d)
+PORT=$((20000 + RANDOM % 20000))
+# Bench config: the default campaigns with budgets that a benchmark cannot exhaust.
+sed -e "s#^state_path: .*#state_path: $T/state#" -e "s#^  spill_path: .*#  spill_path: $T/spill.jsonl#" \
+    -e "s#^bench_endpoints: .*#bench_endpoints: true#" -e "s#daily_budget: .*#daily_budget: 1000000000.0#" \
+    configs/bidder/default.yaml >"$T/bench.yaml"
+"$RTB" serve --config "$T/bench.yaml" --listen 127.0.0.1:$PORT >"$T/log" 2>&1 &
+PID=$!
+trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf "$T"' EXIT
+for _ in $(seq 50); do curl -sf http://127.0.0.1:$PORT/healthz >/dev/null && break; sleep 0.1; done
+BODY=../shared/fixtures/openrtb/2.6/bid-request-simple-banner.json
+[[ -f $BODY ]] || BODY=tests/fuzz/corpus/openrtb/bid-request-simple-banner.json
+cat >"$T/post.lua" <<LUA
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+local f = io.open("$BODY", "rb"); wrk.body = f:read("*a"); f:close()
+LUA
+peak() {  # path -> requests/s
+  wrk -t1 -c"$CONNS" -d"${SECS}s" -s "$T/post.lua" "http://127.0.0.1:$PORT$1" | awk '/Requests\/sec/ {print $2}'
+}
+curl -s -X POST --data-binary @"$BODY" http://127.0.0.1:$PORT/openrtb2/bid -o /dev/null -w "warm-up: HTTP %{http_code}\n"
+BARE=$(peak /bench/nobid)
+FULL=$(peak /openrtb2/bid)
+echo "peak, bare server (fixed 204):        $BARE req/s"
+echo "peak, full bid path + Kafka logging:  $FULL req/s"
+awk -v f="$FULL" -v b="$BARE" 'BEGIN {printf "ratio full / bare: %.2f\n", f/b}'
+HALF=$(awk -v f="$FULL" 'BEGIN {printf "%d", f/2}')
+echo "full bid path at half its peak ($HALF req/s, paced, $CONNS connections):"
+"$LOADGEN" --port $PORT --path /openrtb2/bid --body "$BODY" --connections "$CONNS" --seconds "$SECS" --rate "$HALF"
+curl -s http://127.0.0.1:$PORT/metrics | grep -E '^rtb_kafka_events\{state="(logged|acked|spilled|dropped)"\}'

@@ -1,0 +1,72 @@
+#include "rtb/simulator/export.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "rtb/core/report.h"
+
+namespace rtb::sim {
+namespace {
+
+double Logit(double p) { return std::log(p / (1 - p)); }
+
+std::string Num(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+}  // namespace
+
+Status ExportBidderWorld(const Scenario& sc, const World& world, const std::string& dir,
+                         const std::string& base_bidder_config) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::IoError(dir + ": " + ec.message());
+  // predictor.json
+  std::string p = "{\"format\": \"rtb.predictor\", \"schema_version\": 1, \"hash_bits\": 16,\n";
+  p += " \"default\": {\"ctr_bias\": -4.0, \"cvr_bias\": -3.5, \"avg_pcvr\": 0},\n \"advertisers\": {";
+  for (size_t k = 0; k < world.advertisers.size(); ++k) {
+    const Advertiser& a = world.advertisers[k];
+    const double avg = k < sc.market.avg_pcvr.size() ? sc.market.avg_pcvr[k] : 0.0;
+    p += std::string(k ? ",\n  " : "\n  ") + "\"" + std::to_string(k) + "\": {\"ctr_bias\": " +
+         Num(Logit(a.ctr)) + ", \"cvr_bias\": " + Num(Logit(a.cvr)) + ", \"avg_pcvr\": " + Num(avg) + "}";
+  }
+  p += "},\n \"ctr_weights\": {}, \"cvr_weights\": {}}\n";
+  RTB_RETURN_IF_ERROR(WriteFileAtomic(dir + "/predictor.json", p));
+  // clusters.json
+  std::string c = "{\"format\": \"rtb.cluster_map\", \"schema_version\": 1, \"clusters\": " +
+                  std::to_string(sc.market.clusters) + ", \"default_cluster\": " +
+                  std::to_string(sc.market.default_cluster) + ",\n \"users\": {";
+  for (size_t u = 0; u < sc.market.cluster_of.size(); ++u) {
+    c += std::string(u ? ", " : "") + "\"c" + std::to_string(u) + "\": " +
+         std::to_string(sc.market.cluster_of[u]);
+  }
+  c += "}}\n";
+  RTB_RETURN_IF_ERROR(WriteFileAtomic(dir + "/clusters.json", c));
+  // bidder.yaml: the base config without its advertisers, then the world's advertisers.
+  std::ifstream in(base_bidder_config);
+  if (!in) return Status::NotFound(base_bidder_config + ": cannot open bidder config");
+  std::ostringstream y;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("advertisers:", 0) == 0) break;
+    if (line.rfind("predictor_path:", 0) == 0) line = "predictor_path: " + dir + "/predictor.json";
+    if (line.rfind("clusters_path:", 0) == 0) line = "clusters_path: " + dir + "/clusters.json";
+    y << line << "\n";
+  }
+  y << "advertisers:                      # the simulated world (rtb generate --bidder-out)\n";
+  for (size_t k = 0; k < world.advertisers.size(); ++k) {
+    const Advertiser& a = world.advertisers[k];
+    const double budget = k < sc.test_budgets.size() ? sc.test_budgets[k].units() : 0.0;
+    y << "  - {id: " << k << ", name: adv-" << k << ", bid: " << Num(a.bid.units())
+      << ", daily_budget: " << Num(budget) << ", agent: " << sc.market.agent_of[k]
+      << ", creatives: [{crid: sim-" << k << ", adomain: [adv" << k << ".example], w: 0, h: 0}]}\n";
+  }
+  return WriteFileAtomic(dir + "/bidder.yaml", y.str());
+}
+
+}  // namespace rtb::sim
