@@ -112,7 +112,11 @@ Decision DecideBids(const BidRequest& req, const std::vector<Advertiser>& advert
       c.creative_index = static_cast<size_t>(creative);
       c.agent = a.agent;
       c.cluster = d.cluster;
-      const auto features = predictor.Features(a.id, req, imp, d.cluster);
+      // Bias-only models (no feature weights) need no features: skip the hashing.
+      static const std::vector<uint32_t> kNone;
+      const bool weighted = !predictor.ctr_weights.empty() || !predictor.cvr_weights.empty();
+      const std::vector<uint32_t> features =
+          weighted ? predictor.Features(a.id, req, imp, d.cluster) : kNone;
       c.pctr = predictor.Ctr(a.id, features);
       c.pcvr = predictor.Cvr(a.id, features);
       c.bratio = BidRatio(c.pcvr, predictor.AvgPcvr(a.id));

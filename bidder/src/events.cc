@@ -9,8 +9,20 @@ namespace {
 void Str(std::string& o, const char* k, const std::string& v) {
   o += ",\"";
   o += k;
-  o += "\":";
-  o += nlohmann::json(v).dump();
+  o += "\":\"";
+  for (unsigned char c : v) {
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      o += buf;
+    } else {
+      o += static_cast<char>(c);
+    }
+  }
+  o += '"';
 }
 
 void Int(std::string& o, const char* k, int64_t v) {
@@ -29,7 +41,9 @@ void Dbl(std::string& o, const char* k, double v) {
 }  // namespace
 
 std::string EncodeEvent(const Event& e) {
-  std::string o = "{\"v\":1";
+  std::string o;
+  o.reserve(384);
+  o += "{\"v\":1";
   Str(o, "type", e.type);
   Str(o, "eid", e.eid);
   Int(o, "ts", e.ts_ms);

@@ -559,9 +559,14 @@ std::string RenderHtml(const Report& r) {
     << HtmlTable(RelativeTable(r));
   // Budget burn: one line per (method, row) for methods that recorded it.
   {
+    // The primary method (solid) against the baseline (dashed): one line per row each.
     std::vector<Line> lines;
+    std::vector<const MethodResult*> shown;
+    if (const MethodResult* p = r.Find(r.primary)) shown.push_back(p);
+    if (const MethodResult* b = r.Find(r.baseline); b && r.baseline != r.primary) shown.push_back(b);
     int mi = 0;
-    for (const auto& m : r.methods) {
+    for (const MethodResult* mp : shown) {
+      const MethodResult& m = *mp;
       if (!m.runs.empty() && !m.runs[0].budget_burn.empty()) {
         const auto& burn = m.runs[0].budget_burn;
         for (size_t i = 0; i < burn.size(); ++i) {
@@ -582,7 +587,8 @@ std::string RenderHtml(const Report& r) {
     }
     if (!lines.empty()) {
       o << "<h2>Budget burn per " << HtmlEscape(r.row_label) << "</h2>\n"
-        << LineChart("Cumulative spend over the day (solid: first method, dashed: others)",
+        << LineChart("Cumulative spend over the day (solid: " + r.primary + ", dashed: " +
+                         r.baseline + ")",
                      "hour of the day", "% of budget spent", lines);
     }
   }
