@@ -70,7 +70,8 @@ void BM_ReplaySample(benchmark::State& state) {
   auto store = rtb::learn::OpenRocksDbReplayStore(dir);
   rtb::Rng rng(3);
   for (int k = 0; k < 10000; ++k) (void)(*store)->Append(Random(rng, k % 3 == 2));
-  for (auto _ : state) benchmark::DoNotOptimize((*store)->Sample(static_cast<size_t>(state.range(0)), rng)->size());
+  for (auto _ : state)
+    benchmark::DoNotOptimize((*store)->Sample(static_cast<size_t>(state.range(0)), rng)->size());
   store->reset();
   std::filesystem::remove_all(dir);
 }

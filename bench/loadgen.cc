@@ -51,8 +51,9 @@ int ReadResponse(int fd, std::string& buf) {
       size_t len = 0;
       const size_t cl = buf.find("Content-Length: ");
       const size_t cl2 = buf.find("content-length: ");
-      const size_t at = cl != std::string::npos && cl < hdr_end ? cl
-                        : (cl2 != std::string::npos && cl2 < hdr_end ? cl2 : std::string::npos);
+      const size_t at = cl != std::string::npos && cl < hdr_end
+                            ? cl
+                            : (cl2 != std::string::npos && cl2 < hdr_end ? cl2 : std::string::npos);
       if (at != std::string::npos) len = std::strtoul(buf.c_str() + at + 16, nullptr, 10);
       if (buf.size() >= hdr_end + 4 + len) {
         const int status = std::atoi(buf.c_str() + 9);
@@ -75,12 +76,18 @@ int main(int argc, char** argv) {
   std::string path = "/openrtb2/bid", body_file;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
-    if (k == "--port") port = std::stoi(v);
-    else if (k == "--path") path = v;
-    else if (k == "--body") body_file = v;
-    else if (k == "--connections") conns = std::stoi(v);
-    else if (k == "--seconds") seconds = std::stod(v);
-    else if (k == "--rate") rate = std::stod(v);
+    if (k == "--port")
+      port = std::stoi(v);
+    else if (k == "--path")
+      path = v;
+    else if (k == "--body")
+      body_file = v;
+    else if (k == "--connections")
+      conns = std::stoi(v);
+    else if (k == "--seconds")
+      seconds = std::stod(v);
+    else if (k == "--rate")
+      rate = std::stod(v);
   }
   std::string body;
   if (!body_file.empty()) {
@@ -96,7 +103,8 @@ int main(int argc, char** argv) {
   std::vector<double> lat;
   std::map<int, long> status;
   const auto start = Clock::now();
-  const auto end = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  const auto end =
+      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
   std::vector<std::thread> threads;
   for (int c = 0; c < conns; ++c) {
     threads.emplace_back([&, c] {
@@ -114,7 +122,8 @@ int main(int argc, char** argv) {
           if (next >= end) break;
         }
         const auto t0 = rate > 0 ? next : Clock::now();
-        if (::write(fd, request.data(), request.size()) != static_cast<ssize_t>(request.size())) break;
+        if (::write(fd, request.data(), request.size()) != static_cast<ssize_t>(request.size()))
+          break;
         const int st = ReadResponse(fd, buf);
         if (st < 0) {
           ::close(fd);
@@ -126,7 +135,9 @@ int main(int argc, char** argv) {
         }
         my.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
         my_status[st]++;
-        if (rate > 0) next += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(interval));
+        if (rate > 0)
+          next +=
+              std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(interval));
       }
       if (fd >= 0) ::close(fd);
       std::lock_guard<std::mutex> l(mu);
@@ -137,7 +148,9 @@ int main(int argc, char** argv) {
   for (auto& t : threads) t.join();
   const double secs = std::chrono::duration<double>(Clock::now() - start).count();
   std::sort(lat.begin(), lat.end());
-  auto pct = [&](double p) { return lat.empty() ? 0.0 : lat[std::min(lat.size() - 1, static_cast<size_t>(lat.size() * p))]; };
+  auto pct = [&](double p) {
+    return lat.empty() ? 0.0 : lat[std::min(lat.size() - 1, static_cast<size_t>(lat.size() * p))];
+  };
   std::printf("requests %zu in %.2fs = %.0f req/s; status", lat.size(), secs, lat.size() / secs);
   for (auto [k, v] : status) std::printf(" %d:%ld", k, v);
   std::printf("; latency ms p50 %.3f p90 %.3f p99 %.3f max %.3f\n", pct(0.5), pct(0.9), pct(0.99),

@@ -6,9 +6,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <vector>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "rtb/bidder/bidder.h"
 #include "rtb/bidder/config.h"
@@ -74,8 +74,8 @@ int RunSimulate(const SimulateArgs& a) {
 struct GenerateArgs {
   std::string config;
   std::string out = "out/logs";
-  std::string bidder_out;      // also export the world for the bidder
-  std::string bidder_config;   // the base bidder config of the export
+  std::string bidder_out;     // also export the world for the bidder
+  std::string bidder_config;  // the base bidder config of the export
   int64_t seed = -1;
 };
 
@@ -92,12 +92,13 @@ int RunGenerate(const GenerateArgs& a) {
   if (auto st = rtb::sim::WriteFullLog(train, a.out + "/train.tsv"); !st.ok()) return Fail(st);
   if (auto st = rtb::sim::WriteFullLog(test, a.out + "/test.tsv"); !st.ok()) return Fail(st);
   std::printf("wrote %s/train.tsv (%zu requests, %zu candidates) and %s/test.tsv (%zu, %zu)\n",
-              a.out.c_str(), train.requests(), train.candidates(), a.out.c_str(),
-              test.requests(), test.candidates());
+              a.out.c_str(), train.requests(), train.candidates(), a.out.c_str(), test.requests(),
+              test.candidates());
   if (!a.bidder_out.empty()) {
     auto sc = rtb::sim::BuildScenario(*cfg, "", "", false);
     if (!sc.ok()) return Fail(sc.status());
-    if (auto st = rtb::sim::ExportBidderWorld(**sc, world, a.bidder_out, a.bidder_config); !st.ok()) {
+    if (auto st = rtb::sim::ExportBidderWorld(**sc, world, a.bidder_out, a.bidder_config);
+        !st.ok()) {
       return Fail(st);
     }
     std::printf("wrote %s/{bidder.yaml,predictor.json,clusters.json}\n", a.bidder_out.c_str());
@@ -115,7 +116,8 @@ int RunServe(const ServeArgs& a) {
   if (!cfg.ok()) return Fail(cfg.status());
   if (!a.listen.empty()) {
     // Notices follow the listening address unless the config names another base URL.
-    if (cfg->notice_base_url == "http://" + cfg->listen) cfg->notice_base_url = "http://" + a.listen;
+    if (cfg->notice_base_url == "http://" + cfg->listen)
+      cfg->notice_base_url = "http://" + a.listen;
     cfg->listen = a.listen;
   }
   auto bidder = rtb::bidder::Bidder::Create(*cfg);
@@ -129,7 +131,8 @@ int RunServe(const ServeArgs& a) {
   server.Wait(/*handle_signals=*/true);
   (*bidder)->Shutdown();  // flush or spill every event before exit
   const auto s = (*bidder)->events().Stats();
-  std::fprintf(stderr, "rtb serve: stopped; events logged %llu, acked %llu, spilled %llu, dropped %llu\n",
+  std::fprintf(stderr,
+               "rtb serve: stopped; events logged %llu, acked %llu, spilled %llu, dropped %llu\n",
                (unsigned long long)s.logged, (unsigned long long)s.acked,
                (unsigned long long)s.spilled, (unsigned long long)s.dropped);
   return 0;
@@ -191,7 +194,8 @@ int main(int argc, char** argv) {
   GenerateArgs gen;
   gen.config = DefaultConfig("configs/simulator/default.yaml");
   auto* g = app.add_subcommand(
-      "generate", "Write the training and test days as full-information logs (schemas/fulllog-v1.md)");
+      "generate",
+      "Write the training and test days as full-information logs (schemas/fulllog-v1.md)");
   g->add_option("--config", gen.config, "Simulator config (YAML)")->capture_default_str();
   g->add_option("--seed", gen.seed, "Seed (default: the config's)");
   g->add_option("--out", gen.out, "Output directory for train.tsv and test.tsv")

@@ -9,22 +9,32 @@ namespace rtb::bidder {
 
 const char* NoBidReasonName(NoBidReason r) {
   switch (r) {
-    case NoBidReason::kNone: return "none";
-    case NoBidReason::kNoMatchingCampaign: return "no_matching_campaign";
-    case NoBidReason::kBelowFloor: return "below_floor";
-    case NoBidReason::kCurrency: return "currency";
-    case NoBidReason::kBudget: return "budget";
-    case NoBidReason::kTmax: return "tmax";
-    case NoBidReason::kBlocked: return "blocked";
+    case NoBidReason::kNone:
+      return "none";
+    case NoBidReason::kNoMatchingCampaign:
+      return "no_matching_campaign";
+    case NoBidReason::kBelowFloor:
+      return "below_floor";
+    case NoBidReason::kCurrency:
+      return "currency";
+    case NoBidReason::kBudget:
+      return "budget";
+    case NoBidReason::kTmax:
+      return "tmax";
+    case NoBidReason::kBlocked:
+      return "blocked";
   }
   return "unknown";
 }
 
 int NoBidReasonCode(NoBidReason r) {
   switch (r) {
-    case NoBidReason::kTmax: return 15;      // insufficient auction time
-    case NoBidReason::kBlocked: return 7;    // blocked publisher / advertiser
-    default: return 0;                       // unknown / no fill
+    case NoBidReason::kTmax:
+      return 15;  // insufficient auction time
+    case NoBidReason::kBlocked:
+      return 7;  // blocked publisher / advertiser
+    default:
+      return 0;  // unknown / no fill
   }
 }
 
@@ -43,9 +53,8 @@ bool Targets(const Advertiser& a, const BidRequest& r) {
     for (const auto& c : r.cat) any = any || Contains(t.categories, c);
     if (!any) return false;
   }
-  if (!t.device_types.empty() &&
-      std::find(t.device_types.begin(), t.device_types.end(), r.device_type) ==
-          t.device_types.end()) {
+  if (!t.device_types.empty() && std::find(t.device_types.begin(), t.device_types.end(),
+                                           r.device_type) == t.device_types.end()) {
     return false;
   }
   if (!t.countries.empty() && !Contains(t.countries, r.country)) return false;
@@ -131,18 +140,18 @@ Decision DecideBids(const BidRequest& req, const std::vector<Advertiser>& advert
         continue;
       }
       per_imp.push_back(c);
-      rank.Offer({static_cast<double>(c.price.value()), a.id,
-                  static_cast<uint32_t>(per_imp.size() - 1)});
+      rank.Offer(
+          {static_cast<double>(c.price.value()), a.id, static_cast<uint32_t>(per_imp.size() - 1)});
     }
     for (int r = 0; r < rank.ranked() && r < opt.max_bids_per_imp; ++r) {
       d.bids.push_back(per_imp[rank.ranked_at(r).index]);
     }
   }
   if (d.bids.empty()) {
-    d.reason = any_floor_fail       ? NoBidReason::kBelowFloor
-               : any_currency_fail  ? NoBidReason::kCurrency
+    d.reason = any_floor_fail               ? NoBidReason::kBelowFloor
+               : any_currency_fail          ? NoBidReason::kCurrency
                : any_blocked && !any_target ? NoBidReason::kBlocked
-                                    : NoBidReason::kNoMatchingCampaign;
+                                            : NoBidReason::kNoMatchingCampaign;
   }
   return d;
 }

@@ -1,7 +1,6 @@
 #include "rtb/bidder/bidder.h"
 
 #include <librdkafka/rdkafka.h>
-
 #include <unistd.h>
 
 #include <chrono>
@@ -91,7 +90,9 @@ struct Bidder::Impl {
 
   std::string NextEid() { return instance + "-" + std::to_string(seq.fetch_add(1)); }
 
-  Shard& ShardOf(const std::string& key) { return bid_shards[std::hash<std::string>{}(key) % kShards]; }
+  Shard& ShardOf(const std::string& key) {
+    return bid_shards[std::hash<std::string>{}(key) % kShards];
+  }
 
   void RecordBid(const std::string& key, Micros price) {
     Shard& s = ShardOf(key);
@@ -109,7 +110,8 @@ struct Bidder::Impl {
 
   bool PolicyUsable(const PolicySnapshot* p, int64_t now_ms) const {
     if (p == nullptr) return false;
-    const int64_t born = p->table.created_unix_ms > 0 ? p->table.created_unix_ms : p->loaded_unix_ms;
+    const int64_t born =
+        p->table.created_unix_ms > 0 ? p->table.created_unix_ms : p->loaded_unix_ms;
     return now_ms - born <= static_cast<int64_t>(cfg.policy_max_age_s) * 1000;
   }
 
@@ -277,7 +279,8 @@ HttpResult Bidder::HandleBid(std::string_view body, int64_t received_us, Request
   bool budget_limited = false;
   for (const Candidate& c : d.bids) {
     if (!req->test) {
-      const std::string key = req->id + "|" + req->imps[c.imp_index].id + "|" + std::to_string(c.advertiser);
+      const std::string key =
+          req->id + "|" + req->imps[c.imp_index].id + "|" + std::to_string(c.advertiser);
       const Micros charge((c.price.value() + 999) / 1000);  // one impression at the bid price
       if (!m.ledger->TryReserve(c.advertiser_index, key, charge,
                                 now_ms + m.cfg.reservation_timeout_ms)) {
@@ -371,7 +374,8 @@ HttpResult Bidder::HandleNotice(std::string_view target) {
   const size_t k = it->second;
   const int t = static_cast<int>(n->type);
   const std::string key = n->auction_id + "|" + n->imp_id + "|" + std::to_string(n->advertiser);
-  const std::string once = std::string(NoticeTypeName(n->type)) + "/" + n->auction_id + "/" + n->imp_id;
+  const std::string once =
+      std::string(NoticeTypeName(n->type)) + "/" + n->auction_id + "/" + n->imp_id;
   auto count = [&](int result) { m.notices[t][result].Inc(); };
 
   Event e;
@@ -471,7 +475,8 @@ HttpResult Bidder::Metrics() const {
   };
   o += "# HELP rtb_requests_total Requests by endpoint.\n# TYPE rtb_requests_total counter\n";
   line("rtb_requests_total{endpoint=\"bid\"} %llu\n", (unsigned long long)m.requests_bid.Get());
-  line("rtb_requests_total{endpoint=\"notice\"} %llu\n", (unsigned long long)m.requests_notice.Get());
+  line("rtb_requests_total{endpoint=\"notice\"} %llu\n",
+       (unsigned long long)m.requests_notice.Get());
   o += "# HELP rtb_bad_requests_total Malformed requests and notices (answered 400).\n"
        "# TYPE rtb_bad_requests_total counter\n";
   line("rtb_bad_requests_total %llu\n", (unsigned long long)m.bad_requests.Get());
@@ -520,7 +525,8 @@ HttpResult Bidder::Metrics() const {
   line("rtb_policy_version %llu\n", (unsigned long long)(p ? p->table.version : 0));
   o += "# HELP rtb_policy_age_seconds Age of the action table (-1 = none).\n"
        "# TYPE rtb_policy_age_seconds gauge\n";
-  const int64_t born = p ? (p->table.created_unix_ms > 0 ? p->table.created_unix_ms : p->loaded_unix_ms) : 0;
+  const int64_t born =
+      p ? (p->table.created_unix_ms > 0 ? p->table.created_unix_ms : p->loaded_unix_ms) : 0;
   line("rtb_policy_age_seconds %.3f\n", p ? (now - born) / 1000.0 : -1.0);
   o += "# HELP rtb_policy_fallback 1 when bidding manual bids (no policy, or too old).\n"
        "# TYPE rtb_policy_fallback gauge\n";

@@ -22,8 +22,8 @@ struct EventLog::Impl {
   bool shut = false;
   std::mutex shut_mu;
 
-  std::mutex spill_mu;       // guards spill file writes and the resend swap
-  FILE* spill = nullptr;     // GUARDED_BY(spill_mu)
+  std::mutex spill_mu;    // guards spill file writes and the resend swap
+  FILE* spill = nullptr;  // GUARDED_BY(spill_mu)
   std::atomic<uint64_t> logged{0}, acked{0}, spilled{0}, resent{0}, dropped{0}, spill_pending{0};
 
   void Spill(const std::string& topic, const std::string& key, const char* payload, size_t len) {
@@ -143,7 +143,8 @@ Result<std::unique_ptr<EventLog>> EventLog::Open(const KafkaConfig& cfg) {
     rd_kafka_conf_t* hc = rd_kafka_conf_new();
     Set(hc, "log_level", "3", &err);
     impl->mock_host = rd_kafka_new(RD_KAFKA_PRODUCER, hc, errstr, sizeof errstr);
-    if (impl->mock_host == nullptr) return Status::Unavailable(std::string("kafka mock host: ") + errstr);
+    if (impl->mock_host == nullptr)
+      return Status::Unavailable(std::string("kafka mock host: ") + errstr);
     impl->mock = rd_kafka_mock_cluster_new(impl->mock_host, cfg.mock_brokers);
     if (impl->mock == nullptr) return Status::Unavailable("cannot start the kafka mock cluster");
     impl->bootstrap = rd_kafka_mock_cluster_bootstraps(impl->mock);
@@ -165,7 +166,8 @@ Result<std::unique_ptr<EventLog>> EventLog::Open(const KafkaConfig& cfg) {
   rd_kafka_conf_set_dr_msg_cb(conf, DeliveryReport);
   rd_kafka_conf_set_opaque(conf, impl.get());
   impl->producer = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
-  if (impl->producer == nullptr) return Status::Unavailable(std::string("kafka producer: ") + errstr);
+  if (impl->producer == nullptr)
+    return Status::Unavailable(std::string("kafka producer: ") + errstr);
 
   std::error_code ec;
   const auto parent = std::filesystem::path(cfg.spill_path).parent_path();
@@ -195,7 +197,8 @@ void EventLog::Log(const Event& e) {
   LogRaw(impl_->cfg.events_topic, e.Key(), payload);
 }
 
-void EventLog::LogRaw(const std::string& topic, const std::string& key, const std::string& payload) {
+void EventLog::LogRaw(const std::string& topic, const std::string& key,
+                      const std::string& payload) {
   if (!impl_->Produce(topic, key, payload.data(), payload.size())) {
     impl_->Spill(topic, key, payload.data(), payload.size());
   }

@@ -7,11 +7,16 @@ namespace rtb::bidder {
 
 const char* NoticeTypeName(NoticeType t) {
   switch (t) {
-    case NoticeType::kWin: return "win";
-    case NoticeType::kBilling: return "billing";
-    case NoticeType::kLoss: return "loss";
-    case NoticeType::kClick: return "click";
-    case NoticeType::kConversion: return "conversion";
+    case NoticeType::kWin:
+      return "win";
+    case NoticeType::kBilling:
+      return "billing";
+    case NoticeType::kLoss:
+      return "loss";
+    case NoticeType::kClick:
+      return "click";
+    case NoticeType::kConversion:
+      return "conversion";
   }
   return "unknown";
 }
@@ -95,17 +100,24 @@ bool ParseMoney(const std::string& s, Micros* out, std::string* why) {
 
 Result<Notice> ParseNotice(std::string_view target) {
   constexpr std::string_view kPrefix = "/notice/";
-  if (target.substr(0, kPrefix.size()) != kPrefix) return Status::InvalidArgument("not a notice path");
+  if (target.substr(0, kPrefix.size()) != kPrefix)
+    return Status::InvalidArgument("not a notice path");
   target.remove_prefix(kPrefix.size());
   const size_t q = target.find('?');
   const std::string_view type = target.substr(0, q);
   Notice n;
-  if (type == "win") n.type = NoticeType::kWin;
-  else if (type == "billing") n.type = NoticeType::kBilling;
-  else if (type == "loss") n.type = NoticeType::kLoss;
-  else if (type == "click") n.type = NoticeType::kClick;
-  else if (type == "conversion") n.type = NoticeType::kConversion;
-  else return Status::InvalidArgument("unknown notice type");
+  if (type == "win")
+    n.type = NoticeType::kWin;
+  else if (type == "billing")
+    n.type = NoticeType::kBilling;
+  else if (type == "loss")
+    n.type = NoticeType::kLoss;
+  else if (type == "click")
+    n.type = NoticeType::kClick;
+  else if (type == "conversion")
+    n.type = NoticeType::kConversion;
+  else
+    return Status::InvalidArgument("unknown notice type");
   std::string_view query = q == std::string_view::npos ? "" : target.substr(q + 1);
   std::string price_raw, value_raw, adv_raw, loss_raw;
   bool has_price = false, has_value = false;
@@ -120,13 +132,20 @@ Result<Notice> ParseNotice(std::string_view target) {
       return Status::InvalidArgument("malformed percent-encoding in notice");
     }
     if (v.size() > 512) return Status::InvalidArgument("notice parameter too long");
-    if (k == "auction") n.auction_id = v;
-    else if (k == "imp") n.imp_id = v;
-    else if (k == "bid") n.bid_id = v;
-    else if (k == "adv") adv_raw = v;
-    else if (k == "price") price_raw = v, has_price = true;
-    else if (k == "value") value_raw = v, has_value = true;
-    else if (k == "loss") loss_raw = v;
+    if (k == "auction")
+      n.auction_id = v;
+    else if (k == "imp")
+      n.imp_id = v;
+    else if (k == "bid")
+      n.bid_id = v;
+    else if (k == "adv")
+      adv_raw = v;
+    else if (k == "price")
+      price_raw = v, has_price = true;
+    else if (k == "value")
+      value_raw = v, has_value = true;
+    else if (k == "loss")
+      loss_raw = v;
   }
   if (n.auction_id.empty() || n.auction_id.find("${") != std::string::npos) {
     return Status::InvalidArgument("notice needs auction");

@@ -77,7 +77,8 @@ struct RequestDecoder::Impl {
 
 RequestDecoder::RequestDecoder(DecodeLimits limits) : impl_(std::make_unique<Impl>()) {
   impl_->limits = limits;
-  impl_->ready = impl_->parser.allocate(limits.max_bytes + 64, limits.max_depth) == simdjson::SUCCESS;
+  impl_->ready =
+      impl_->parser.allocate(limits.max_bytes + 64, limits.max_depth) == simdjson::SUCCESS;
 }
 
 RequestDecoder::~RequestDecoder() = default;
@@ -93,9 +94,11 @@ Result<BidRequest> RequestDecoder::Decode(std::string_view body) {
   // The body is copied into padded storage by the parser (realloc_if_needed), so any input,
   // even one that ends at a page boundary, is safe to read.
   const auto err = m.parser.parse(body.data(), body.size(), /*realloc_if_needed=*/true).get(doc);
-  if (err) return Status::InvalidArgument(std::string("not valid JSON: ") + simdjson::error_message(err));
+  if (err)
+    return Status::InvalidArgument(std::string("not valid JSON: ") + simdjson::error_message(err));
   object root;
-  if (doc.get_object().get(root)) return Status::InvalidArgument("a bid request must be a JSON object");
+  if (doc.get_object().get(root))
+    return Status::InvalidArgument("a bid request must be a JSON object");
 
   BidRequest r;
   std::string_view id;
@@ -104,7 +107,8 @@ Result<BidRequest> RequestDecoder::Decode(std::string_view body) {
   }
   r.id = std::string(id);
   array imps;
-  if (root["imp"].get_array().get(imps)) return Status::InvalidArgument("request.imp must be an array");
+  if (root["imp"].get_array().get(imps))
+    return Status::InvalidArgument("request.imp must be an array");
   for (element ie : imps) {
     object io;
     if (ie.get_object().get(io)) return Status::InvalidArgument("request.imp[] must hold objects");
@@ -224,11 +228,21 @@ void Esc(std::string& out, std::string_view s) {
   out += '"';
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c < 0x20) {
           char buf[8];
@@ -282,8 +296,12 @@ std::string EncodeBidResponse(const BidResponse& r) {
       o += ",\"price\":";
       Price(o, bid.price);
       for (auto [k, v] : {std::pair<const char*, const std::string*>{"adid", &bid.adid},
-                          {"crid", &bid.crid}, {"cid", &bid.cid}, {"adm", &bid.adm},
-                          {"nurl", &bid.nurl}, {"burl", &bid.burl}, {"lurl", &bid.lurl}}) {
+                          {"crid", &bid.crid},
+                          {"cid", &bid.cid},
+                          {"adm", &bid.adm},
+                          {"nurl", &bid.nurl},
+                          {"burl", &bid.burl},
+                          {"lurl", &bid.lurl}}) {
         if (v->empty()) continue;
         o += ",\"";
         o += k;
@@ -331,7 +349,8 @@ Result<BidResponse> DecodeBidResponse(std::string_view json) {
       SeatBid sb;
       GetString(so, "seat", &sb.seat);
       array bids;
-      if (so["bid"].get_array().get(bids)) return Status::InvalidArgument("seatbid.bid must be an array");
+      if (so["bid"].get_array().get(bids))
+        return Status::InvalidArgument("seatbid.bid must be an array");
       for (element be : bids) {
         object bo;
         if (be.get_object().get(bo)) return Status::InvalidArgument("bid[] must hold objects");

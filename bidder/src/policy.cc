@@ -26,7 +26,8 @@ Result<ClusterMap> ParseClusterMap(const std::string& text, const std::string& s
     }
     for (const auto& [user, c] : j.at("users").items()) {
       const int v = c.get<int>();
-      if (v < 0 || v >= clusters) return Status::Corruption(source + ": cluster of " + user + " out of range");
+      if (v < 0 || v >= clusters)
+        return Status::Corruption(source + ": cluster of " + user + " out of range");
       m.user_cluster[user] = v;
     }
     return m;

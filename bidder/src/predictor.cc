@@ -38,7 +38,8 @@ std::vector<uint32_t> Predictor::Features(uint32_t advertiser, const BidRequest&
   raw.push_back("dev=" + std::to_string(r.device_type));
   raw.push_back("geo=" + r.country);
   if (!imp.formats.empty()) {
-    raw.push_back("size=" + std::to_string(imp.formats[0].w) + "x" + std::to_string(imp.formats[0].h));
+    raw.push_back("size=" + std::to_string(imp.formats[0].w) + "x" +
+                  std::to_string(imp.formats[0].h));
   }
   raw.push_back("cluster=" + std::to_string(cluster));
   const uint64_t mask = (1ULL << hash_bits) - 1;
@@ -77,7 +78,8 @@ Result<Predictor> ParsePredictor(const std::string& text, const std::string& sou
     }
     Predictor p;
     p.hash_bits = j.value("hash_bits", 16);
-    if (p.hash_bits < 4 || p.hash_bits > 30) return Status::Corruption(source + ": hash_bits out of range");
+    if (p.hash_bits < 4 || p.hash_bits > 30)
+      return Status::Corruption(source + ": hash_bits out of range");
     auto read_model = [&](const nlohmann::json& m, AdvertiserModel* out) {
       out->ctr_bias = m.value("ctr_bias", out->ctr_bias);
       out->cvr_bias = m.value("cvr_bias", out->cvr_bias);
@@ -90,7 +92,8 @@ Result<Predictor> ParsePredictor(const std::string& text, const std::string& sou
     if (j.contains("advertisers")) {
       for (const auto& [k, m] : j["advertisers"].items()) {
         AdvertiserModel am = p.default_model;
-        if (!read_model(m, &am)) return Status::Corruption(source + ": bad model of advertiser " + k);
+        if (!read_model(m, &am))
+          return Status::Corruption(source + ": bad model of advertiser " + k);
         p.advertisers[static_cast<uint32_t>(std::stoul(k))] = am;
       }
     }
@@ -131,8 +134,8 @@ std::string SerializePredictor(const Predictor& p) {
   std::map<uint32_t, AdvertiserModel> sorted(p.advertisers.begin(), p.advertisers.end());
   nlohmann::ordered_json advs = nlohmann::ordered_json::object();
   for (const auto& [k, m] : sorted) {
-    advs[std::to_string(k)] = {{"ctr_bias", m.ctr_bias}, {"cvr_bias", m.cvr_bias},
-                               {"avg_pcvr", m.avg_pcvr}};
+    advs[std::to_string(k)] = {
+        {"ctr_bias", m.ctr_bias}, {"cvr_bias", m.cvr_bias}, {"avg_pcvr", m.avg_pcvr}};
   }
   j["advertisers"] = advs;
   for (auto [key, src] : {std::pair<const char*, const std::unordered_map<uint32_t, double>*>{

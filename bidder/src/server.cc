@@ -66,8 +66,9 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->body_limit(cfg.max_body_bytes);
     parser_->header_limit(static_cast<std::uint32_t>(cfg.max_header_bytes));
     stream_.expires_after(std::chrono::milliseconds(cfg.read_timeout_ms));
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
   }
 
   void OnRead(beast::error_code ec) {
@@ -90,9 +91,9 @@ class Session : public std::enable_shared_from_this<Session> {
     const auto version_it = req.find("x-openrtb-version");
     const std::string_view version =
         version_it == req.end() ? std::string_view() : std::string_view(version_it->value());
-    HttpResult r = srv_.bidder.Route(std::string_view(req.method_string()),
-                                     std::string_view(req.target()), req.body(), received,
-                                     Decoder(srv_.bidder.decode_limits()), version);
+    HttpResult r =
+        srv_.bidder.Route(std::string_view(req.method_string()), std::string_view(req.target()),
+                          req.body(), received, Decoder(srv_.bidder.decode_limits()), version);
     Write(std::move(r), req.keep_alive(), req.version());
   }
 
@@ -100,7 +101,8 @@ class Session : public std::enable_shared_from_this<Session> {
     auto res = std::make_shared<http::response<http::string_body>>(
         static_cast<http::status>(r.status), version);
     res->set(http::field::server, "rtb");
-    if (!r.content_type.empty() && !r.body.empty()) res->set(http::field::content_type, r.content_type);
+    if (!r.content_type.empty() && !r.body.empty())
+      res->set(http::field::content_type, r.content_type);
     for (auto& [k, v] : r.headers) res->set(k, v);
     res->body() = std::move(r.body);
     res->keep_alive(keep_alive);

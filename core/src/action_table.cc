@@ -42,8 +42,8 @@ Result<ActionTable> ParseActionTable(const std::string& text, const std::string&
     }
     for (int c = 0; c < l; ++c) {
       const auto& v = rows[i][c];
-      if (!v.is_number()) return bad("value [" + std::to_string(i) + "][" + std::to_string(c) +
-                                     "] is not a number");
+      if (!v.is_number())
+        return bad("value [" + std::to_string(i) + "][" + std::to_string(c) + "] is not a number");
       const double x = v.get<double>();
       if (!std::isfinite(x) || x < -1.0 || x > 1.0) {
         return bad("value [" + std::to_string(i) + "][" + std::to_string(c) +

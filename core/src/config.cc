@@ -58,9 +58,7 @@ void ConfigMap::Get(const std::string& key, uint64_t* out) {
 }
 void ConfigMap::Get(const std::string& key, double* out) { GetScalar(key, out, "a number"); }
 void ConfigMap::Get(const std::string& key, bool* out) { GetScalar(key, out, "true or false"); }
-void ConfigMap::Get(const std::string& key, std::string* out) {
-  GetScalar(key, out, "a string");
-}
+void ConfigMap::Get(const std::string& key, std::string* out) { GetScalar(key, out, "a string"); }
 
 template <typename T>
 static void GetList(ConfigFile* file, const std::string& fname, const YAML::Node& node,

@@ -22,8 +22,8 @@ struct MetricDef {
   const char* key;    // JSON / CSV key
   const char* label;  // human label
   std::function<double(const Outcome&)> get;
-  bool money;         // shown with two decimals in Markdown/HTML
-  bool relative;      // shown relative to the baseline
+  bool money;     // shown with two decimals in Markdown/HTML
+  bool relative;  // shown relative to the baseline
 };
 
 const std::vector<MetricDef>& Metrics() {
@@ -105,11 +105,21 @@ std::string JsonString(const std::string& s) {
   std::string out = "\"";
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
       default:
         if (c < 0x20) {
           char buf[8];
@@ -127,11 +137,20 @@ std::string HtmlEscape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -151,10 +170,12 @@ std::string JsonRow(const Report& r, const MethodResult& m, int row, const std::
   std::ostringstream o;
   const MethodResult* base = r.Find(r.baseline);
   o << "{";
-  o << "\n" << indent << "  \"name\": "
+  o << "\n"
+    << indent << "  \"name\": "
     << JsonString(row < 0 ? std::string("total") : r.row_names[static_cast<size_t>(row)]);
   if (row >= 0 && static_cast<size_t>(row) < r.row_info.size()) {
-    o << ",\n" << indent << "  " << JsonString(r.row_info[static_cast<size_t>(row)].first) << ": "
+    o << ",\n"
+      << indent << "  " << JsonString(r.row_info[static_cast<size_t>(row)].first) << ": "
       << JsonString(r.row_info[static_cast<size_t>(row)].second);
   }
   for (const auto& def : Metrics()) {
@@ -239,8 +260,8 @@ std::string LineChart(const std::string& title, const std::string& xl, const std
   auto py = [&](double y) { return H - B - (y - y0) / (y1 - y0) * (H - T - B); };
   std::ostringstream o;
   o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
-    << "\" viewBox=\"0 0 " << W << " " << H << "\" role=\"img\" aria-label=\""
-    << HtmlEscape(title) << "\">\n";
+    << "\" viewBox=\"0 0 " << W << " " << H << "\" role=\"img\" aria-label=\"" << HtmlEscape(title)
+    << "\">\n";
   o << "<text x=\"" << W / 2 - R / 2 << "\" y=\"20\" text-anchor=\"middle\" font-weight=\"bold\">"
     << HtmlEscape(title) << "</text>\n";
   for (int t = 0; t <= 4; ++t) {
@@ -255,8 +276,7 @@ std::string LineChart(const std::string& title, const std::string& xl, const std
   o << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << H - 10
     << "\" text-anchor=\"middle\" font-size=\"12\">" << HtmlEscape(xl) << "</text>\n";
   o << "<text transform=\"translate(16," << (T + H - B) / 2
-    << ") rotate(-90)\" text-anchor=\"middle\" font-size=\"12\">" << HtmlEscape(yl)
-    << "</text>\n";
+    << ") rotate(-90)\" text-anchor=\"middle\" font-size=\"12\">" << HtmlEscape(yl) << "</text>\n";
   o << "<rect x=\"" << L << "\" y=\"" << T << "\" width=\"" << W - L - R << "\" height=\""
     << H - T - B << "\" fill=\"none\" stroke=\"#888\"/>\n";
   int legend = 0;
@@ -270,8 +290,8 @@ std::string LineChart(const std::string& title, const std::string& xl, const std
     o << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"2\""
       << (l.dashed ? " stroke-dasharray=\"6 4\"" : "") << " points=\"" << pts << "\"/>\n";
     const double ly = T + 8 + 16 * legend++;
-    o << "<line x1=\"" << W - R + 10 << "\" x2=\"" << W - R + 34 << "\" y1=\"" << ly
-      << "\" y2=\"" << ly << "\" stroke=\"" << color << "\" stroke-width=\"2\""
+    o << "<line x1=\"" << W - R + 10 << "\" x2=\"" << W - R + 34 << "\" y1=\"" << ly << "\" y2=\""
+      << ly << "\" stroke=\"" << color << "\" stroke-width=\"2\""
       << (l.dashed ? " stroke-dasharray=\"6 4\"" : "") << "/>\n";
     o << "<text x=\"" << W - R + 40 << "\" y=\"" << ly + 4 << "\" font-size=\"11\">"
       << HtmlEscape(l.name) << "</text>\n";
@@ -297,8 +317,8 @@ std::string BarChart(const std::string& title, const std::string& yl,
   const double bw = gw * 0.8 / std::max<size_t>(series.size(), 1);
   std::ostringstream o;
   o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
-    << "\" viewBox=\"0 0 " << W << " " << H << "\" role=\"img\" aria-label=\""
-    << HtmlEscape(title) << "\">\n";
+    << "\" viewBox=\"0 0 " << W << " " << H << "\" role=\"img\" aria-label=\"" << HtmlEscape(title)
+    << "\">\n";
   o << "<text x=\"" << W / 2 - R / 2 << "\" y=\"20\" text-anchor=\"middle\" font-weight=\"bold\">"
     << HtmlEscape(title) << "</text>\n";
   for (int t = 0; t <= 4; ++t) {
@@ -309,25 +329,23 @@ std::string BarChart(const std::string& title, const std::string& yl,
       << "\" text-anchor=\"end\" font-size=\"11\">" << NiceTick(yv) << "</text>\n";
   }
   o << "<text transform=\"translate(16," << (T + H - B) / 2
-    << ") rotate(-90)\" text-anchor=\"middle\" font-size=\"12\">" << HtmlEscape(yl)
-    << "</text>\n";
+    << ") rotate(-90)\" text-anchor=\"middle\" font-size=\"12\">" << HtmlEscape(yl) << "</text>\n";
   for (size_t g = 0; g < groups.size(); ++g) {
     const double gx = L + gw * g + gw * 0.1;
     for (size_t s = 0; s < series.size(); ++s) {
       const double v = std::isfinite(values[s][g]) ? values[s][g] : 0;
       o << "<rect x=\"" << Fixed(gx + bw * s, 1) << "\" y=\"" << Fixed(py(v), 1) << "\" width=\""
         << Fixed(bw - 1, 1) << "\" height=\"" << Fixed(H - B - py(v), 1) << "\" fill=\""
-        << kPalette[s % 10] << "\"><title>" << HtmlEscape(series[s] + ", " + groups[g] + ": " +
-                                                          Fixed(v, 2))
-        << "</title></rect>\n";
+        << kPalette[s % 10] << "\"><title>"
+        << HtmlEscape(series[s] + ", " + groups[g] + ": " + Fixed(v, 2)) << "</title></rect>\n";
     }
     o << "<text x=\"" << Fixed(gx + gw * 0.4, 1) << "\" y=\"" << H - B + 16
       << "\" text-anchor=\"middle\" font-size=\"11\">" << HtmlEscape(groups[g]) << "</text>\n";
   }
   for (size_t s = 0; s < series.size(); ++s) {
     const double ly = T + 8 + 16 * s;
-    o << "<rect x=\"" << W - R + 10 << "\" y=\"" << ly - 6 << "\" width=\"24\" height=\"10\" fill=\""
-      << kPalette[s % 10] << "\"/>\n";
+    o << "<rect x=\"" << W - R + 10 << "\" y=\"" << ly - 6
+      << "\" width=\"24\" height=\"10\" fill=\"" << kPalette[s % 10] << "\"/>\n";
     o << "<text x=\"" << W - R + 40 << "\" y=\"" << ly + 4 << "\" font-size=\"11\">"
       << HtmlEscape(series[s]) << "</text>\n";
   }
@@ -360,14 +378,17 @@ Table RevenueTable(const Report& r) {
 Table RelativeTable(const Report& r) {
   Table t;
   const MethodResult* base = r.Find(r.baseline);
-  t.header = {"method", "revenue", "ROI", "cost per click (paper's CPA)", "cost per conversion",
+  t.header = {"method",
+              "revenue",
+              "ROI",
+              "cost per click (paper's CPA)",
+              "cost per conversion",
               "COST (cost/budget)"};
   for (const auto& m : r.methods) {
     std::vector<std::string> row{m.name};
     for (const char* key : {"revenue", "roi", "cost_per_click", "cost_per_conversion"}) {
       const MetricDef& d = Metric(key);
-      const double pct =
-          base ? PercentOf(Stat(m, -1, d).mean, Stat(*base, -1, d).mean) : kNaN;
+      const double pct = base ? PercentOf(Stat(m, -1, d).mean, Stat(*base, -1, d).mean) : kNaN;
       row.push_back(std::isfinite(pct) ? Fixed(pct, 1) + "%" : "n/a");
     }
     row.push_back(HumanStat(Metric("cost_over_budget"), Stat(m, -1, Metric("cost_over_budget")),
@@ -380,9 +401,10 @@ Table RelativeTable(const Report& r) {
 Table DetailTable(const Report& r, const MethodResult& m) {
   Table t;
   t.header.push_back(r.row_label);
-  const std::vector<std::string> keys = {"revenue", "cost", "budget", "cost_over_budget", "roi",
-                                         "cost_per_click", "clicks", "conversions",
-                                         "cost_per_conversion", "impressions", "win_rate"};
+  const std::vector<std::string> keys = {"revenue",          "cost",        "budget",
+                                         "cost_over_budget", "roi",         "cost_per_click",
+                                         "clicks",           "conversions", "cost_per_conversion",
+                                         "impressions",      "win_rate"};
   for (const auto& k : keys) t.header.push_back(Metric(k).label);
   const bool ms = m.runs.size() > 1;
   for (int i = 0; i <= RowCount(r); ++i) {
@@ -454,9 +476,9 @@ std::string RenderJson(const Report& r) {
   o << "  \"methods\": {";
   for (size_t mi = 0; mi < r.methods.size(); ++mi) {
     const auto& m = r.methods[mi];
-    o << (mi ? "," : "") << "\n    " << JsonString(m.name) << ": {\n      \"description\": "
-      << JsonString(m.description) << ",\n      \"runs\": " << m.runs.size() << ",\n      \""
-      << rows_key << "\": [";
+    o << (mi ? "," : "") << "\n    " << JsonString(m.name)
+      << ": {\n      \"description\": " << JsonString(m.description)
+      << ",\n      \"runs\": " << m.runs.size() << ",\n      \"" << rows_key << "\": [";
     for (int i = 0; i < RowCount(r); ++i) o << (i ? ", " : "") << JsonRow(r, m, i, "        ");
     o << "],\n      \"total\": " << JsonRow(r, m, -1, "      ");
     if (!m.runs.empty() && !m.runs[0].curve.empty()) {
@@ -563,7 +585,8 @@ std::string RenderHtml(const Report& r) {
     std::vector<Line> lines;
     std::vector<const MethodResult*> shown;
     if (const MethodResult* p = r.Find(r.primary)) shown.push_back(p);
-    if (const MethodResult* b = r.Find(r.baseline); b && r.baseline != r.primary) shown.push_back(b);
+    if (const MethodResult* b = r.Find(r.baseline); b && r.baseline != r.primary)
+      shown.push_back(b);
     int mi = 0;
     for (const MethodResult* mp : shown) {
       const MethodResult& m = *mp;
@@ -587,8 +610,8 @@ std::string RenderHtml(const Report& r) {
     }
     if (!lines.empty()) {
       o << "<h2>Budget burn per " << HtmlEscape(r.row_label) << "</h2>\n"
-        << LineChart("Cumulative spend over the day (solid: " + r.primary + ", dashed: " +
-                         r.baseline + ")",
+        << LineChart("Cumulative spend over the day (solid: " + r.primary +
+                         ", dashed: " + r.baseline + ")",
                      "hour of the day", "% of budget spent", lines);
     }
   }

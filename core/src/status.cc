@@ -5,14 +5,29 @@ namespace rtb {
 std::string Status::ToString() const {
   const char* name = "OK";
   switch (code_) {
-    case Code::kOk: return "OK";
-    case Code::kInvalidArgument: name = "invalid argument"; break;
-    case Code::kNotFound: name = "not found"; break;
-    case Code::kIoError: name = "I/O error"; break;
-    case Code::kCorruption: name = "corruption"; break;
-    case Code::kUnavailable: name = "unavailable"; break;
-    case Code::kFailedPrecondition: name = "failed precondition"; break;
-    case Code::kInternal: name = "internal error"; break;
+    case Code::kOk:
+      return "OK";
+    case Code::kInvalidArgument:
+      name = "invalid argument";
+      break;
+    case Code::kNotFound:
+      name = "not found";
+      break;
+    case Code::kIoError:
+      name = "I/O error";
+      break;
+    case Code::kCorruption:
+      name = "corruption";
+      break;
+    case Code::kUnavailable:
+      name = "unavailable";
+      break;
+    case Code::kFailedPrecondition:
+      name = "failed precondition";
+      break;
+    case Code::kInternal:
+      name = "internal error";
+      break;
   }
   return std::string(name) + ": " + message_;
 }

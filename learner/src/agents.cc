@@ -19,8 +19,8 @@ namespace rtb::learn {
 using torch::indexing::Slice;
 
 const std::vector<std::string>& AllAlgoNames() {
-  static const std::vector<std::string> names = {"manual", "bandit", "a2c", "ddpg",
-                                                 "dcmab", "dcmab-coord"};
+  static const std::vector<std::string> names = {"manual", "bandit", "a2c",
+                                                 "ddpg",   "dcmab",  "dcmab-coord"};
   return names;
 }
 
@@ -143,8 +143,8 @@ std::vector<float> MultiAgentLearner::Act(const std::vector<float>& s, bool expl
   std::vector<float> a(static_cast<size_t>(m.N * m.L), 0.0f);
   if (!m.spec.trains()) return a;
   torch::NoGradGuard g;
-  const torch::Tensor st =
-      torch::from_blob(const_cast<float*>(s.data()), {1, static_cast<int64_t>(s.size())}, torch::kFloat);
+  const torch::Tensor st = torch::from_blob(const_cast<float*>(s.data()),
+                                            {1, static_cast<int64_t>(s.size())}, torch::kFloat);
   const torch::Tensor in = m.layout().ActorInputs(st);
   std::vector<float> raw(a.size(), 0.0f);
   for (int i = 0; i < m.N; ++i) {
@@ -183,7 +183,8 @@ UpdateStats MultiAgentLearner::Update(const std::vector<std::vector<Transition>>
     const torch::Tensor next_actions = alg.TargetJointActions(b.s2);
     const torch::Tensor actor_in = alg.ActorInputs(b.s);
     for (int i = 0; i < m.N; ++i) {
-      if (m.spec.learns[static_cast<size_t>(i)]) alg.UpdateAgent(i, b, next_actions, actor_in, &stats);
+      if (m.spec.learns[static_cast<size_t>(i)])
+        alg.UpdateAgent(i, b, next_actions, actor_in, &stats);
     }
   } else {
     // The paper's order: for each agent, its own minibatch, critic, actor, soft update.
@@ -204,7 +205,8 @@ UpdateStats MultiAgentLearner::UpdateOnPolicy(const std::vector<Transition>& ep)
   const int64_t T = static_cast<int64_t>(ep.size());
   std::vector<float> raw_flat;
   for (const auto& r : m.a2c_raw) raw_flat.insert(raw_flat.end(), r.begin(), r.end());
-  const torch::Tensor raw = torch::from_blob(raw_flat.data(), {T, m.N * m.L}, torch::kFloat).clone();
+  const torch::Tensor raw =
+      torch::from_blob(raw_flat.data(), {T, m.N * m.L}, torch::kFloat).clone();
   const torch::Tensor in = m.helper->ActorInputs(b.s);
   for (int i = 0; i < m.N; ++i) {
     if (!m.spec.learns[static_cast<size_t>(i)]) continue;
@@ -223,7 +225,8 @@ UpdateStats MultiAgentLearner::UpdateOnPolicy(const std::vector<Transition>& ep)
     const torch::Tensor log_std = m.a2c_log_std[k].unsqueeze(0).expand({T, m.L});
     const torch::Tensor x = raw.index({Slice(), Slice(i * m.L, (i + 1) * m.L)});
     const torch::Tensor logp =
-        (-0.5 * ((x - mu) / log_std.exp()).pow(2) - log_std - 0.5 * std::log(2 * M_PI)).sum(1, true);
+        (-0.5 * ((x - mu) / log_std.exp()).pow(2) - log_std - 0.5 * std::log(2 * M_PI))
+            .sum(1, true);
     const torch::Tensor entropy = (m.a2c_log_std[k] + 0.5 * std::log(2 * M_PI * M_E)).sum();
     const torch::Tensor actor_loss = -(logp * adv.detach()).mean() - m.hp.a2c_entropy * entropy;
     const torch::Tensor value_loss = 0.5 * adv.pow(2).mean();
@@ -378,7 +381,8 @@ Status MultiAgentLearner::LoadCheckpoint(const std::string& dir) {
   try {
     j = nlohmann::json::parse(ss.str());
     if (j.at("algo").get<std::string>() != m.spec.name) {
-      return Status::InvalidArgument(dir + ": checkpoint is of algo " + j["algo"].get<std::string>());
+      return Status::InvalidArgument(dir + ": checkpoint is of algo " +
+                                     j["algo"].get<std::string>());
     }
     m.episodes = j.at("episodes").get<int64_t>();
     m.sigma = j.at("sigma").get<double>();
@@ -464,7 +468,8 @@ def forward(self, x):
   // consumer of the TorchScript files (Python's torch.jit.load, a server) can check itself.
   const int in_dim = m.norm.ActorInputDim();
   std::vector<float> x(static_cast<size_t>(in_dim));
-  for (int k = 0; k < in_dim; ++k) x[static_cast<size_t>(k)] = static_cast<float>(std::sin(0.7 * k));
+  for (int k = 0; k < in_dim; ++k)
+    x[static_cast<size_t>(k)] = static_cast<float>(std::sin(0.7 * k));
   nlohmann::ordered_json ref;
   ref["input"] = x;
   std::vector<double> outs;

@@ -25,7 +25,8 @@ Result<LearnerConfig> LoadLearnerConfig(const std::string& path) {
   root.Check(c.roi_scale > 0, "roi_scale", "must be positive");
   root.Get("learning_agents", &c.learning_agents);
   root.Get("delivery_target", &c.delivery_target);
-  root.Check(c.delivery_target >= 0 && c.delivery_target <= 1, "delivery_target", "must be in [0, 1]");
+  root.Check(c.delivery_target >= 0 && c.delivery_target <= 1, "delivery_target",
+             "must be in [0, 1]");
   root.Get("delivery_penalty", &c.delivery_penalty);
   root.Check(c.delivery_penalty >= 0, "delivery_penalty", "must be >= 0");
 

@@ -14,7 +14,8 @@ int main(int argc, char** argv) {
   std::string algo = "dcmab";
   rtb::learn::TrainOptions opt;
   bool quiet = false;
-  auto* t = app.add_subcommand("train", "Train methods on the training day, compare on the test day");
+  auto* t =
+      app.add_subcommand("train", "Train methods on the training day, compare on the test day");
   t->add_option("--config", config, "Learner config (YAML)")->capture_default_str();
   t->add_option("--algo", algo,
                 "manual | bandit | a2c | ddpg | dcmab | dcmab-coord | partial | all | a,b,c")

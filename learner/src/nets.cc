@@ -56,8 +56,8 @@ torch::Tensor Stack(const std::vector<Transition>& ts, std::vector<float> Transi
   torch::Tensor t = torch::empty({B, D}, torch::kFloat);
   float* p = t.data_ptr<float>();
   for (int64_t b = 0; b < B; ++b) {
-    std::copy((ts[static_cast<size_t>(b)].*field).begin(), (ts[static_cast<size_t>(b)].*field).end(),
-              p + b * D);
+    std::copy((ts[static_cast<size_t>(b)].*field).begin(),
+              (ts[static_cast<size_t>(b)].*field).end(), p + b * D);
   }
   return t;
 }
@@ -72,7 +72,8 @@ Batch MakeBatch(const std::vector<Transition>& ts) {
   b.s2 = Stack(ts, &Transition::s2);
   b.d2 = Stack(ts, &Transition::d2);
   b.done = torch::empty({static_cast<int64_t>(ts.size()), 1}, torch::kFloat);
-  for (size_t i = 0; i < ts.size(); ++i) b.done[static_cast<int64_t>(i)][0] = ts[i].done ? 1.0f : 0.0f;
+  for (size_t i = 0; i < ts.size(); ++i)
+    b.done[static_cast<int64_t>(i)][0] = ts[i].done ? 1.0f : 0.0f;
   return b;
 }
 
@@ -97,9 +98,9 @@ Maddpg::Maddpg(const AlgoSpec& s, const HyperParams& h, const Normalizer& n)
 torch::Tensor Maddpg::ActorInputs(const torch::Tensor& s) const {
   const int64_t B = s.size(0);
   const int64_t G = 2 * N * L, W = L + 2;
-  torch::Tensor g = s.index({Slice(), Slice(0, G)});                          // [B, 2NL]
+  torch::Tensor g = s.index({Slice(), Slice(0, G)});                             // [B, 2NL]
   torch::Tensor x = s.index({Slice(), Slice(G, G + L * W)}).reshape({B, L, W});  // [B, L, L+2]
-  torch::Tensor in = torch::cat({g.unsqueeze(1).expand({B, L, G}), x}, 2);      // [B, L, 2NL+L+2]
+  torch::Tensor in = torch::cat({g.unsqueeze(1).expand({B, L, G}), x}, 2);       // [B, L, 2NL+L+2]
   return in.reshape({B * L, G + W});
 }
 
@@ -113,9 +114,8 @@ torch::Tensor Maddpg::TargetJointActions(const torch::Tensor& s2) {
   const torch::Tensor in = ActorInputs(s2);
   std::vector<torch::Tensor> parts;
   for (int o = 0; o < N; ++o) {
-    parts.push_back(spec.learns[static_cast<size_t>(o)]
-                        ? ActorActions(o, in, spec.use_targets)
-                        : torch::zeros({s2.size(0), L}));
+    parts.push_back(spec.learns[static_cast<size_t>(o)] ? ActorActions(o, in, spec.use_targets)
+                                                        : torch::zeros({s2.size(0), L}));
   }
   return torch::cat(parts, 1);
 }

@@ -21,7 +21,8 @@ class MemoryReplayStore : public ReplayStore {
   uint64_t NextSeq() const override { return next_; }
   uint64_t FirstSeq() const override { return first_; }
   Result<Transition> Get(uint64_t seq) const override {
-    if (seq < first_ || seq >= next_) return Status::NotFound("no transition " + std::to_string(seq));
+    if (seq < first_ || seq >= next_)
+      return Status::NotFound("no transition " + std::to_string(seq));
     return items_[seq - first_];
   }
   Result<std::vector<Transition>> Sample(size_t n, Rng& rng) const override {

@@ -99,7 +99,8 @@ class RocksDbReplayStore : public ReplayStore {
     std::vector<Transition> out;
     out.reserve(n);
     for (size_t i = 0; i < n; ++i) {
-      if (!statuses[i].ok()) return Status::IoError("replay store sample: " + statuses[i].ToString());
+      if (!statuses[i].ok())
+        return Status::IoError("replay store sample: " + statuses[i].ToString());
       RTB_ASSIGN_OR_RETURN(Transition t, DecodeTransition(values[i]));
       out.push_back(std::move(t));
     }

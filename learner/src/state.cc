@@ -38,7 +38,8 @@ std::vector<float> Normalizer::EncodeState(const sim::Observation& o,
   const int w = clusters + 2;
   for (int j = 0; j < clusters; ++j) {
     for (int q = 0; q < clusters; ++q) {
-      s[static_cast<size_t>(2 * NL + j * w + q)] = static_cast<float>(o.x[static_cast<size_t>(j * w + q)]);
+      s[static_cast<size_t>(2 * NL + j * w + q)] =
+          static_cast<float>(o.x[static_cast<size_t>(j * w + q)]);
     }
     s[static_cast<size_t>(2 * NL + j * w + clusters)] =
         static_cast<float>(o.x[static_cast<size_t>(j * w + clusters)] / x_revenue_scale);
@@ -65,8 +66,8 @@ std::vector<float> Normalizer::EncodeRewards(const std::vector<double>& rewards,
 }
 
 std::vector<float> Normalizer::DeliveryShortfall(const sim::Observation& o,
-                                                 const std::vector<double>& budgets,
-                                                 double target, bool coordinated) const {
+                                                 const std::vector<double>& budgets, double target,
+                                                 bool coordinated) const {
   std::vector<float> out(static_cast<size_t>(agents), 0.0f);
   double sum = 0;
   for (int i = 0; i < agents; ++i) {

@@ -3,8 +3,8 @@
 #include <torch/torch.h>
 
 #include <atomic>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -115,9 +115,8 @@ Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const
   const sim::RewardMode mode =
       spec.coordinated ? sim::RewardMode::kCoordinated : sim::RewardMode::kSelf;
   std::vector<std::unique_ptr<sim::MultiAgentEnv>> envs;
-  envs.push_back(std::make_unique<sim::MultiAgentEnv>(sc.train, sc.market, sc.cfg.auction,
-                                                      sc.cfg.market.alpha_range,
-                                                      sc.train_budgets, mode));
+  envs.push_back(std::make_unique<sim::MultiAgentEnv>(
+      sc.train, sc.market, sc.cfg.auction, sc.cfg.market.alpha_range, sc.train_budgets, mode));
   for (size_t k = 0; k < sc.extra_train.size(); ++k) {
     envs.push_back(std::make_unique<sim::MultiAgentEnv>(sc.extra_train[k], sc.market,
                                                         sc.cfg.auction, sc.cfg.market.alpha_range,
@@ -168,8 +167,8 @@ Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const
         tr.a = a;
         tr.r = norm.EncodeRewards(res.rewards, budgets, spec.coordinated);
         if (res.done && cfg.delivery_penalty > 0) {
-          const auto gap = norm.DeliveryShortfall(res.next, budgets, cfg.delivery_target,
-                                                  spec.coordinated);
+          const auto gap =
+              norm.DeliveryShortfall(res.next, budgets, cfg.delivery_target, spec.coordinated);
           for (size_t i = 0; i < tr.r.size(); ++i) {
             tr.r[i] -= static_cast<float>(cfg.delivery_penalty) * gap[i];
           }
@@ -187,8 +186,8 @@ Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const
             std::vector<std::vector<Transition>> batches;
             const int draws = cfg.hp.shared_minibatch ? 1 : N;
             for (int b = 0; b < draws; ++b) {
-              RTB_ASSIGN_OR_RETURN(auto mb, replay->Sample(static_cast<size_t>(cfg.hp.batch_size),
-                                                           sample_rng));
+              RTB_ASSIGN_OR_RETURN(
+                  auto mb, replay->Sample(static_cast<size_t>(cfg.hp.batch_size), sample_rng));
               batches.push_back(std::move(mb));
             }
             learner.Update(batches);
@@ -246,7 +245,8 @@ Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const
     ActionTable tab = ev.tables[t];
     tab.algo = spec.name;
     tab.version = t + 1;
-    RTB_RETURN_IF_ERROR(SaveActionTable(tab, dir + "/action_table_step" + std::to_string(t) + ".json"));
+    RTB_RETURN_IF_ERROR(
+        SaveActionTable(tab, dir + "/action_table_step" + std::to_string(t) + ".json"));
   }
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
@@ -289,7 +289,8 @@ Result<Report> RunTraining(const LearnerConfig& cfg_in, const TrainOptions& opt)
   }
   std::vector<AlgoSpec> specs;
   for (const auto& a : algos) {
-    RTB_ASSIGN_OR_RETURN(AlgoSpec s, MakeAlgoSpec(a, cfg.sim.market.agents, cfg.learning_agents, cfg.hp));
+    RTB_ASSIGN_OR_RETURN(AlgoSpec s,
+                         MakeAlgoSpec(a, cfg.sim.market.agents, cfg.learning_agents, cfg.hp));
     specs.push_back(s);
   }
   RTB_ASSIGN_OR_RETURN(auto scenario, sim::BuildScenario(cfg.sim, "", "", opt.progress));
@@ -316,8 +317,8 @@ Result<Report> RunTraining(const LearnerConfig& cfg_in, const TrainOptions& opt)
       Job& j = jobs[k];
       const AlgoSpec& spec = specs[j.method];
       const std::string dir = opt.out + "/" + spec.name + "/seed" + std::to_string(j.seed);
-      j.result = TrainOne(cfg, spec, sc, cfg.base_seed + static_cast<uint64_t>(j.seed), cfg.episodes,
-                          dir, opt.resume, &done_episodes);
+      j.result = TrainOne(cfg, spec, sc, cfg.base_seed + static_cast<uint64_t>(j.seed),
+                          cfg.episodes, dir, opt.resume, &done_episodes);
       if (j.result.ok()) {
         std::fprintf(stderr, "[train] %s seed %d: %d episodes in %.1fs, test revenue %.0f\n",
                      spec.name.c_str(), j.seed, j.result->episodes, j.result->seconds,
@@ -340,15 +341,18 @@ Result<Report> RunTraining(const LearnerConfig& cfg_in, const TrainOptions& opt)
   Report r;
   r.kind = "train";
   r.title = "Learned bidding vs manual bids on the simulated test day";
-  r.meta = {{"config", opt.config_path},
-            {"simulator config", cfg.simulator_config},
-            {"seeds", std::to_string(cfg.seeds) + " (base seed " + std::to_string(cfg.base_seed) + ")"},
-            {"episodes", "at most " + std::to_string(cfg.episodes) + ", stop after " +
-                             std::to_string(cfg.patience) + " without a better training score"},
-            {"evaluation", "deterministic policy (no noise) on the test day; the model with the "
-                           "best training-day score"},
-            {"budget", "fraction of each advertiser's cost under manual bids with unlimited "
-                       "budget, per day"}};
+  r.meta = {
+      {"config", opt.config_path},
+      {"simulator config", cfg.simulator_config},
+      {"seeds", std::to_string(cfg.seeds) + " (base seed " + std::to_string(cfg.base_seed) + ")"},
+      {"episodes", "at most " + std::to_string(cfg.episodes) + ", stop after " +
+                       std::to_string(cfg.patience) + " without a better training score"},
+      {"evaluation",
+       "deterministic policy (no noise) on the test day; the model with the "
+       "best training-day score"},
+      {"budget",
+       "fraction of each advertiser's cost under manual bids with unlimited "
+       "budget, per day"}};
   sim::DescribeAgents(sc.market, &r);
   r.baseline = "manual";
   r.primary = algos.size() > 1 ? algos[1] : "manual";
@@ -373,7 +377,8 @@ Result<Report> RunTraining(const LearnerConfig& cfg_in, const TrainOptions& opt)
         t.version = 1;
         std::error_code ec;
         fs::create_directories(opt.out + "/" + specs[m].name, ec);
-        RTB_RETURN_IF_ERROR(SaveActionTable(t, opt.out + "/" + specs[m].name + "/action_table.json"));
+        RTB_RETURN_IF_ERROR(
+            SaveActionTable(t, opt.out + "/" + specs[m].name + "/action_table.json"));
       }
     }
   }

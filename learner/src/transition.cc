@@ -55,8 +55,8 @@ struct Reader {
 
 std::string EncodeTransition(const Transition& t) {
   std::string out;
-  out.reserve(32 + 4 * (t.s.size() + t.d.size() + t.a.size() + t.r.size() + t.s2.size() +
-                        t.d2.size()));
+  out.reserve(32 +
+              4 * (t.s.size() + t.d.size() + t.a.size() + t.r.size() + t.s2.size() + t.d2.size()));
   Put<uint8_t>(out, 1);
   Put<uint8_t>(out, t.done);
   Put<uint32_t>(out, t.step);

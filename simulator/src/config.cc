@@ -92,8 +92,7 @@ void ReadSimulatorConfig(ConfigMap& root, SimulatorConfig* cfg) {
   a.Get("reserve_cpm", &ac.reserve_cpm);
   a.Check(ac.reserve_cpm >= 0, "reserve_cpm", "must be non-negative");
   a.Get("slot_ctr_factors", &ac.slot_ctr_factors);
-  a.Check(ac.slot_ctr_factors.empty() ||
-              static_cast<int>(ac.slot_ctr_factors.size()) == ac.slots,
+  a.Check(ac.slot_ctr_factors.empty() || static_cast<int>(ac.slot_ctr_factors.size()) == ac.slots,
           "slot_ctr_factors", "must be empty or have one factor per slot");
   a.Get("outcomes", &ac.outcomes);
   a.Check(ac.outcomes == "expected" || ac.outcomes == "sampled", "outcomes",

@@ -104,8 +104,7 @@ void AuctionEngine::RunRequests(size_t from, size_t to, const ActionTable& a) {
       const int64_t left = remaining_[k];
       if (sampled ? bid_hat.value() > left
                   : static_cast<double>(bid_hat.value()) * pctr > static_cast<double>(left)) {
-        bid_hat = Micros(sampled ? left
-                                 : static_cast<int64_t>(static_cast<double>(left) / pctr));
+        bid_hat = Micros(sampled ? left : static_cast<int64_t>(static_cast<double>(left) / pctr));
       }
       ++d_count[static_cast<size_t>(i * L + j)];
       ++adv_[k].auctions;
@@ -114,7 +113,8 @@ void AuctionEngine::RunRequests(size_t from, size_t to, const ActionTable& a) {
     const int winners = auction.Resolve(won);
     if (winners == 0) continue;
     ++auctions_;
-    const int64_t bucket = std::min<int64_t>(burn_buckets_ - 1, day_.time_ms[r] * burn_buckets_ / day_ms);
+    const int64_t bucket =
+        std::min<int64_t>(burn_buckets_ - 1, day_.time_ms[r] * burn_buckets_ / day_ms);
     for (int s = 0; s < winners; ++s) {
       const uint32_t c = won[s].index;
       const uint32_t k = day_.adv[c];
@@ -191,8 +191,8 @@ double AuctionEngine::burn_bucket_minutes() const {
   return static_cast<double>(day_.steps * day_.step_ms) / burn_buckets_ / 60000.0;
 }
 
-std::vector<Micros> ComputeBudgets(const Day& day, const Market& market,
-                                   const AuctionConfig& acfg, double fraction) {
+std::vector<Micros> ComputeBudgets(const Day& day, const Market& market, const AuctionConfig& acfg,
+                                   double fraction) {
   AuctionEngine unlimited(day, market, acfg, 0.0, {});
   unlimited.RunToEnd(ActionTable(market.agents, market.clusters));
   std::vector<Micros> budgets;

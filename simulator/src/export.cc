@@ -28,22 +28,25 @@ Status ExportBidderWorld(const Scenario& sc, const World& world, const std::stri
   if (ec) return Status::IoError(dir + ": " + ec.message());
   // predictor.json
   std::string p = "{\"format\": \"rtb.predictor\", \"schema_version\": 1, \"hash_bits\": 16,\n";
-  p += " \"default\": {\"ctr_bias\": -4.0, \"cvr_bias\": -3.5, \"avg_pcvr\": 0},\n \"advertisers\": {";
+  p += " \"default\": {\"ctr_bias\": -4.0, \"cvr_bias\": -3.5, \"avg_pcvr\": 0},\n "
+       "\"advertisers\": {";
   for (size_t k = 0; k < world.advertisers.size(); ++k) {
     const Advertiser& a = world.advertisers[k];
     const double avg = k < sc.market.avg_pcvr.size() ? sc.market.avg_pcvr[k] : 0.0;
-    p += std::string(k ? ",\n  " : "\n  ") + "\"" + std::to_string(k) + "\": {\"ctr_bias\": " +
-         Num(Logit(a.ctr)) + ", \"cvr_bias\": " + Num(Logit(a.cvr)) + ", \"avg_pcvr\": " + Num(avg) + "}";
+    p += std::string(k ? ",\n  " : "\n  ") + "\"" + std::to_string(k) +
+         "\": {\"ctr_bias\": " + Num(Logit(a.ctr)) + ", \"cvr_bias\": " + Num(Logit(a.cvr)) +
+         ", \"avg_pcvr\": " + Num(avg) + "}";
   }
   p += "},\n \"ctr_weights\": {}, \"cvr_weights\": {}}\n";
   RTB_RETURN_IF_ERROR(WriteFileAtomic(dir + "/predictor.json", p));
   // clusters.json
   std::string c = "{\"format\": \"rtb.cluster_map\", \"schema_version\": 1, \"clusters\": " +
-                  std::to_string(sc.market.clusters) + ", \"default_cluster\": " +
-                  std::to_string(sc.market.default_cluster) + ",\n \"users\": {";
+                  std::to_string(sc.market.clusters) +
+                  ", \"default_cluster\": " + std::to_string(sc.market.default_cluster) +
+                  ",\n \"users\": {";
   for (size_t u = 0; u < sc.market.cluster_of.size(); ++u) {
-    c += std::string(u ? ", " : "") + "\"c" + std::to_string(u) + "\": " +
-         std::to_string(sc.market.cluster_of[u]);
+    c += std::string(u ? ", " : "") + "\"c" + std::to_string(u) +
+         "\": " + std::to_string(sc.market.cluster_of[u]);
   }
   c += "}}\n";
   RTB_RETURN_IF_ERROR(WriteFileAtomic(dir + "/clusters.json", c));

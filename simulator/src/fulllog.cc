@@ -92,8 +92,8 @@ Result<Day> ParseFullLog(const std::string& text, const std::string& name) {
   std::string_view line;
   if (!next_line(&line) || line.substr(0, std::strlen(kMagic)) != kMagic) {
     line_no = 1;
-    return err("not a full-information log (first line must start with \"" +
-               std::string(kMagic) + "\")");
+    return err("not a full-information log (first line must start with \"" + std::string(kMagic) +
+               "\")");
   }
   {
     // key=value pairs of the header line.
@@ -109,11 +109,16 @@ Result<Day> ParseFullLog(const std::string& text, const std::string& name) {
       if (ec != std::errc() || p != v.data() + v.size() || x <= 0) {
         return err("header field '" + k + "' needs a positive integer");
       }
-      if (k == "steps") steps = x;
-      else if (k == "step_ms") step_ms = x;
-      else if (k == "advertisers") advertisers = x;
-      else if (k == "consumers") consumers = x;
-      else return err("unknown header field '" + k + "'");
+      if (k == "steps")
+        steps = x;
+      else if (k == "step_ms")
+        step_ms = x;
+      else if (k == "advertisers")
+        advertisers = x;
+      else if (k == "consumers")
+        consumers = x;
+      else
+        return err("unknown header field '" + k + "'");
     }
     if (steps < 0 || step_ms < 0 || advertisers < 0 || consumers < 0) {
       return err("header needs steps, step_ms, advertisers and consumers");
@@ -150,17 +155,17 @@ Result<Day> ParseFullLog(const std::string& text, const std::string& name) {
     // 5 bid_micros, 6 pctr, 7 pcvr, 8 ppb_micros.
     int64_t iv[kFields] = {};
     double pv[2] = {};
-    static const char* names[kFields] = {"request_id", "time_ms",    "consumer_id",
-                                         "floor_cpm_micros", "advertiser_id", "bid_micros",
-                                         "pctr",       "pcvr",       "ppb_micros"};
+    static const char* names[kFields] = {
+        "request_id", "time_ms", "consumer_id", "floor_cpm_micros", "advertiser_id",
+        "bid_micros", "pctr",    "pcvr",        "ppb_micros"};
     for (int i = 0; i < kFields; ++i) {
       const char* b = f[i].data();
       const char* e = b + f[i].size();
       if (i == 6 || i == 7) {
         auto [p, ec] = std::from_chars(b, e, pv[i - 6]);
         if (ec != std::errc() || p != e || f[i].empty()) {
-          return err("field " + std::string(names[i]) + " is not a number: '" +
-                     std::string(f[i]) + "'");
+          return err("field " + std::string(names[i]) + " is not a number: '" + std::string(f[i]) +
+                     "'");
         }
       } else {
         auto [p, ec] = std::from_chars(b, e, iv[i]);

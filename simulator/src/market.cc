@@ -46,7 +46,8 @@ Result<Market> BuildMarket(const Day& history, const MarketConfig& mcfg,
   m.clusters = L;
   m.steps = T;
   m.avg_pcvr.resize(n_adv);
-  for (size_t k = 0; k < n_adv; ++k) m.avg_pcvr[k] = presences[k] > 0 ? pcvr_sum[k] / presences[k] : 0;
+  for (size_t k = 0; k < n_adv; ++k)
+    m.avg_pcvr[k] = presences[k] > 0 ? pcvr_sum[k] / presences[k] : 0;
 
   // Advertisers: ranked by revenue, N clusters of equal presences.
   auto agent_cut = EqualShareCut(adv_revenue, presences, N);
@@ -74,7 +75,8 @@ Result<Market> BuildMarket(const Day& history, const MarketConfig& mcfg,
   }
   m.default_cluster = 0;
   m.cluster_of.assign(n_con, m.default_cluster);
-  for (size_t s = 0; s < seen.size(); ++s) m.cluster_of[seen[s]] = static_cast<uint16_t>((*con_cut)[s]);
+  for (size_t s = 0; s < seen.size(); ++s)
+    m.cluster_of[seen[s]] = static_cast<uint16_t>((*con_cut)[s]);
 
   // x_j history per step, and d0 from step 0 presences.
   m.revenue_hist.assign(static_cast<size_t>(T), std::vector<double>(static_cast<size_t>(L), 0.0));

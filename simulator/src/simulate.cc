@@ -52,8 +52,8 @@ Result<std::unique_ptr<Scenario>> BuildScenario(const SimulatorConfig& cfg,
     RTB_ASSIGN_OR_RETURN(sc->test, ReadFullLog(test_log));
     if (sc->train.num_advertisers != sc->test.num_advertisers ||
         sc->train.steps != sc->test.steps || sc->train.step_ms != sc->test.step_ms) {
-      return Status::InvalidArgument(test_log + ": header (steps, step_ms, advertisers) differs from " +
-                                     train_log);
+      return Status::InvalidArgument(
+          test_log + ": header (steps, step_ms, advertisers) differs from " + train_log);
     }
     if (cfg.market.agents > static_cast<int>(sc->train.num_advertisers)) {
       return Status::InvalidArgument("market.agents exceeds the advertisers in " + train_log);
@@ -68,7 +68,8 @@ Result<std::unique_ptr<Scenario>> BuildScenario(const SimulatorConfig& cfg,
   p.Update(2, "clustering");
   RTB_ASSIGN_OR_RETURN(sc->market, BuildMarket(sc->train, cfg.market, cfg.auction));
   p.Update(3, "budgets");
-  sc->train_budgets = ComputeBudgets(sc->train, sc->market, cfg.auction, cfg.market.budget_fraction);
+  sc->train_budgets =
+      ComputeBudgets(sc->train, sc->market, cfg.auction, cfg.market.budget_fraction);
   sc->test_budgets = ComputeBudgets(sc->test, sc->market, cfg.auction, cfg.market.budget_fraction);
   p.Done();
   return sc;
@@ -79,8 +80,8 @@ void AddTrainingDays(Scenario& sc, int count) {
   const World world = GenerateWorld(sc.cfg.world, sc.cfg.seed);
   for (int k = 0; k < count; ++k) {
     sc.extra_train.push_back(GenerateDay(world, sc.cfg.day, Rng::Mix(sc.cfg.seed, 100 + k)));
-    sc.extra_train_budgets.push_back(ComputeBudgets(sc.extra_train.back(), sc.market, sc.cfg.auction,
-                                                    sc.cfg.market.budget_fraction));
+    sc.extra_train_budgets.push_back(ComputeBudgets(sc.extra_train.back(), sc.market,
+                                                    sc.cfg.auction, sc.cfg.market.budget_fraction));
   }
 }
 
@@ -127,12 +128,11 @@ void DescribeAgents(const Market& m, Report* r) {
   for (int i = 0; i < m.agents; ++i) {
     r->row_names.push_back("agent " + std::to_string(i + 1));
     r->row_info.push_back(
-        {"history",
-         std::to_string(m.agent_advertisers[i]) + " advertisers (" +
-             Pct(m.agent_advertisers[i] / advs) + "), " +
-             Pct(static_cast<double>(m.agent_presences[i]) / pres) + " of presences, " +
-             Pct(m.agent_history[i].revenue.units() / rev) +
-             " of revenue on the training day (manual bids, unlimited budget)"});
+        {"history", std::to_string(m.agent_advertisers[i]) + " advertisers (" +
+                        Pct(m.agent_advertisers[i] / advs) + "), " +
+                        Pct(static_cast<double>(m.agent_presences[i]) / pres) + " of presences, " +
+                        Pct(m.agent_history[i].revenue.units() / rev) +
+                        " of revenue on the training day (manual bids, unlimited budget)"});
   }
 }
 
@@ -158,19 +158,19 @@ Result<Report> Simulate(const Scenario& sc, const SimulateOptions& opt) {
   Report r;
   r.kind = "simulate";
   r.title = "Simulated " + opt.day + " day: " + opt.policy + " vs manual bids";
-  r.meta = {{"config", opt.config_path.empty() ? "(built-in defaults)" : opt.config_path},
-            {"seed", std::to_string(sc.cfg.seed)},
-            {"day", opt.day},
-            {"policy", opt.policy},
-            {"requests", std::to_string(day.requests())},
-            {"candidates", std::to_string(day.candidates())},
-            {"slots per request", std::to_string(sc.cfg.auction.slots)},
-            {"steps", std::to_string(day.steps) + " x " +
-                          std::to_string(day.step_ms / 60000) + " min"},
-            {"agents x consumer clusters", std::to_string(N) + " x " + std::to_string(L)},
-            {"budget", "fraction " + std::to_string(sc.cfg.market.budget_fraction).substr(0, 6) +
-                           " of each advertiser's cost under manual bids, unlimited budget"},
-            {"outcomes", sc.cfg.auction.outcomes}};
+  r.meta = {
+      {"config", opt.config_path.empty() ? "(built-in defaults)" : opt.config_path},
+      {"seed", std::to_string(sc.cfg.seed)},
+      {"day", opt.day},
+      {"policy", opt.policy},
+      {"requests", std::to_string(day.requests())},
+      {"candidates", std::to_string(day.candidates())},
+      {"slots per request", std::to_string(sc.cfg.auction.slots)},
+      {"steps", std::to_string(day.steps) + " x " + std::to_string(day.step_ms / 60000) + " min"},
+      {"agents x consumer clusters", std::to_string(N) + " x " + std::to_string(L)},
+      {"budget", "fraction " + std::to_string(sc.cfg.market.budget_fraction).substr(0, 6) +
+                     " of each advertiser's cost under manual bids, unlimited budget"},
+      {"outcomes", sc.cfg.auction.outcomes}};
   DescribeAgents(sc.market, &r);
   r.baseline = "manual";
   r.primary = opt.policy == "manual" ? "manual" : opt.policy;

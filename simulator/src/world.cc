@@ -101,8 +101,8 @@ Day GenerateDay(const World& world, const DayConfig& cfg, uint64_t seed) {
       day.time_ms.push_back(t);
       day.consumer.push_back(u);
       const double floor_noise = rng.LogNormal(0, cfg.floor_sigma);
-      const int64_t nc = std::clamp<int64_t>(rng.Poisson(cfg.candidates_mean),
-                                             cfg.candidates_min, cfg.candidates_max);
+      const int64_t nc = std::clamp<int64_t>(rng.Poisson(cfg.candidates_mean), cfg.candidates_min,
+                                             cfg.candidates_max);
       chosen.clear();
       for (int attempt = 0; static_cast<int64_t>(chosen.size()) < nc && attempt < 50 * nc;
            ++attempt) {

@@ -27,9 +27,11 @@ using tcp = net::ip::tcp;
 
 struct Client {
   explicit Client(int port) : stream(ioc) {
-    stream.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)));
+    stream.connect(
+        tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)));
   }
-  std::pair<int, std::string> Do(http::verb verb, const std::string& target, const std::string& body = "") {
+  std::pair<int, std::string> Do(http::verb verb, const std::string& target,
+                                 const std::string& body = "") {
     http::request<http::string_body> req{verb, target, 11};
     req.set(http::field::host, "127.0.0.1");
     req.set(http::field::content_type, "application/json");
@@ -61,7 +63,8 @@ BidderConfig TestConfig(const std::string& dir) {
     a.bid = Micros::FromUnits(0.5 * k);
     a.daily_budget = Micros::FromUnits(1000);
     a.agent = static_cast<int>(k - 1);
-    a.creatives = {{"cr" + std::to_string(k), {"a" + std::to_string(k) + ".example"}, 0, 0, "<b>ad</b>"}};
+    a.creatives = {
+        {"cr" + std::to_string(k), {"a" + std::to_string(k) + ".example"}, 0, 0, "<b>ad</b>"}};
     c.advertisers.push_back(a);
   }
   return c;
@@ -204,7 +207,8 @@ TEST_F(BidderIntegration, ScriptedMixMatchesTheTopicAndSpendCountsBillingOnce) {
   ASSERT_EQ(st, 200);
   ++bids;
   const auto j = nlohmann::json::parse(body);
-  const uint32_t adv = static_cast<uint32_t>(std::stoul(j["seatbid"][0]["bid"][0]["cid"].get<std::string>()));
+  const uint32_t adv =
+      static_cast<uint32_t>(std::stoul(j["seatbid"][0]["bid"][0]["cid"].get<std::string>()));
   bids += static_cast<int>(j["seatbid"].size()) - 1;
   EXPECT_EQ(client.Do(http::verb::get, Notice("billing", "auc-audit", adv, "AUDIT")).first, 200);
   EXPECT_EQ(client.Do(http::verb::get, Notice("billing", "auc-audit", adv, "AUDIT")).first, 200);
@@ -235,12 +239,13 @@ TEST_F(BidderIntegration, EventsOnTheTopicMatchWhatWasSentOnePerEvent) {
     ASSERT_EQ(status, 200);
     auctions.insert(id);
     const auto j = nlohmann::json::parse(body);
-    const uint32_t adv = static_cast<uint32_t>(std::stoul(j["seatbid"][0]["bid"][0]["cid"].get<std::string>()));
+    const uint32_t adv =
+        static_cast<uint32_t>(std::stoul(j["seatbid"][0]["bid"][0]["cid"].get<std::string>()));
     client.Do(http::verb::get, Notice("billing", id, adv, "0.001"));
     client.Do(http::verb::get, Notice("billing", id, adv, "0.001"));  // duplicate
     client.Do(http::verb::get, Notice("click", id, adv, ""));
-    client.Do(http::verb::get, "/notice/conversion?auction=" + id + "&imp=1&adv=" +
-                                   std::to_string(adv) + "&value=12.5");
+    client.Do(http::verb::get, "/notice/conversion?auction=" + id +
+                                   "&imp=1&adv=" + std::to_string(adv) + "&value=12.5");
   }
   const auto stats = bidder_->events().Stats();
   const auto events = ReadEvents(bidder_->events().bootstrap(), "rtb.events", stats.logged, 15000);
@@ -273,13 +278,16 @@ TEST_F(BidderIntegration, BrokerOutageLosesNothingDuplicatesNothingAndDoesNotSlo
   auto* mock = static_cast<rd_kafka_mock_cluster_t*>(bidder_->events().mock_cluster());
   ASSERT_NE(mock, nullptr);
   Client client(port_);
-  for (int n = 0; n < 50; ++n) client.Do(http::verb::post, "/openrtb2/bid", Request("pre-" + std::to_string(n)));
+  for (int n = 0; n < 50; ++n)
+    client.Do(http::verb::post, "/openrtb2/bid", Request("pre-" + std::to_string(n)));
   for (int b = 1; b <= 3; ++b) rd_kafka_mock_broker_set_down(mock, b);
   std::vector<double> latency_ms;
   for (int n = 0; n < 2000; ++n) {
     const auto t0 = std::chrono::steady_clock::now();
-    auto [status, body] = client.Do(http::verb::post, "/openrtb2/bid", Request("out-" + std::to_string(n)));
-    latency_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    auto [status, body] =
+        client.Do(http::verb::post, "/openrtb2/bid", Request("out-" + std::to_string(n)));
+    latency_ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     ASSERT_EQ(status, 200);
   }
   std::sort(latency_ms.begin(), latency_ms.end());
@@ -313,7 +321,8 @@ TEST_F(BidderIntegration, NoticesStayIdempotentAcrossARestart) {
     Client client(port_);
     auto [status, body] = client.Do(http::verb::post, "/openrtb2/bid", Request("r1"));
     ASSERT_EQ(status, 200);
-    adv = static_cast<uint32_t>(std::stoul(nlohmann::json::parse(body)["seatbid"][0]["bid"][0]["cid"].get<std::string>()));
+    adv = static_cast<uint32_t>(
+        std::stoul(nlohmann::json::parse(body)["seatbid"][0]["bid"][0]["cid"].get<std::string>()));
     client.Do(http::verb::get, Notice("billing", "r1", adv, "0.004"));
   }
   EXPECT_EQ(bidder_->Spent(adv - 1).value(), 4);
@@ -347,7 +356,7 @@ TEST_F(BidderIntegration, PolicyHotSwapFromKafkaNeverGoesBackAndStaleFallsBack) 
   };
   publish(5, NowUnixMs(), -0.5);
   ASSERT_TRUE(wait_version(5));
-  publish(3, NowUnixMs(), 0.9);  // older: never replaces version 5
+  publish(3, NowUnixMs(), 0.9);                        // older: never replaces version 5
   publish(6, NowUnixMs() - 10LL * 3600 * 1000, -0.2);  // newer but ten hours old
   ASSERT_TRUE(wait_version(6));
   EXPECT_GE(bidder_->policy().rejected(), 1u);
@@ -368,9 +377,10 @@ TEST_F(BidderIntegration, HostileBodiesGet400AndTheServerKeepsServing) {
   BidderConfig cfg = TestConfig(dir_);
   cfg.max_body_bytes = 64 * 1024;
   Start(cfg);
-  for (const std::string& body : {std::string("{\"id\":\"x\",\"imp\":[{\"id\":\"1\""), std::string("nope"),
-                                 std::string(100000, '[') + std::string(100000, ']'),
-                                 std::string(R"({"id":5,"imp":"x"})")}) {
+  for (const std::string& body :
+       {std::string("{\"id\":\"x\",\"imp\":[{\"id\":\"1\""), std::string("nope"),
+        std::string(100000, '[') + std::string(100000, ']'),
+        std::string(R"({"id":5,"imp":"x"})")}) {
     Client c(port_);
     EXPECT_EQ(c.Do(http::verb::post, "/openrtb2/bid", body).first, 400) << body.substr(0, 30);
   }

@@ -18,7 +18,8 @@ std::vector<Advertiser> Advertisers() {
     v[k].bid = Micros::FromUnits(1.0 + k);
     v[k].daily_budget = Micros::FromUnits(100);
     v[k].agent = static_cast<int>(k);
-    v[k].creatives = {{"c" + std::to_string(k), {"d" + std::to_string(k) + ".example"}, 300, 250, ""}};
+    v[k].creatives = {
+        {"c" + std::to_string(k), {"d" + std::to_string(k) + ".example"}, 300, 250, ""}};
   }
   return v;
 }
@@ -126,8 +127,11 @@ TEST(Notice, ParsesPricesExactlyAndRefusesBadOnes) {
   EXPECT_EQ(n->advertiser, 7u);
   EXPECT_EQ(n->price->value(), 1234567);
   for (auto [price, why] : {std::pair<const char*, const char*>{"AUDIT", "audit"},
-                            {"-1.0", "negative"}, {"abc", "non-numeric"}, {"", "missing"},
-                            {"${AUCTION_PRICE}", "audit"}, {"1e5", "non-numeric"}}) {
+                            {"-1.0", "negative"},
+                            {"abc", "non-numeric"},
+                            {"", "missing"},
+                            {"${AUCTION_PRICE}", "audit"},
+                            {"1e5", "non-numeric"}}) {
     auto b = ParseNotice(std::string("/notice/win?auction=a&imp=1&adv=1&price=") + price);
     ASSERT_TRUE(b.ok()) << price;
     EXPECT_FALSE(b->price.has_value()) << price;

@@ -30,9 +30,9 @@ TEST(ActionTable, RejectsCorruptFiles) {
   EXPECT_FALSE(ParseActionTable(head + R"("actions":[["a"]]})", "x").ok());
   EXPECT_FALSE(ParseActionTable(head + R"("actions":[]})", "x").ok());
   EXPECT_FALSE(ParseActionTable(head + R"("agents":3,"actions":[[0.1]]})", "x").ok());
-  EXPECT_FALSE(ParseActionTable(
-                   R"({"format":"rtb.action_table","schema_version":2,"actions":[[0]]})", "x")
-                   .ok());
+  EXPECT_FALSE(
+      ParseActionTable(R"({"format":"rtb.action_table","schema_version":2,"actions":[[0]]})", "x")
+          .ok());
   auto ok = ParseActionTable(head + R"("actions":[[0.1]]})", "x");
   EXPECT_TRUE(ok.ok());
   auto st = ParseActionTable("not json", "file.json");

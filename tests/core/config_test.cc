@@ -6,7 +6,7 @@ namespace rtb {
 namespace {
 
 struct Cfg {
-  int n = 3;            // a documented field
+  int n = 3;  // a documented field
   double x = 0.5;
   std::string mode = "a";
   std::vector<double> v = {1, 2};

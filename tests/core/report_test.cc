@@ -80,7 +80,8 @@ TEST(Report, RenderingIsDeterministicAndComplete) {
   EXPECT_EQ(RenderJson(r), RenderJson(Sample()));
   EXPECT_EQ(RenderHtml(r), RenderHtml(Sample()));
   const std::string md = RenderMarkdown(r);
-  EXPECT_NE(md.find("| learned | 30.00 ± 14.14 | 30.00 ± 0.00 | 60.00 ± 14.14 |"), std::string::npos)
+  EXPECT_NE(md.find("| learned | 30.00 ± 14.14 | 30.00 ± 0.00 | 60.00 ± 14.14 |"),
+            std::string::npos)
       << md;
   const std::string html = RenderHtml(r);
   EXPECT_NE(html.find("<svg"), std::string::npos);

@@ -110,9 +110,9 @@ TEST(Maddpg, CentralisedCriticSeesEveryActionAndDIndependentOnlyItsOwn) {
   Maddpg dcmab(*MakeAlgoSpec("dcmab", 3, {}, hp), hp, Norm3x3());
   Maddpg ddpg(*MakeAlgoSpec("ddpg", 3, {}, hp), hp, Norm3x3());
   EXPECT_EQ(dcmab.critics[0]->l1->weight.size(1), Norm3x3().StateDim() + 9);  // s and d
-  EXPECT_EQ(dcmab.critics[0]->l2->weight.size(1), hp.critic_hidden + 9);     // all actions
+  EXPECT_EQ(dcmab.critics[0]->l2->weight.size(1), hp.critic_hidden + 9);      // all actions
   EXPECT_EQ(ddpg.critics[0]->l1->weight.size(1), Norm3x3().StateDim());
-  EXPECT_EQ(ddpg.critics[0]->l2->weight.size(1), hp.critic_hidden + 3);      // own actions
+  EXPECT_EQ(ddpg.critics[0]->l2->weight.size(1), hp.critic_hidden + 3);  // own actions
 }
 
 TEST(Maddpg, UpdateReducesTheCriticLossOnAFixedBatch) {

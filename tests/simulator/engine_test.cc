@@ -100,8 +100,8 @@ TEST(Engine, ABudgetBelowTheFloorStaysButCannotWin) {
   e.RunToEnd(ActionTable(1, 1));
   const auto& o = e.advertiser_outcomes();
   EXPECT_EQ(o[0].cost.value(), 50000);
-  EXPECT_EQ(o[0].auctions, 2);     // still bids: 10000 left
-  EXPECT_EQ(o[0].impressions, 1);  // but its capped eCPM 10000 is below the floor
+  EXPECT_EQ(o[0].auctions, 2);          // still bids: 10000 left
+  EXPECT_EQ(o[0].impressions, 1);       // but its capped eCPM 10000 is below the floor
   EXPECT_EQ(o[3].cost.value(), 20000);  // D is last and pays the floor
 }
 

@@ -79,8 +79,7 @@ TEST_F(EnvTest, ResetReplaysTheSameEpisode) {
 
 TEST_F(EnvTest, LowerBidsTogetherStretchTheBudgetAndEarnMore) {
   // The mechanism the paper's agents learn: lowering bids together lowers second prices.
-  const RunResult manual =
-      EvaluateTable(*sc_, sc_->test, sc_->test_budgets, ActionTable(3, 3));
+  const RunResult manual = EvaluateTable(*sc_, sc_->test, sc_->test_budgets, ActionTable(3, 3));
   ActionTable low(3, 3);
   for (int i = 0; i < 3; ++i) {
     for (int j = 0; j < 3; ++j) low.set(i, j, -0.6);

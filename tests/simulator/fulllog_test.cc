@@ -54,12 +54,15 @@ TEST(FullLog, MalformedLinesNameFileAndLine) {
             std::string::npos);
   EXPECT_NE(ErrorOf(good + "3\t6\t1\t7\t2\t10\t0.1\t0.2\t5\n").find("bad.tsv:4: request_id 3 out"),
             std::string::npos);
-  EXPECT_NE(ErrorOf(good + "0\t5\t1\t7\t0\t1000\t0.1\t0.2\t5000\n").find("twice"), std::string::npos);
+  EXPECT_NE(ErrorOf(good + "0\t5\t1\t7\t0\t1000\t0.1\t0.2\t5000\n").find("twice"),
+            std::string::npos);
   EXPECT_NE(ErrorOf(good + "1\t6\t1\t7\t9\t10\t0.1\t0.2\t5\n").find("advertiser_id out of range"),
             std::string::npos);
   EXPECT_NE(ErrorOf(good + "1\t6\t1\t7\t1\t10\t1.5\t0.2\t5\n").find("pctr"), std::string::npos);
-  EXPECT_NE(ErrorOf(good + "1\t2\t1\t7\t1\t10\t0.1\t0.2\t5\n").find("backwards"), std::string::npos);
-  EXPECT_NE(ErrorOf(good + "1\t6\t1\t7\t1\t-10\t0.1\t0.2\t5\n").find("positive"), std::string::npos);
+  EXPECT_NE(ErrorOf(good + "1\t2\t1\t7\t1\t10\t0.1\t0.2\t5\n").find("backwards"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(good + "1\t6\t1\t7\t1\t-10\t0.1\t0.2\t5\n").find("positive"),
+            std::string::npos);
   EXPECT_NE(ErrorOf(good + "1\t6000\t1\t7\t1\t10\t0.1\t0.2\t5\n").find("outside the day"),
             std::string::npos);
   EXPECT_NE(ErrorOf("").find("no requests"), std::string::npos);
@@ -68,9 +71,8 @@ TEST(FullLog, MalformedLinesNameFileAndLine) {
 TEST(FullLog, BadHeaders) {
   EXPECT_FALSE(ParseFullLog("hello\n", "x").ok());
   EXPECT_FALSE(ParseFullLog("#rtb-fulllog v1 steps=1\n", "x").ok());
-  EXPECT_FALSE(ParseFullLog("#rtb-fulllog v1 steps=1 step_ms=1 advertisers=1 consumers=1 x=2\n",
-                            "x")
-                   .ok());
+  EXPECT_FALSE(
+      ParseFullLog("#rtb-fulllog v1 steps=1 step_ms=1 advertisers=1 consumers=1 x=2\n", "x").ok());
   EXPECT_FALSE(
       ParseFullLog("#rtb-fulllog v1 steps=1 step_ms=1 advertisers=1 consumers=1\nwrong\n", "x")
           .ok());

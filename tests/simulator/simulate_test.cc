@@ -42,16 +42,17 @@ TEST_F(DefaultDay, PaperScaleAndHeavyTailedAgents) {
   const auto& m = sc_->market;
   ASSERT_EQ(m.agents, 3);
   double rev = 0, advs = 0;
-  for (int i = 0; i < 3; ++i) rev += m.agent_history[i].revenue.units(), advs += m.agent_advertisers[i];
+  for (int i = 0; i < 3; ++i)
+    rev += m.agent_history[i].revenue.units(), advs += m.agent_advertisers[i];
   // The paper: ~89% / 6% / 5% of advertisers hold ~15% / 23% / 62% of revenue.
   EXPECT_GT(m.agent_advertisers[0] / advs, 0.80);
   EXPECT_LT(m.agent_advertisers[2] / advs, 0.10);
   EXPECT_LT(m.agent_history[0].revenue.units() / rev, 0.25);
   EXPECT_GT(m.agent_history[2].revenue.units() / rev, 0.50);
   for (int i = 0; i < 3; ++i) {
-    EXPECT_NEAR(static_cast<double>(m.agent_presences[i]) /
-                    static_cast<double>(sc_->train.candidates()),
-                1.0 / 3, 0.02);
+    EXPECT_NEAR(
+        static_cast<double>(m.agent_presences[i]) / static_cast<double>(sc_->train.candidates()),
+        1.0 / 3, 0.02);
   }
 }
 

@@ -10,7 +10,7 @@ namespace rtb::sim::testing {
 
 struct Cand {
   uint32_t adv;
-  double bid;   // units
+  double bid;  // units
   double pctr;
   double pcvr = 0.1;
   double ppb = 100;  // units

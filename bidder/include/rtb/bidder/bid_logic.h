@@ -43,12 +43,12 @@ struct Candidate {
   int agent = 0;
   int cluster = 0;
   double pctr = 0, pcvr = 0, bratio = 1, action = 0, alpha = 0;
-  Micros cpc;                   // adjusted CPC bid
-  Micros price;                 // CPM price
+  Micros cpc;    // adjusted CPC bid
+  Micros price;  // CPM price
 };
 
 struct Decision {
-  std::vector<Candidate> bids;  // in ranking order per impression
+  std::vector<Candidate> bids;              // in ranking order per impression
   NoBidReason reason = NoBidReason::kNone;  // set when bids is empty
   int cluster = 0;
   bool manual_fallback = false;  // no usable policy: alpha = 0
@@ -58,7 +58,7 @@ struct Decision {
 struct DecideOptions {
   int max_bids_per_imp = 3;
   std::string currency = "USD";
-  bool use_policy = true;       // false: the policy is missing or stale, bid manual
+  bool use_policy = true;  // false: the policy is missing or stale, bid manual
 };
 
 Decision DecideBids(const BidRequest& req, const std::vector<Advertiser>& advertisers,

@@ -12,65 +12,65 @@
 namespace rtb::bidder {
 
 struct Targeting {
-  std::vector<std::string> categories;   // IAB site/app categories to bid on; empty = any
-  std::vector<int> device_types;         // OpenRTB device.devicetype values; empty = any
-  std::vector<std::string> countries;    // device.geo.country (alpha-3); empty = any
-  bool site = true;                      // bid on site inventory
-  bool app = true;                       // bid on app inventory
+  std::vector<std::string> categories;  // IAB site/app categories to bid on; empty = any
+  std::vector<int> device_types;        // OpenRTB device.devicetype values; empty = any
+  std::vector<std::string> countries;   // device.geo.country (alpha-3); empty = any
+  bool site = true;                     // bid on site inventory
+  bool app = true;                      // bid on app inventory
 };
 
 struct Creative {
-  std::string crid;                      // creative id (crid / adid in the bid)
-  std::vector<std::string> adomain;      // advertiser domains (checked against badv)
-  int w = 0, h = 0;                      // banner size; 0 x 0 = any banner size
-  std::string markup;                    // adm; empty = served on the win notice (nurl)
+  std::string crid;                  // creative id (crid / adid in the bid)
+  std::vector<std::string> adomain;  // advertiser domains (checked against badv)
+  int w = 0, h = 0;                  // banner size; 0 x 0 = any banner size
+  std::string markup;                // adm; empty = served on the win notice (nurl)
 };
 
 struct Advertiser {
-  uint32_t id = 0;                       // advertiser id (seat = "adv-<id>")
-  std::string name;                      // for reports
-  Micros bid;                            // manual CPC bid (config: bid, currency units)
-  Micros daily_budget;                   // (config: daily_budget, currency units)
-  int agent = 0;                         // DCMAB agent (advertiser cluster), 0-based
+  uint32_t id = 0;      // advertiser id (seat = "adv-<id>")
+  std::string name;     // for reports
+  Micros bid;           // manual CPC bid (config: bid, currency units)
+  Micros daily_budget;  // (config: daily_budget, currency units)
+  int agent = 0;        // DCMAB agent (advertiser cluster), 0-based
   Targeting targeting;
-  std::vector<Creative> creatives;       // at least one
+  std::vector<Creative> creatives;  // at least one
 };
 
 struct KafkaConfig {
-  std::string brokers;                   // bootstrap.servers; empty = embedded mock cluster
-  int mock_brokers = 3;                  // brokers of the embedded mock cluster
+  std::string brokers;                      // bootstrap.servers; empty = embedded mock cluster
+  int mock_brokers = 3;                     // brokers of the embedded mock cluster
   std::string events_topic = "rtb.events";  // every bid, no-bid and notice, keyed by advertiser
   std::string policy_topic = "rtb.policy";  // action tables published by the learner
-  int partitions = 4;                    // partitions created on the mock cluster
-  int queue_max_messages = 100000;       // librdkafka local queue; beyond it events spill
-  int linger_ms = 5;                     // batching delay
+  int partitions = 4;                       // partitions created on the mock cluster
+  int queue_max_messages = 100000;          // librdkafka local queue; beyond it events spill
+  int linger_ms = 5;                        // batching delay
   std::string spill_path = "out/bidder/spill.jsonl";  // local spill file, replayed later
-  int flush_timeout_ms = 5000;           // on shutdown: wait this long, then spill the rest
+  int flush_timeout_ms = 5000;  // on shutdown: wait this long, then spill the rest
 };
 
 struct BidderConfig {
-  std::string listen = "127.0.0.1:8080";  // host:port (override: --listen)
-  int threads = 2;                       // I/O and request threads
-  std::string bid_path = "/openrtb2/bid";  // where bid requests are POSTed
+  std::string listen = "127.0.0.1:8080";                  // host:port (override: --listen)
+  int threads = 2;                                        // I/O and request threads
+  std::string bid_path = "/openrtb2/bid";                 // where bid requests are POSTed
   std::string notice_base_url = "http://127.0.0.1:8080";  // base of nurl/burl/lurl
-  std::string currency = "USD";          // the only currency bid in; other floors: no bid
-  size_t max_body_bytes = 1 << 20;       // larger bodies: 413/400
-  size_t max_header_bytes = 8192;        // larger headers: 431/400
-  size_t max_json_depth = 32;            // deeper JSON: 400 (the depth bomb)
-  int read_timeout_ms = 5000;            // per read; slow clients are disconnected
-  int max_connections = 1024;            // beyond it new connections are closed
-  int tmax_network_ms = 10;              // taken off tmax for the network; no bid if no time
-  int max_bids_per_imp = 3;              // bids per impression (one per seat), by eCPM
-  int reservation_timeout_ms = 10000;    // a reservation not settled by then is released
-  int policy_max_age_s = 7200;           // an older action table falls back to manual bids
-  std::string policy_path;               // action table file loaded at start (may be empty)
-  std::string clusters_path;             // user id -> consumer cluster file (may be empty)
-  int default_cluster = 0;               // cluster of a user not in the map (0 = lowest revenue)
-  std::string predictor_path;            // predictor model file (empty: built-in defaults)
+  std::string currency = "USD";        // the only currency bid in; other floors: no bid
+  size_t max_body_bytes = 1 << 20;     // larger bodies: 413/400
+  size_t max_header_bytes = 8192;      // larger headers: 431/400
+  size_t max_json_depth = 32;          // deeper JSON: 400 (the depth bomb)
+  int read_timeout_ms = 5000;          // per read; slow clients are disconnected
+  int max_connections = 1024;          // beyond it new connections are closed
+  int tmax_network_ms = 10;            // taken off tmax for the network; no bid if no time
+  int max_bids_per_imp = 3;            // bids per impression (one per seat), by eCPM
+  int reservation_timeout_ms = 10000;  // a reservation not settled by then is released
+  int policy_max_age_s = 7200;         // an older action table falls back to manual bids
+  std::string policy_path;             // action table file loaded at start (may be empty)
+  std::string clusters_path;           // user id -> consumer cluster file (may be empty)
+  int default_cluster = 0;             // cluster of a user not in the map (0 = lowest revenue)
+  std::string predictor_path;          // predictor model file (empty: built-in defaults)
   std::string state_path = "out/bidder/state";  // RocksDB: spend and notice dedupe
-  bool bench_endpoints = false;          // POST /bench/nobid answers 204 with no bid logic
+  bool bench_endpoints = false;                 // POST /bench/nobid answers 204 with no bid logic
   KafkaConfig kafka;
-  std::vector<Advertiser> advertisers;   // the campaigns (see configs/bidder/default.yaml)
+  std::vector<Advertiser> advertisers;  // the campaigns (see configs/bidder/default.yaml)
 };
 
 Result<BidderConfig> LoadBidderConfig(const std::string& path);

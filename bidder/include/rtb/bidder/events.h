@@ -14,11 +14,11 @@
 namespace rtb::bidder {
 
 struct Event {
-  std::string type;          // bid | nobid | win | billing | loss | click | conversion
-  std::string eid;           // unique per event
-  int64_t ts_ms = 0;         // wall clock, Unix ms
+  std::string type;   // bid | nobid | win | billing | loss | click | conversion
+  std::string eid;    // unique per event
+  int64_t ts_ms = 0;  // wall clock, Unix ms
   std::string auction_id, imp_id;
-  int64_t advertiser = -1;   // -1 for nobid
+  int64_t advertiser = -1;  // -1 for nobid
   int agent = -1, cluster = -1;
   int64_t price_micros = 0;  // bid: CPM price; win/billing: clearing CPM; conversion: value
   int64_t cpc_micros = 0;    // bid: adjusted CPC
@@ -26,10 +26,12 @@ struct Event {
   uint64_t policy_version = 0;
   bool manual_fallback = false;
   bool test = false;
-  std::string reason;        // nobid reason, invalid price reason, loss code
-  bool charged = false;      // billing: whether spend was booked
+  std::string reason;    // nobid reason, invalid price reason, loss code
+  bool charged = false;  // billing: whether spend was booked
 
-  std::string Key() const { return advertiser < 0 ? std::string("nobid") : std::to_string(advertiser); }
+  std::string Key() const {
+    return advertiser < 0 ? std::string("nobid") : std::to_string(advertiser);
+  }
 };
 
 std::string EncodeEvent(const Event& e);

@@ -46,20 +46,20 @@ struct BidRequest {
   std::string country;           // device.geo.country (ISO-3166-1 alpha-3)
   std::string ua, ip;
   std::string user_id, buyeruid;
-  int64_t tmax_ms = 0;           // 0 = not given
-  int at = 2;                    // 1 first price, 2 second price
+  int64_t tmax_ms = 0;  // 0 = not given
+  int at = 2;           // 1 first price, 2 second price
   std::vector<std::string> cur;
   std::vector<std::string> bcat, badv, bapp;
   bool test = false;
-  int gdpr = -1;                 // regs.gdpr or regs.ext.gdpr; -1 = unknown
-  std::string consent;           // user.consent or user.ext.consent
-  bool has_schain = false;       // source.schain or source.ext.schain
-  std::string version;           // x-openrtb-version header, if given
+  int gdpr = -1;            // regs.gdpr or regs.ext.gdpr; -1 = unknown
+  std::string consent;      // user.consent or user.ext.consent
+  bool has_schain = false;  // source.schain or source.ext.schain
+  std::string version;      // x-openrtb-version header, if given
 };
 
 struct DecodeLimits {
-  size_t max_bytes = 1 << 20;    // larger bodies are refused before parsing
-  size_t max_depth = 32;         // JSON nesting; the 100K-level depth bomb fails fast
+  size_t max_bytes = 1 << 20;  // larger bodies are refused before parsing
+  size_t max_depth = 32;       // JSON nesting; the 100K-level depth bomb fails fast
   size_t max_imps = 64;
 };
 
@@ -79,10 +79,10 @@ class RequestDecoder {
 struct Bid {
   std::string id;
   std::string impid;
-  Micros price;                  // CPM, micros of the response currency
+  Micros price;  // CPM, micros of the response currency
   std::string adid, crid, cid;
   std::vector<std::string> adomain;
-  std::string adm;               // markup, or empty when served on the win notice
+  std::string adm;  // markup, or empty when served on the win notice
   std::string nurl, burl, lurl;
   int w = 0, h = 0;
 };
@@ -97,7 +97,7 @@ struct BidResponse {
   std::string bidid;
   std::string cur = "USD";
   std::vector<SeatBid> seatbid;
-  int nbr = -1;                  // no-bid reason; -1 = none
+  int nbr = -1;  // no-bid reason; -1 = none
 };
 
 std::string EncodeBidResponse(const BidResponse& r);

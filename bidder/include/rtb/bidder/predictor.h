@@ -18,9 +18,9 @@
 namespace rtb::bidder {
 
 struct AdvertiserModel {
-  double ctr_bias = -4.0;   // logit of the base pCTR
-  double cvr_bias = -3.5;   // logit of the base pCVR
-  double avg_pcvr = 0;      // 7-day average pCVR (bratio's denominator); 0 = unknown
+  double ctr_bias = -4.0;  // logit of the base pCTR
+  double cvr_bias = -3.5;  // logit of the base pCVR
+  double avg_pcvr = 0;     // 7-day average pCVR (bratio's denominator); 0 = unknown
 };
 
 class Predictor {

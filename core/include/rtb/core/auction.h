@@ -18,9 +18,9 @@ namespace rtb {
 inline constexpr int kMaxSlots = 8;
 
 struct AuctionEntry {
-  double ecpm = 0;        // bid_hat x pCTR, micros per impression
-  uint32_t tie_key = 0;   // lower wins ties (advertiser id)
-  uint32_t index = 0;     // the caller's reference to the candidate
+  double ecpm = 0;       // bid_hat x pCTR, micros per impression
+  uint32_t tie_key = 0;  // lower wins ties (advertiser id)
+  uint32_t index = 0;    // the caller's reference to the candidate
 };
 
 // True when a ranks strictly above b.
@@ -29,9 +29,9 @@ inline bool Outranks(const AuctionEntry& a, const AuctionEntry& b) {
 }
 
 struct SlotResult {
-  uint32_t index = 0;       // the winning candidate (AuctionEntry::index)
-  double ecpm = 0;          // its own eCPM
-  double price_ecpm = 0;    // what it pays per impression in expectation (GSP, micros)
+  uint32_t index = 0;     // the winning candidate (AuctionEntry::index)
+  double ecpm = 0;        // its own eCPM
+  double price_ecpm = 0;  // what it pays per impression in expectation (GSP, micros)
 };
 
 // GspAuction: streaming top-(slots+1) selection; no allocation. Offer every eligible

@@ -33,13 +33,9 @@ inline double Roi(const Outcome& o) { return SafeDiv(o.revenue.units(), o.cost.u
 // Cost per (expected) click: the paper's "CPA".
 inline double CostPerClick(const Outcome& o) { return SafeDiv(o.cost.units(), o.clicks); }
 // Cost per conversion (CPA in the industry's sense).
-inline double CostPerConversion(const Outcome& o) {
-  return SafeDiv(o.cost.units(), o.conversions);
-}
+inline double CostPerConversion(const Outcome& o) { return SafeDiv(o.cost.units(), o.conversions); }
 // COST = cost / budget.
-inline double CostOverBudget(const Outcome& o) {
-  return SafeDiv(o.cost.units(), o.budget.units());
-}
+inline double CostOverBudget(const Outcome& o) { return SafeDiv(o.cost.units(), o.budget.units()); }
 inline double WinRate(const Outcome& o) {
   return SafeDiv(static_cast<double>(o.impressions), static_cast<double>(o.auctions));
 }

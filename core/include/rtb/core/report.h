@@ -35,17 +35,17 @@ struct MethodResult {
 
 struct Report {
   std::string title;
-  std::string kind;                                       // "simulate", "train", "replay"
-  std::vector<std::pair<std::string, std::string>> meta;  // config, seed, protocol... (ordered)
-  std::string row_label = "agent";                        // what a row is
-  std::vector<std::string> row_names;                     // "agent 1", ...
+  std::string kind;                                           // "simulate", "train", "replay"
+  std::vector<std::pair<std::string, std::string>> meta;      // config, seed, protocol... (ordered)
+  std::string row_label = "agent";                            // what a row is
+  std::vector<std::string> row_names;                         // "agent 1", ...
   std::vector<std::pair<std::string, std::string>> row_info;  // optional extra line per row
-  std::string baseline;                                   // method name of the baseline
-  std::string primary;                                    // method whose rows are top-level
-  double burn_bucket_minutes = 0;                         // width of a budget_burn bucket
+  std::string baseline;                                       // method name of the baseline
+  std::string primary;                                        // method whose rows are top-level
+  double burn_bucket_minutes = 0;                             // width of a budget_burn bucket
   std::string curve_label = "episode";
   std::vector<MethodResult> methods;
-  std::vector<std::string> notes;                         // free text lines for the reader
+  std::vector<std::string> notes;  // free text lines for the reader
 
   const MethodResult* Find(const std::string& name) const;
 };

@@ -15,12 +15,22 @@ namespace rtb {
 
 class Status {
  public:
-  enum class Code { kOk, kInvalidArgument, kNotFound, kIoError, kCorruption, kUnavailable,
-                    kFailedPrecondition, kInternal };
+  enum class Code {
+    kOk,
+    kInvalidArgument,
+    kNotFound,
+    kIoError,
+    kCorruption,
+    kUnavailable,
+    kFailedPrecondition,
+    kInternal
+  };
 
   Status() = default;
   static Status Ok() { return Status(); }
-  static Status InvalidArgument(std::string m) { return Status(Code::kInvalidArgument, std::move(m)); }
+  static Status InvalidArgument(std::string m) {
+    return Status(Code::kInvalidArgument, std::move(m));
+  }
   static Status NotFound(std::string m) { return Status(Code::kNotFound, std::move(m)); }
   static Status IoError(std::string m) { return Status(Code::kIoError, std::move(m)); }
   static Status Corruption(std::string m) { return Status(Code::kCorruption, std::move(m)); }
@@ -45,7 +55,7 @@ class Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   Result(Status status) : v_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     assert(!std::get<Status>(v_).ok());
   }
@@ -70,16 +80,17 @@ class [[nodiscard]] Result {
 }  // namespace rtb
 
 // RTB_RETURN_IF_ERROR(expr): returns the Status of expr from the enclosing function if not ok.
-#define RTB_RETURN_IF_ERROR(expr)         \
-  do {                                    \
-    ::rtb::Status _st = (expr);           \
-    if (!_st.ok()) return _st;            \
+#define RTB_RETURN_IF_ERROR(expr) \
+  do {                            \
+    ::rtb::Status _st = (expr);   \
+    if (!_st.ok()) return _st;    \
   } while (0)
 
 #define RTB_CONCAT_INNER(a, b) a##b
 #define RTB_CONCAT(a, b) RTB_CONCAT_INNER(a, b)
 // RTB_ASSIGN_OR_RETURN(lhs, expr): lhs = value of the Result expr, or return its Status.
-#define RTB_ASSIGN_OR_RETURN(lhs, expr) RTB_ASSIGN_OR_RETURN_IMPL(RTB_CONCAT(_res_, __LINE__), lhs, expr)
+#define RTB_ASSIGN_OR_RETURN(lhs, expr) \
+  RTB_ASSIGN_OR_RETURN_IMPL(RTB_CONCAT(_res_, __LINE__), lhs, expr)
 #define RTB_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
   auto tmp = (expr);                              \
   if (!tmp.ok()) return tmp.status();             \

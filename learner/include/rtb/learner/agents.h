@@ -28,12 +28,12 @@ enum class Algo { kManual, kBandit, kA2c, kDdpg, kDcmab, kDcmabCoord, kPartial }
 struct AlgoSpec {
   Algo algo = Algo::kDcmab;
   std::string name = "dcmab";
-  bool joint_actions = true;   // critic sees every agent's actions (else only its own)
-  bool critic_sees_d = true;   // d joins the critic's state at layer 1
-  bool use_targets = true;     // target networks for the critic target (Eq. 9)
-  bool coordinated = false;    // r_i = total revenue
+  bool joint_actions = true;  // critic sees every agent's actions (else only its own)
+  bool critic_sees_d = true;  // d joins the critic's state at layer 1
+  bool use_targets = true;    // target networks for the critic target (Eq. 9)
+  bool coordinated = false;   // r_i = total revenue
   double gamma = 0.99;
-  std::vector<bool> learns;    // per agent
+  std::vector<bool> learns;  // per agent
   bool off_policy() const { return algo != Algo::kA2c && algo != Algo::kManual; }
   bool trains() const { return algo != Algo::kManual; }
 };

@@ -13,27 +13,27 @@
 namespace rtb::learn {
 
 struct HyperParams {
-  double actor_lr = 1e-3;       // Adam learning rate of every actor mu_i
-  double critic_lr = 1e-3;      // Adam learning rate of every critic Q_i
-  double gamma = 0.99;          // discount; the horizon is T = 3 steps
-  double tau = 0.01;            // soft target update theta' <- tau*theta + (1-tau)*theta'
-  int batch_size = 64;          // minibatch size per update
-  double grad_clip = 0.5;       // max gradient norm per network and update
-  int updates_per_step = 8;     // gradient steps (all agents) per simulated step
-  int rollouts_per_episode = 4; // noisy plays of the training day per episode, like the
-                                // paper's parallel workers (each adds T transitions)
-  int warmup_transitions = 32;  // no update before the replay holds this many transitions
-  int actor_hidden = 300;       // actor: in -> hidden -> hidden -> 1 (ReLU, tanh out)
-  int critic_hidden = 100;      // critic: state -> hidden, [hidden, actions] -> hidden -> 1
+  double actor_lr = 1e-3;          // Adam learning rate of every actor mu_i
+  double critic_lr = 1e-3;         // Adam learning rate of every critic Q_i
+  double gamma = 0.99;             // discount; the horizon is T = 3 steps
+  double tau = 0.01;               // soft target update theta' <- tau*theta + (1-tau)*theta'
+  int batch_size = 64;             // minibatch size per update
+  double grad_clip = 0.5;          // max gradient norm per network and update
+  int updates_per_step = 8;        // gradient steps (all agents) per simulated step
+  int rollouts_per_episode = 4;    // noisy plays of the training day per episode, like the
+                                   // paper's parallel workers (each adds T transitions)
+  int warmup_transitions = 32;     // no update before the replay holds this many transitions
+  int actor_hidden = 300;          // actor: in -> hidden -> hidden -> 1 (ReLU, tanh out)
+  int critic_hidden = 100;         // critic: state -> hidden, [hidden, actions] -> hidden -> 1
   std::string noise = "gaussian";  // exploration process per a_ij: gaussian | ou
-  double noise_sigma = 0.3;     // initial noise scale
-  double noise_decay = 0.97;    // sigma x decay per episode
-  double noise_min = 0.02;      // floor of the decayed sigma
-  double ou_theta = 0.15;       // Ornstein-Uhlenbeck mean reversion (noise = ou)
+  double noise_sigma = 0.3;        // initial noise scale
+  double noise_decay = 0.97;       // sigma x decay per episode
+  double noise_min = 0.02;         // floor of the decayed sigma
+  double ou_theta = 0.15;          // Ornstein-Uhlenbeck mean reversion (noise = ou)
   double actor_preact_reg = 0.01;  // penalty x mean(u^2) on the actor's pre-tanh output u, so
                                    // the actor cannot saturate at a = +-1 (deviation; 0 = off)
-  double a2c_lr = 3e-4;         // A2C: Adam learning rate (actor and value)
-  double a2c_entropy = 1e-3;    // A2C: entropy bonus weight
+  double a2c_lr = 3e-4;            // A2C: Adam learning rate (actor and value)
+  double a2c_entropy = 1e-3;       // A2C: entropy bonus weight
   double a2c_init_log_std = -1.0;  // A2C: initial log std of the Gaussian policy
   bool shared_minibatch = true;    // one minibatch for all agents per update, so every
                                    // agent's target actions are computed once (deviation:
@@ -48,16 +48,16 @@ struct ReplayConfig {
 
 struct LearnerConfig {
   std::string simulator_config = "../simulator/default.yaml";  // relative to this file
-  sim::SimulatorConfig sim;        // loaded from simulator_config
-  int seeds = 4;                   // independent runs per method (mean +- std)
-  uint64_t base_seed = 1;          // seed of run s is base_seed + s
-  int episodes = 150;              // max training episodes (days) per run
-  int patience = 50;               // stop when the training score has not improved for this
-                                   // many episodes (the paper's convergence rule)
-  int checkpoint_every = 25;       // episodes between checkpoints (0 = only at the end)
-  int training_days = 4;           // days of (generated) training traffic; plays rotate over
-                                   // them so the policy learns to pace from its state
-  double roi_scale = 4.0;          // reward and revenue normalisation: revenue / (budget x this)
+  sim::SimulatorConfig sim;                                    // loaded from simulator_config
+  int seeds = 4;              // independent runs per method (mean +- std)
+  uint64_t base_seed = 1;     // seed of run s is base_seed + s
+  int episodes = 150;         // max training episodes (days) per run
+  int patience = 50;          // stop when the training score has not improved for this
+                              // many episodes (the paper's convergence rule)
+  int checkpoint_every = 25;  // episodes between checkpoints (0 = only at the end)
+  int training_days = 4;      // days of (generated) training traffic; plays rotate over
+                              // them so the policy learns to pace from its state
+  double roi_scale = 4.0;     // reward and revenue normalisation: revenue / (budget x this)
   // Budget delivery (deviation from the paper's pure revenue reward, see learner/README.md):
   // at the day's last step r_i -= delivery_penalty x max(0, delivery_target - cost_i/budget_i)
   // (coordinated: the sum over agents, for every agent). 0 = the paper's reward.

@@ -4,7 +4,8 @@
 // s^q = [g_cost (N*L), g_revenue (N*L), x_1 .. x_L] with
 //   g_cost_ij    = cost_ij / budget_i            (the current day's budget of agent i)
 //   g_revenue_ij = revenue_ij / (budget_i * roi_scale)
-//   x_j          = [onehot_L(j), revenue_hist_j(t) / max revenue_hist, cost_hist_j(t) / max cost_hist]
+//   x_j          = [onehot_L(j), revenue_hist_j(t) / max revenue_hist, cost_hist_j(t) / max
+//   cost_hist]
 // The actor of agent i sees [g, x_j] (2NL + L + 2 numbers; 23 for N = L = 3).
 // Rewards are normalised the same way: r_i / (budget_i * roi_scale) (coordinated: by the total
 // budget). The scales are stored with the model (Normalizer).

@@ -18,8 +18,8 @@ struct TrainOptions {
   int episodes = 0;                // 0 = the config's
   std::string out = "out/train";
   std::string config_path;
-  int jobs = 2;                    // runs trained in parallel (one intra-op thread each)
-  bool resume = false;             // continue from each run's last checkpoint
+  int jobs = 2;         // runs trained in parallel (one intra-op thread each)
+  bool resume = false;  // continue from each run's last checkpoint
   bool progress = true;
 };
 
@@ -31,8 +31,8 @@ struct Evaluation {
 
 // Plays `day` with the learner's deterministic policy: at each step the table is
 // a[i][j] = mu_i([g, x_j]) for the current state (dcmab.md section 2).
-Evaluation EvaluatePolicy(MultiAgentLearner& learner, const sim::Scenario& sc,
-                          const sim::Day& day, const std::vector<Micros>& budgets);
+Evaluation EvaluatePolicy(MultiAgentLearner& learner, const sim::Scenario& sc, const sim::Day& day,
+                          const std::vector<Micros>& budgets);
 
 Result<Report> RunTraining(const LearnerConfig& cfg, const TrainOptions& opt);
 

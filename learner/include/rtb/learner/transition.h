@@ -11,14 +11,14 @@
 namespace rtb::learn {
 
 struct Transition {
-  std::vector<float> s;       // state s^q = [g, x^q] before the step
-  std::vector<float> d;       // d before the step (shares of the previous step)
-  std::vector<float> a;       // executed actions, agent-major: a[i*L + j]
-  std::vector<float> r;       // reward per agent
-  std::vector<float> s2;      // state after the step
-  std::vector<float> d2;      // d of the step just played
-  uint8_t done = 0;           // 1 at the episode's last step: y = r there
-  uint64_t episode = 0;       // provenance (for audits and the crash test)
+  std::vector<float> s;   // state s^q = [g, x^q] before the step
+  std::vector<float> d;   // d before the step (shares of the previous step)
+  std::vector<float> a;   // executed actions, agent-major: a[i*L + j]
+  std::vector<float> r;   // reward per agent
+  std::vector<float> s2;  // state after the step
+  std::vector<float> d2;  // d of the step just played
+  uint8_t done = 0;       // 1 at the episode's last step: y = r there
+  uint64_t episode = 0;   // provenance (for audits and the crash test)
   uint32_t step = 0;
 
   bool operator==(const Transition&) const = default;

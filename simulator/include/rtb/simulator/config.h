@@ -18,47 +18,47 @@ struct WorldConfig {
   double large_weight = 18.0;    // how much more often a large advertiser is a candidate
   double weight_sigma = 0.2;     // lognormal spread of candidate frequency within each group
   double ctr_mean = 0.02;        // typical pCTR of an advertiser's ads
-  double ctr_sigma = 0.1;       // lognormal spread of advertiser pCTR
+  double ctr_sigma = 0.1;        // lognormal spread of advertiser pCTR
   double cvr_mean = 0.03;        // typical pCVR (conversions per click)
-  double cvr_sigma = 0.15;        // lognormal spread of advertiser pCVR
+  double cvr_sigma = 0.15;       // lognormal spread of advertiser pCVR
   double order_value_mean = 80;  // typical order value (ppb), currency units
   double order_value_sigma = 0.35;  // lognormal spread of order value
   double large_value_factor = 1.6;  // order value of large advertisers x this (brands sell more)
-  double bid_margin = 0.3;      // manual CPC bid ~ margin x value per click (pCVR x ppb)
-  double bid_noise_sigma = 0.15;  // lognormal noise of human-set bids around that rule
-  double min_bid = 0.05;         // lowest manual CPC bid, currency units
-  double max_bid = 30;           // highest manual CPC bid, currency units
-  int consumers = 30000;         // number of consumers (users)
+  double bid_margin = 0.3;          // manual CPC bid ~ margin x value per click (pCVR x ppb)
+  double bid_noise_sigma = 0.15;    // lognormal noise of human-set bids around that rule
+  double min_bid = 0.05;            // lowest manual CPC bid, currency units
+  double max_bid = 30;              // highest manual CPC bid, currency units
+  int consumers = 30000;            // number of consumers (users)
   double consumer_activity_sigma = 1.1;  // lognormal spread of how often a consumer shows up
-  double consumer_value_sigma = 0.25;     // lognormal spread of consumer purchase propensity
+  double consumer_value_sigma = 0.25;    // lognormal spread of consumer purchase propensity
   double consumer_click_sigma = 0.3;     // lognormal spread of consumer click propensity
 };
 
 // One simulated day of requests (a training or test day).
 struct DayConfig {
-  int64_t requests = 70000;      // bid requests in the day (each auctions `slots` ad slots)
-  int steps = 3;                 // T: time steps per day (episode length)
-  int64_t step_minutes = 60;     // T_p: length of a step, minutes
+  int64_t requests = 70000;   // bid requests in the day (each auctions `slots` ad slots)
+  int steps = 3;              // T: time steps per day (episode length)
+  int64_t step_minutes = 60;  // T_p: length of a step, minutes
   std::vector<double> traffic_by_step = {0.8, 1.0, 1.2};  // relative request rate per step
   std::vector<double> value_by_step = {0.85, 1.0, 1.2};   // order-value multiplier per step
-  double candidates_mean = 15;   // mean candidate advertisers per request (Poisson)
-  int candidates_min = 4;        // at least this many candidates per request
-  int candidates_max = 60;       // at most this many
+  double candidates_mean = 15;     // mean candidate advertisers per request (Poisson)
+  int candidates_min = 4;          // at least this many candidates per request
+  int candidates_max = 60;         // at most this many
   double pctr_noise_sigma = 0.7;   // per-request lognormal noise on pCTR
   double pcvr_noise_sigma = 0.1;   // per-request lognormal noise on pCVR
   double value_noise_sigma = 0.2;  // per-request lognormal noise on order value
   // Floors (OpenRTB imp.bidfloor) are dynamic, as publishers set them from past clearing
   // prices: floor = floor_fraction x the request's clearing price under manual bids (the
   // eCPM of candidate slots+1, or of the last candidate) x lognormal(0, floor_sigma).
-  double floor_fraction = 0.25;    // 0 = no floors
-  double floor_sigma = 0.3;        // lognormal spread of the floor around that
+  double floor_fraction = 0.25;  // 0 = no floors
+  double floor_sigma = 0.3;      // lognormal spread of the floor around that
 };
 
 // The auction rules (dcmab.md section 3).
 struct AuctionConfig {
-  int slots = 3;                 // ad slots per request; the top `slots` by eCPM win
-  double reserve_cpm = 0.0;      // exchange-wide minimum reserve, currency units per thousand
-                                 // impressions; a request's reserve is max(this, its floor)
+  int slots = 3;             // ad slots per request; the top `slots` by eCPM win
+  double reserve_cpm = 0.0;  // exchange-wide minimum reserve, currency units per thousand
+                             // impressions; a request's reserve is max(this, its floor)
   // Click-through factor per slot (position discount); empty = no discount (paper's setting).
   std::vector<double> slot_ctr_factors;
   std::string outcomes = "expected";  // "expected" (paper) or "sampled" (Bernoulli clicks/buys)
@@ -66,20 +66,20 @@ struct AuctionConfig {
 
 // How the market is cut into agents and how budgets are set.
 struct MarketConfig {
-  int agents = 3;                // N advertiser clusters (agents); = advertisers for one each
-  int consumer_clusters = 3;     // L consumer clusters
+  int agents = 3;                    // N advertiser clusters (agents); = advertisers for one each
+  int consumer_clusters = 3;         // L consumer clusters
   double budget_fraction = 1.0 / 3;  // budget = fraction x cost under manual, unlimited budget
-  double alpha_range = 0.9;      // alpha = clip(a x bratio, -range, range)
-  std::string reward = "self";   // "self" (r_i = agent i's revenue) or "coordinated" (total)
+  double alpha_range = 0.9;          // alpha = clip(a x bratio, -range, range)
+  std::string reward = "self";       // "self" (r_i = agent i's revenue) or "coordinated" (total)
 };
 
 struct SimulatorConfig {
-  uint64_t seed = 1;             // world and day seed (overridden by --seed)
+  uint64_t seed = 1;  // world and day seed (overridden by --seed)
   WorldConfig world;
   DayConfig day;
   AuctionConfig auction;
   MarketConfig market;
-  int burn_buckets = 36;         // buckets of the budget-burn timeline over the day
+  int burn_buckets = 36;  // buckets of the budget-burn timeline over the day
 };
 
 // Reads the config sections into cfg; validates ranges. Used by every config that embeds a

@@ -34,8 +34,8 @@ class AuctionEngine {
   static constexpr int64_t kSpentMicros = 100;
 
   // budgets: per advertiser; empty = unlimited.
-  AuctionEngine(const Day& day, const Market& market, const AuctionConfig& acfg,
-                double alpha_range, std::vector<Micros> budgets, int burn_buckets = 36);
+  AuctionEngine(const Day& day, const Market& market, const AuctionConfig& acfg, double alpha_range,
+                std::vector<Micros> budgets, int burn_buckets = 36);
 
   // Starts the day again (budgets full, counters zero). seed drives sampled outcomes only.
   void Reset(uint64_t seed);
@@ -104,7 +104,7 @@ class AuctionEngine {
 
 // Per-advertiser budgets: fraction x the advertiser's cost on `day` under manual bids with
 // unlimited budget (dcmab.md section 3).
-std::vector<Micros> ComputeBudgets(const Day& day, const Market& market,
-                                   const AuctionConfig& acfg, double fraction);
+std::vector<Micros> ComputeBudgets(const Day& day, const Market& market, const AuctionConfig& acfg,
+                                   double fraction);
 
 }  // namespace rtb::sim

@@ -17,11 +17,11 @@
 namespace rtb::sim {
 
 struct Observation {
-  int step = 0;                       // the step about to be played (T when done)
-  std::vector<double> g_cost;         // [i*L+j], currency units
-  std::vector<double> g_revenue;      // [i*L+j], currency units
-  std::vector<double> x;              // [j*(L+2) + ...]: onehot_L(j), revenue_hist_j, cost_hist_j
-  std::vector<double> d;              // [i*L+j], sums to 1 (or all 0 when nothing was bid)
+  int step = 0;                   // the step about to be played (T when done)
+  std::vector<double> g_cost;     // [i*L+j], currency units
+  std::vector<double> g_revenue;  // [i*L+j], currency units
+  std::vector<double> x;          // [j*(L+2) + ...]: onehot_L(j), revenue_hist_j, cost_hist_j
+  std::vector<double> d;          // [i*L+j], sums to 1 (or all 0 when nothing was bid)
 };
 
 struct StepResult {
@@ -35,8 +35,8 @@ enum class RewardMode { kSelf, kCoordinated };
 
 class MultiAgentEnv {
  public:
-  MultiAgentEnv(const Day& day, const Market& market, const AuctionConfig& acfg,
-                double alpha_range, std::vector<Micros> budgets, RewardMode mode);
+  MultiAgentEnv(const Day& day, const Market& market, const AuctionConfig& acfg, double alpha_range,
+                std::vector<Micros> budgets, RewardMode mode);
 
   Observation Reset(uint64_t seed);
   StepResult Step(const ActionTable& a);

@@ -22,7 +22,8 @@ struct Market {
   std::vector<uint16_t> cluster_of;  // consumer -> cluster j
   // Cluster of a consumer never seen in history: the lowest-revenue cluster (0).
   uint16_t default_cluster = 0;
-  std::vector<double> avg_pcvr;      // advertiser -> mean pCVR over its history candidates (0 = unknown)
+  std::vector<double>
+      avg_pcvr;  // advertiser -> mean pCVR over its history candidates (0 = unknown)
   // x_j features per step t: revenue and cost of consumer cluster j during step t of the
   // history day under manual bids (currency units). [step][cluster]
   std::vector<std::vector<double>> revenue_hist, cost_hist;
@@ -35,7 +36,6 @@ struct Market {
 };
 
 // Runs `history` under manual bids with unlimited budget, clusters, and fills a Market.
-Result<Market> BuildMarket(const Day& history, const MarketConfig& mcfg,
-                           const AuctionConfig& acfg);
+Result<Market> BuildMarket(const Day& history, const MarketConfig& mcfg, const AuctionConfig& acfg);
 
 }  // namespace rtb::sim

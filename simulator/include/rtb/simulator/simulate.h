@@ -43,8 +43,8 @@ Result<ActionTable> ResolvePolicy(const std::string& spec, int agents, int clust
 
 struct SimulateOptions {
   std::string policy = "manual";
-  std::string day = "test";           // "train" or "test"
-  std::string config_path;            // for the report's header
+  std::string day = "test";  // "train" or "test"
+  std::string config_path;   // for the report's header
   bool progress = true;
 };
 

@@ -14,18 +14,18 @@
 namespace rtb::sim {
 
 struct Advertiser {
-  double weight = 1;       // relative frequency as an auction candidate
-  double ctr = 0.02;       // base pCTR
-  double cvr = 0.03;       // base pCVR
-  Micros order_value;      // base ppb
-  Micros bid;              // manual CPC bid
+  double weight = 1;   // relative frequency as an auction candidate
+  double ctr = 0.02;   // base pCTR
+  double cvr = 0.03;   // base pCVR
+  Micros order_value;  // base ppb
+  Micros bid;          // manual CPC bid
   bool large = false;
 };
 
 struct Consumer {
-  double activity = 1;     // relative request frequency
-  double value = 1;        // pCVR multiplier
-  double click = 1;        // pCTR multiplier
+  double activity = 1;  // relative request frequency
+  double value = 1;     // pCVR multiplier
+  double click = 1;     // pCTR multiplier
 };
 
 struct World {
@@ -43,16 +43,16 @@ struct Day {
   uint32_t num_advertisers = 0;
   uint32_t num_consumers = 0;
   // per request
-  std::vector<TimeMs> time_ms;      // ms since the start of the day
+  std::vector<TimeMs> time_ms;  // ms since the start of the day
   std::vector<uint32_t> consumer;
-  std::vector<int64_t> floor_cpm;   // floor price (CPM), micros; 0 = none
-  std::vector<uint32_t> begin;      // size requests()+1
+  std::vector<int64_t> floor_cpm;  // floor price (CPM), micros; 0 = none
+  std::vector<uint32_t> begin;     // size requests()+1
   // per candidate
   std::vector<uint32_t> adv;
-  std::vector<int64_t> bid;         // manual CPC bid, micros
+  std::vector<int64_t> bid;  // manual CPC bid, micros
   std::vector<double> pctr;
   std::vector<double> pcvr;
-  std::vector<int64_t> ppb;         // order value, micros
+  std::vector<int64_t> ppb;  // order value, micros
 
   size_t requests() const { return time_ms.size(); }
   size_t candidates() const { return adv.size(); }
