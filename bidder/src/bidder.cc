@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <deque>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -47,7 +48,6 @@ constexpr int kReasons = 7;
 constexpr int kNoticeTypes = 5;
 const char* kNoticeResults[] = {"applied", "duplicate", "invalid_price", "above_bid", "error"};
 constexpr int kNoticeResultCount = 5;
-constexpr int64_t kBidRecordTtlMs = 3600 * 1000;  // late billing notices are accepted for 1 h
 
 }  // namespace
 
@@ -72,7 +72,8 @@ struct Bidder::Impl {
   static constexpr int kShards = 16;
   struct Shard {
     std::mutex mu;
-    std::unordered_map<std::string, BidRecord> m;  // GUARDED_BY(mu)
+    std::unordered_map<std::string, BidRecord> m;      // GUARDED_BY(mu)
+    std::deque<std::pair<int64_t, std::string>> fifo;  // GUARDED_BY(mu), expiry order
   };
   Shard bid_shards[kShards];
 
@@ -96,8 +97,11 @@ struct Bidder::Impl {
 
   void RecordBid(const std::string& key, Micros price) {
     Shard& s = ShardOf(key);
+    const int64_t expires = NowUnixMs() + cfg.bid_record_ttl_ms;
     std::lock_guard<std::mutex> l(s.mu);
-    s.m[key] = {price.value(), NowUnixMs() + kBidRecordTtlMs};
+    if (s.m.insert_or_assign(key, BidRecord{price.value(), expires}).second) {
+      s.fifo.emplace_back(expires, key);
+    }
   }
   bool FindBid(const std::string& key, int64_t* price) {
     Shard& s = ShardOf(key);
@@ -452,8 +456,10 @@ void Bidder::Tick() {
   m.ledger->ExpireBefore(now);
   for (auto& s : m.bid_shards) {
     std::lock_guard<std::mutex> l(s.mu);
-    for (auto it = s.m.begin(); it != s.m.end();) {
-      it = it->second.expires_ms < now ? s.m.erase(it) : std::next(it);
+    while (!s.fifo.empty() && s.fifo.front().first < now) {
+      auto it = s.m.find(s.fifo.front().second);
+      if (it != s.m.end() && it->second.expires_ms < now) s.m.erase(it);
+      s.fifo.pop_front();
     }
   }
 }

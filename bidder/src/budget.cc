@@ -28,6 +28,7 @@ bool BudgetLedger::TryReserve(size_t adv, const std::string& key, Micros amount,
   Shard& sh = ShardOf(key);
   std::lock_guard<std::mutex> l(sh.mu);
   auto [it, inserted] = sh.open.emplace(key, Reservation{adv, amount.value(), deadline_ms});
+  if (inserted) sh.by_deadline.emplace_back(deadline_ms, key);
   if (!inserted) {
     // The same key twice (a retried request): keep one reservation.
     s.committed.fetch_sub(amount.value());
@@ -70,15 +71,15 @@ int BudgetLedger::ExpireBefore(int64_t now_ms) {
   int n = 0;
   for (auto& sh : shards_) {
     std::lock_guard<std::mutex> l(sh.mu);
-    for (auto it = sh.open.begin(); it != sh.open.end();) {
-      if (it->second.deadline_ms < now_ms) {
+    while (!sh.by_deadline.empty() && sh.by_deadline.front().first < now_ms) {
+      auto it = sh.open.find(sh.by_deadline.front().second);
+      if (it != sh.open.end() && it->second.deadline_ms < now_ms) {
         slots_[it->second.adv].committed.fetch_sub(it->second.amount);
-        it = sh.open.erase(it);
+        sh.open.erase(it);
         outstanding_.fetch_sub(1);
         ++n;
-      } else {
-        ++it;
       }
+      sh.by_deadline.pop_front();
     }
   }
   return n;

@@ -41,6 +41,8 @@ Result<BidderConfig> LoadBidderConfig(const std::string& path) {
              "must be between 1 and 100");
   root.Get("reservation_timeout_ms", &c.reservation_timeout_ms);
   root.Check(c.reservation_timeout_ms >= 1, "reservation_timeout_ms", "must be positive");
+  root.Get("bid_record_ttl_ms", &c.bid_record_ttl_ms);
+  root.Check(c.bid_record_ttl_ms >= 1, "bid_record_ttl_ms", "must be positive");
   root.Get("policy_max_age_s", &c.policy_max_age_s);
   root.Get("policy_path", &c.policy_path);
   root.Get("clusters_path", &c.clusters_path);

@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -60,6 +61,9 @@ class BudgetLedger {
   struct Shard {
     mutable std::mutex mu;
     std::unordered_map<std::string, Reservation> open;  // GUARDED_BY(mu)
+    // (deadline, key) in reservation order; deadlines grow, so expiry pops from the front
+    // and costs O(expired), never a scan. Keys already settled or released are skipped.
+    std::deque<std::pair<int64_t, std::string>> by_deadline;  // GUARDED_BY(mu)
   };
   Shard& ShardOf(const std::string& key) const;
 

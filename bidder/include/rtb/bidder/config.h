@@ -62,6 +62,8 @@ struct BidderConfig {
   int tmax_network_ms = 10;            // taken off tmax for the network; no bid if no time
   int max_bids_per_imp = 3;            // bids per impression (one per seat), by eCPM
   int reservation_timeout_ms = 10000;  // a reservation not settled by then is released
+  int bid_record_ttl_ms = 60000;       // bids are remembered this long to check notice prices; a
+                                       // later billing is booked, flagged "unverified"
   int policy_max_age_s = 7200;         // an older action table falls back to manual bids
   std::string policy_path;             // action table file loaded at start (may be empty)
   std::string clusters_path;           // user id -> consumer cluster file (may be empty)
