@@ -3,26 +3,16 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "rtb/core/text.h"
+
 namespace rtb::bidder {
 namespace {
 
 void Str(std::string& o, const char* k, const std::string& v) {
   o += ",\"";
   o += k;
-  o += "\":\"";
-  for (unsigned char c : v) {
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      o += buf;
-    } else {
-      o += static_cast<char>(c);
-    }
-  }
-  o += '"';
+  o += "\":";
+  AppendJsonString(o, v);
 }
 
 void Int(std::string& o, const char* k, int64_t v) {

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "rtb/core/text.h"
+
 namespace rtb::bidder {
 namespace {
 
@@ -224,37 +226,7 @@ Result<BidRequest> RequestDecoder::Decode(std::string_view body) {
 
 namespace {
 
-void Esc(std::string& out, std::string_view s) {
-  out += '"';
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  out += '"';
-}
+void Esc(std::string& out, std::string_view s) { AppendJsonString(out, s); }
 
 void Price(std::string& out, Micros m) {
   char buf[32];

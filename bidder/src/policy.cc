@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "rtb/core/text.h"
+
 namespace rtb::bidder {
 
 int ClusterMap::Lookup(const std::string& user) const {
@@ -37,11 +39,8 @@ Result<ClusterMap> ParseClusterMap(const std::string& text, const std::string& s
 }
 
 Result<ClusterMap> LoadClusterMap(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::NotFound(path + ": cannot open cluster map");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ParseClusterMap(ss.str(), path);
+  RTB_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(path, "cluster map"));
+  return ParseClusterMap(text, path);
 }
 
 bool PolicyHolder::Install(std::unique_ptr<PolicySnapshot> snap) {

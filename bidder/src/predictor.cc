@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "rtb/core/text.h"
+
 namespace rtb::bidder {
 namespace {
 
@@ -116,11 +118,8 @@ Result<Predictor> ParsePredictor(const std::string& text, const std::string& sou
 }
 
 Result<Predictor> LoadPredictor(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::NotFound(path + ": cannot open predictor model");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ParsePredictor(ss.str(), path);
+  RTB_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(path, "predictor model"));
+  return ParsePredictor(text, path);
 }
 
 std::string SerializePredictor(const Predictor& p) {

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "rtb/core/report.h"
+#include "rtb/core/text.h"
 
 namespace rtb {
 
@@ -68,11 +69,8 @@ Result<ActionTable> ParseActionTable(const std::string& text, const std::string&
 }
 
 Result<ActionTable> LoadActionTable(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(path + ": cannot open action table");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ParseActionTable(ss.str(), path);
+  RTB_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(path, "action table"));
+  return ParseActionTable(text, path);
 }
 
 std::string SerializeActionTable(const ActionTable& t) {

@@ -13,6 +13,8 @@
 #include <functional>
 #include <sstream>
 
+#include "rtb/core/text.h"
+
 namespace rtb {
 namespace {
 
@@ -102,35 +104,9 @@ std::string HumanStat(const MetricDef& def, const MeanStd& s, bool with_std) {
 }
 
 std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
+  std::string out;
+  AppendJsonString(out, s);
+  return out;
 }
 
 std::string HtmlEscape(const std::string& s) {

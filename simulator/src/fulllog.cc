@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "rtb/core/report.h"
+#include "rtb/core/text.h"
 
 namespace rtb::sim {
 namespace {
@@ -222,11 +223,8 @@ Result<Day> ParseFullLog(const std::string& text, const std::string& name) {
 }
 
 Result<Day> ReadFullLog(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(path + ": cannot open log file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ParseFullLog(ss.str(), path);
+  RTB_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(path, "log file"));
+  return ParseFullLog(text, path);
 }
 
 }  // namespace rtb::sim
