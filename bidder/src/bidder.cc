@@ -112,11 +112,12 @@ struct Bidder::Impl {
     return true;
   }
 
+  // When the table was computed (or, if it does not say, when it was loaded).
+  static int64_t BornMs(const PolicySnapshot& p) {
+    return p.table.created_unix_ms > 0 ? p.table.created_unix_ms : p.loaded_unix_ms;
+  }
   bool PolicyUsable(const PolicySnapshot* p, int64_t now_ms) const {
-    if (p == nullptr) return false;
-    const int64_t born =
-        p->table.created_unix_ms > 0 ? p->table.created_unix_ms : p->loaded_unix_ms;
-    return now_ms - born <= static_cast<int64_t>(cfg.policy_max_age_s) * 1000;
+    return p != nullptr && now_ms - BornMs(*p) <= static_cast<int64_t>(cfg.policy_max_age_s) * 1000;
   }
 
   void RunPolicyFeed();
@@ -325,9 +326,9 @@ HttpResult Bidder::HandleBid(std::string_view body, int64_t received_us, Request
     b.adomain = cr.adomain;
     b.w = cr.w;
     b.h = cr.h;
-    b.nurl = NoticeUrl(m.cfg.notice_base_url, NoticeType::kWin, req->id, imp.id, b.id, a.id);
-    b.burl = NoticeUrl(m.cfg.notice_base_url, NoticeType::kBilling, req->id, imp.id, b.id, a.id);
-    b.lurl = NoticeUrl(m.cfg.notice_base_url, NoticeType::kLoss, req->id, imp.id, b.id, a.id);
+    b.nurl = NoticeUrl(m.cfg.notice_base_url, NoticeType::kWin, a.id);
+    b.burl = NoticeUrl(m.cfg.notice_base_url, NoticeType::kBilling, a.id);
+    b.lurl = NoticeUrl(m.cfg.notice_base_url, NoticeType::kLoss, a.id);
     b.adm = cr.markup;
     sb->bids.push_back(std::move(b));
     m.bids.Inc();
@@ -531,9 +532,7 @@ HttpResult Bidder::Metrics() const {
   line("rtb_policy_version %llu\n", (unsigned long long)(p ? p->table.version : 0));
   o += "# HELP rtb_policy_age_seconds Age of the action table (-1 = none).\n"
        "# TYPE rtb_policy_age_seconds gauge\n";
-  const int64_t born =
-      p ? (p->table.created_unix_ms > 0 ? p->table.created_unix_ms : p->loaded_unix_ms) : 0;
-  line("rtb_policy_age_seconds %.3f\n", p ? (now - born) / 1000.0 : -1.0);
+  line("rtb_policy_age_seconds %.3f\n", p ? (now - Impl::BornMs(*p)) / 1000.0 : -1.0);
   o += "# HELP rtb_policy_fallback 1 when bidding manual bids (no policy, or too old).\n"
        "# TYPE rtb_policy_fallback gauge\n";
   line("rtb_policy_fallback %d\n", m.PolicyUsable(p, now) ? 0 : 1);

@@ -18,19 +18,15 @@ Result<BidderConfig> LoadBidderConfig(const std::string& path) {
   root.Check(!c.bid_path.empty() && c.bid_path[0] == '/', "bid_path", "must start with /");
   root.Get("notice_base_url", &c.notice_base_url);
   root.Get("currency", &c.currency);
-  int64_t v = 0;
-  v = static_cast<int64_t>(c.max_body_bytes);
-  root.Get("max_body_bytes", &v);
-  root.Check(v >= 1024 && v <= (256 << 20), "max_body_bytes", "must be in [1 KiB, 256 MiB]");
-  c.max_body_bytes = static_cast<size_t>(v);
-  v = static_cast<int64_t>(c.max_header_bytes);
-  root.Get("max_header_bytes", &v);
-  root.Check(v >= 512 && v <= (1 << 20), "max_header_bytes", "must be in [512, 1 MiB]");
-  c.max_header_bytes = static_cast<size_t>(v);
-  v = static_cast<int64_t>(c.max_json_depth);
-  root.Get("max_json_depth", &v);
-  root.Check(v >= 4 && v <= 1024, "max_json_depth", "must be in [4, 1024]");
-  c.max_json_depth = static_cast<size_t>(v);
+  root.Get("max_body_bytes", &c.max_body_bytes);
+  root.Check(c.max_body_bytes >= 1024 && c.max_body_bytes <= (256 << 20), "max_body_bytes",
+             "must be in [1 KiB, 256 MiB]");
+  root.Get("max_header_bytes", &c.max_header_bytes);
+  root.Check(c.max_header_bytes >= 512 && c.max_header_bytes <= (1 << 20), "max_header_bytes",
+             "must be in [512, 1 MiB]");
+  root.Get("max_json_depth", &c.max_json_depth);
+  root.Check(c.max_json_depth >= 4 && c.max_json_depth <= 1024, "max_json_depth",
+             "must be in [4, 1024]");
   root.Get("read_timeout_ms", &c.read_timeout_ms);
   root.Check(c.read_timeout_ms >= 1, "read_timeout_ms", "must be positive");
   root.Get("max_connections", &c.max_connections);

@@ -90,7 +90,6 @@ struct EventLog::Impl {
     std::error_code ec;
     std::filesystem::remove(resending, ec);
     for (const auto& r : rest) {
-      const size_t t1 = r.find('\t'), t2 = r.find('\t', t1 + 1);
       // Back into the spill file: not counted twice as spilled.
       std::lock_guard<std::mutex> l(spill_mu);
       if (spill == nullptr) spill = std::fopen(cfg.spill_path.c_str(), "a");
@@ -99,7 +98,6 @@ struct EventLog::Impl {
       } else {
         dropped.fetch_add(1);
       }
-      (void)t2;
     }
     std::lock_guard<std::mutex> l(spill_mu);
     if (spill != nullptr) std::fflush(spill);

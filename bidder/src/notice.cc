@@ -177,11 +177,7 @@ Result<Notice> ParseNotice(std::string_view target) {
   return n;
 }
 
-std::string NoticeUrl(const std::string& base, NoticeType type, const std::string& auction_id,
-                      const std::string& imp_id, const std::string& bid_id, uint32_t advertiser) {
-  (void)auction_id;
-  (void)imp_id;
-  (void)bid_id;
+std::string NoticeUrl(const std::string& base, NoticeType type, uint32_t advertiser) {
   std::string u = base + "/notice/" + NoticeTypeName(type) +
                   "?auction=${AUCTION_ID}&imp=${AUCTION_IMP_ID}&bid=${AUCTION_BID_ID}&adv=" +
                   std::to_string(advertiser) + "&price=${AUCTION_PRICE}";

@@ -1,8 +1,6 @@
 #include "rtb/bidder/policy.h"
 
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "rtb/core/text.h"
 

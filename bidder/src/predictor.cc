@@ -1,10 +1,8 @@
 #include "rtb/bidder/predictor.h"
 
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "rtb/core/text.h"
 

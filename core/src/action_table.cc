@@ -1,9 +1,7 @@
 #include "rtb/core/action_table.h"
 
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "rtb/core/report.h"
 #include "rtb/core/text.h"

@@ -61,42 +61,31 @@ void ConfigMap::Get(const std::string& key, bool* out) { GetScalar(key, out, "tr
 void ConfigMap::Get(const std::string& key, std::string* out) { GetScalar(key, out, "a string"); }
 
 template <typename T>
-static void GetList(ConfigFile* file, const std::string& fname, const YAML::Node& node,
-                    const std::string& dotted, std::vector<T>* out, const char* what,
-                    void (*error)(ConfigFile*, const std::string&)) {
-  if (!node.IsSequence()) {
-    error(file, Where(fname, node) + ": key '" + dotted + "' expects a list of " + what);
-    return;
-  }
+void ConfigMap::GetList(const std::string& key, std::vector<T>* out, const char* what) {
+  impl_->read.insert(key);
+  if (!Has(key)) return;
+  const YAML::Node node = impl_->node[key];
+  const std::string err = ": key '" + Dotted(path_, key) + "' expects a list of " + what;
+  if (!node.IsSequence()) return file_->Error(Where(file_->name(), node) + err);
   std::vector<T> v;
   for (const auto& item : node) {
     try {
       v.push_back(item.as<T>());
     } catch (const YAML::Exception&) {
-      error(file, Where(fname, item) + ": key '" + dotted + "' expects a list of " + what);
-      return;
+      return file_->Error(Where(file_->name(), item) + err);
     }
   }
   *out = std::move(v);
 }
 
 void ConfigMap::Get(const std::string& key, std::vector<double>* out) {
-  impl_->read.insert(key);
-  if (!Has(key)) return;
-  GetList(file_, file_->name(), impl_->node[key], Dotted(path_, key), out, "numbers",
-          [](ConfigFile* f, const std::string& m) { f->Error(m); });
+  GetList(key, out, "numbers");
 }
 void ConfigMap::Get(const std::string& key, std::vector<int>* out) {
-  impl_->read.insert(key);
-  if (!Has(key)) return;
-  GetList(file_, file_->name(), impl_->node[key], Dotted(path_, key), out, "integers",
-          [](ConfigFile* f, const std::string& m) { f->Error(m); });
+  GetList(key, out, "integers");
 }
 void ConfigMap::Get(const std::string& key, std::vector<std::string>* out) {
-  impl_->read.insert(key);
-  if (!Has(key)) return;
-  GetList(file_, file_->name(), impl_->node[key], Dotted(path_, key), out, "strings",
-          [](ConfigFile* f, const std::string& m) { f->Error(m); });
+  GetList(key, out, "strings");
 }
 
 ConfigMap ConfigMap::Section(const std::string& key) {

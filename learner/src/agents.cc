@@ -81,8 +81,6 @@ struct MultiAgentLearner::Impl {
         a2c_opts.push_back(
             std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(hp.a2c_lr)));
       }
-      // A2C's actor-input layout equals the MADDPG family's; reuse its helper.
-      helper = std::make_unique<Maddpg>(spec, hp, norm);
     } else {
       maddpg = std::make_unique<Maddpg>(spec, hp, norm);
     }
@@ -90,7 +88,6 @@ struct MultiAgentLearner::Impl {
     ou.assign(static_cast<size_t>(N * L), 0.0);
   }
 
-  Maddpg& layout() { return maddpg ? *maddpg : *helper; }
   Actor& actor(int i) {
     return maddpg ? maddpg->actors[static_cast<size_t>(i)] : a2c_actors[static_cast<size_t>(i)];
   }
@@ -104,7 +101,6 @@ struct MultiAgentLearner::Impl {
   int N, L;
   Rng rng;
   std::unique_ptr<Maddpg> maddpg;  // bandit, ddpg, dcmab, dcmab-coord, partial
-  std::unique_ptr<Maddpg> helper;  // a2c: layout only
   std::vector<Actor> a2c_actors;
   std::vector<Critic> a2c_values;
   std::vector<torch::Tensor> a2c_log_std;
@@ -145,7 +141,7 @@ std::vector<float> MultiAgentLearner::Act(const std::vector<float>& s, bool expl
   torch::NoGradGuard g;
   const torch::Tensor st = torch::from_blob(const_cast<float*>(s.data()),
                                             {1, static_cast<int64_t>(s.size())}, torch::kFloat);
-  const torch::Tensor in = m.layout().ActorInputs(st);
+  const torch::Tensor in = ActorInputs(st, m.N, m.L);
   std::vector<float> raw(a.size(), 0.0f);
   for (int i = 0; i < m.N; ++i) {
     if (!m.spec.learns[static_cast<size_t>(i)]) continue;
@@ -207,7 +203,7 @@ UpdateStats MultiAgentLearner::UpdateOnPolicy(const std::vector<Transition>& ep)
   for (const auto& r : m.a2c_raw) raw_flat.insert(raw_flat.end(), r.begin(), r.end());
   const torch::Tensor raw =
       torch::from_blob(raw_flat.data(), {T, m.N * m.L}, torch::kFloat).clone();
-  const torch::Tensor in = m.helper->ActorInputs(b.s);
+  const torch::Tensor in = ActorInputs(b.s, m.N, m.L);
   for (int i = 0; i < m.N; ++i) {
     if (!m.spec.learns[static_cast<size_t>(i)]) continue;
     const size_t k = static_cast<size_t>(i);

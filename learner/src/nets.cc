@@ -77,6 +77,15 @@ Batch MakeBatch(const std::vector<Transition>& ts) {
   return b;
 }
 
+torch::Tensor ActorInputs(const torch::Tensor& s, int N, int L) {
+  const int64_t B = s.size(0);
+  const int64_t G = 2 * N * L, W = L + 2;
+  torch::Tensor g = s.index({Slice(), Slice(0, G)});                             // [B, 2NL]
+  torch::Tensor x = s.index({Slice(), Slice(G, G + L * W)}).reshape({B, L, W});  // [B, L, L+2]
+  torch::Tensor in = torch::cat({g.unsqueeze(1).expand({B, L, G}), x}, 2);       // [B, L, 2NL+L+2]
+  return in.reshape({B * L, G + W});
+}
+
 Maddpg::Maddpg(const AlgoSpec& s, const HyperParams& h, const Normalizer& n)
     : spec(s), hp(h), norm(n), N(n.agents), L(n.clusters) {
   const int state_in = norm.StateDim() + (spec.critic_sees_d ? N * L : 0);
@@ -93,15 +102,6 @@ Maddpg::Maddpg(const AlgoSpec& s, const HyperParams& h, const Normalizer& n)
     critic_opts.push_back(std::make_unique<torch::optim::Adam>(
         critics.back()->parameters(), torch::optim::AdamOptions(hp.critic_lr)));
   }
-}
-
-torch::Tensor Maddpg::ActorInputs(const torch::Tensor& s) const {
-  const int64_t B = s.size(0);
-  const int64_t G = 2 * N * L, W = L + 2;
-  torch::Tensor g = s.index({Slice(), Slice(0, G)});                             // [B, 2NL]
-  torch::Tensor x = s.index({Slice(), Slice(G, G + L * W)}).reshape({B, L, W});  // [B, L, L+2]
-  torch::Tensor in = torch::cat({g.unsqueeze(1).expand({B, L, G}), x}, 2);       // [B, L, 2NL+L+2]
-  return in.reshape({B * L, G + W});
 }
 
 torch::Tensor Maddpg::ActorActions(int i, const torch::Tensor& actor_in, bool target) {

@@ -42,13 +42,15 @@ struct Batch {
 };
 Batch MakeBatch(const std::vector<Transition>& ts);
 
+// Actor inputs [B*L, 2NL+L+2] for state s [B, Ds]: [g, x_j] for j = 1..L.
+torch::Tensor ActorInputs(const torch::Tensor& s, int N, int L);
+
 // The MADDPG family: bandit, ddpg, dcmab, dcmab-coord, partial.
 class Maddpg {
  public:
   Maddpg(const AlgoSpec& spec, const HyperParams& hp, const Normalizer& norm);
 
-  // Actor inputs [B*L, 2NL+L+2] for state s [B, Ds]: [g, x_j] for j = 1..L.
-  torch::Tensor ActorInputs(const torch::Tensor& s) const;
+  torch::Tensor ActorInputs(const torch::Tensor& s) const { return learn::ActorInputs(s, N, L); }
   // mu_i (or mu'_i) for every cluster: [B, L].
   torch::Tensor ActorActions(int i, const torch::Tensor& actor_in, bool target);
   // a'^q for every agent, computed once per minibatch: [B, N*L]. Non-learning agents: 0.

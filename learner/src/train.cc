@@ -311,6 +311,7 @@ Result<Report> RunTraining(const LearnerConfig& cfg_in, const TrainOptions& opt)
   for (const auto& j : jobs) total_episodes += specs[j.method].trains() ? cfg.episodes : 0;
   std::atomic<size_t> next{0};
   std::atomic<int64_t> done_episodes{0};
+  std::atomic<size_t> finished{0};
   Progress progress("train", total_episodes, opt.progress);
   auto worker = [&] {
     for (size_t k = next++; k < jobs.size(); k = next++) {
@@ -324,16 +325,14 @@ Result<Report> RunTraining(const LearnerConfig& cfg_in, const TrainOptions& opt)
                      spec.name.c_str(), j.seed, j.result->episodes, j.result->seconds,
                      j.result->test.total.revenue.units());
       }
+      finished.fetch_add(1);
     }
   };
   std::vector<std::thread> threads;
   for (int t = 0; t < std::max(1, opt.jobs); ++t) threads.emplace_back(worker);
-  while (next.load() < jobs.size() + static_cast<size_t>(std::max(1, opt.jobs))) {
+  while (finished.load() < jobs.size()) {
     progress.Update(done_episodes.load());
-    bool all_done = true;
-    for (auto& th : threads) all_done = all_done && !th.joinable();
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    if (next.load() >= jobs.size()) break;
   }
   for (auto& th : threads) th.join();
   progress.Done();

@@ -226,7 +226,7 @@ TEST_F(BidderIntegration, ScriptedMixMatchesTheTopicAndSpendCountsBillingOnce) {
   EXPECT_EQ(stats.spilled, 0u);
   const size_t want = static_cast<size_t>(bids + nobids + unique_notices);
   EXPECT_EQ(stats.logged, want);
-  // Read the topic back (the mock cluster lives as long as the bidder object).
+  // EventsOnTheTopicMatchWhatWasSentOnePerEvent reads the topic back.
 }
 
 TEST_F(BidderIntegration, EventsOnTheTopicMatchWhatWasSentOnePerEvent) {

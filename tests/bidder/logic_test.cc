@@ -147,7 +147,7 @@ TEST(Notice, ParsesPricesExactlyAndRefusesBadOnes) {
 }
 
 TEST(Notice, UrlsCarryTheOpenRtbMacros) {
-  const std::string u = NoticeUrl("http://h:1", NoticeType::kLoss, "a", "i", "b", 9);
+  const std::string u = NoticeUrl("http://h:1", NoticeType::kLoss, 9);
   for (const char* m : {"${AUCTION_ID}", "${AUCTION_IMP_ID}", "${AUCTION_BID_ID}",
                         "${AUCTION_PRICE}", "${AUCTION_LOSS}", "adv=9"}) {
     EXPECT_NE(u.find(m), std::string::npos) << m;

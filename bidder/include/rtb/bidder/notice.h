@@ -33,8 +33,7 @@ struct Notice {
 Result<Notice> ParseNotice(std::string_view target);
 
 // The notice URL template for a bid; macros are left for the exchange to substitute.
-std::string NoticeUrl(const std::string& base, NoticeType type, const std::string& auction_id,
-                      const std::string& imp_id, const std::string& bid_id, uint32_t advertiser);
+std::string NoticeUrl(const std::string& base, NoticeType type, uint32_t advertiser);
 
 // Percent-decoding of a query value; false on a malformed escape.
 bool UrlDecode(std::string_view in, std::string* out);

@@ -33,7 +33,7 @@ class ConfigMap {
   // Reads an optional key; absent leaves *out unchanged (the declared default).
   void Get(const std::string& key, int64_t* out);
   void Get(const std::string& key, int* out);
-  void Get(const std::string& key, uint64_t* out);
+  void Get(const std::string& key, uint64_t* out);  // also size_t on LP64
   void Get(const std::string& key, double* out);
   void Get(const std::string& key, bool* out);
   void Get(const std::string& key, std::string* out);
@@ -60,6 +60,8 @@ class ConfigMap {
   ConfigMap(ConfigFile* file, std::shared_ptr<Impl> impl, std::string path);
   template <typename T>
   void GetScalar(const std::string& key, T* out, const char* type_name);
+  template <typename T>
+  void GetList(const std::string& key, std::vector<T>* out, const char* what);
   ConfigFile* file_;
   std::shared_ptr<Impl> impl_;
   std::string path_;
