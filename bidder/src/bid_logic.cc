@@ -90,11 +90,23 @@ Decision DecideBids(const BidRequest& req, const std::vector<Advertiser>& advert
   d.manual_fallback = !use_policy;
   d.policy_version = use_policy ? policy->table.version : 0;
   const std::string& user = !req.buyeruid.empty() ? req.buyeruid : req.user_id;
-  d.cluster = use_policy && policy->clusters ? policy->clusters->Lookup(user) : 0;
+  const ClusterMap* cmap = policy != nullptr && policy->clusters ? policy->clusters.get()
+                                                                 : opt.clusters;
+  d.cluster = cmap != nullptr ? cmap->Lookup(user) : 0;
+  d.computed.assign(static_cast<size_t>(std::max(0, opt.agents)), 0);
   if (!req.cur.empty() && !Contains(req.cur, opt.currency)) {
     d.reason = NoBidReason::kCurrency;
     return d;
   }
+  // The candidate advertisers: every campaign, or the simulated world's list.
+  std::vector<std::pair<size_t, const SimCandidate*>> pool;  // (advertiser index, hint)
+  if (req.sim && opt.index_of != nullptr) {
+    for (const SimCandidate& sc : req.sim->candidates) {
+      auto it = opt.index_of->find(sc.advertiser);
+      if (it != opt.index_of->end()) pool.emplace_back(it->second, &sc);
+    }
+  }
+  const size_t pool_size = req.sim ? pool.size() : advertisers.size();
   bool any_target = false, any_floor_fail = false, any_currency_fail = false, any_blocked = false;
   std::vector<Candidate> per_imp;
   for (size_t ii = 0; ii < req.imps.size(); ++ii) {
@@ -105,8 +117,10 @@ Decision DecideBids(const BidRequest& req, const std::vector<Advertiser>& advert
     }
     per_imp.clear();
     GspAuction rank(std::min(opt.max_bids_per_imp, kMaxSlots), 0.0);
-    for (size_t k = 0; k < advertisers.size(); ++k) {
+    for (size_t pi = 0; pi < pool_size; ++pi) {
+      const size_t k = req.sim ? pool[pi].first : pi;
       const Advertiser& a = advertisers[k];
+      if (opt.has_budget && !opt.has_budget(k)) continue;
       if (!Targets(a, req)) continue;
       const int creative = PickCreative(a, req, imp);
       if (creative < 0) {
@@ -121,13 +135,21 @@ Decision DecideBids(const BidRequest& req, const std::vector<Advertiser>& advert
       c.creative_index = static_cast<size_t>(creative);
       c.agent = a.agent;
       c.cluster = d.cluster;
-      // Bias-only models (no feature weights) need no features: skip the hashing.
-      static const std::vector<uint32_t> kNone;
-      const bool weighted = !predictor.ctr_weights.empty() || !predictor.cvr_weights.empty();
-      const std::vector<uint32_t> features =
-          weighted ? predictor.Features(a.id, req, imp, d.cluster) : kNone;
-      c.pctr = predictor.Ctr(a.id, features);
-      c.pcvr = predictor.Cvr(a.id, features);
+      if (a.agent >= 0 && static_cast<size_t>(a.agent) < d.computed.size()) {
+        ++d.computed[static_cast<size_t>(a.agent)];
+      }
+      if (req.sim) {
+        c.pctr = pool[pi].second->pctr;
+        c.pcvr = pool[pi].second->pcvr;
+      } else {
+        // Bias-only models (no feature weights) need no features: skip the hashing.
+        static const std::vector<uint32_t> kNone;
+        const bool weighted = !predictor.ctr_weights.empty() || !predictor.cvr_weights.empty();
+        const std::vector<uint32_t> features =
+            weighted ? predictor.Features(a.id, req, imp, d.cluster) : kNone;
+        c.pctr = predictor.Ctr(a.id, features);
+        c.pcvr = predictor.Cvr(a.id, features);
+      }
       c.bratio = BidRatio(c.pcvr, predictor.AvgPcvr(a.id));
       if (use_policy && a.agent < policy->table.agents() && d.cluster < policy->table.clusters()) {
         c.action = policy->table.at(a.agent, d.cluster);

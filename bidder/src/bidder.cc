@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <ctime>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -18,6 +19,7 @@
 #include "rtb/bidder/notice.h"
 #include "rtb/bidder/predictor.h"
 #include "rtb/bidder/state_store.h"
+#include "rtb/core/auction.h"
 
 namespace rtb::bidder {
 
@@ -35,8 +37,14 @@ int64_t NowUnixMs() {
 
 namespace {
 
-std::string Today() {
-  const std::time_t t = std::time(nullptr);
+constexpr int64_t kDayMs = 86'400'000;
+// Budget days: the UTC date of the wall clock, or day n of the simulated clock (ext.sim.t /
+// notice t=, simulation_hooks on), numbered apart: kSimDay + n.
+constexpr int64_t kSimDay = int64_t{1} << 40;
+
+std::string DayName(int64_t day) {
+  if (day >= kSimDay) return "sim-" + std::to_string(day - kSimDay);
+  const std::time_t t = static_cast<std::time_t>(day * (kDayMs / 1000));
   std::tm tm{};
   gmtime_r(&t, &tm);
   char buf[16];
@@ -44,6 +52,8 @@ std::string Today() {
   return buf;
 }
 
+// An advertiser with less budget left than this computes no bid (the simulator's rule).
+constexpr int64_t kMinBudgetLeftMicros = 100;
 constexpr int kReasons = 7;
 constexpr int kNoticeTypes = 5;
 const char* kNoticeResults[] = {"applied", "duplicate", "invalid_price", "above_bid", "error"};
@@ -55,12 +65,17 @@ struct Bidder::Impl {
   BidderConfig cfg;
   Predictor predictor;
   std::unordered_map<uint32_t, size_t> index_of;  // advertiser id -> index
-  std::unique_ptr<BudgetLedger> ledger;
+  int agents = 0;
   std::unique_ptr<StateStore> state;
+  // One ledger per budget day; the current one is read without a lock. Older days stay until
+  // shutdown (late notices still settle on their own day).
+  std::atomic<int64_t> cur_day{-1};
+  std::atomic<BudgetLedger*> cur_ledger{nullptr};
+  mutable std::mutex days_mu;
+  std::map<int64_t, std::unique_ptr<BudgetLedger>> ledgers;  // GUARDED_BY(days_mu)
   std::unique_ptr<EventLog> events;
   PolicyHolder policy;
   std::shared_ptr<const ClusterMap> default_clusters;
-  std::string day;
   std::string instance;
   std::atomic<uint64_t> seq{0};
 
@@ -88,6 +103,31 @@ struct Bidder::Impl {
   std::atomic<bool> stop{false};
   bool shut = false;
   std::mutex shut_mu;
+
+  static int64_t DayOf(int64_t now_ms, int64_t sim_ms) {
+    return sim_ms >= 0 ? kSimDay + sim_ms / kDayMs : now_ms / kDayMs;
+  }
+  // The ledger of a budget day, created (spend restored from the state store) on first use.
+  BudgetLedger* Ledger(int64_t day) {
+    if (day == cur_day.load(std::memory_order_acquire)) return cur_ledger.load();
+    std::lock_guard<std::mutex> l(days_mu);
+    auto it = ledgers.find(day);
+    if (it == ledgers.end()) {
+      std::vector<Micros> budgets, spent;
+      const std::string name = DayName(day);
+      for (const Advertiser& a : cfg.advertisers) {
+        budgets.push_back(a.daily_budget);
+        spent.push_back(state->Spent(a.id, name));
+      }
+      it = ledgers.emplace(day, std::make_unique<BudgetLedger>(budgets, spent)).first;
+    }
+    if (day > cur_day.load()) {
+      cur_ledger.store(it->second.get());
+      cur_day.store(day, std::memory_order_release);
+    }
+    return it->second.get();
+  }
+  BudgetLedger* Current() const { return cur_ledger.load(); }
 
   std::string NextEid() { return instance + "-" + std::to_string(seq.fetch_add(1)); }
 
@@ -129,31 +169,29 @@ Bidder::~Bidder() { Shutdown(); }
 const BidderConfig& Bidder::config() const { return impl_->cfg; }
 EventLog& Bidder::events() { return *impl_->events; }
 PolicyHolder& Bidder::policy() { return impl_->policy; }
-Micros Bidder::Spent(size_t k) const { return impl_->ledger->spent(k); }
-Micros Bidder::Reserved(size_t k) const { return impl_->ledger->reserved(k); }
+Micros Bidder::Spent(size_t k) const { return impl_->Current()->spent(k); }
+Micros Bidder::Reserved(size_t k) const { return impl_->Current()->reserved(k); }
 DecodeLimits Bidder::decode_limits() const {
   DecodeLimits d;
   d.max_bytes = impl_->cfg.max_body_bytes;
   d.max_depth = impl_->cfg.max_json_depth;
+  d.sim_hints = impl_->cfg.simulation_hooks;
   return d;
 }
 
 Result<std::unique_ptr<Bidder>> Bidder::Create(const BidderConfig& cfg) {
   auto m = std::make_unique<Impl>();
   m->cfg = cfg;
-  m->day = Today();
   m->instance = std::to_string(NowUnixMs()) + "-" + std::to_string(::getpid());
   if (!cfg.predictor_path.empty()) {
     RTB_ASSIGN_OR_RETURN(m->predictor, LoadPredictor(cfg.predictor_path));
   }
   RTB_ASSIGN_OR_RETURN(m->state, StateStore::Open(cfg.state_path));
-  std::vector<Micros> budgets, spent;
   for (size_t k = 0; k < cfg.advertisers.size(); ++k) {
     m->index_of[cfg.advertisers[k].id] = k;
-    budgets.push_back(cfg.advertisers[k].daily_budget);
-    spent.push_back(m->state->Spent(cfg.advertisers[k].id, m->day));
+    m->agents = std::max(m->agents, cfg.advertisers[k].agent + 1);
   }
-  m->ledger = std::make_unique<BudgetLedger>(budgets, spent);
+  m->Ledger(NowUnixMs() / kDayMs);
   auto clusters = std::make_shared<ClusterMap>();
   clusters->default_cluster = cfg.default_cluster;
   if (!cfg.clusters_path.empty()) {
@@ -245,6 +283,9 @@ HttpResult Bidder::HandleBid(std::string_view body, int64_t received_us, Request
     return res;
   }
   const int64_t now_ms = NowUnixMs();
+  const int64_t sim_ms = req->sim ? req->sim->t_ms : -1;
+  BudgetLedger& ledger = *m.Ledger(Impl::DayOf(now_ms, sim_ms));
+  std::vector<int> computed;
   auto no_bid = [&](NoBidReason reason, int cluster, uint64_t policy_version, bool fallback) {
     m.nobid[static_cast<int>(reason)].Inc();
     Event e;
@@ -257,6 +298,8 @@ HttpResult Bidder::HandleBid(std::string_view body, int64_t received_us, Request
     e.manual_fallback = fallback;
     e.test = req->test;
     e.reason = NoBidReasonName(reason);
+    e.sim_ms = sim_ms;
+    e.computed = std::move(computed);
     m.events->Log(e);
     HttpResult r;
     r.status = 204;
@@ -272,28 +315,40 @@ HttpResult Bidder::HandleBid(std::string_view body, int64_t received_us, Request
   }
   const PolicySnapshot* snap = m.policy.Current();
   DecideOptions opt;
-  opt.max_bids_per_imp = m.cfg.max_bids_per_imp;
+  // A few spares per impression, so that a bidder whose reservation fails gives its place to
+  // the next best.
+  opt.max_bids_per_imp = std::min(kMaxSlots, m.cfg.max_bids_per_imp + 2);
   opt.currency = m.cfg.currency;
   opt.use_policy = m.PolicyUsable(snap, now_ms);
+  opt.agents = m.agents;
+  opt.index_of = &m.index_of;
+  opt.clusters = m.default_clusters.get();
+  opt.has_budget = [&ledger](size_t k) {
+    return ledger.budget(k).value() - ledger.spent(k).value() >= kMinBudgetLeftMicros;
+  };
   if (!opt.use_policy) m.fallback_requests.Inc();
   Decision d = DecideBids(*req, m.cfg.advertisers, m.predictor, snap, opt);
+  computed = std::move(d.computed);
 
   // Reserve the largest possible charge of every bid before sending it (test requests never
   // touch a budget).
   std::vector<Candidate> sent;
+  std::vector<int> per_imp(req->imps.size(), 0);
   bool budget_limited = false;
   for (const Candidate& c : d.bids) {
+    if (per_imp[c.imp_index] >= m.cfg.max_bids_per_imp) continue;
     if (!req->test) {
       const std::string key =
           req->id + "|" + req->imps[c.imp_index].id + "|" + std::to_string(c.advertiser);
       const Micros charge((c.price.value() + 999) / 1000);  // one impression at the bid price
-      if (!m.ledger->TryReserve(c.advertiser_index, key, charge,
+      if (!ledger.TryReserve(c.advertiser_index, key, charge,
                                 now_ms + m.cfg.reservation_timeout_ms)) {
         budget_limited = true;
         continue;
       }
       m.RecordBid(key, c.price);
     }
+    ++per_imp[c.imp_index];
     sent.push_back(c);
   }
   if (sent.empty()) {
@@ -349,6 +404,9 @@ HttpResult Bidder::HandleBid(std::string_view body, int64_t received_us, Request
     e.policy_version = d.policy_version;
     e.manual_fallback = d.manual_fallback;
     e.test = req->test;
+    e.sim_ms = sim_ms;
+    if (!computed.empty()) e.computed = std::move(computed);  // once per request
+    computed.clear();
     m.events->Log(e);
   }
   res.body = EncodeBidResponse(resp);
@@ -391,6 +449,10 @@ HttpResult Bidder::HandleNotice(std::string_view target) {
   e.imp_id = n->imp_id;
   e.advertiser = n->advertiser;
   e.agent = m.cfg.advertisers[k].agent;
+  e.sim_ms = m.cfg.simulation_hooks ? n->sim_ms : -1;
+  const int64_t day = Impl::DayOf(e.ts_ms, e.sim_ms);
+  BudgetLedger& ledger = *m.Ledger(day);
+  const std::string day_name = DayName(day);
   Micros charge(0);
   bool rejected = false;  // a billing price we refuse to book
   if (n->type == NoticeType::kBilling || n->type == NoticeType::kWin) {
@@ -416,7 +478,7 @@ HttpResult Bidder::HandleNotice(std::string_view target) {
   }
   if (n->type == NoticeType::kBilling && rejected) {
     // Not charged, counted; still de-duplicated so a retry is not counted twice.
-    auto r = m.state->ApplyOnce(once, n->advertiser, m.day, Micros(0));
+    auto r = m.state->ApplyOnce(once, n->advertiser, day_name, Micros(0));
     if (!r.ok()) {
       count(4);
       res.status = 503;
@@ -430,7 +492,7 @@ HttpResult Bidder::HandleNotice(std::string_view target) {
     m.events->Log(e);
     return res;
   }
-  auto applied = m.state->ApplyOnce(once, n->advertiser, m.day, charge);
+  auto applied = m.state->ApplyOnce(once, n->advertiser, day_name, charge);
   if (!applied.ok()) {
     count(4);
     res.status = 503;
@@ -441,10 +503,10 @@ HttpResult Bidder::HandleNotice(std::string_view target) {
     return res;
   }
   if (n->type == NoticeType::kBilling) {
-    m.ledger->Settle(k, key, charge);
+    ledger.Settle(k, key, charge);
     e.charged = true;
   } else if (n->type == NoticeType::kLoss) {
-    m.ledger->Release(key);
+    ledger.Release(key);
   }
   count(0);
   m.events->Log(e);
@@ -454,7 +516,10 @@ HttpResult Bidder::HandleNotice(std::string_view target) {
 void Bidder::Tick() {
   Impl& m = *impl_;
   const int64_t now = NowUnixMs();
-  m.ledger->ExpireBefore(now);
+  {
+    std::lock_guard<std::mutex> l(m.days_mu);
+    for (auto& [day, ledger] : m.ledgers) ledger->ExpireBefore(now);
+  }
   for (auto& s : m.bid_shards) {
     std::lock_guard<std::mutex> l(s.mu);
     while (!s.fifo.empty() && s.fifo.front().first < now) {
@@ -505,14 +570,15 @@ HttpResult Bidder::Metrics() const {
   }
   o += "# HELP rtb_budget_micros Budget, spend and outstanding reservations per advertiser.\n"
        "# TYPE rtb_budget_micros gauge\n";
+  const BudgetLedger& ledger = *m.Current();
   for (size_t k = 0; k < m.cfg.advertisers.size(); ++k) {
     const unsigned id = m.cfg.advertisers[k].id;
     line("rtb_budget_micros{advertiser=\"%u\",kind=\"budget\"} %lld\n", id,
-         (long long)m.ledger->budget(k).value());
+         (long long)ledger.budget(k).value());
     line("rtb_budget_micros{advertiser=\"%u\",kind=\"spent\"} %lld\n", id,
-         (long long)m.ledger->spent(k).value());
+         (long long)ledger.spent(k).value());
     line("rtb_budget_micros{advertiser=\"%u\",kind=\"reserved\"} %lld\n", id,
-         (long long)m.ledger->reserved(k).value());
+         (long long)ledger.reserved(k).value());
   }
   const EventLogStats s = m.events->Stats();
   o += "# HELP rtb_kafka_events Events by delivery state.\n# TYPE rtb_kafka_events counter\n";

@@ -46,6 +46,7 @@ Result<BidderConfig> LoadBidderConfig(const std::string& path) {
   root.Get("predictor_path", &c.predictor_path);
   root.Get("state_path", &c.state_path);
   root.Get("bench_endpoints", &c.bench_endpoints);
+  root.Get("simulation_hooks", &c.simulation_hooks);
 
   ConfigMap k = root.Section("kafka");
   k.Get("brokers", &c.kafka.brokers);

@@ -51,6 +51,15 @@ std::string EncodeEvent(const Event& e) {
   o += e.manual_fallback ? ",\"manual_fallback\":true" : ",\"manual_fallback\":false";
   o += e.test ? ",\"test\":true" : ",\"test\":false";
   Str(o, "reason", e.reason);
+  if (e.sim_ms >= 0) Int(o, "sim_ms", e.sim_ms);
+  if (!e.computed.empty()) {
+    o += ",\"computed\":[";
+    for (size_t i = 0; i < e.computed.size(); ++i) {
+      if (i) o += ',';
+      o += std::to_string(e.computed[i]);
+    }
+    o += ']';
+  }
   o += e.charged ? ",\"charged\":true}" : ",\"charged\":false}";
   return o;
 }
@@ -78,6 +87,8 @@ Result<Event> DecodeEvent(std::string_view json) {
     e.test = j.value("test", false);
     e.reason = j.value("reason", "");
     e.charged = j.value("charged", false);
+    e.sim_ms = j.value("sim_ms", int64_t{-1});
+    if (j.contains("computed")) e.computed = j["computed"].get<std::vector<int>>();
     return e;
   } catch (const std::exception& ex) {
     return Status::Corruption(std::string("event: ") + ex.what());

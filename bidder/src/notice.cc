@@ -119,7 +119,7 @@ Result<Notice> ParseNotice(std::string_view target) {
   else
     return Status::InvalidArgument("unknown notice type");
   std::string_view query = q == std::string_view::npos ? "" : target.substr(q + 1);
-  std::string price_raw, value_raw, adv_raw, loss_raw;
+  std::string price_raw, value_raw, adv_raw, loss_raw, t_raw;
   bool has_price = false, has_value = false;
   while (!query.empty()) {
     const size_t amp = query.find('&');
@@ -146,6 +146,8 @@ Result<Notice> ParseNotice(std::string_view target) {
       value_raw = v, has_value = true;
     else if (k == "loss")
       loss_raw = v;
+    else if (k == "t")
+      t_raw = v;
   }
   if (n.auction_id.empty() || n.auction_id.find("${") != std::string::npos) {
     return Status::InvalidArgument("notice needs auction");
@@ -169,6 +171,14 @@ Result<Notice> ParseNotice(std::string_view target) {
     n.invalid_price = why;
   }
   if (has_value && ParseMoney(value_raw, &m, &why)) n.value = m;
+  if (!t_raw.empty()) {
+    int64_t t = -1;
+    auto [tp, tec] = std::from_chars(t_raw.data(), t_raw.data() + t_raw.size(), t);
+    if (tec != std::errc() || tp != t_raw.data() + t_raw.size() || t < 0) {
+      return Status::InvalidArgument("notice t must be a non-negative integer (simulated ms)");
+    }
+    n.sim_ms = t;
+  }
   if (!loss_raw.empty()) {
     int code = 0;
     auto [lp, lec] = std::from_chars(loss_raw.data(), loss_raw.data() + loss_raw.size(), code);

@@ -7,11 +7,14 @@
 //   j = consumer cluster of the user; i = agent of k
 //   bratio = pCVR / avg pCVR_k;  alpha = clip(a[i][j] x bratio, -0.9, 0.9)   (core/bid.h)
 //   CPC bid = manual bid x (1 + alpha);  CPM price = CPC bid x pCTR x 1000
-// A price below the floor is not bid. Per impression, the best `max_bids_per_imp` prices (one
+// With ext.sim hints (the simulated exchange) the listed advertisers are the candidates and
+// the listed pCTR/pCVR replace the predictor. A price below the floor is not bid. Per impression, the best `max_bids_per_imp` prices (one
 // per advertiser) are kept, ranked by eCPM (ties: lower advertiser id).
 #pragma once
 
+#include <functional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "rtb/bidder/config.h"
@@ -53,12 +56,23 @@ struct Decision {
   int cluster = 0;
   bool manual_fallback = false;  // no usable policy: alpha = 0
   uint64_t policy_version = 0;
+  // Bid computations per agent (candidates priced, before floors and budgets): the counts
+  // behind the learner's d_ij (dcmab.md section 4), logged with the request's events.
+  std::vector<int> computed;
 };
 
 struct DecideOptions {
   int max_bids_per_imp = 3;
   std::string currency = "USD";
   bool use_policy = true;  // false: the policy is missing or stale, bid manual
+  int agents = 0;          // size of Decision::computed
+  // With ext.sim hints: advertiser id -> index into advertisers (required then).
+  const std::unordered_map<uint32_t, size_t>* index_of = nullptr;
+  // Cluster map used when the policy carries none (or there is no policy).
+  const ClusterMap* clusters = nullptr;
+  // Per advertiser index: false when its budget is spent (it computes no bid, as in the
+  // simulator, and is not counted in `computed`). Empty = every advertiser may bid.
+  std::function<bool(size_t)> has_budget;
 };
 
 Decision DecideBids(const BidRequest& req, const std::vector<Advertiser>& advertisers,

@@ -71,6 +71,9 @@ struct BidderConfig {
   std::string predictor_path;          // predictor model file (empty: built-in defaults)
   std::string state_path = "out/bidder/state";  // RocksDB: spend and notice dedupe
   bool bench_endpoints = false;                 // POST /bench/nobid answers 204 with no bid logic
+  bool simulation_hooks = false;  // trust ext.sim (candidates, pCTR/pCVR, simulated clock) and
+                                  // notice `t=` from `rtb exchange`; budgets then follow the
+                                  // simulated day. Never on facing a real exchange.
   KafkaConfig kafka;
   std::vector<Advertiser> advertisers;  // the campaigns (see configs/bidder/default.yaml)
 };

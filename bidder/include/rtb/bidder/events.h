@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "rtb/core/status.h"
 #include "rtb/core/types.h"
@@ -28,6 +29,8 @@ struct Event {
   bool test = false;
   std::string reason;    // nobid reason, invalid price reason, loss code
   bool charged = false;  // billing: whether spend was booked
+  int64_t sim_ms = -1;   // simulated clock of the auction (ext.sim / notice `t`); -1 = none
+  std::vector<int> computed;  // bid computations per agent, on one event per request
 
   std::string Key() const {
     return advertiser < 0 ? std::string("nobid") : std::to_string(advertiser);

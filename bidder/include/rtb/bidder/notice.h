@@ -3,6 +3,7 @@
 //
 //   <base>/notice/<type>?auction=${AUCTION_ID}&imp=${AUCTION_IMP_ID}&bid=${AUCTION_BID_ID}
 //       &adv=<advertiser>&price=${AUCTION_PRICE}[&loss=${AUCTION_LOSS}][&value=<order value>]
+//       [&t=<simulated ms, appended by rtb exchange>]
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,7 @@ struct Notice {
   std::string invalid_price;  // "", "missing", "audit", "non-numeric", "negative"
   int loss_code = -1;
   std::optional<Micros> value;  // conversion value
+  int64_t sim_ms = -1;          // `t`: simulated clock of the auction (rtb exchange); -1 = none
 };
 
 // Parses "/notice/<type>?query". Errors: unknown type, missing auction/imp/adv, bad adv.

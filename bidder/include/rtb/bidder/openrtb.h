@@ -36,6 +36,19 @@ struct Imp {
   std::vector<std::string> deal_ids;
 };
 
+// Ground truth of the simulated world, sent by `rtb exchange` in `ext.sim` and read only when
+// the bidder's `simulation_hooks` is on (never facing a real exchange): the request's
+// simulated time and its candidate advertisers with the world's pCTR and pCVR, which then
+// stand in for targeting and the predictor (schemas/exchange-sim-ext-v1.md).
+struct SimCandidate {
+  uint32_t advertiser = 0;
+  double pctr = 0, pcvr = 0;
+};
+struct SimHints {
+  int64_t t_ms = -1;  // simulated clock, ms since the simulation's epoch
+  std::vector<SimCandidate> candidates;
+};
+
 struct BidRequest {
   std::string id;
   std::vector<Imp> imps;
@@ -55,12 +68,15 @@ struct BidRequest {
   std::string consent;      // user.consent or user.ext.consent
   bool has_schain = false;  // source.schain or source.ext.schain
   std::string version;      // x-openrtb-version header, if given
+  std::optional<SimHints> sim;  // ext.sim (only when DecodeLimits::sim_hints)
 };
 
 struct DecodeLimits {
   size_t max_bytes = 1 << 20;  // larger bodies are refused before parsing
   size_t max_depth = 32;       // JSON nesting; the 100K-level depth bomb fails fast
   size_t max_imps = 64;
+  bool sim_hints = false;       // read ext.sim (the simulated exchange's ground truth)
+  size_t max_sim_candidates = 256;
 };
 
 class RequestDecoder {
