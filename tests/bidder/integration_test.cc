@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "rtb/bidder/bidder.h"
-#include "rtb/bidder/events.h"
+#include "rtb/core/events.h"
 #include "rtb/bidder/server.h"
 
 namespace rtb::bidder {

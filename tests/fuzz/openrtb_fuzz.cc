@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <string_view>
+#include <unordered_map>
 
 #include "rtb/bidder/bid_logic.h"
 #include "rtb/bidder/openrtb.h"
@@ -11,7 +12,13 @@
 using namespace rtb::bidder;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static RequestDecoder decoder;
+  // Simulation hooks on: ext.sim is parsed too (a superset of what a real exchange reaches).
+  static RequestDecoder decoder([] {
+    DecodeLimits l;
+    l.sim_hints = true;
+    return l;
+  }());
+  static const std::unordered_map<uint32_t, size_t> index_of = {{1, 0}, {2, 1}};
   static const std::vector<Advertiser> advertisers = [] {
     std::vector<Advertiser> v(2);
     for (uint32_t k = 0; k < 2; ++k) {
@@ -35,7 +42,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }();
   auto req = decoder.Decode(std::string_view(reinterpret_cast<const char*>(data), size));
   if (!req.ok()) return 0;
-  const Decision d = DecideBids(*req, advertisers, predictor, &policy, {});
+  DecideOptions opt;
+  opt.agents = 2;
+  opt.index_of = &index_of;
+  const Decision d = DecideBids(*req, advertisers, predictor, &policy, opt);
   BidResponse resp;
   resp.id = req->id;
   for (const Candidate& c : d.bids) {

@@ -9,7 +9,7 @@ OUT=${2:-$SRC/build/fuzz}
 mkdir -p "$OUT"
 FLAGS="-std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
        -I$SRC/core/include -I$SRC/bidder/include"
-CORE="$SRC/core/src/bid.cc $SRC/core/src/status.cc $SRC/core/src/action_table.cc $SRC/core/src/report.cc $SRC/core/src/text.cc
+CORE="$SRC/core/src/bid.cc $SRC/core/src/status.cc $SRC/core/src/action_table.cc $SRC/core/src/report.cc $SRC/core/src/text.cc $SRC/core/src/events.cc
       $SRC/core/src/metrics.cc"
 build() {  # name, sources...
   local name=$1; shift

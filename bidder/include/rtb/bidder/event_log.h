@@ -20,7 +20,7 @@
 #include <string>
 
 #include "rtb/bidder/config.h"
-#include "rtb/bidder/events.h"
+#include "rtb/core/events.h"
 #include "rtb/core/status.h"
 
 namespace rtb::bidder {

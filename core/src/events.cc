@@ -1,11 +1,11 @@
-#include "rtb/bidder/events.h"
+#include "rtb/core/events.h"
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "rtb/core/text.h"
 
-namespace rtb::bidder {
+namespace rtb {
 namespace {
 
 void Str(std::string& o, const char* k, const std::string& v) {
@@ -95,4 +95,4 @@ Result<Event> DecodeEvent(std::string_view json) {
   }
 }
 
-}  // namespace rtb::bidder
+}  // namespace rtb

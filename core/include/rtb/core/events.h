@@ -12,7 +12,7 @@
 #include "rtb/core/status.h"
 #include "rtb/core/types.h"
 
-namespace rtb::bidder {
+namespace rtb {
 
 struct Event {
   std::string type;   // bid | nobid | win | billing | loss | click | conversion
@@ -40,4 +40,4 @@ struct Event {
 std::string EncodeEvent(const Event& e);
 Result<Event> DecodeEvent(std::string_view json);
 
-}  // namespace rtb::bidder
+}  // namespace rtb
