@@ -83,6 +83,7 @@ struct Bidder::Impl {
   struct BidRecord {
     int64_t price_cpm;
     int64_t expires_ms;
+    int cluster;  // the user's consumer cluster, stamped on the notices' events
   };
   static constexpr int kShards = 16;
   struct Shard {
@@ -135,20 +136,21 @@ struct Bidder::Impl {
     return bid_shards[std::hash<std::string>{}(key) % kShards];
   }
 
-  void RecordBid(const std::string& key, Micros price) {
+  void RecordBid(const std::string& key, Micros price, int cluster) {
     Shard& s = ShardOf(key);
     const int64_t expires = NowUnixMs() + cfg.bid_record_ttl_ms;
     std::lock_guard<std::mutex> l(s.mu);
-    if (s.m.insert_or_assign(key, BidRecord{price.value(), expires}).second) {
+    if (s.m.insert_or_assign(key, BidRecord{price.value(), expires, cluster}).second) {
       s.fifo.emplace_back(expires, key);
     }
   }
-  bool FindBid(const std::string& key, int64_t* price) {
+  bool FindBid(const std::string& key, int64_t* price, int* cluster) {
     Shard& s = ShardOf(key);
     std::lock_guard<std::mutex> l(s.mu);
     auto it = s.m.find(key);
     if (it == s.m.end()) return false;
     *price = it->second.price_cpm;
+    *cluster = it->second.cluster;
     return true;
   }
 
@@ -342,11 +344,11 @@ HttpResult Bidder::HandleBid(std::string_view body, int64_t received_us, Request
           req->id + "|" + req->imps[c.imp_index].id + "|" + std::to_string(c.advertiser);
       const Micros charge((c.price.value() + 999) / 1000);  // one impression at the bid price
       if (!ledger.TryReserve(c.advertiser_index, key, charge,
-                                now_ms + m.cfg.reservation_timeout_ms)) {
+                             now_ms + m.cfg.reservation_timeout_ms)) {
         budget_limited = true;
         continue;
       }
-      m.RecordBid(key, c.price);
+      m.RecordBid(key, c.price, c.cluster);
     }
     ++per_imp[c.imp_index];
     sent.push_back(c);
@@ -455,9 +457,9 @@ HttpResult Bidder::HandleNotice(std::string_view target) {
   const std::string day_name = DayName(day);
   Micros charge(0);
   bool rejected = false;  // a billing price we refuse to book
+  int64_t bid_cpm = -1;
+  const bool known = m.FindBid(key, &bid_cpm, &e.cluster);
   if (n->type == NoticeType::kBilling || n->type == NoticeType::kWin) {
-    int64_t bid_cpm = -1;
-    const bool known = m.FindBid(key, &bid_cpm);
     if (!n->price) {
       e.reason = n->invalid_price;
       rejected = true;

@@ -75,6 +75,26 @@ Result<LearnerConfig> LoadLearnerConfig(const std::string& path) {
   r.Get("capacity", &c.replay.capacity);
   r.Check(c.replay.capacity >= 1, "capacity", "must be positive");
   r.Get("sync", &c.replay.sync);
+
+  if (root.Has("online")) {
+    ConfigMap o = root.Section("online");
+    OnlineConfig& on = c.online;
+    o.Get("brokers", &on.brokers);
+    o.Get("events_topic", &on.events_topic);
+    o.Get("policy_topic", &on.policy_topic);
+    o.Get("clock_topic", &on.clock_topic);
+    o.Get("group_id", &on.group_id);
+    o.Get("state_dir", &on.state_dir);
+    o.Get("clock", &on.clock);
+    o.Check(on.clock == "markers" || on.clock == "wall", "clock", "must be markers or wall");
+    o.Get("step_grace_ms", &on.step_grace_ms);
+    o.Check(on.step_grace_ms >= 0, "step_grace_ms", "must be >= 0");
+    o.Get("explore", &on.explore);
+    o.Get("updates_per_step", &on.updates_per_step);
+    o.Check(on.updates_per_step >= 0, "updates_per_step", "must be >= 0");
+    o.Get("checkpoint_every", &on.checkpoint_every);
+    o.Check(on.checkpoint_every >= 1, "checkpoint_every", "must be >= 1");
+  }
   RTB_RETURN_IF_ERROR(file->Finish());
 
   std::filesystem::path sim_path = c.simulator_config;

@@ -1,4 +1,5 @@
 #include <deque>
+#include <map>
 
 #include "rtb/learner/replay_store.h"
 
@@ -9,13 +10,23 @@ class MemoryReplayStore : public ReplayStore {
  public:
   explicit MemoryReplayStore(ReplayOptions opt) : opt_(opt) {}
 
-  Result<uint64_t> Append(const Transition& t) override {
+  Result<uint64_t> Append(const Transition& t, const Metadata& meta) override {
+    for (const auto& [k, v] : meta) meta_[k] = v;
     items_.push_back(t);
     if (items_.size() > opt_.capacity) {
       items_.pop_front();
       ++first_;
     }
     return next_++;
+  }
+  Status PutMeta(const Metadata& meta) override {
+    for (const auto& [k, v] : meta) meta_[k] = v;
+    return Status::Ok();
+  }
+  Result<std::string> GetMeta(const std::string& key) const override {
+    auto it = meta_.find(key);
+    if (it == meta_.end()) return Status::NotFound("no metadata " + key);
+    return it->second;
   }
   uint64_t Size() const override { return items_.size(); }
   uint64_t NextSeq() const override { return next_; }
@@ -36,6 +47,7 @@ class MemoryReplayStore : public ReplayStore {
  private:
   ReplayOptions opt_;
   std::deque<Transition> items_;
+  std::map<std::string, std::string> meta_;
   uint64_t first_ = 0, next_ = 0;
 };
 

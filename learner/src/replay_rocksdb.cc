@@ -37,12 +37,13 @@ class RocksDbReplayStore : public ReplayStore {
                      uint64_t next)
       : db_(std::move(db)), opt_(opt), first_(first), next_(next) {}
 
-  Result<uint64_t> Append(const Transition& t) override {
+  Result<uint64_t> Append(const Transition& t, const Metadata& meta) override {
     std::lock_guard<std::mutex> l(mu_);
     const uint64_t seq = next_;
     uint64_t first = first_;
     rocksdb::WriteBatch batch;
     batch.Put(Key(seq), EncodeTransition(t));
+    for (const auto& [k, v] : meta) batch.Put("u:" + k, v);
     batch.Put("m:next", U64(seq + 1));
     if (seq + 1 - first > opt_.capacity) {
       batch.Delete(Key(first));
@@ -56,6 +57,24 @@ class RocksDbReplayStore : public ReplayStore {
     next_ = seq + 1;
     first_ = first;
     return seq;
+  }
+
+  Status PutMeta(const Metadata& meta) override {
+    rocksdb::WriteBatch batch;
+    for (const auto& [k, v] : meta) batch.Put("u:" + k, v);
+    rocksdb::WriteOptions wo;
+    wo.sync = opt_.sync;
+    const rocksdb::Status st = db_->Write(wo, &batch);
+    if (!st.ok()) return Status::IoError("replay store metadata: " + st.ToString());
+    return Status::Ok();
+  }
+
+  Result<std::string> GetMeta(const std::string& key) const override {
+    std::string value;
+    const rocksdb::Status st = db_->Get(rocksdb::ReadOptions(), "u:" + key, &value);
+    if (st.IsNotFound()) return Status::NotFound("no metadata " + key);
+    if (!st.ok()) return Status::IoError("replay store metadata: " + st.ToString());
+    return value;
   }
 
   uint64_t Size() const override {

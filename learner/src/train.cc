@@ -235,6 +235,8 @@ Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const
 
   // The model with the best training score, evaluated on the test day.
   learner.RestoreSnapshot();
+  // The deployable model (best actors): what `rtb learn --init` starts online learning from.
+  RTB_RETURN_IF_ERROR(learner.SaveCheckpoint(dir + "/best"));
   const Evaluation ev = EvaluatePolicy(learner, sc, sc.test, sc.test_budgets);
   out.test = ev.run;
   out.test.curve = ts.curve;

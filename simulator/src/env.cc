@@ -13,25 +13,41 @@ Observation MultiAgentEnv::Reset(uint64_t seed) {
   return Observe();
 }
 
-Observation MultiAgentEnv::Observe() const {
+Observation MakeObservation(const Market& m, int step, std::vector<double> g_cost,
+                            std::vector<double> g_revenue, std::vector<double> d) {
   Observation o;
-  const int N = market_.agents, L = market_.clusters;
-  o.step = engine_.step();
-  o.g_cost.resize(static_cast<size_t>(N) * L);
-  o.g_revenue.resize(static_cast<size_t>(N) * L);
-  for (size_t p = 0; p < o.g_cost.size(); ++p) {
-    o.g_cost[p] = engine_.pair_cost()[p].units();
-    o.g_revenue[p] = engine_.pair_revenue()[p].units();
-  }
-  const int t = std::min(o.step, market_.steps - 1);
+  const int L = m.clusters;
+  o.step = step;
+  o.g_cost = std::move(g_cost);
+  o.g_revenue = std::move(g_revenue);
+  const int t = std::clamp(step, 0, m.steps - 1);
   o.x.reserve(static_cast<size_t>(L) * (L + 2));
   for (int j = 0; j < L; ++j) {
     for (int q = 0; q < L; ++q) o.x.push_back(q == j ? 1.0 : 0.0);
-    o.x.push_back(market_.revenue_hist[static_cast<size_t>(t)][static_cast<size_t>(j)]);
-    o.x.push_back(market_.cost_hist[static_cast<size_t>(t)][static_cast<size_t>(j)]);
+    o.x.push_back(m.revenue_hist[static_cast<size_t>(t)][static_cast<size_t>(j)]);
+    o.x.push_back(m.cost_hist[static_cast<size_t>(t)][static_cast<size_t>(j)]);
   }
-  o.d = engine_.last_d();
+  o.d = std::move(d);
   return o;
+}
+
+std::vector<double> AgentBudgets(const Market& m, const std::vector<Micros>& budgets) {
+  std::vector<double> b(static_cast<size_t>(m.agents), 0.0);
+  for (size_t k = 0; k < budgets.size() && k < m.agent_of.size(); ++k) {
+    b[m.agent_of[k]] += budgets[k].units();
+  }
+  return b;
+}
+
+Observation MultiAgentEnv::Observe() const {
+  const size_t pairs = static_cast<size_t>(market_.agents) * market_.clusters;
+  std::vector<double> cost(pairs), revenue(pairs);
+  for (size_t p = 0; p < pairs; ++p) {
+    cost[p] = engine_.pair_cost()[p].units();
+    revenue[p] = engine_.pair_revenue()[p].units();
+  }
+  return MakeObservation(market_, engine_.step(), std::move(cost), std::move(revenue),
+                         engine_.last_d());
 }
 
 StepResult MultiAgentEnv::Step(const ActionTable& a) {
@@ -51,11 +67,7 @@ StepResult MultiAgentEnv::Step(const ActionTable& a) {
 }
 
 std::vector<double> MultiAgentEnv::AgentBudgets() const {
-  std::vector<double> b(static_cast<size_t>(market_.agents), 0.0);
-  for (size_t k = 0; k < engine_.budgets().size() && k < market_.agent_of.size(); ++k) {
-    b[market_.agent_of[k]] += engine_.budgets()[k].units();
-  }
-  return b;
+  return sim::AgentBudgets(market_, engine_.budgets());
 }
 
 }  // namespace rtb::sim

@@ -21,6 +21,19 @@ std::string Num(double v) {
 
 }  // namespace
 
+std::string ClusterMapJson(const Market& m) {
+  std::string c = "{\"format\": \"rtb.cluster_map\", \"schema_version\": 1, \"clusters\": " +
+                  std::to_string(m.clusters) +
+                  ", \"default_cluster\": " + std::to_string(m.default_cluster) +
+                  ",\n \"users\": {";
+  for (size_t u = 0; u < m.cluster_of.size(); ++u) {
+    c += std::string(u ? ", " : "") + "\"c" + std::to_string(u) +
+         "\": " + std::to_string(m.cluster_of[u]);
+  }
+  c += "}}\n";
+  return c;
+}
+
 Status ExportBidderWorld(const Scenario& sc, const World& world, const std::string& dir,
                          const std::string& base_bidder_config) {
   std::error_code ec;
@@ -40,15 +53,7 @@ Status ExportBidderWorld(const Scenario& sc, const World& world, const std::stri
   p += "},\n \"ctr_weights\": {}, \"cvr_weights\": {}}\n";
   RTB_RETURN_IF_ERROR(WriteFileAtomic(dir + "/predictor.json", p));
   // clusters.json
-  std::string c = "{\"format\": \"rtb.cluster_map\", \"schema_version\": 1, \"clusters\": " +
-                  std::to_string(sc.market.clusters) +
-                  ", \"default_cluster\": " + std::to_string(sc.market.default_cluster) +
-                  ",\n \"users\": {";
-  for (size_t u = 0; u < sc.market.cluster_of.size(); ++u) {
-    c += std::string(u ? ", " : "") + "\"c" + std::to_string(u) +
-         "\": " + std::to_string(sc.market.cluster_of[u]);
-  }
-  c += "}}\n";
+  const std::string c = ClusterMapJson(sc.market);
   RTB_RETURN_IF_ERROR(WriteFileAtomic(dir + "/clusters.json", c));
   // bidder.yaml: the base config without its advertisers, then the world's advertisers.
   std::ifstream in(base_bidder_config);

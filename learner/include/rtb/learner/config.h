@@ -46,6 +46,24 @@ struct ReplayConfig {
   bool sync = false;                // fsync every append (survives power loss, slower)
 };
 
+// The online learner (`rtb learn`): the loop of dcmab.md section 8 fed by the bidders' events.
+struct OnlineConfig {
+  std::string brokers;                      // bootstrap.servers of the events/policy cluster
+  std::string events_topic = "rtb.events";  // the bidders' outcome events (consumed)
+  std::string policy_topic = "rtb.policy";  // action tables + cluster map (published)
+  std::string clock_topic = "rtb.clock";    // step-end markers from the exchange (consumed)
+  std::string group_id = "rtb-learner";     // consumer group (offsets committed after the
+                                            // transitions they produced are durable)
+  std::string state_dir = "out/learner";    // replay store, checkpoint, learner log
+  std::string clock = "markers";  // markers: a step closes on the exchange's marker (simulated
+                                  // clock) | wall: on the wall clock, step_grace_ms after its end
+  int64_t step_grace_ms = 3000;   // wait this long for a step's stragglers once its marker
+                                  // (or its end) is seen, unless the marker's counts are met
+  bool explore = true;            // add the (decayed) exploration noise to published actions
+  int updates_per_step = 8;       // gradient steps per closed step
+  int checkpoint_every = 1;       // closed steps between checkpoints
+};
+
 struct LearnerConfig {
   std::string simulator_config = "../simulator/default.yaml";  // relative to this file
   sim::SimulatorConfig sim;                                    // loaded from simulator_config
@@ -67,6 +85,7 @@ struct LearnerConfig {
                                      // total reward; the others keep manual bids. Empty = all.
   HyperParams hp;
   ReplayConfig replay;
+  OnlineConfig online;
 };
 
 Result<LearnerConfig> LoadLearnerConfig(const std::string& path);

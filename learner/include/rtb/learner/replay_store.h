@@ -17,11 +17,21 @@
 
 namespace rtb::learn {
 
+using Metadata = std::vector<std::pair<std::string, std::string>>;
+
 class ReplayStore {
  public:
   virtual ~ReplayStore() = default;
   // Appends t; returns its sequence number (0, 1, 2, ...). Acknowledged once this returns OK.
-  virtual Result<uint64_t> Append(const Transition& t) = 0;
+  Result<uint64_t> Append(const Transition& t) { return Append(t, {}); }
+  // Appends t and writes the metadata entries in the same atomic write (all or nothing): the
+  // online learner stores its consumer position and open-step totals with each transition.
+  // Metadata keys live in their own namespace ("u:" + key on RocksDB).
+  virtual Result<uint64_t> Append(const Transition& t, const Metadata& meta) = 0;
+  // Writes metadata alone (atomically).
+  virtual Status PutMeta(const Metadata& meta) = 0;
+  // NotFound when absent.
+  virtual Result<std::string> GetMeta(const std::string& key) const = 0;
   // Number of transitions held (after capacity eviction).
   virtual uint64_t Size() const = 0;
   // Sequence number the next Append will get (= transitions ever appended).

@@ -24,6 +24,13 @@ struct Observation {
   std::vector<double> d;          // [i*L+j], sums to 1 (or all 0 when nothing was bid)
 };
 
+// The observation at `step` of a day from its pieces (the environment and the online learner
+// share it): cumulative cost/revenue per pair, the last step's d, x from the market history.
+Observation MakeObservation(const Market& m, int step, std::vector<double> g_cost,
+                            std::vector<double> g_revenue, std::vector<double> d);
+// Per agent budget (currency units): the sum of its advertisers' budgets.
+std::vector<double> AgentBudgets(const Market& m, const std::vector<Micros>& budgets);
+
 struct StepResult {
   Observation next;
   std::vector<double> rewards;        // per agent, currency units

@@ -12,6 +12,9 @@
 
 namespace rtb::sim {
 
+// The consumer-cluster map of the market (schemas/cluster-map-v1.md), users "c<consumer id>".
+std::string ClusterMapJson(const Market& m);
+
 Status ExportBidderWorld(const Scenario& sc, const World& world, const std::string& dir,
                          const std::string& base_bidder_config);
 

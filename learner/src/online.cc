@@ -1,0 +1,526 @@
+// The online learner: Kafka in, transitions and updates, action tables out.
+//
+// Durable state (all in the replay store's RocksDB, one atomic write per closed step):
+//   transition t          the step's (s, d, a, r, s', d', done)            (Algorithm 1, l. 9)
+//   u:online              consumer position (next offset per events partition, next clock
+//                         offset), the open steps' totals (StepMerger), the day's cumulative
+//                         g, the last d, and the state s / actions a of the step now playing
+//   u:step:<day>:<step>   the closed step's totals (audits; `rtb demo` checks them against
+//                         the exchange's accounting)
+// The checkpoint (networks, optimizers, noise, RNG) is written after the updates; a crash
+// between the two costs at most that step's updates, never a transition or an event.
+#include "rtb/learner/online.h"
+
+#include <librdkafka/rdkafka.h>
+
+#include <chrono>
+#include <cstdarg>
+#include <cstdio>
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "rtb/core/action_table.h"
+#include "rtb/core/events.h"
+#include "rtb/core/step_marker.h"
+#include "rtb/learner/agents.h"
+#include "rtb/learner/replay_store.h"
+#include "rtb/learner/state.h"
+#include "rtb/learner/step_merge.h"
+#include "rtb/simulator/env.h"
+#include "rtb/simulator/export.h"
+#include "rtb/simulator/simulate.h"
+
+namespace rtb::learn {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// What the learner knows between steps (persisted as u:online).
+struct LoopState {
+  std::map<int32_t, int64_t> offsets;        // events topic: partition -> next offset to read
+  int64_t clock_offset = 0;                  // clock topic (partition 0): next marker to read
+  std::optional<StepKey> playing;            // the step the published table is for
+  std::vector<double> g_cost, g_revenue, d;  // the current day so far (currency units)
+  std::vector<float> s, a;                   // state before `playing`, its actions
+  uint64_t version = 0;                      // of the published table
+  int64_t steps_closed = 0;
+};
+
+nlohmann::json ToJson(const LoopState& st, const StepMerger& merger) {
+  nlohmann::json j;
+  nlohmann::json offs = nlohmann::json::object();
+  for (const auto& [p, o] : st.offsets) offs[std::to_string(p)] = o;
+  j["offsets"] = offs;
+  j["clock_offset"] = st.clock_offset;
+  if (st.playing) j["playing"] = {st.playing->day, st.playing->step};
+  j["g_cost"] = st.g_cost;
+  j["g_revenue"] = st.g_revenue;
+  j["d"] = st.d;
+  j["s"] = st.s;
+  j["a"] = st.a;
+  j["version"] = st.version;
+  j["steps_closed"] = st.steps_closed;
+  j["merger"] = merger.ToJson();
+  return j;
+}
+
+Status FromJson(const std::string& text, LoopState* st, std::optional<StepMerger>* merger) {
+  try {
+    const auto j = nlohmann::json::parse(text);
+    for (const auto& [p, o] : j.at("offsets").items()) st->offsets[std::stoi(p)] = o;
+    st->clock_offset = j.at("clock_offset").get<int64_t>();
+    if (j.contains("playing")) st->playing = StepKey{j["playing"][0], j["playing"][1]};
+    st->g_cost = j.at("g_cost").get<std::vector<double>>();
+    st->g_revenue = j.at("g_revenue").get<std::vector<double>>();
+    st->d = j.at("d").get<std::vector<double>>();
+    st->s = j.at("s").get<std::vector<float>>();
+    st->a = j.at("a").get<std::vector<float>>();
+    st->version = j.at("version").get<uint64_t>();
+    st->steps_closed = j.at("steps_closed").get<int64_t>();
+    RTB_ASSIGN_OR_RETURN(StepMerger m, StepMerger::FromJson(j.at("merger").get<std::string>()));
+    merger->emplace(std::move(m));
+    return Status::Ok();
+  } catch (const std::exception& e) {
+    return Status::Corruption(std::string("learner state u:online: ") + e.what());
+  }
+}
+
+class OnlineLearner {
+ public:
+  OnlineLearner(const LearnerConfig& cfg, const OnlineOptions& opt, const sim::Scenario& sc,
+                const AlgoSpec& spec)
+      : cfg_(cfg),
+        on_(cfg.online),
+        opt_(opt),
+        sc_(sc),
+        spec_(spec),
+        N_(sc.market.agents),
+        L_(sc.market.clusters),
+        T_(sc.market.steps),
+        step_ms_(static_cast<int64_t>(sc.cfg.day.step_minutes) * 60'000),
+        norm_(MakeNormalizer(sc.market, cfg.roi_scale)),
+        budgets_(sim::AgentBudgets(sc.market, sc.test_budgets)),
+        learner_(spec, cfg.hp, norm_, opt.seed),
+        sample_rng_(Rng::Mix(opt.seed, 0x0411e)),
+        clusters_json_(sim::ClusterMapJson(sc.market)) {}
+
+  ~OnlineLearner() {
+    if (consumer_ != nullptr) {
+      rd_kafka_consumer_close(consumer_);
+      rd_kafka_destroy(consumer_);
+    }
+    if (producer_ != nullptr) {
+      rd_kafka_flush(producer_, 5000);
+      rd_kafka_destroy(producer_);
+    }
+  }
+
+  Status Start();
+  Status Run();
+
+ private:
+  static void Rebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err,
+                        rd_kafka_topic_partition_list_t* parts, void* opaque);
+  std::vector<float> StateAt(int step, bool fresh_day) const;
+  Status Publish();
+  Status CloseStep(const StepMarker& marker, int64_t marker_offset, bool timed_out);
+  Status Checkpoint();
+  void Consume(rd_kafka_message_t* m);
+  Status CommitOffsets();
+  void Log(const char* fmt, ...) const;
+
+  const LearnerConfig& cfg_;
+  const OnlineConfig& on_;
+  const OnlineOptions& opt_;
+  const sim::Scenario& sc_;
+  AlgoSpec spec_;
+  const int N_, L_, T_;
+  const int64_t step_ms_;
+  Normalizer norm_;
+  std::vector<double> budgets_;
+  MultiAgentLearner learner_;
+  Rng sample_rng_;
+  std::string clusters_json_;
+  std::unique_ptr<ReplayStore> replay_;
+  std::optional<StepMerger> merger_;
+  LoopState st_;
+  struct Pending {
+    StepMarker marker;
+    Clock::time_point seen;
+    int64_t offset;  // in the clock topic
+  };
+  std::deque<Pending> markers_;  // read, not yet closed
+  rd_kafka_t* consumer_ = nullptr;
+  rd_kafka_t* producer_ = nullptr;
+  std::string bootstrap_;
+  int64_t decode_errors_ = 0;
+};
+
+void OnlineLearner::Log(const char* fmt, ...) const {
+  if (!opt_.progress) return;
+  va_list ap;
+  va_start(ap, fmt);
+  std::fprintf(stderr, "rtb learn: ");
+  std::vfprintf(stderr, fmt, ap);
+  std::fprintf(stderr, "\n");
+  va_end(ap);
+}
+
+// The normalised state at the start of `step`: the day so far (or a fresh day).
+std::vector<float> OnlineLearner::StateAt(int step, bool fresh_day) const {
+  const size_t pairs = static_cast<size_t>(N_) * L_;
+  const sim::Observation o = sim::MakeObservation(
+      sc_.market, step, fresh_day ? std::vector<double>(pairs, 0.0) : st_.g_cost,
+      fresh_day ? std::vector<double>(pairs, 0.0) : st_.g_revenue,
+      fresh_day ? std::vector<double>(pairs, 0.0) : st_.d);
+  return norm_.EncodeState(o, budgets_);
+}
+
+void OnlineLearner::Rebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err,
+                              rd_kafka_topic_partition_list_t* parts, void* opaque) {
+  auto* self = static_cast<OnlineLearner*>(opaque);
+  if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+    // Start where the last durable transition left off, not at the committed offsets (they
+    // may lag the store by one step).
+    for (int i = 0; i < parts->cnt; ++i) {
+      rd_kafka_topic_partition_t& p = parts->elems[i];
+      if (self->on_.clock_topic == p.topic) {
+        p.offset = self->st_.clock_offset;
+      } else {
+        auto it = self->st_.offsets.find(p.partition);
+        p.offset = it == self->st_.offsets.end() ? RD_KAFKA_OFFSET_BEGINNING : it->second;
+      }
+    }
+    rd_kafka_assign(rk, parts);
+  } else {
+    rd_kafka_assign(rk, nullptr);
+  }
+}
+
+Status OnlineLearner::Start() {
+  std::error_code ec;
+  fs::create_directories(on_.state_dir, ec);
+  ReplayOptions ro{cfg_.replay.capacity, cfg_.replay.sync};
+  RTB_ASSIGN_OR_RETURN(replay_, OpenRocksDbReplayStore(on_.state_dir + "/replay", ro));
+  const std::string ckpt = on_.state_dir + "/checkpoint";
+  if (learner_.LoadCheckpoint(ckpt).ok()) {
+    Log("resumed the agents from %s", ckpt.c_str());
+  } else if (!opt_.init_checkpoint.empty()) {
+    RTB_RETURN_IF_ERROR(learner_.LoadCheckpoint(opt_.init_checkpoint));
+    Log("starting from the offline-trained agents in %s", opt_.init_checkpoint.c_str());
+  }
+  auto saved = replay_->GetMeta("online");
+  if (saved.ok()) {
+    RTB_RETURN_IF_ERROR(FromJson(*saved, &st_, &merger_));
+    Log("resumed at table version %llu after %lld closed steps (%llu transitions)",
+        static_cast<unsigned long long>(st_.version), static_cast<long long>(st_.steps_closed),
+        static_cast<unsigned long long>(replay_->NextSeq()));
+  } else if (saved.status().code() != Status::Code::kNotFound) {
+    return saved.status();
+  } else {
+    merger_.emplace(N_, L_, step_ms_);
+    const size_t pairs = static_cast<size_t>(N_) * L_;
+    st_.g_cost.assign(pairs, 0.0);
+    st_.g_revenue.assign(pairs, 0.0);
+    st_.d.assign(pairs, 0.0);
+    st_.playing = StepKey{0, 0};
+    st_.s = StateAt(0, true);
+    st_.a = learner_.Act(st_.s, on_.explore);
+    st_.version = 1;
+    RTB_RETURN_IF_ERROR(replay_->PutMeta({{"online", ToJson(st_, *merger_).dump()}}));
+  }
+
+  char err[512];
+  bootstrap_ = on_.brokers;
+  auto set = [&](rd_kafka_conf_t* c, const char* k, const std::string& v) -> Status {
+    if (rd_kafka_conf_set(c, k, v.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK) {
+      return Status::InvalidArgument(std::string("kafka ") + k + ": " + err);
+    }
+    return Status::Ok();
+  };
+  rd_kafka_conf_t* pc = rd_kafka_conf_new();
+  RTB_RETURN_IF_ERROR(set(pc, "bootstrap.servers", bootstrap_));
+  RTB_RETURN_IF_ERROR(set(pc, "enable.idempotence", "true"));
+  RTB_RETURN_IF_ERROR(set(pc, "linger.ms", "0"));
+  RTB_RETURN_IF_ERROR(set(pc, "log_level", "3"));
+  producer_ = rd_kafka_new(RD_KAFKA_PRODUCER, pc, err, sizeof err);
+  if (producer_ == nullptr) return Status::Unavailable(std::string("kafka producer: ") + err);
+
+  rd_kafka_conf_t* cc = rd_kafka_conf_new();
+  RTB_RETURN_IF_ERROR(set(cc, "bootstrap.servers", bootstrap_));
+  RTB_RETURN_IF_ERROR(set(cc, "group.id", on_.group_id));
+  RTB_RETURN_IF_ERROR(set(cc, "enable.auto.commit", "false"));
+  RTB_RETURN_IF_ERROR(set(cc, "auto.offset.reset", "earliest"));
+  RTB_RETURN_IF_ERROR(set(cc, "fetch.wait.max.ms", "10"));
+  RTB_RETURN_IF_ERROR(set(cc, "log_level", "3"));
+  rd_kafka_conf_set_rebalance_cb(cc, &OnlineLearner::Rebalance);
+  rd_kafka_conf_set_opaque(cc, this);
+  consumer_ = rd_kafka_new(RD_KAFKA_CONSUMER, cc, err, sizeof err);
+  if (consumer_ == nullptr) return Status::Unavailable(std::string("kafka consumer: ") + err);
+  rd_kafka_poll_set_consumer(consumer_);
+  rd_kafka_topic_partition_list_t* topics = rd_kafka_topic_partition_list_new(2);
+  rd_kafka_topic_partition_list_add(topics, on_.events_topic.c_str(), RD_KAFKA_PARTITION_UA);
+  rd_kafka_topic_partition_list_add(topics, on_.clock_topic.c_str(), RD_KAFKA_PARTITION_UA);
+  const rd_kafka_resp_err_t se = rd_kafka_subscribe(consumer_, topics);
+  rd_kafka_topic_partition_list_destroy(topics);
+  if (se != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return Status::Unavailable(std::string("kafka subscribe: ") + rd_kafka_err2str(se));
+  }
+  return Publish();  // (again, after a restart: the bidders keep the highest version)
+}
+
+// Publishes the table for st_.playing with the cluster map (schemas/events-v1.md, policy).
+Status OnlineLearner::Publish() {
+  ActionTable t(N_, L_);
+  for (int i = 0; i < N_; ++i) {
+    for (int j = 0; j < L_; ++j) t.set(i, j, st_.a[static_cast<size_t>(i * L_ + j)]);
+  }
+  t.version = st_.version;
+  t.algo = spec_.name + "-online";
+  t.created_unix_ms = NowUnixMs();
+  std::string msg = "{\"table\":" + SerializeActionTable(t) + ",\"clusters\":" + clusters_json_ +
+                    ",\"for\":{\"day\":" + std::to_string(st_.playing ? st_.playing->day : 0) +
+                    ",\"step\":" + std::to_string(st_.playing ? st_.playing->step : 0) + "}}";
+  const rd_kafka_resp_err_t e =
+      rd_kafka_producev(producer_, RD_KAFKA_V_TOPIC(on_.policy_topic.c_str()),
+                        RD_KAFKA_V_PARTITION(0), RD_KAFKA_V_VALUE(msg.data(), msg.size()),
+                        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return Status::Unavailable(std::string("policy publish: ") + rd_kafka_err2str(e));
+  }
+  rd_kafka_poll(producer_, 0);
+  return Status::Ok();
+}
+
+void OnlineLearner::Consume(rd_kafka_message_t* m) {
+  const std::string topic = rd_kafka_topic_name(m->rkt);
+  const std::string_view payload(static_cast<const char*>(m->payload), m->len);
+  if (topic == on_.clock_topic) {
+    auto mk = DecodeStepMarker(payload);
+    if (mk.ok()) {
+      markers_.push_back({*mk, Clock::now(), m->offset});
+    } else {
+      st_.clock_offset = m->offset + 1;
+      ++decode_errors_;
+      Log("skipping a malformed step marker at offset %lld: %s", static_cast<long long>(m->offset),
+          mk.status().message().c_str());
+    }
+    return;
+  }
+  st_.offsets[m->partition] = m->offset + 1;
+  auto e = DecodeEvent(payload);
+  if (!e.ok()) {
+    ++decode_errors_;  // counted; the event cannot be attributed to a step
+    return;
+  }
+  merger_->Add(*e);
+}
+
+Status OnlineLearner::CommitOffsets() {
+  rd_kafka_topic_partition_list_t* parts = rd_kafka_topic_partition_list_new(8);
+  for (const auto& [p, o] : st_.offsets) {
+    rd_kafka_topic_partition_list_add(parts, on_.events_topic.c_str(), p)->offset = o;
+  }
+  rd_kafka_topic_partition_list_add(parts, on_.clock_topic.c_str(), 0)->offset = st_.clock_offset;
+  rd_kafka_commit(consumer_, parts, /*async=*/1);
+  rd_kafka_topic_partition_list_destroy(parts);
+  return Status::Ok();
+}
+
+// Algorithm 1 for one step of the live loop: observe r and s', store, update, act.
+Status OnlineLearner::CloseStep(const StepMarker& marker, int64_t marker_offset, bool timed_out) {
+  const int steps_per_day = marker.steps_per_day;
+  const StepKey key{marker.day, marker.step};
+  const StepTotals tot = merger_->Close(key);
+  const size_t pairs = static_cast<size_t>(N_) * L_;
+  // The transition starts from the state the published table was computed from; a day the
+  // learner joined late starts fresh.
+  const bool same_day = st_.playing && st_.playing->day == key.day;
+  std::vector<float> s = st_.s, a = st_.a;
+  if (!(st_.playing && *st_.playing == key)) s = StateAt(key.step, !same_day);
+  if (!same_day) {
+    st_.g_cost.assign(pairs, 0.0);
+    st_.g_revenue.assign(pairs, 0.0);
+    st_.d.assign(pairs, 0.0);
+  }
+  const sim::Observation before =
+      sim::MakeObservation(sc_.market, key.step, st_.g_cost, st_.g_revenue, st_.d);
+  // g accumulates the step's cost and revenue; d is the step's share of bid computations.
+  std::vector<double> rewards(static_cast<size_t>(N_), 0.0);
+  int64_t computations = 0;
+  for (int64_t c : tot.computed) computations += c;
+  for (size_t p = 0; p < pairs; ++p) {
+    st_.g_cost[p] += tot.cost_micros[p] / 1e6;
+    st_.g_revenue[p] += tot.revenue_micros[p] / 1e6;
+    st_.d[p] = computations > 0 ? static_cast<double>(tot.computed[p]) / computations : 0.0;
+    rewards[p / static_cast<size_t>(L_)] += tot.revenue_micros[p] / 1e6;
+  }
+  if (spec_.coordinated) {
+    double total = 0;
+    for (double r : rewards) total += r;
+    rewards.assign(rewards.size(), total);
+  }
+  const bool done = key.step + 1 >= steps_per_day;
+  const sim::Observation after =
+      sim::MakeObservation(sc_.market, done ? T_ : key.step + 1, st_.g_cost, st_.g_revenue, st_.d);
+  Transition tr;
+  tr.s = s;
+  tr.d = norm_.EncodeD(before);
+  tr.a = a;
+  tr.r = norm_.EncodeRewards(rewards, budgets_, spec_.coordinated);
+  if (done && cfg_.delivery_penalty > 0) {
+    const auto gap =
+        norm_.DeliveryShortfall(after, budgets_, cfg_.delivery_target, spec_.coordinated);
+    for (size_t i = 0; i < tr.r.size(); ++i) {
+      tr.r[i] -= static_cast<float>(cfg_.delivery_penalty) * gap[i];
+    }
+  }
+  tr.s2 = norm_.EncodeState(after, budgets_);
+  tr.d2 = norm_.EncodeD(after);
+  tr.done = done ? 1 : 0;
+  tr.episode = static_cast<uint64_t>(key.day);
+  tr.step = static_cast<uint32_t>(key.step);
+
+  // 1. The transition, the consumer position after it, and the step's totals: one write.
+  st_.clock_offset = marker_offset + 1;
+  ++st_.steps_closed;
+  nlohmann::json summary = nlohmann::json::parse(tot.SummaryJson());
+  summary["exchange"] = nlohmann::json::parse(EncodeStepMarker(marker));
+  summary["timed_out"] = timed_out;
+  summary["policy_version"] = st_.version;
+  summary["late_events"] = merger_->late();
+  summary["duplicate_events"] = merger_->duplicates();
+  summary["undecodable_messages"] = decode_errors_;
+  const std::string step_key = "step:" + std::to_string(key.day) + ":" + std::to_string(key.step);
+  RTB_ASSIGN_OR_RETURN(
+      const uint64_t seq,
+      replay_->Append(tr, {{"online", ToJson(st_, *merger_).dump()}, {step_key, summary.dump()}}));
+  CommitOffsets();  // only now: the events up to here are in a durable transition
+
+  // 2. Algorithm 1, lines 10-15: K updates of every agent on minibatches from the replay.
+  UpdateStats us;
+  if (replay_->Size() >= static_cast<uint64_t>(cfg_.hp.warmup_transitions)) {
+    for (int u = 0; u < on_.updates_per_step; ++u) {
+      std::vector<std::vector<Transition>> batches;
+      const int draws = cfg_.hp.shared_minibatch ? 1 : N_;
+      for (int b = 0; b < draws; ++b) {
+        RTB_ASSIGN_OR_RETURN(auto mb,
+                             replay_->Sample(static_cast<size_t>(cfg_.hp.batch_size), sample_rng_));
+        batches.push_back(std::move(mb));
+      }
+      us = learner_.Update(batches);
+    }
+  }
+  if (done) learner_.EndEpisode();
+
+  // 3. The next step's table a[i][j] = mu_i([g, x_j]) from the state now (plus noise).
+  const StepKey next = done ? StepKey{key.day + 1, 0} : StepKey{key.day, key.step + 1};
+  st_.playing = next;
+  st_.s = done ? StateAt(0, true) : tr.s2;
+  st_.a = learner_.Act(st_.s, on_.explore);
+  st_.version = 1 + static_cast<uint64_t>(next.day) * static_cast<uint64_t>(steps_per_day) +
+                static_cast<uint64_t>(next.step);
+  RTB_RETURN_IF_ERROR(replay_->PutMeta({{"online", ToJson(st_, *merger_).dump()}}));
+  RTB_RETURN_IF_ERROR(Publish());
+  if (st_.steps_closed % on_.checkpoint_every == 0) RTB_RETURN_IF_ERROR(Checkpoint());
+  Log("closed day %lld step %d: %lld events%s, cost %.2f (exchange %.2f), revenue %.2f "
+      "(exchange %.2f), transition %llu, critic loss %.4f; published v%llu",
+      static_cast<long long>(key.day), key.step, static_cast<long long>(tot.events),
+      timed_out ? " (timed out waiting for more)" : "", tot.TotalCost() / 1e6,
+      marker.cost_micros / 1e6, tot.TotalRevenue() / 1e6, marker.revenue_micros / 1e6,
+      static_cast<unsigned long long>(seq), us.critic_loss,
+      static_cast<unsigned long long>(st_.version));
+  return Status::Ok();
+}
+
+Status OnlineLearner::Checkpoint() {
+  // Written aside, then swapped in: a crash mid-write leaves the previous checkpoint.
+  const std::string dir = on_.state_dir + "/checkpoint", tmp = dir + ".new", old = dir + ".old";
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  RTB_RETURN_IF_ERROR(learner_.SaveCheckpoint(tmp));
+  fs::remove_all(old, ec);
+  if (fs::exists(dir)) fs::rename(dir, old, ec);
+  fs::rename(tmp, dir, ec);
+  if (ec) return Status::IoError(dir + ": " + ec.message());
+  fs::remove_all(old, ec);
+  return Status::Ok();
+}
+
+Status OnlineLearner::Run() {
+  int64_t closed_here = 0;
+  while (!(opt_.stop != nullptr && opt_.stop->load()) &&
+         (opt_.max_steps < 0 || closed_here < opt_.max_steps)) {
+    rd_kafka_message_t* m = rd_kafka_consumer_poll(consumer_, 20);
+    for (int n = 0; m != nullptr && n < 5000; ++n) {
+      if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) Consume(m);
+      rd_kafka_message_destroy(m);
+      m = rd_kafka_consumer_poll(consumer_, 0);
+    }
+    if (m != nullptr) {
+      if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) Consume(m);
+      rd_kafka_message_destroy(m);
+    }
+    rd_kafka_poll(producer_, 0);
+    if (on_.clock == "wall") {
+      // No exchange markers: a wall-clock step closes step_grace_ms after it ends.
+      const int64_t now = NowUnixMs() - on_.step_grace_ms;
+      const int64_t wall_steps = std::max<int64_t>(1, 86'400'000 / step_ms_);
+      const int64_t cur = now / step_ms_;  // index of the step the grace-shifted clock is in
+      const auto closed = merger_->closed_through();
+      const int64_t last = closed ? closed->day * wall_steps + closed->step : cur - 1;
+      for (int64_t k = last + 1; k < cur; ++k) {
+        StepMarker mk;
+        mk.day = k / wall_steps;
+        mk.step = static_cast<int>(k % wall_steps);
+        mk.steps_per_day = static_cast<int>(wall_steps);
+        mk.step_ms = step_ms_;
+        markers_.push_back({mk, Clock::now() - std::chrono::hours(1), st_.clock_offset - 1});
+      }
+    }
+    while (!markers_.empty()) {
+      const Pending& p = markers_.front();
+      const StepKey key{p.marker.day, p.marker.step};
+      const auto closed = merger_->closed_through();
+      if (closed && key <= *closed) {  // a marker read again after a restart
+        markers_.pop_front();
+        continue;
+      }
+      const bool complete = merger_->EventsIn(key) >= p.marker.expected_events;
+      const bool waited = Clock::now() - p.seen >= std::chrono::milliseconds(on_.step_grace_ms);
+      if (!complete && !waited) break;
+      RTB_RETURN_IF_ERROR(CloseStep(p.marker, p.offset, !complete));
+      markers_.pop_front();
+      ++closed_here;
+    }
+  }
+  return Checkpoint();
+}
+
+}  // namespace
+
+Status RunOnline(const LearnerConfig& cfg, const OnlineOptions& opt) {
+  if (cfg.online.brokers.empty()) {
+    return Status::InvalidArgument("online.brokers is empty: give --brokers host:port");
+  }
+  RTB_ASSIGN_OR_RETURN(auto sc, sim::BuildScenario(cfg.sim, "", "", false));
+  const std::vector<int> learning;
+  RTB_ASSIGN_OR_RETURN(
+      AlgoSpec spec, MakeAlgoSpec(cfg.sim.market.reward == "coordinated" ? "dcmab-coord" : "dcmab",
+                                  sc->market.agents, learning, cfg.hp));
+  OnlineLearner l(cfg, opt, *sc, spec);
+  RTB_RETURN_IF_ERROR(l.Start());
+  return l.Run();
+}
+
+}  // namespace rtb::learn
