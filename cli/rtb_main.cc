@@ -10,13 +10,16 @@
 #include <string>
 #include <vector>
 
+#include "demo.h"
 #include "rtb/bidder/bidder.h"
 #include "rtb/bidder/config.h"
 #include "rtb/bidder/server.h"
+#include "rtb/exchange/exchange.h"
 #include "rtb/simulator/config.h"
 #include "rtb/simulator/export.h"
 #include "rtb/simulator/fulllog.h"
 #include "rtb/simulator/simulate.h"
+#include "rtb/simulator/world.h"
 
 namespace fs = std::filesystem;
 
@@ -160,6 +163,49 @@ int ExecLearner(const std::string& sub, int argc, char** argv, int first) {
   return 1;
 }
 
+struct ExchangeArgs {
+  std::string config;  // simulator config: the world
+  rtb::exchange::ExchangeConfig x;
+  int days = 1;
+  int64_t first_day = 0;
+  uint64_t first_day_seed = 1000;
+  bool no_wait = false;
+};
+
+// `rtb exchange`: plays simulated days against a running bidder; prints one JSON line per day.
+int RunExchange(ExchangeArgs a) {
+  auto cfg = rtb::sim::LoadSimulatorConfig(a.config);
+  if (!cfg.ok()) return Fail(cfg.status());
+  auto sc = rtb::sim::BuildScenario(*cfg, "", "", false);
+  if (!sc.ok()) return Fail(sc.status());
+  const auto world = rtb::sim::GenerateWorld(cfg->world, cfg->seed);
+  a.x.wait_for_policy = !a.no_wait && !a.x.brokers.empty();
+  auto ex = rtb::exchange::Exchange::Create(a.x, **sc);
+  if (!ex.ok()) return Fail(ex.status());
+  for (int d = 0; d < a.days; ++d) {
+    const int64_t day_index = a.first_day + d;
+    const auto day = rtb::sim::GenerateDay(
+        world, cfg->day,
+        rtb::Rng::Mix(cfg->seed, a.first_day_seed + static_cast<uint64_t>(day_index)));
+    auto acct = (*ex)->PlayDay(day, day_index);
+    if (!acct.ok()) return Fail(acct.status());
+    int64_t lost = 0, failed = 0;
+    for (const auto& s : acct->steps) {
+      lost += s.lost_requests;
+      failed += s.failed_notices;
+    }
+    std::printf(
+        "{\"day\":%lld,\"requests\":%zu,\"impressions\":%lld,\"clicks\":%.3f,\"cost\":%.6f,"
+        "\"revenue\":%.6f,\"lost_requests\":%lld,\"failed_notices\":%lld,\"seconds\":%.3f}\n",
+        static_cast<long long>(day_index), day.requests(),
+        static_cast<long long>(acct->total.impressions), acct->total.clicks,
+        acct->total.cost.units(), acct->total.revenue.units(), static_cast<long long>(lost),
+        static_cast<long long>(failed), acct->seconds);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -167,6 +213,10 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "train" &&
       !(argc > 2 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h"))) {
     return ExecLearner("train", argc, argv, 2);
+  }
+  if (argc > 1 && std::string(argv[1]) == "learn" &&
+      !(argc > 2 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h"))) {
+    return ExecLearner("learn", argc, argv, 2);
   }
   CLI::App app{"rtb: a real-time bidding engine that learns to bid with multi-agent RL (DCMAB)"};
   app.require_subcommand(1);
@@ -218,6 +268,49 @@ int main(int argc, char** argv) {
       "--algo <manual|bandit|a2c|ddpg|dcmab|dcmab-coord|partial|all> --seeds <k> --episodes <n> "
       "--out <dir> --jobs <n> --resume");
   tr->allow_extras();
+  auto* ln = app.add_subcommand(
+      "learn",
+      "Learn online from the bidders' Kafka events and publish action tables (runs rtb-learner "
+      "learn): --config <yaml> --brokers <host:port> --state-dir <dir> --init <checkpoint> "
+      "--max-steps <n>");
+  ln->allow_extras();
+
+  ExchangeArgs xa;
+  xa.config = DefaultConfig("configs/simulator/default.yaml");
+  auto* xs = app.add_subcommand(
+      "exchange", "Play simulated days as an ad exchange against a bidder (OpenRTB over HTTP)");
+  xs->add_option("--config", xa.config, "Simulator config: the world")->capture_default_str();
+  xs->add_option("--bidder", xa.x.bidder, "Bidder host:port")->capture_default_str();
+  xs->add_option("--bid-path", xa.x.bid_path, "Bid request path")->capture_default_str();
+  xs->add_option("--days", xa.days, "Simulated days to play")->capture_default_str();
+  xs->add_option("--first-day", xa.first_day, "Number of the first day (simulated clock)")
+      ->capture_default_str();
+  xs->add_option("--concurrency", xa.x.concurrency, "Connections, one request each at a time")
+      ->capture_default_str();
+  xs->add_option("--tmax", xa.x.tmax_ms, "tmax of every request, ms")->capture_default_str();
+  xs->add_option("--outcomes", xa.x.outcomes, "expected | sampled")
+      ->check(CLI::IsMember({"expected", "sampled"}))
+      ->capture_default_str();
+  xs->add_option("--brokers", xa.x.brokers, "Kafka for step-end markers (empty: none)");
+  xs->add_option("--clock-topic", xa.x.clock_topic, "Topic of step-end markers")
+      ->capture_default_str();
+  xs->add_flag("--no-wait", xa.no_wait, "Do not wait for the next policy after each step");
+  xs->add_flag("!--no-loss-notices", xa.x.send_loss_notices, "Send no loss notices");
+
+  rtb::cli::DemoArgs da;
+  da.config = DefaultConfig("configs/demo/default.yaml");
+  auto* dm = app.add_subcommand(
+      "demo",
+      "The closed loop on this machine: embedded Kafka, bidder, online learner and exchange; "
+      "writes report.{json,md,html}");
+  dm->add_option("--config", da.config, "Demo config (YAML)")->capture_default_str();
+  dm->add_option("--out", da.out, "Output directory (default: the config's)");
+  dm->add_option("--days", da.days, "Simulated days to play live (default: the config's)");
+  dm->add_option("--pretrain-episodes", da.episodes,
+                 "Offline pre-training episodes (0 = none; default: the learner config's)");
+  dm->add_option("--chaos", da.chaos,
+                 "kill-learner@D:S or kill-bidder@D:S: SIGKILL and restart during day D step S");
+  dm->add_flag("--quiet", da.quiet, "No progress lines");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -226,5 +319,7 @@ int main(int argc, char** argv) {
   if (s->parsed()) return RunSimulate(sim);
   if (g->parsed()) return RunGenerate(gen);
   if (sv->parsed()) return RunServe(srv);
+  if (xs->parsed()) return RunExchange(xa);
+  if (dm->parsed()) return rtb::cli::RunDemo(da);
   return 2;
 }

@@ -90,8 +90,8 @@ Decision DecideBids(const BidRequest& req, const std::vector<Advertiser>& advert
   d.manual_fallback = !use_policy;
   d.policy_version = use_policy ? policy->table.version : 0;
   const std::string& user = !req.buyeruid.empty() ? req.buyeruid : req.user_id;
-  const ClusterMap* cmap = policy != nullptr && policy->clusters ? policy->clusters.get()
-                                                                 : opt.clusters;
+  const ClusterMap* cmap =
+      policy != nullptr && policy->clusters ? policy->clusters.get() : opt.clusters;
   d.cluster = cmap != nullptr ? cmap->Lookup(user) : 0;
   d.computed.assign(static_cast<size_t>(std::max(0, opt.agents)), 0);
   if (!req.cur.empty() && !Contains(req.cur, opt.currency)) {

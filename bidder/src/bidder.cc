@@ -439,8 +439,10 @@ HttpResult Bidder::HandleNotice(std::string_view target) {
   const size_t k = it->second;
   const int t = static_cast<int>(n->type);
   const std::string key = n->auction_id + "|" + n->imp_id + "|" + std::to_string(n->advertiser);
-  const std::string once =
-      std::string(NoticeTypeName(n->type)) + "/" + n->auction_id + "/" + n->imp_id;
+  // Once per bid: (type, auction, imp, advertiser). Several seats can win one impression on a
+  // multi-slot exchange (the simulated GSP sells 3 slots per request).
+  const std::string once = std::string(NoticeTypeName(n->type)) + "/" + n->auction_id + "/" +
+                           n->imp_id + "/" + std::to_string(n->advertiser);
   auto count = [&](int result) { m.notices[t][result].Inc(); };
 
   Event e;

@@ -60,6 +60,11 @@ Result<BidderConfig> LoadBidderConfig(const std::string& path) {
   k.Get("queue_max_messages", &c.kafka.queue_max_messages);
   k.Check(c.kafka.queue_max_messages >= 1, "queue_max_messages", "must be positive");
   k.Get("linger_ms", &c.kafka.linger_ms);
+  k.Get("compression", &c.kafka.compression);
+  k.Check(c.kafka.compression == "none" || c.kafka.compression == "gzip" ||
+              c.kafka.compression == "snappy" || c.kafka.compression == "lz4" ||
+              c.kafka.compression == "zstd",
+          "compression", "must be none, gzip, snappy, lz4 or zstd");
   k.Get("spill_path", &c.kafka.spill_path);
   k.Get("flush_timeout_ms", &c.kafka.flush_timeout_ms);
 

@@ -157,7 +157,7 @@ Result<std::unique_ptr<EventLog>> EventLog::Open(const KafkaConfig& cfg) {
       !Set(conf, "message.timeout.ms", "0", &err) ||  // never give up: spill only on queue full
       !Set(conf, "queue.buffering.max.messages", std::to_string(cfg.queue_max_messages), &err) ||
       !Set(conf, "linger.ms", std::to_string(cfg.linger_ms), &err) ||
-      !Set(conf, "log_level", "3", &err)) {
+      !Set(conf, "compression.type", cfg.compression, &err) || !Set(conf, "log_level", "3", &err)) {
     rd_kafka_conf_destroy(conf);
     return Status::InvalidArgument("kafka config " + err);
   }

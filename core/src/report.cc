@@ -109,29 +109,6 @@ std::string JsonString(const std::string& s) {
   return out;
 }
 
-std::string HtmlEscape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
 int RowCount(const Report& r) { return static_cast<int>(r.row_names.size()); }
 
 bool MultiRun(const Report& r) {

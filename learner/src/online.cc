@@ -164,6 +164,8 @@ class OnlineLearner {
   rd_kafka_t* producer_ = nullptr;
   std::string bootstrap_;
   int64_t decode_errors_ = 0;
+  bool assigned_ = false;   // the consumer group gave us the partitions
+  bool published_ = false;  // the table of st_.playing went out since (re)start
 };
 
 void OnlineLearner::Log(const char* fmt, ...) const {
@@ -202,6 +204,7 @@ void OnlineLearner::Rebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err,
       }
     }
     rd_kafka_assign(rk, parts);
+    self->assigned_ = true;
   } else {
     rd_kafka_assign(rk, nullptr);
   }
@@ -276,7 +279,9 @@ Status OnlineLearner::Start() {
   if (se != RD_KAFKA_RESP_ERR_NO_ERROR) {
     return Status::Unavailable(std::string("kafka subscribe: ") + rd_kafka_err2str(se));
   }
-  return Publish();  // (again, after a restart: the bidders keep the highest version)
+  // The first table goes out once the events partitions are assigned (Run), so that traffic
+  // starts when this learner is already reading it.
+  return Status::Ok();
 }
 
 // Publishes the table for st_.playing with the cluster map (schemas/events-v1.md, policy).
@@ -472,6 +477,11 @@ Status OnlineLearner::Run() {
       rd_kafka_message_destroy(m);
     }
     rd_kafka_poll(producer_, 0);
+    if (assigned_ && !published_) {
+      // (Again, after a restart: the bidders keep the highest version.)
+      RTB_RETURN_IF_ERROR(Publish());
+      published_ = true;
+    }
     if (on_.clock == "wall") {
       // No exchange markers: a wall-clock step closes step_grace_ms after it ends.
       const int64_t now = NowUnixMs() - on_.step_grace_ms;

@@ -44,6 +44,7 @@ struct KafkaConfig {
   int partitions = 4;                       // partitions created on the mock cluster
   int queue_max_messages = 100000;          // librdkafka local queue; beyond it events spill
   int linger_ms = 5;                        // batching delay
+  std::string compression = "lz4";          // batch compression: none | gzip | snappy | lz4 | zstd
   std::string spill_path = "out/bidder/spill.jsonl";  // local spill file, replayed later
   int flush_timeout_ms = 5000;  // on shutdown: wait this long, then spill the rest
 };

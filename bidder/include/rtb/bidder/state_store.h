@@ -1,5 +1,5 @@
 // Durable bidder state on RocksDB: spend per advertiser and day, and notice de-duplication.
-// A notice is applied once per (type, auction id, imp id), also across a restart: the dedupe
+// A notice is applied once per (type, auction id, imp id, advertiser), also across a restart: the dedupe
 // key and the spend it books are written in one WriteBatch (all or nothing).
 #pragma once
 

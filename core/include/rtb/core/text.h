@@ -12,6 +12,9 @@ namespace rtb {
 // characters. Runs of safe bytes are appended in bulk.
 void AppendJsonString(std::string& out, std::string_view s);
 
+// s with <, >, & and " escaped for HTML text and attribute values.
+std::string HtmlEscape(std::string_view s);
+
 // The whole content of path; NotFound names the file and what it was expected to hold.
 Result<std::string> ReadWholeFile(const std::string& path, const std::string& what);
 

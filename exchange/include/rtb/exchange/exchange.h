@@ -1,0 +1,91 @@
+// `rtb exchange`: an ad exchange for the simulated world, as a load source for real bidders.
+//
+// For every request of a simulated day (in time order) it POSTs an OpenRTB 2.6 request to a
+// bidder over HTTP/1.1 keep-alive (bounded concurrency: `concurrency` connections), carrying
+// the world's ground truth in `ext.sim` (the request's simulated time and its candidate
+// advertisers with their pCTR/pCVR; schemas/exchange-sim-ext-v1.md). It runs the GSP auction
+// of dcmab.md section 3 over the bids it gets back (eCPM ranking, top `slots`, each winner pays
+// the next eCPM or the floor), and sends the notices the outcome implies: billing (burl) for
+// every winner, loss (lurl) for every other bid, and conversion notices with the order value:
+// the expected value pCTR x pCVR x ppb per impression (outcomes: expected, the paper's offline
+// convention) or sampled clicks and purchases (outcomes: sampled, seeded per request).
+//
+// The clock is simulated and runs as fast as the bidder answers: after the last auction and
+// notice of each step it publishes a step-end marker (schemas/clock-v1.md) to Kafka with its
+// own accounting of the step, then (optionally) waits until the bidder serves the table the
+// learner computes for the next step, and measures that policy lag.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rtb/core/status.h"
+#include "rtb/core/step_marker.h"
+#include "rtb/simulator/simulate.h"
+
+namespace rtb::exchange {
+
+struct ExchangeConfig {
+  std::string bidder = "127.0.0.1:8080";   // host:port of the bidder
+  std::string bid_path = "/openrtb2/bid";  // where requests are POSTed
+  int concurrency = 8;                     // connections, each one request at a time
+  int tmax_ms = 250;                       // tmax sent in every request
+  int io_timeout_ms = 2000;                // per HTTP exchange; then the request counts as lost
+  std::string outcomes = "expected";       // expected | sampled
+  bool send_loss_notices = true;           // lurl for every losing bid
+  int notice_retries = 50;                 // a notice that fails (bidder down) is retried
+  int notice_retry_ms = 100;               // ... this often
+  // Kafka: step-end markers (empty brokers: none are published).
+  std::string brokers;
+  std::string clock_topic = "rtb.clock";
+  // After each step: wait (up to policy_wait_ms) until the bidder serves the next table.
+  bool wait_for_policy = true;
+  int policy_wait_ms = 30000;
+  uint64_t seed = 1;  // sampled outcomes
+};
+
+// What the exchange saw and charged in one step (our advertisers only).
+struct StepAccount {
+  StepMarker marker;              // as published (also the totals below)
+  std::vector<Outcome> by_agent;  // impressions, clicks, conversions, cost, revenue
+  double policy_lag_ms = -1;      // marker sent -> bidder serving the next version (-1: n/a)
+  uint64_t next_version = 0;      // the version waited for
+  int64_t lost_requests = 0;      // no HTTP answer (bidder down, timeout)
+  int64_t failed_notices = 0;     // notices never acknowledged
+};
+
+struct DayAccount {
+  int64_t day = 0;
+  std::vector<StepAccount> steps;
+  std::vector<Outcome> by_agent;  // the whole day
+  Outcome total;
+  double seconds = 0;
+};
+
+class Exchange {
+ public:
+  // `sc` is the simulated world (market: agents of the advertisers; budgets for reports).
+  static Result<std::unique_ptr<Exchange>> Create(const ExchangeConfig& cfg,
+                                                  const sim::Scenario& sc);
+  ~Exchange();
+
+  // Plays `day` as simulated day number `day_index` (sim clock = day_index x 24 h + the
+  // request's time). `on_step` runs after each step's marker (and policy wait), e.g. to kill a
+  // process in a chaos test.
+  Result<DayAccount> PlayDay(const sim::Day& day, int64_t day_index,
+                             const std::function<void(const StepAccount&)>& on_step = {});
+
+  // The policy version the bidder serves now (its /metrics), or an error.
+  Result<uint64_t> BidderPolicyVersion();
+
+  struct Impl;
+
+ private:
+  explicit Exchange(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rtb::exchange

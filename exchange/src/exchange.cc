@@ -1,0 +1,425 @@
+#include "rtb/exchange/exchange.h"
+
+#include <librdkafka/rdkafka.h>
+
+#include <atomic>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+
+#include "rtb/bidder/openrtb.h"
+#include "rtb/core/auction.h"
+#include "rtb/core/rng.h"
+
+namespace rtb::exchange {
+namespace {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+constexpr int64_t kDayMs = 86'400'000;
+
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Micros as a decimal of currency units ("1.25"), exact.
+std::string Decimal(int64_t micros) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%s%lld.%06lld", micros < 0 ? "-" : "",
+                static_cast<long long>(std::llabs(micros) / 1000000),
+                static_cast<long long>(std::llabs(micros) % 1000000));
+  return buf;
+}
+
+void ReplaceAll(std::string& s, std::string_view from, const std::string& to) {
+  for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) {
+    s.replace(p, from.size(), to);
+  }
+}
+
+// The path and query of a URL (the exchange always talks to its configured bidder address).
+std::string PathOf(const std::string& url) {
+  const size_t scheme = url.find("://");
+  if (scheme == std::string::npos) return url;
+  const size_t slash = url.find('/', scheme + 3);
+  return slash == std::string::npos ? "/" : url.substr(slash);
+}
+
+// One keep-alive HTTP/1.1 connection, reconnecting on failure. Not thread-safe.
+class Conn {
+ public:
+  Conn(std::string host, std::string port, int timeout_ms)
+      : host_(std::move(host)), port_(std::move(port)), timeout_ms_(timeout_ms) {}
+
+  struct Reply {
+    int status = 0;
+    std::string body;
+  };
+
+  Result<Reply> Do(http::verb verb, const std::string& target, const std::string& body) {
+    for (int attempt = 0; attempt < 2; ++attempt) {  // one silent reconnect (idle close)
+      beast::error_code ec;
+      if (!stream_) {
+        stream_ = std::make_unique<beast::tcp_stream>(ioc_);
+        tcp::resolver resolver(ioc_);
+        auto eps = resolver.resolve(host_, port_, ec);
+        if (!ec) {
+          stream_->expires_after(std::chrono::milliseconds(timeout_ms_));
+          stream_->connect(eps, ec);
+        }
+        if (ec) {
+          stream_.reset();
+          return Status::Unavailable("connect " + host_ + ":" + port_ + ": " + ec.message());
+        }
+        stream_->socket().set_option(tcp::no_delay(true));
+      }
+      http::request<http::string_body> req{verb, target, 11};
+      req.set(http::field::host, host_);
+      req.set(http::field::connection, "keep-alive");
+      if (verb == http::verb::post) {
+        req.set(http::field::content_type, "application/json");
+        req.set("x-openrtb-version", "2.6");
+        req.body() = body;
+        req.prepare_payload();
+      }
+      stream_->expires_after(std::chrono::milliseconds(timeout_ms_));
+      http::write(*stream_, req, ec);
+      if (!ec) {
+        http::response<http::string_body> res;
+        http::read(*stream_, buf_, res, ec);
+        if (!ec) {
+          if (!res.keep_alive()) stream_.reset();
+          return Reply{static_cast<int>(res.result_int()), std::move(res.body())};
+        }
+      }
+      stream_.reset();
+      buf_.clear();
+      if (attempt == 1) return Status::Unavailable(target + ": " + ec.message());
+    }
+    return Status::Unavailable("unreachable");
+  }
+
+ private:
+  asio::io_context ioc_;
+  std::string host_, port_;
+  int timeout_ms_;
+  std::unique_ptr<beast::tcp_stream> stream_;
+  beast::flat_buffer buf_;
+};
+
+// Deterministic uniform draws per (seed, day, request, advertiser, purpose).
+double Draw(uint64_t seed, int64_t day, size_t r, uint32_t adv, uint64_t purpose) {
+  uint64_t h = Rng::Mix(seed, static_cast<uint64_t>(day) * 0x9e3779b97f4a7c15ULL + r);
+  h = Rng::Mix(h, (static_cast<uint64_t>(adv) << 8) | purpose);
+  return static_cast<double>(h >> 11) * 0x1.0p-53;
+}
+
+}  // namespace
+
+struct Exchange::Impl {
+  ExchangeConfig cfg;
+  const sim::Scenario* sc = nullptr;
+  std::string host, port;
+  rd_kafka_t* producer = nullptr;
+  std::unique_ptr<Conn> control;  // /metrics polls
+
+  ~Impl() {
+    if (producer != nullptr) {
+      rd_kafka_flush(producer, 5000);
+      rd_kafka_destroy(producer);
+    }
+  }
+
+  struct Local {  // one worker's share of a step
+    std::vector<Outcome> by_agent;
+    int64_t requests = 0, bids = 0, events = 0, lost = 0, failed_notices = 0;
+  };
+
+  // Sends one notice, retrying while the bidder is unreachable; true when acknowledged (200).
+  bool Notice(Conn& conn, const std::string& target, Local& loc) {
+    for (int a = 0; a <= cfg.notice_retries; ++a) {
+      auto r = conn.Do(http::verb::get, target, "");
+      if (r.ok()) {
+        if (r->status == 200) {
+          ++loc.events;
+          return true;
+        }
+        if (r->status < 500) break;  // refused: retrying will not help
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(cfg.notice_retry_ms));
+    }
+    ++loc.failed_notices;
+    return false;
+  }
+
+  void PlayRequest(Conn& conn, const sim::Day& day, int64_t day_index, size_t r, Local& loc);
+};
+
+Exchange::Exchange(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Exchange::~Exchange() = default;
+
+Result<std::unique_ptr<Exchange>> Exchange::Create(const ExchangeConfig& cfg,
+                                                   const sim::Scenario& sc) {
+  auto m = std::make_unique<Impl>();
+  m->cfg = cfg;
+  m->sc = &sc;
+  const size_t colon = cfg.bidder.rfind(':');
+  if (colon == std::string::npos) {
+    return Status::InvalidArgument("exchange: bidder must be host:port, got '" + cfg.bidder + "'");
+  }
+  m->host = cfg.bidder.substr(0, colon);
+  m->port = cfg.bidder.substr(colon + 1);
+  if (cfg.outcomes != "expected" && cfg.outcomes != "sampled") {
+    return Status::InvalidArgument("exchange: outcomes must be expected or sampled");
+  }
+  if (cfg.concurrency < 1) return Status::InvalidArgument("exchange: concurrency must be >= 1");
+  m->control = std::make_unique<Conn>(m->host, m->port, cfg.io_timeout_ms);
+  if (!cfg.brokers.empty()) {
+    char err[512];
+    rd_kafka_conf_t* c = rd_kafka_conf_new();
+    if (rd_kafka_conf_set(c, "bootstrap.servers", cfg.brokers.c_str(), err, sizeof err) !=
+            RD_KAFKA_CONF_OK ||
+        rd_kafka_conf_set(c, "enable.idempotence", "true", err, sizeof err) != RD_KAFKA_CONF_OK ||
+        rd_kafka_conf_set(c, "linger.ms", "0", err, sizeof err) != RD_KAFKA_CONF_OK ||
+        rd_kafka_conf_set(c, "log_level", "3", err, sizeof err) != RD_KAFKA_CONF_OK) {
+      rd_kafka_conf_destroy(c);
+      return Status::InvalidArgument(std::string("exchange kafka: ") + err);
+    }
+    m->producer = rd_kafka_new(RD_KAFKA_PRODUCER, c, err, sizeof err);
+    if (m->producer == nullptr) return Status::Unavailable(std::string("exchange kafka: ") + err);
+  }
+  return std::unique_ptr<Exchange>(new Exchange(std::move(m)));
+}
+
+void Exchange::Impl::PlayRequest(Conn& conn, const sim::Day& day, int64_t day_index, size_t r,
+                                 Local& loc) {
+  const sim::Market& market = sc->market;
+  const int64_t sim_ms = day_index * kDayMs + day.time_ms[r];
+  const std::string id = "d" + std::to_string(day_index) + "-r" + std::to_string(r);
+  const std::string t = "&t=" + std::to_string(sim_ms);
+  std::string body;
+  body.reserve(512);
+  body += "{\"id\":\"" + id + "\",\"imp\":[{\"id\":\"1\",\"banner\":{\"w\":300,\"h\":250}";
+  if (day.floor_cpm[r] > 0) {
+    body += ",\"bidfloor\":" + Decimal(day.floor_cpm[r]) + ",\"bidfloorcur\":\"USD\"";
+  }
+  body += "}],\"site\":{\"id\":\"sim\",\"domain\":\"sim.example\"},\"device\":{\"devicetype\":2},";
+  body += "\"user\":{\"id\":\"c" + std::to_string(day.consumer[r]) + "\"},";
+  body += "\"tmax\":" + std::to_string(cfg.tmax_ms) + ",\"cur\":[\"USD\"],\"ext\":{\"sim\":{";
+  body += "\"t\":" + std::to_string(sim_ms) + ",\"cand\":[";
+  char num[96];
+  for (uint32_t c = day.begin[r]; c < day.begin[r + 1]; ++c) {
+    std::snprintf(num, sizeof num, "%s[%u,%.9g,%.9g]", c == day.begin[r] ? "" : ",", day.adv[c],
+                  day.pctr[c], day.pcvr[c]);
+    body += num;
+  }
+  body += "]}}}";
+  ++loc.requests;
+  auto reply = conn.Do(http::verb::post, cfg.bid_path, body);
+  if (!reply.ok()) {
+    ++loc.lost;
+    return;
+  }
+  if (reply->status == 204) {
+    ++loc.events;  // the bidder's no-bid event
+    return;
+  }
+  if (reply->status != 200) return;
+  auto resp = bidder::DecodeBidResponse(reply->body);
+  if (!resp.ok()) return;
+  // The bids, each tied to its candidate in the day (for the outcomes).
+  struct Offer {
+    const bidder::Bid* bid;
+    uint32_t adv;
+    uint32_t cand;
+  };
+  std::vector<Offer> offers;
+  for (const auto& sb : resp->seatbid) {
+    for (const auto& b : sb.bids) {
+      ++loc.bids;
+      ++loc.events;  // one bid event each
+      uint32_t adv = 0;
+      try {
+        adv = static_cast<uint32_t>(std::stoul(b.cid));
+      } catch (const std::exception&) {
+        continue;
+      }
+      for (uint32_t c = day.begin[r]; c < day.begin[r + 1]; ++c) {
+        if (day.adv[c] == adv) {
+          offers.push_back({&b, adv, c});
+          break;
+        }
+      }
+    }
+  }
+  // GSP over eCPM per impression (micros): top slots win, each pays the next or the floor.
+  const auto& acfg = sc->cfg.auction;
+  GspAuction auction(acfg.slots,
+                     std::max(acfg.reserve_cpm * 1e6 / 1000.0, day.floor_cpm[r] / 1000.0));
+  for (uint32_t o = 0; o < offers.size(); ++o) {
+    auction.Offer({static_cast<double>(offers[o].bid->price.value()) / 1000.0, offers[o].adv, o});
+  }
+  SlotResult won[kMaxSlots];
+  const int winners = auction.Resolve(won);
+  std::vector<char> is_winner(offers.size(), 0);
+  int64_t lowest_clearing = 0;
+  for (int s = 0; s < winners; ++s) {
+    const Offer& o = offers[won[s].index];
+    is_winner[won[s].index] = 1;
+    const int64_t clearing_cpm = std::llround(won[s].price_ecpm * 1000.0);
+    lowest_clearing = clearing_cpm;
+    std::string burl = PathOf(o.bid->burl);
+    ReplaceAll(burl, "${AUCTION_ID}", id);
+    ReplaceAll(burl, "${AUCTION_IMP_ID}", "1");
+    ReplaceAll(burl, "${AUCTION_BID_ID}", o.bid->id);
+    ReplaceAll(burl, "${AUCTION_PRICE}", Decimal(clearing_cpm));
+    const size_t i = o.adv < market.agent_of.size() ? market.agent_of[o.adv] : 0;
+    Outcome& out = loc.by_agent[i];
+    ++out.impressions;
+    if (Notice(conn, burl + t, loc)) out.cost += Micros((clearing_cpm + 500) / 1000);
+    const double pctr = day.pctr[o.cand], pcvr = day.pcvr[o.cand];
+    const std::string who = "?auction=" + id + "&imp=1&adv=" + std::to_string(o.adv);
+    int64_t value = 0;
+    if (cfg.outcomes == "expected") {
+      out.clicks += pctr;
+      out.conversions += pctr * pcvr;
+      value = std::llround(pctr * pcvr * static_cast<double>(day.ppb[o.cand]));
+    } else {
+      const bool click = Draw(cfg.seed, day_index, r, o.adv, 1) < pctr;
+      const bool buy = click && Draw(cfg.seed, day_index, r, o.adv, 2) < pcvr;
+      if (click) {
+        out.clicks += 1;
+        Notice(conn, "/notice/click" + who + t, loc);
+      }
+      if (buy) {
+        out.conversions += 1;
+        value = day.ppb[o.cand];
+      }
+    }
+    if (value > 0 &&
+        Notice(conn, "/notice/conversion" + who + "&value=" + Decimal(value) + t, loc)) {
+      out.revenue += Micros(value);
+    }
+  }
+  if (!cfg.send_loss_notices) return;
+  for (size_t o = 0; o < offers.size(); ++o) {
+    if (is_winner[o]) continue;
+    std::string lurl = PathOf(offers[o].bid->lurl);
+    ReplaceAll(lurl, "${AUCTION_ID}", id);
+    ReplaceAll(lurl, "${AUCTION_IMP_ID}", "1");
+    ReplaceAll(lurl, "${AUCTION_BID_ID}", offers[o].bid->id);
+    ReplaceAll(lurl, "${AUCTION_PRICE}", Decimal(lowest_clearing));
+    ReplaceAll(lurl, "${AUCTION_LOSS}", "102");  // lost to a higher bid
+    Notice(conn, lurl + t, loc);
+  }
+}
+
+Result<uint64_t> Exchange::BidderPolicyVersion() {
+  auto r = impl_->control->Do(http::verb::get, "/metrics", "");
+  if (!r.ok()) return r.status();
+  const std::string key = "\nrtb_policy_version ";
+  const size_t p = r->body.find(key);
+  if (p == std::string::npos)
+    return Status::Corruption("bidder /metrics has no rtb_policy_version");
+  return static_cast<uint64_t>(std::strtoull(r->body.c_str() + p + key.size(), nullptr, 10));
+}
+
+Result<DayAccount> Exchange::PlayDay(const sim::Day& day, int64_t day_index,
+                                     const std::function<void(const StepAccount&)>& on_step) {
+  Impl& m = *impl_;
+  const auto t0 = Clock::now();
+  const int N = m.sc->market.agents;
+  DayAccount acct;
+  acct.day = day_index;
+  acct.by_agent.assign(static_cast<size_t>(N), Outcome{});
+  const std::vector<size_t> begins = day.StepBegins();
+  std::vector<std::unique_ptr<Conn>> conns;
+  for (int w = 0; w < m.cfg.concurrency; ++w) {
+    conns.push_back(std::make_unique<Conn>(m.host, m.port, m.cfg.io_timeout_ms));
+  }
+  for (int step = 0; step < day.steps; ++step) {
+    std::atomic<size_t> next{begins[static_cast<size_t>(step)]};
+    const size_t end = begins[static_cast<size_t>(step) + 1];
+    std::vector<Impl::Local> locals(conns.size());
+    std::vector<std::thread> workers;
+    for (size_t w = 0; w < conns.size(); ++w) {
+      locals[w].by_agent.assign(static_cast<size_t>(N), Outcome{});
+      workers.emplace_back([&, w] {
+        for (size_t r = next.fetch_add(1); r < end; r = next.fetch_add(1)) {
+          m.PlayRequest(*conns[w], day, day_index, r, locals[w]);
+        }
+      });
+    }
+    for (auto& th : workers) th.join();
+    StepAccount sa;
+    sa.by_agent.assign(static_cast<size_t>(N), Outcome{});
+    StepMarker& mk = sa.marker;
+    mk.day = day_index;
+    mk.step = step;
+    mk.steps_per_day = day.steps;
+    mk.step_ms = day.step_ms;
+    for (const auto& l : locals) {
+      for (int i = 0; i < N; ++i)
+        sa.by_agent[static_cast<size_t>(i)] += l.by_agent[static_cast<size_t>(i)];
+      mk.requests += l.requests;
+      mk.bids += l.bids;
+      mk.expected_events += l.events;
+      sa.lost_requests += l.lost;
+      sa.failed_notices += l.failed_notices;
+    }
+    for (const Outcome& o : sa.by_agent) {
+      mk.impressions += o.impressions;
+      mk.cost_micros += o.cost.value();
+      mk.revenue_micros += o.revenue.value();
+      mk.clicks += static_cast<int64_t>(std::llround(o.clicks));
+      mk.conversions += static_cast<int64_t>(std::llround(o.conversions));
+    }
+    if (m.producer != nullptr) {
+      mk.sent_unix_ms = NowUnixMs();
+      const std::string msg = EncodeStepMarker(mk);
+      const auto sent = Clock::now();
+      const rd_kafka_resp_err_t e = rd_kafka_producev(
+          m.producer, RD_KAFKA_V_TOPIC(m.cfg.clock_topic.c_str()), RD_KAFKA_V_PARTITION(0),
+          RD_KAFKA_V_VALUE(const_cast<char*>(msg.data()), msg.size()),
+          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+      if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        return Status::Unavailable(std::string("step marker: ") + rd_kafka_err2str(e));
+      }
+      rd_kafka_flush(m.producer, 10000);
+      if (m.cfg.wait_for_policy) {
+        sa.next_version = 2 + static_cast<uint64_t>(day_index * day.steps + step);
+        const auto deadline = sent + std::chrono::milliseconds(m.cfg.policy_wait_ms);
+        while (Clock::now() < deadline) {
+          auto v = BidderPolicyVersion();
+          if (v.ok() && *v >= sa.next_version) {
+            sa.policy_lag_ms =
+                std::chrono::duration<double, std::milli>(Clock::now() - sent).count();
+            break;
+          }
+          std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        }
+      }
+    }
+    for (int i = 0; i < N; ++i)
+      acct.by_agent[static_cast<size_t>(i)] += sa.by_agent[static_cast<size_t>(i)];
+    if (on_step) on_step(sa);
+    acct.steps.push_back(std::move(sa));
+  }
+  for (const Outcome& o : acct.by_agent) acct.total += o;
+  acct.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return acct;
+}
+
+}  // namespace rtb::exchange
