@@ -426,8 +426,17 @@ int RunDemo(const DemoArgs& args) {
 
   const auto t_start = Clock::now();
   std::error_code ec;
-  fs::remove_all(cfg.out, ec);
+  // Only an earlier demo's output (marked) is replaced; any other non-empty directory is an
+  // error, so a mistyped --out never deletes someone's files.
+  if (fs::exists(cfg.out) && !fs::is_empty(cfg.out, ec)) {
+    if (!fs::exists(cfg.out + "/.rtb-demo")) {
+      return fail(Status::InvalidArgument(cfg.out + ": exists and is not an rtb demo output; "
+                                                    "choose another --out"));
+    }
+    fs::remove_all(cfg.out, ec);
+  }
   fs::create_directories(cfg.out + "/logs", ec);
+  if (!ec) std::ofstream(cfg.out + "/.rtb-demo") << "rtb demo output; rerunning replaces it\n";
   if (ec) return fail(Status::IoError(cfg.out + ": " + ec.message()));
   const std::string out = fs::absolute(cfg.out).lexically_normal().string();
 
@@ -611,7 +620,11 @@ int RunDemo(const DemoArgs& args) {
     auto store = learn::OpenRocksDbReplayStore(out + "/learner/replay");
     if (!store.ok()) return fail(store.status());
     std::map<std::pair<int64_t, int>, int> seen;
-    for (uint64_t q = (*store)->FirstSeq(); q < (*store)->NextSeq(); ++q) {
+    // The offline pre-training transitions imported first are not the loop's.
+    uint64_t imported = 0;
+    if (auto im = (*store)->GetMeta("imported"); im.ok()) imported = std::stoull(*im);
+    report["replay_imported_offline_transitions"] = imported;
+    for (uint64_t q = std::max((*store)->FirstSeq(), imported); q < (*store)->NextSeq(); ++q) {
       auto t = (*store)->Get(q);
       if (!t.ok()) return fail(t.status());
       ++seen[{static_cast<int64_t>(t->episode), static_cast<int>(t->step)}];
@@ -674,6 +687,22 @@ int RunDemo(const DemoArgs& args) {
     }
     day["learned"] = OutcomeJson(learned_total);
     day["learned"]["by_agent"] = by_agent;
+    // The simulator's engine playing the tables the bidder served, on the same day: how far
+    // the live loop (HTTP, budgets guarded by reservations, Kafka) is from the offline model.
+    {
+      std::vector<ActionTable> served;
+      for (int s = 0; s < T; ++s) {
+        auto it = tables.find(1 + static_cast<uint64_t>(d) * T + s);
+        served.push_back(it == tables.end() ? ActionTable(N, L) : it->second);
+      }
+      const sim::Day live_day =
+          sim::GenerateDay(world, sc.cfg.day, Rng::Mix(sc.cfg.seed, cfg.first_day_seed + d));
+      const RunResult ls = sim::EvaluateTables(sc, live_day, sc.test_budgets, served);
+      day["learned_in_simulator"] = OutcomeJson(ls.total);
+      day["learned_in_simulator"]["by_agent"] = json::array();
+      for (const auto& o : ls.rows)
+        day["learned_in_simulator"]["by_agent"].push_back(OutcomeJson(o));
+    }
     day["manual"] = OutcomeJson(manual.total);
     day["manual"]["by_agent"] = json::array();
     for (const auto& o : manual.rows) day["manual"]["by_agent"].push_back(OutcomeJson(o));

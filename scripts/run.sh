@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The main job, end to end on embedded defaults: install what is missing, build, simulate the
-# default day under manual bids and write the report to out/simulate/.
+# The main job, end to end on embedded defaults: install what is missing, build, and run the
+# closed loop (rtb demo): embedded Kafka, DCMAB pre-trained offline, a live bidder, the online
+# learner and the simulated exchange over 4 simulated days; the report goes to out/demo/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh release
-build/release/rtb simulate --config configs/simulator/default.yaml --policy manual --out out/simulate
-echo "report: out/simulate/report.html (also .md, .json, .csv)"
+build/release/rtb demo --config configs/demo/default.yaml --out out/demo
+echo "report: out/demo/report.html (also .md, .json); logs: out/demo/logs/"

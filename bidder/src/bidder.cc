@@ -210,6 +210,13 @@ Result<std::unique_ptr<Bidder>> Bidder::Create(const BidderConfig& cfg) {
     m->policy.Install(std::move(snap));
   }
   RTB_ASSIGN_OR_RETURN(m->events, EventLog::Open(cfg.kafka));
+  // Notice events wait in the state store's outbox until Kafka or the spill file has them;
+  // what an earlier run left there (kill -9) goes out first.
+  StateStore* store = m->state.get();
+  m->events->SetSettledHook([store](const std::string& eid) { store->ForgetOutbox(eid); });
+  for (const OutboxEntry& o : m->state->Outbox()) {
+    m->events->LogOutboxed(o.topic, o.key, o.payload, o.eid);
+  }
   Impl* raw = m.get();
   m->feed = std::thread([raw] { raw->RunPolicyFeed(); });
   return std::unique_ptr<Bidder>(new Bidder(std::move(m)));
@@ -337,12 +344,23 @@ HttpResult Bidder::HandleBid(std::string_view body, int64_t received_us, Request
   std::vector<Candidate> sent;
   std::vector<int> per_imp(req->imps.size(), 0);
   bool budget_limited = false;
-  for (const Candidate& c : d.bids) {
+  for (Candidate c : d.bids) {
     if (per_imp[c.imp_index] >= m.cfg.max_bids_per_imp) continue;
     if (!req->test) {
       const std::string key =
           req->id + "|" + req->imps[c.imp_index].id + "|" + std::to_string(c.advertiser);
-      const Micros charge((c.price.value() + 999) / 1000);  // one impression at the bid price
+      Micros charge((c.price.value() + 999) / 1000);  // one impression at the bid price
+      // A bid never risks more than the budget left: it is lowered to what is left (the
+      // simulator's rule), so a small budget is spent to the end, not stopped one charge short.
+      const int64_t left = ledger.budget(c.advertiser_index).value() -
+                           ledger.spent(c.advertiser_index).value() -
+                           ledger.reserved(c.advertiser_index).value();
+      if (charge.value() > left && left >= kMinBudgetLeftMicros && c.pctr > 0) {
+        c.price = Micros(left * 1000);
+        c.cpc = Micros(static_cast<int64_t>(static_cast<double>(left) / c.pctr));
+        charge = Micros(left);
+        if (c.price < req->imps[c.imp_index].bidfloor) continue;
+      }
       if (!ledger.TryReserve(c.advertiser_index, key, charge,
                              now_ms + m.cfg.reservation_timeout_ms)) {
         budget_limited = true;
@@ -480,9 +498,14 @@ HttpResult Bidder::HandleNotice(std::string_view target) {
   } else if (n->type == NoticeType::kLoss) {
     e.reason = std::to_string(n->loss_code);
   }
+  OutboxEntry ob;
+  ob.eid = e.eid;
+  ob.topic = m.events->events_topic();
+  ob.key = e.Key();
   if (n->type == NoticeType::kBilling && rejected) {
     // Not charged, counted; still de-duplicated so a retry is not counted twice.
-    auto r = m.state->ApplyOnce(once, n->advertiser, day_name, Micros(0));
+    ob.payload = EncodeEvent(e);
+    auto r = m.state->ApplyOnce(once, n->advertiser, day_name, Micros(0), &ob);
     if (!r.ok()) {
       count(4);
       res.status = 503;
@@ -493,10 +516,12 @@ HttpResult Bidder::HandleNotice(std::string_view target) {
       return res;
     }
     count(e.reason == "above_bid" ? 3 : 2);
-    m.events->Log(e);
+    m.events->LogOutboxed(ob.topic, ob.key, ob.payload, ob.eid);
     return res;
   }
-  auto applied = m.state->ApplyOnce(once, n->advertiser, day_name, charge);
+  if (n->type == NoticeType::kBilling) e.charged = true;  // if applied (below)
+  ob.payload = EncodeEvent(e);
+  auto applied = m.state->ApplyOnce(once, n->advertiser, day_name, charge, &ob);
   if (!applied.ok()) {
     count(4);
     res.status = 503;
@@ -508,12 +533,11 @@ HttpResult Bidder::HandleNotice(std::string_view target) {
   }
   if (n->type == NoticeType::kBilling) {
     ledger.Settle(k, key, charge);
-    e.charged = true;
   } else if (n->type == NoticeType::kLoss) {
     ledger.Release(key);
   }
   count(0);
-  m.events->Log(e);
+  m.events->LogOutboxed(ob.topic, ob.key, ob.payload, ob.eid);
   return res;
 }
 

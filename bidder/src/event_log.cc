@@ -25,6 +25,13 @@ struct EventLog::Impl {
   std::mutex spill_mu;    // guards spill file writes and the resend swap
   FILE* spill = nullptr;  // GUARDED_BY(spill_mu)
   std::atomic<uint64_t> logged{0}, acked{0}, spilled{0}, resent{0}, dropped{0}, spill_pending{0};
+  std::function<void(const std::string&)> settled;  // outbox hook (set before traffic)
+
+  void Settle(std::string* outbox_id) {
+    if (outbox_id == nullptr) return;
+    if (settled) settled(*outbox_id);
+    delete outbox_id;
+  }
 
   void Spill(const std::string& topic, const std::string& key, const char* payload, size_t len) {
     std::lock_guard<std::mutex> l(spill_mu);
@@ -43,12 +50,14 @@ struct EventLog::Impl {
     }
   }
 
-  // Hands one message to librdkafka; false when its queue is full.
-  bool Produce(const std::string& topic, const std::string& key, const char* payload, size_t len) {
+  // Hands one message to librdkafka; false when its queue is full. On success librdkafka owns
+  // outbox_id until the delivery report.
+  bool Produce(const std::string& topic, const std::string& key, const char* payload, size_t len,
+               std::string* outbox_id = nullptr) {
     const rd_kafka_resp_err_t err = rd_kafka_producev(
         producer, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_KEY(key.data(), key.size()),
         RD_KAFKA_V_VALUE(const_cast<char*>(payload), len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-        RD_KAFKA_V_END);
+        RD_KAFKA_V_OPAQUE(outbox_id), RD_KAFKA_V_END);
     return err == RD_KAFKA_RESP_ERR_NO_ERROR;
   }
 
@@ -115,6 +124,7 @@ void DeliveryReport(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
     const std::string key(static_cast<const char*>(m->key), m->key_len);
     impl->Spill(topic, key, static_cast<const char*>(m->payload), m->len);
   }
+  impl->Settle(static_cast<std::string*>(m->_private));
 }
 
 bool Set(rd_kafka_conf_t* conf, const char* k, const std::string& v, std::string* err) {
@@ -201,6 +211,22 @@ void EventLog::LogRaw(const std::string& topic, const std::string& key,
     impl_->Spill(topic, key, payload.data(), payload.size());
   }
 }
+
+void EventLog::LogOutboxed(const std::string& topic, const std::string& key,
+                           const std::string& payload, const std::string& outbox_id) {
+  impl_->logged.fetch_add(1);
+  auto* id = new std::string(outbox_id);
+  if (!impl_->Produce(topic, key, payload.data(), payload.size(), id)) {
+    impl_->Spill(topic, key, payload.data(), payload.size());
+    impl_->Settle(id);
+  }
+}
+
+void EventLog::SetSettledHook(std::function<void(const std::string&)> settled) {
+  impl_->settled = std::move(settled);
+}
+
+const std::string& EventLog::events_topic() const { return impl_->cfg.events_topic; }
 
 EventLogStats EventLog::Stats() const {
   EventLogStats s;

@@ -1,6 +1,7 @@
 #include "rtb/bidder/state_store.h"
 
 #include <rocksdb/db.h>
+#include <rocksdb/iterator.h>
 #include <rocksdb/write_batch.h>
 
 #include <cstring>
@@ -44,7 +45,7 @@ std::string Encode(int64_t x) { return std::string(reinterpret_cast<const char*>
 }  // namespace
 
 Result<bool> StateStore::ApplyOnce(const std::string& key, uint32_t adv, const std::string& day,
-                                   Micros spend) {
+                                   Micros spend, const OutboxEntry* outbox) {
   std::lock_guard<std::mutex> l(impl_->mu);
   std::string v;
   const std::string nk = "notice/" + key;
@@ -53,6 +54,9 @@ Result<bool> StateStore::ApplyOnce(const std::string& key, uint32_t adv, const s
   if (!st.IsNotFound()) return Status::IoError("bidder state: " + st.ToString());
   rocksdb::WriteBatch b;
   b.Put(nk, "1");
+  if (outbox != nullptr) {
+    b.Put("outbox/" + outbox->eid, outbox->topic + '\t' + outbox->key + '\t' + outbox->payload);
+  }
   if (spend.value() != 0) {
     std::string cur;
     const std::string sk = SpendKey(adv, day);
@@ -63,6 +67,24 @@ Result<bool> StateStore::ApplyOnce(const std::string& key, uint32_t adv, const s
   st = impl_->db->Write(rocksdb::WriteOptions(), &b);
   if (!st.ok()) return Status::IoError("bidder state: " + st.ToString());
   return true;
+}
+
+void StateStore::ForgetOutbox(const std::string& eid) {
+  impl_->db->Delete(rocksdb::WriteOptions(), "outbox/" + eid);
+}
+
+std::vector<OutboxEntry> StateStore::Outbox() const {
+  std::vector<OutboxEntry> out;
+  std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(rocksdb::ReadOptions()));
+  const std::string prefix = "outbox/";
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    const std::string v = it->value().ToString();
+    const size_t t1 = v.find('\t'), t2 = t1 == std::string::npos ? t1 : v.find('\t', t1 + 1);
+    if (t2 == std::string::npos) continue;
+    out.push_back({it->key().ToString().substr(prefix.size()), v.substr(0, t1),
+                   v.substr(t1 + 1, t2 - t1 - 1), v.substr(t2 + 1)});
+  }
+  return out;
 }
 
 Micros StateStore::Spent(uint32_t adv, const std::string& day) const {

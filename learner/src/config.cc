@@ -94,6 +94,8 @@ Result<LearnerConfig> LoadLearnerConfig(const std::string& path) {
     o.Check(on.updates_per_step >= 0, "updates_per_step", "must be >= 0");
     o.Get("checkpoint_every", &on.checkpoint_every);
     o.Check(on.checkpoint_every >= 1, "checkpoint_every", "must be >= 1");
+    o.Get("session_timeout_ms", &on.session_timeout_ms);
+    o.Check(on.session_timeout_ms >= 1000, "session_timeout_ms", "must be >= 1000");
   }
   RTB_RETURN_IF_ERROR(file->Finish());
 

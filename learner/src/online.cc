@@ -222,6 +222,24 @@ Status OnlineLearner::Start() {
     RTB_RETURN_IF_ERROR(learner_.LoadCheckpoint(opt_.init_checkpoint));
     Log("starting from the offline-trained agents in %s", opt_.init_checkpoint.c_str());
   }
+  // Offline and online transitions share one replay memory: a first start from an offline
+  // checkpoint imports the training run's replay (its sibling directory `replay`), so the
+  // online updates sample both. u:imported = how many came from there (they come first).
+  if (replay_->NextSeq() == 0 && !opt_.init_checkpoint.empty()) {
+    const fs::path offline = fs::path(opt_.init_checkpoint).parent_path() / "replay";
+    int64_t imported = 0;
+    if (fs::exists(offline)) {
+      RTB_ASSIGN_OR_RETURN(auto src, OpenRocksDbReplayStore(offline.string(), ro));
+      for (uint64_t q = src->FirstSeq(); q < src->NextSeq(); ++q) {
+        RTB_ASSIGN_OR_RETURN(Transition t, src->Get(q));
+        RTB_RETURN_IF_ERROR(replay_->Append(t).status());
+        ++imported;
+      }
+    }
+    RTB_RETURN_IF_ERROR(replay_->PutMeta({{"imported", std::to_string(imported)}}));
+    Log("imported %lld offline transitions from %s", static_cast<long long>(imported),
+        offline.string().c_str());
+  }
   auto saved = replay_->GetMeta("online");
   if (saved.ok()) {
     RTB_RETURN_IF_ERROR(FromJson(*saved, &st_, &merger_));
@@ -265,6 +283,9 @@ Status OnlineLearner::Start() {
   RTB_RETURN_IF_ERROR(set(cc, "enable.auto.commit", "false"));
   RTB_RETURN_IF_ERROR(set(cc, "auto.offset.reset", "earliest"));
   RTB_RETURN_IF_ERROR(set(cc, "fetch.wait.max.ms", "10"));
+  RTB_RETURN_IF_ERROR(set(cc, "session.timeout.ms", std::to_string(on_.session_timeout_ms)));
+  RTB_RETURN_IF_ERROR(
+      set(cc, "heartbeat.interval.ms", std::to_string(std::max(250, on_.session_timeout_ms / 5))));
   RTB_RETURN_IF_ERROR(set(cc, "log_level", "3"));
   rd_kafka_conf_set_rebalance_cb(cc, &OnlineLearner::Rebalance);
   rd_kafka_conf_set_opaque(cc, this);
@@ -428,9 +449,15 @@ Status OnlineLearner::CloseStep(const StepMarker& marker, int64_t marker_offset,
   }
   if (done) learner_.EndEpisode();
 
-  // 3. The next step's table a[i][j] = mu_i([g, x_j]) from the state now (plus noise).
+  // 3. The next step's table a[i][j] = mu_i([g, x_j]) from the state now (plus noise); a new
+  // day starts from g = 0 and d = 0, as the environment's Reset.
   const StepKey next = done ? StepKey{key.day + 1, 0} : StepKey{key.day, key.step + 1};
   st_.playing = next;
+  if (done) {
+    st_.g_cost.assign(pairs, 0.0);
+    st_.g_revenue.assign(pairs, 0.0);
+    st_.d.assign(pairs, 0.0);
+  }
   st_.s = done ? StateAt(0, true) : tr.s2;
   st_.a = learner_.Act(st_.s, on_.explore);
   st_.version = 1 + static_cast<uint64_t>(next.day) * static_cast<uint64_t>(steps_per_day) +

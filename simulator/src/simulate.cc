@@ -145,6 +145,17 @@ RunResult EvaluateTable(const Scenario& sc, const Day& day, const std::vector<Mi
   return RunOf(e, {});
 }
 
+RunResult EvaluateTables(const Scenario& sc, const Day& day, const std::vector<Micros>& budgets,
+                         const std::vector<ActionTable>& tables, uint64_t seed) {
+  AuctionEngine e(day, sc.market, sc.cfg.auction, sc.cfg.market.alpha_range, budgets,
+                  sc.cfg.burn_buckets);
+  e.Reset(seed);
+  for (size_t t = 0; !e.done() && !tables.empty(); ++t) {
+    e.RunStep(tables[std::min(t, tables.size() - 1)]);
+  }
+  return RunOf(e, {});
+}
+
 Result<Report> Simulate(const Scenario& sc, const SimulateOptions& opt) {
   if (opt.day != "train" && opt.day != "test") {
     return Status::InvalidArgument("--day must be train or test");

@@ -14,8 +14,8 @@
 #include <thread>
 
 #include "rtb/bidder/bidder.h"
-#include "rtb/core/events.h"
 #include "rtb/bidder/server.h"
+#include "rtb/core/events.h"
 
 namespace rtb::bidder {
 namespace {
@@ -199,8 +199,8 @@ TEST_F(BidderIntegration, ScriptedMixMatchesTheTopicAndSpendCountsBillingOnce) {
       EXPECT_EQ(client.Do(http::verb::get, lurl).first, 200);
       EXPECT_EQ(client.Do(http::verb::get, lurl).first, 200);  // a retried loss notice
     }
-    // A loss notice per imp applies once (keyed by auction and imp).
-    if (seat_prices.size() > 1) ++unique_notices;
+    // Each losing bid's loss notice applies once (keyed by auction, imp and advertiser).
+    unique_notices += static_cast<int>(seat_prices.size()) - 1;
   }
   // An AUDIT price and a price above the bid are not charged, and are counted once.
   auto [st, body] = client.Do(http::verb::post, "/openrtb2/bid", Request("auc-audit"));

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <thread>
+#include <unordered_map>
 
 #include "rtb/bidder/bid_logic.h"
 #include "rtb/bidder/budget.h"
@@ -80,6 +81,45 @@ TEST(BidLogic, FloorsCurrencyBlocksAndFallback) {
   video.imps[0].banner = false;
   video.imps[0].video = true;
   EXPECT_EQ(DecideBids(video, advs, p, nullptr, {}).reason, NoBidReason::kNoMatchingCampaign);
+}
+
+TEST(BidLogic, SimulationHintsReplaceCandidatesAndPredictionsAndCountComputations) {
+  Predictor p;
+  const auto advs = Advertisers();
+  const std::unordered_map<uint32_t, size_t> index_of = {{1, 0}, {2, 1}, {3, 2}};
+  auto clusters = std::make_shared<ClusterMap>();
+  clusters->user_cluster["u1"] = 1;
+  BidRequest r = Banner(/*floor=*/0.5);
+  SimHints h;
+  h.t_ms = 3'600'000;
+  // Advertiser 9 is not ours (skipped); 2 is priced below the floor (computed, not bid).
+  h.candidates = {{3, 0.5, 0.02}, {9, 0.9, 0.9}, {2, 0.0001, 0.02}};
+  r.sim = h;
+  DecideOptions opt;
+  opt.agents = 3;
+  opt.index_of = &index_of;
+  opt.clusters = clusters.get();
+  const Decision d = DecideBids(r, advs, p, nullptr, opt);
+  ASSERT_EQ(d.bids.size(), 1u);
+  EXPECT_EQ(d.bids[0].advertiser, 3u);
+  EXPECT_DOUBLE_EQ(d.bids[0].pctr, 0.5);  // the hint, not the predictor's prior
+  EXPECT_EQ(d.bids[0].price, CpmPrice(Micros::FromUnits(3.0), 0.5));
+  EXPECT_EQ(d.cluster, 1);  // from the fallback map: there is no policy
+  EXPECT_EQ(d.computed, (std::vector<int>{0, 1, 1}));
+  // An advertiser without budget computes nothing.
+  opt.has_budget = [](size_t k) { return k != 2; };
+  const Decision d2 = DecideBids(r, advs, p, nullptr, opt);
+  EXPECT_TRUE(d2.bids.empty());
+  EXPECT_EQ(d2.computed, (std::vector<int>{0, 1, 0}));
+}
+
+TEST(Notice, SimulatedClockParameter) {
+  auto n = ParseNotice("/notice/billing?auction=a&imp=1&adv=3&price=1.5&t=86400123");
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(n->sim_ms, 86'400'123);
+  EXPECT_EQ(ParseNotice("/notice/billing?auction=a&imp=1&adv=3&price=1.5")->sim_ms, -1);
+  EXPECT_FALSE(ParseNotice("/notice/billing?auction=a&imp=1&adv=3&t=-4").ok());
+  EXPECT_FALSE(ParseNotice("/notice/billing?auction=a&imp=1&adv=3&t=12x").ok());
 }
 
 TEST(Budget, ManyThreadsNeverOverspendBeyondReservations) {

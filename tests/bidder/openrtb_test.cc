@@ -116,5 +116,32 @@ TEST(Encoder, EscapesAndFormatsPrices) {
   EXPECT_EQ(back->seatbid[0].bids[0].price, b.price);
 }
 
+TEST(OpenRtb, SimHintsAreReadOnlyWhenEnabledAndValidated) {
+  const std::string body = R"({"id":"s","imp":[{"id":"1","banner":{"w":300,"h":250}}],)"
+                           R"("ext":{"sim":{"t":7200000,"cand":[[4,0.02,0.03],[7,1,0]]}}})";
+  RequestDecoder off;
+  auto r = off.Decode(body);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->sim.has_value());  // a real exchange cannot steer the bidder with ext.sim
+  DecodeLimits l;
+  l.sim_hints = true;
+  RequestDecoder on(l);
+  r = on.Decode(body);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(r->sim.has_value());
+  EXPECT_EQ(r->sim->t_ms, 7'200'000);
+  ASSERT_EQ(r->sim->candidates.size(), 2u);
+  EXPECT_EQ(r->sim->candidates[1].advertiser, 7u);
+  EXPECT_DOUBLE_EQ(r->sim->candidates[1].pctr, 1.0);
+  for (const char* bad :
+       {R"("ext":{"sim":{"cand":[]}})", R"("ext":{"sim":{"t":-1,"cand":[]}})",
+        R"("ext":{"sim":{"t":1,"cand":[[1,2.0,0.1]]}})",
+        R"("ext":{"sim":{"t":1,"cand":[[1,0.1]]}})", R"("ext":{"sim":{"t":1,"cand":{}}})"}) {
+    const std::string b =
+        std::string(R"({"id":"s","imp":[{"id":"1","banner":{"w":300,"h":250}}],)") + bad + "}";
+    EXPECT_FALSE(on.Decode(b).ok()) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace rtb::bidder

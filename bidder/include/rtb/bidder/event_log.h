@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -42,6 +43,12 @@ class EventLog {
   void Log(const Event& e);
   // A raw message (the learner publishes policies through the same machinery).
   void LogRaw(const std::string& topic, const std::string& key, const std::string& payload);
+  // An event whose copy waits in a durable outbox: `settled(outbox_id)` runs (on the delivery
+  // thread) once Kafka acknowledged it or the spill file holds it.
+  void LogOutboxed(const std::string& topic, const std::string& key, const std::string& payload,
+                   const std::string& outbox_id);
+  void SetSettledHook(std::function<void(const std::string&)> settled);
+  const std::string& events_topic() const;
   EventLogStats Stats() const;
   const std::string& bootstrap() const;
   // Flushes, spills the rest; idempotent.

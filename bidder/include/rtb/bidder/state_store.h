@@ -1,6 +1,6 @@
 // Durable bidder state on RocksDB: spend per advertiser and day, and notice de-duplication.
-// A notice is applied once per (type, auction id, imp id, advertiser), also across a restart: the dedupe
-// key and the spend it books are written in one WriteBatch (all or nothing).
+// A notice is applied once per (type, auction id, imp id, advertiser), also across a restart: the
+// dedupe key and the spend it books are written in one WriteBatch (all or nothing).
 #pragma once
 
 #include <cstdint>
@@ -13,14 +13,24 @@
 
 namespace rtb::bidder {
 
+struct OutboxEntry {
+  std::string eid, topic, key, payload;
+};
+
 class StateStore {
  public:
   static Result<std::unique_ptr<StateStore>> Open(const std::string& path);
   ~StateStore();
   // Marks (key) seen and adds `spend` to advertiser `adv` on `day` in one batch. Returns false
   // (and changes nothing) if the key was seen before.
-  Result<bool> ApplyOnce(const std::string& key, uint32_t adv, const std::string& day,
-                         Micros spend);
+  // `outbox` (optional): an event to keep in the same batch until Kafka or the spill file has
+  // it (transactional outbox: a notice's event survives kill -9 of the bidder).
+  Result<bool> ApplyOnce(const std::string& key, uint32_t adv, const std::string& day, Micros spend,
+                         const OutboxEntry* outbox = nullptr);
+  // Drops an outbox entry (its event reached Kafka or the spill file).
+  void ForgetOutbox(const std::string& eid);
+  // Outbox entries left by an earlier run (to re-send at start).
+  std::vector<OutboxEntry> Outbox() const;
   Micros Spent(uint32_t adv, const std::string& day) const;
 
  private:

@@ -62,6 +62,8 @@ struct OnlineConfig {
   bool explore = true;            // add the (decayed) exploration noise to published actions
   int updates_per_step = 8;       // gradient steps per closed step
   int checkpoint_every = 1;       // closed steps between checkpoints
+  int session_timeout_ms = 6000;  // consumer group session: how soon a killed learner's
+                                  // partitions go to its restarted self (or another member)
 };
 
 struct LearnerConfig {

@@ -56,5 +56,8 @@ void DescribeAgents(const Market& m, Report* r);
 // Runs one day under one fixed table and returns the run (per agent outcomes, burn).
 RunResult EvaluateTable(const Scenario& sc, const Day& day, const std::vector<Micros>& budgets,
                         const ActionTable& a, uint64_t seed = 0);
+// The same with one table per step (tables.size() == day.steps; the last repeats if short).
+RunResult EvaluateTables(const Scenario& sc, const Day& day, const std::vector<Micros>& budgets,
+                         const std::vector<ActionTable>& tables, uint64_t seed = 0);
 
 }  // namespace rtb::sim

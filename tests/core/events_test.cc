@@ -1,0 +1,55 @@
+#include "rtb/core/events.h"
+
+#include <gtest/gtest.h>
+
+#include "rtb/core/step_marker.h"
+
+namespace rtb {
+namespace {
+
+TEST(Events, RoundTripWithSimulatedClockAndComputations) {
+  Event e;
+  e.type = "bid";
+  e.eid = "i-1";
+  e.ts_ms = 5;
+  e.auction_id = "a\"b";
+  e.advertiser = 12;
+  e.agent = 1;
+  e.cluster = 2;
+  e.price_micros = 1'234'567;
+  e.sim_ms = 90'000'000;
+  e.computed = {3, 0, 7};
+  auto back = DecodeEvent(EncodeEvent(e));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->auction_id, "a\"b");
+  EXPECT_EQ(back->sim_ms, 90'000'000);
+  EXPECT_EQ(back->computed, (std::vector<int>{3, 0, 7}));
+  e.sim_ms = -1;
+  e.computed.clear();
+  const std::string plain = EncodeEvent(e);
+  EXPECT_EQ(plain.find("sim_ms"), std::string::npos);  // absent when not simulated
+  EXPECT_EQ(DecodeEvent(plain)->sim_ms, -1);
+  EXPECT_FALSE(DecodeEvent("{\"v\":2,\"type\":\"bid\",\"eid\":\"x\",\"ts\":1}").ok());
+}
+
+TEST(StepMarkers, RoundTripAndRangeChecks) {
+  StepMarker m;
+  m.day = 3;
+  m.step = 2;
+  m.steps_per_day = 3;
+  m.step_ms = 3'600'000;
+  m.expected_events = 1234;
+  m.cost_micros = 99;
+  m.revenue_micros = 1'000'001;
+  auto back = DecodeStepMarker(EncodeStepMarker(m));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->expected_events, 1234);
+  EXPECT_EQ(back->revenue_micros, 1'000'001);
+  m.step = 3;  // outside 0..T-1
+  EXPECT_FALSE(DecodeStepMarker(EncodeStepMarker(m)).ok());
+  EXPECT_FALSE(DecodeStepMarker("{\"v\":1,\"day\":0}").ok());
+  EXPECT_FALSE(DecodeStepMarker("garbage").ok());
+}
+
+}  // namespace
+}  // namespace rtb
