@@ -32,6 +32,9 @@ for d in r["days"]:
         assert d[side]["revenue"] > 0 and d[side]["budget"] > 0
     assert len(d["steps"]) == 3
 assert len(r["chaos"]) == 2, r["chaos"]
+# The learner was killed on day 0: the bidder kept serving (with the last table) meanwhile.
+assert all(s["lost_requests"] == 0 for s in r["days"][0]["steps"]), r["days"][0]["steps"]
+assert all(s["failed_notices"] == 0 for d in r["days"] for s in d["steps"])
 assert r["policy_lag_ms"]["n"] >= 5, r["policy_lag_ms"]
 assert r["processes"] == {"bidder_exit": 0, "learner_exit": 0}, r["processes"]
 print("loop ok: 6 transitions, totals match, lag p50 %.0f ms, max %.0f ms" %
