@@ -1,0 +1,118 @@
+// Offline replay of single-bidder logs with the market price (../shared/reference/replay.md
+// section 2): the RLB code's compact log (`click payprice pCTR` per line) with its campaign
+// summary, and the two protocols, as pure functions with integer arithmetic where the
+// reference uses it.
+//
+//   RLB (episodes): the log in file order is cut into episodes of N auctions (the last may be
+//   shorter); every episode starts with B = int(cpm_train * c0 * N); per auction the strategy
+//   proposes an integer bid a, a = min(a, max_bid), a = min(a, budget left); win iff
+//   a >= payprice, then impressions += 1, clicks += click, budget and cost move by payprice.
+//   Benchmark paper: the whole log once, budget = fraction x total test cost; win iff
+//   bid > payprice and bid >= floor; once cost exceeds the budget every bid is 0 (the last
+//   impression may overspend).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rtb/core/rng.h"
+#include "rtb/core/status.h"
+
+namespace rtb::sim {
+
+struct LoggedAuction {
+  int32_t click = 0;
+  int64_t payprice = 0;  // market price (CPM, the log's integer unit)
+  double pctr = 0;
+  int64_t floor = 0;  // slot price (CPM); 0 when the log has none
+};
+
+struct CampaignInfo {  // the RLB code's campaign summary (JSON)
+  int64_t imp_train = 0, clk_train = 0;
+  double cost_train = 0;
+  int64_t imp_test = 0, clk_test = 0;
+  double cost_test = 0;
+  double CpmTrain() const { return cost_train / static_cast<double>(imp_train); }
+  double CtrTrain() const {
+    return static_cast<double>(clk_train) / static_cast<double>(imp_train);
+  }
+  double EcpcTrain() const { return cost_train / static_cast<double>(clk_train); }
+};
+
+struct ReadOptions {
+  bool skip_malformed = false;  // false: the first malformed line is an error
+};
+
+struct CompactLog {
+  std::vector<LoggedAuction> auctions;
+  int64_t skipped = 0;        // malformed lines skipped (skip_malformed)
+  std::string first_skipped;  // "file:line: why" of the first one
+};
+
+// Parses the compact format; errors name the file and line. Blank lines are malformed too.
+Result<CompactLog> ParseCompactLog(std::string_view text, const std::string& name,
+                                   const ReadOptions& opt);
+Result<CompactLog> ReadCompactLog(const std::string& path, const ReadOptions& opt);
+Result<CampaignInfo> ParseCampaignInfo(const std::string& json, const std::string& name);
+Result<CampaignInfo> ReadCampaignInfo(const std::string& path);
+
+// What a strategy sees at each auction.
+struct BidContext {
+  int64_t budget_left = 0;    // in the episode (RLB) or the whole budget (benchmark)
+  int64_t auctions_left = 0;  // in the episode, this one included
+  int64_t episode = 0;
+};
+
+class BidStrategy {
+ public:
+  virtual ~BidStrategy() = default;
+  virtual int64_t Bid(const LoggedAuction& a, const BidContext& ctx) = 0;
+  virtual std::string Describe() const = 0;
+};
+
+// Lin-Bid: int(pCTR * b0 / ctr_avg_train).
+std::unique_ptr<BidStrategy> LinBid(int64_t b0, double ctr_avg_train);
+// Mcpc: int(pCTR * ecpc_train).
+std::unique_ptr<BidStrategy> McpcBid(double ecpc_train);
+// Const(c).
+std::unique_ptr<BidStrategy> ConstBid(int64_t c);
+// Rand(max): uniform integer in [0, max], seeded.
+std::unique_ptr<BidStrategy> RandBid(int64_t max, uint64_t seed);
+
+struct ReplayTotals {
+  int64_t auctions = 0, impressions = 0, clicks = 0;
+  int64_t cost = 0;    // sum of payprice of won auctions (log units, CPM)
+  int64_t budget = 0;  // per episode (RLB) or total (benchmark)
+  int64_t episodes = 0;
+  double WinRate() const;
+  double Cpm() const;   // cost / impressions
+  double Ecpc() const;  // cost / clicks / 1000, as the RLB code reports it
+};
+
+struct RlbProtocol {
+  double c0 = 1.0 / 32;  // budget fraction of cpm_train x N
+  int64_t episode_size = 1000;
+  int64_t max_bid = 300;
+};
+
+ReplayTotals ReplayRlb(const std::vector<LoggedAuction>& log, const CampaignInfo& info,
+                       const RlbProtocol& p, BidStrategy& strategy);
+
+struct BenchmarkProtocol {
+  double budget_fraction = 1.0 / 32;  // of the total test cost (cost_test, else the log's)
+};
+
+ReplayTotals ReplayBenchmark(const std::vector<LoggedAuction>& log, const CampaignInfo& info,
+                             const BenchmarkProtocol& p, BidStrategy& strategy);
+
+// A synthetic campaign in the compact format with a market-price model (seeded): pCTR
+// lognormal around 0.1%, clicks drawn from it, and a market price that rises with pCTR
+// (lognormal around 80, capped at 300), as in iPinYou's second-price logs. Returns the log's
+// text and fills `info` with its totals (used as both the train and the test summary).
+std::string GenerateCompactLog(int64_t lines, uint64_t seed, CampaignInfo* info);
+std::string CampaignInfoJson(const CampaignInfo& info);
+
+}  // namespace rtb::sim

@@ -1,0 +1,272 @@
+#include "rtb/simulator/replay.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "rtb/core/text.h"
+
+namespace rtb::sim {
+namespace {
+
+// Splits on runs of spaces or tabs.
+int Fields(std::string_view line, std::string_view* out, int max) {
+  int n = 0;
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
+    if (i >= line.size()) break;
+    size_t j = i;
+    while (j < line.size() && line[j] != ' ' && line[j] != '\t' && line[j] != '\r') ++j;
+    if (n < max) out[n] = line.substr(i, j - i);
+    ++n;
+    i = j;
+  }
+  return n;
+}
+
+template <typename T>
+bool Num(std::string_view s, T* v) {
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+class Lin : public BidStrategy {
+ public:
+  Lin(int64_t b0, double ctr) : b0_(b0), ctr_(ctr) {}
+  int64_t Bid(const LoggedAuction& a, const BidContext&) override {
+    // As the RLB code: int(pctr * b0 / ctr_avg), evaluated left to right in doubles.
+    return static_cast<int64_t>(a.pctr * static_cast<double>(b0_) / ctr_);
+  }
+  std::string Describe() const override { return "lin (b0 " + std::to_string(b0_) + ")"; }
+
+ private:
+  int64_t b0_;
+  double ctr_;
+};
+
+class Mcpc : public BidStrategy {
+ public:
+  explicit Mcpc(double ecpc) : ecpc_(ecpc) {}
+  int64_t Bid(const LoggedAuction& a, const BidContext&) override {
+    return static_cast<int64_t>(a.pctr * ecpc_);
+  }
+  std::string Describe() const override { return "mcpc"; }
+
+ private:
+  double ecpc_;
+};
+
+class Const : public BidStrategy {
+ public:
+  explicit Const(int64_t c) : c_(c) {}
+  int64_t Bid(const LoggedAuction&, const BidContext&) override { return c_; }
+  std::string Describe() const override { return "const " + std::to_string(c_); }
+
+ private:
+  int64_t c_;
+};
+
+class Rand : public BidStrategy {
+ public:
+  Rand(int64_t max, uint64_t seed) : max_(max), rng_(seed) {}
+  int64_t Bid(const LoggedAuction&, const BidContext&) override {
+    return static_cast<int64_t>(rng_.UniformInt(static_cast<uint64_t>(max_) + 1));
+  }
+  std::string Describe() const override { return "rand (max " + std::to_string(max_) + ")"; }
+
+ private:
+  int64_t max_;
+  Rng rng_;
+};
+
+}  // namespace
+
+Result<CompactLog> ParseCompactLog(std::string_view text, const std::string& name,
+                                   const ReadOptions& opt) {
+  CompactLog log;
+  log.auctions.reserve(text.size() / 24 + 1);
+  int64_t line_no = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view line = text.substr(pos, end - pos);
+    pos = end + 1;
+    ++line_no;
+    std::string_view f[4];
+    const int n = Fields(line, f, 4);
+    std::string why;
+    LoggedAuction a;
+    if (n != 3) {
+      why = "expected 3 fields (click payprice pCTR), found " + std::to_string(n);
+    } else if (!Num(f[0], &a.click) || (a.click != 0 && a.click != 1)) {
+      why = "click must be 0 or 1, got '" + std::string(f[0]) + "'";
+    } else if (!Num(f[1], &a.payprice) || a.payprice < 0) {
+      why = "payprice must be a non-negative integer, got '" + std::string(f[1]) + "'";
+    } else if (!Num(f[2], &a.pctr) || !(a.pctr >= 0 && a.pctr <= 1)) {
+      why = "pCTR must be a number in [0, 1], got '" + std::string(f[2]) + "'";
+    }
+    if (why.empty()) {
+      log.auctions.push_back(a);
+      continue;
+    }
+    const std::string where = name + ":" + std::to_string(line_no) + ": " + why;
+    if (!opt.skip_malformed) return Status::InvalidArgument(where);
+    if (log.skipped++ == 0) log.first_skipped = where;
+  }
+  return log;
+}
+
+Result<CompactLog> ReadCompactLog(const std::string& path, const ReadOptions& opt) {
+  RTB_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(path, "log"));
+  return ParseCompactLog(text, path, opt);
+}
+
+Result<CampaignInfo> ParseCampaignInfo(const std::string& json, const std::string& name) {
+  try {
+    const auto j = nlohmann::json::parse(json);
+    CampaignInfo c;
+    auto num = [&](const char* k, auto* v) {
+      if (!j.contains(k) || !j[k].is_number()) {
+        throw std::runtime_error(std::string("needs a number '") + k + "'");
+      }
+      *v = j[k].get<std::remove_pointer_t<decltype(v)>>();
+    };
+    num("imp_train", &c.imp_train);
+    num("clk_train", &c.clk_train);
+    num("cost_train", &c.cost_train);
+    if (j.contains("imp_test")) num("imp_test", &c.imp_test);
+    if (j.contains("clk_test")) num("clk_test", &c.clk_test);
+    if (j.contains("cost_test")) num("cost_test", &c.cost_test);
+    if (c.imp_train <= 0 || c.clk_train <= 0 || c.cost_train <= 0) {
+      throw std::runtime_error("imp_train, clk_train and cost_train must be positive");
+    }
+    return c;
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument(name + ": campaign info " + e.what());
+  }
+}
+
+Result<CampaignInfo> ReadCampaignInfo(const std::string& path) {
+  RTB_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(path, "campaign info"));
+  return ParseCampaignInfo(text, path);
+}
+
+std::unique_ptr<BidStrategy> LinBid(int64_t b0, double ctr_avg_train) {
+  return std::make_unique<Lin>(b0, ctr_avg_train);
+}
+std::unique_ptr<BidStrategy> McpcBid(double ecpc_train) {
+  return std::make_unique<Mcpc>(ecpc_train);
+}
+std::unique_ptr<BidStrategy> ConstBid(int64_t c) { return std::make_unique<Const>(c); }
+std::unique_ptr<BidStrategy> RandBid(int64_t max, uint64_t seed) {
+  return std::make_unique<Rand>(max, seed);
+}
+
+double ReplayTotals::WinRate() const {
+  return auctions > 0 ? static_cast<double>(impressions) / static_cast<double>(auctions) : 0.0;
+}
+double ReplayTotals::Cpm() const {
+  return impressions > 0 ? static_cast<double>(cost) / static_cast<double>(impressions) : 0.0;
+}
+double ReplayTotals::Ecpc() const {
+  return clicks > 0 ? static_cast<double>(cost) / static_cast<double>(clicks) / 1000.0 : 0.0;
+}
+
+ReplayTotals ReplayRlb(const std::vector<LoggedAuction>& log, const CampaignInfo& info,
+                       const RlbProtocol& p, BidStrategy& strategy) {
+  ReplayTotals t;
+  // B = int(cpm_train * c0 * N), the same for every episode (the last, shorter one too).
+  t.budget = static_cast<int64_t>(info.CpmTrain() * p.c0 * static_cast<double>(p.episode_size));
+  const size_t n = log.size(), size = static_cast<size_t>(std::max<int64_t>(1, p.episode_size));
+  for (size_t start = 0; start < n; start += size) {
+    const size_t end = std::min(n, start + size);
+    BidContext ctx;
+    ctx.budget_left = t.budget;
+    ctx.episode = t.episodes++;
+    for (size_t i = start; i < end; ++i) {
+      const LoggedAuction& a = log[i];
+      ctx.auctions_left = static_cast<int64_t>(end - i);
+      int64_t bid = strategy.Bid(a, ctx);
+      bid = std::min(bid, p.max_bid);
+      bid = std::min(bid, ctx.budget_left);
+      ++t.auctions;
+      if (bid >= a.payprice) {
+        ++t.impressions;
+        t.clicks += a.click;
+        ctx.budget_left -= a.payprice;
+        t.cost += a.payprice;
+      }
+    }
+  }
+  return t;
+}
+
+ReplayTotals ReplayBenchmark(const std::vector<LoggedAuction>& log, const CampaignInfo& info,
+                             const BenchmarkProtocol& p, BidStrategy& strategy) {
+  ReplayTotals t;
+  double total = info.cost_test;
+  if (total <= 0) {
+    total = 0;
+    for (const auto& a : log) total += static_cast<double>(a.payprice);
+  }
+  t.budget = static_cast<int64_t>(total * p.budget_fraction);
+  t.episodes = 1;
+  BidContext ctx;
+  for (size_t i = 0; i < log.size(); ++i) {
+    const LoggedAuction& a = log[i];
+    ctx.budget_left = t.budget - t.cost;
+    ctx.auctions_left = static_cast<int64_t>(log.size() - i);
+    // Once the cost exceeds the budget the campaign bids 0 (it cannot win any more).
+    const int64_t bid = t.cost > t.budget ? 0 : strategy.Bid(a, ctx);
+    ++t.auctions;
+    if (bid > a.payprice && bid >= a.floor) {
+      ++t.impressions;
+      t.clicks += a.click;
+      t.cost += a.payprice;
+    }
+  }
+  return t;
+}
+
+std::string GenerateCompactLog(int64_t lines, uint64_t seed, CampaignInfo* info) {
+  Rng rng(seed);
+  std::string out;
+  out.reserve(static_cast<size_t>(lines) * 26);
+  int64_t clicks = 0;
+  double cost = 0;
+  char buf[64];
+  for (int64_t i = 0; i < lines; ++i) {
+    const double z = rng.Normal();
+    const double pctr = std::min(0.5, 0.001 * std::exp(0.8 * z));
+    const int click = rng.Uniform() < pctr ? 1 : 0;
+    const double price = 80.0 * std::exp(0.35 * z + 0.5 * rng.Normal());
+    const int64_t payprice = std::min<int64_t>(300, static_cast<int64_t>(price));
+    clicks += click;
+    cost += static_cast<double>(payprice);
+    const int n = std::snprintf(buf, sizeof buf, "%d %lld %.10g\n", click,
+                                static_cast<long long>(payprice), pctr);
+    out.append(buf, static_cast<size_t>(n));
+  }
+  if (info != nullptr) {
+    info->imp_train = info->imp_test = lines;
+    info->clk_train = info->clk_test = std::max<int64_t>(1, clicks);
+    info->cost_train = info->cost_test = cost;
+  }
+  return out;
+}
+
+std::string CampaignInfoJson(const CampaignInfo& c) {
+  nlohmann::json j;
+  j["imp_train"] = c.imp_train;
+  j["clk_train"] = c.clk_train;
+  j["cost_train"] = c.cost_train;
+  j["imp_test"] = c.imp_test;
+  j["clk_test"] = c.clk_test;
+  j["cost_test"] = c.cost_test;
+  return j.dump(1) + "\n";
+}
+
+}  // namespace rtb::sim
