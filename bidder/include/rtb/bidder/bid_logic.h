@@ -8,8 +8,9 @@
 //   bratio = pCVR / avg pCVR_k;  alpha = clip(a[i][j] x bratio, -0.9, 0.9)   (core/bid.h)
 //   CPC bid = manual bid x (1 + alpha);  CPM price = CPC bid x pCTR x 1000
 // With ext.sim hints (the simulated exchange) the listed advertisers are the candidates and
-// the listed pCTR/pCVR replace the predictor. A price below the floor is not bid. Per impression, the best `max_bids_per_imp` prices (one
-// per advertiser) are kept, ranked by eCPM (ties: lower advertiser id).
+// the listed pCTR/pCVR replace the predictor. A price below the floor is not bid. Per impression,
+// the best `max_bids_per_imp` prices (one per advertiser) are kept, ranked by eCPM (ties: lower
+// advertiser id).
 #pragma once
 
 #include <functional>

@@ -64,10 +64,10 @@ struct BidRequest {
   std::vector<std::string> cur;
   std::vector<std::string> bcat, badv, bapp;
   bool test = false;
-  int gdpr = -1;            // regs.gdpr or regs.ext.gdpr; -1 = unknown
-  std::string consent;      // user.consent or user.ext.consent
-  bool has_schain = false;  // source.schain or source.ext.schain
-  std::string version;      // x-openrtb-version header, if given
+  int gdpr = -1;                // regs.gdpr or regs.ext.gdpr; -1 = unknown
+  std::string consent;          // user.consent or user.ext.consent
+  bool has_schain = false;      // source.schain or source.ext.schain
+  std::string version;          // x-openrtb-version header, if given
   std::optional<SimHints> sim;  // ext.sim (only when DecodeLimits::sim_hints)
 };
 
@@ -75,7 +75,7 @@ struct DecodeLimits {
   size_t max_bytes = 1 << 20;  // larger bodies are refused before parsing
   size_t max_depth = 32;       // JSON nesting; the 100K-level depth bomb fails fast
   size_t max_imps = 64;
-  bool sim_hints = false;       // read ext.sim (the simulated exchange's ground truth)
+  bool sim_hints = false;  // read ext.sim (the simulated exchange's ground truth)
   size_t max_sim_candidates = 256;
 };
 

@@ -27,9 +27,9 @@ struct Event {
   uint64_t policy_version = 0;
   bool manual_fallback = false;
   bool test = false;
-  std::string reason;    // nobid reason, invalid price reason, loss code
-  bool charged = false;  // billing: whether spend was booked
-  int64_t sim_ms = -1;   // simulated clock of the auction (ext.sim / notice `t`); -1 = none
+  std::string reason;         // nobid reason, invalid price reason, loss code
+  bool charged = false;       // billing: whether spend was booked
+  int64_t sim_ms = -1;        // simulated clock of the auction (ext.sim / notice `t`); -1 = none
   std::vector<int> computed;  // bid computations per agent, on one event per request
 
   std::string Key() const {
