@@ -87,12 +87,6 @@ Result<DemoConfig> LoadDemoConfig(const std::string& path) {
   return c;
 }
 
-fs::path ExeDir() {
-  std::error_code ec;
-  fs::path p = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? fs::path(".") : p.parent_path();
-}
-
 // A child process with its output appended to a log file.
 struct Child {
   std::string name;
@@ -395,6 +389,12 @@ std::string RenderHtml(const json& r, const std::string& md) {
 
 }  // namespace
 
+fs::path ExeDir() {
+  std::error_code ec;
+  fs::path p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path(".") : p.parent_path();
+}
+
 int RunDemo(const DemoArgs& args) {
   auto fail = [](const Status& st) {
     std::fprintf(stderr, "rtb demo: error: %s\n", st.message().c_str());
@@ -555,16 +555,18 @@ int RunDemo(const DemoArgs& args) {
   report["days"] = json::array();
   std::vector<std::string> chaos_log;
   std::vector<double> lags;
-  std::vector<std::vector<Micros>> agent_budget_rows;
   std::vector<Micros> agent_budget(static_cast<size_t>(N), Micros(0));
   for (size_t k = 0; k < sc.test_budgets.size() && k < sc.market.agent_of.size(); ++k) {
     agent_budget[sc.market.agent_of[k]] += sc.test_budgets[k];
   }
   std::vector<exchange::DayAccount> accounts;
   std::vector<RunResult> manuals;
+  std::vector<sim::Day> days;  // kept for the simulator's replay of the served tables below
+  days.reserve(static_cast<size_t>(cfg.days));
   for (int d = 0; d < cfg.days; ++d) {
-    const sim::Day day =
-        sim::GenerateDay(world, sc.cfg.day, Rng::Mix(sc.cfg.seed, cfg.first_day_seed + d));
+    days.push_back(
+        sim::GenerateDay(world, sc.cfg.day, Rng::Mix(sc.cfg.seed, cfg.first_day_seed + d)));
+    const sim::Day& day = days.back();
     // Chaos during this day's steps: a timer kills the process halfway through the step.
     std::vector<std::thread> timers;
     std::vector<Chaos> todays;
@@ -616,9 +618,11 @@ int RunDemo(const DemoArgs& args) {
   std::map<std::pair<int64_t, int>, json> learner_steps;
   int64_t transitions = 0;
   std::vector<std::string> missing, duplicated;
+  json online = json::object();  // the learner's last consumer position
   {
     auto store = learn::OpenRocksDbReplayStore(out + "/learner/replay");
     if (!store.ok()) return fail(store.status());
+    if (auto m = (*store)->GetMeta("online"); m.ok()) online = json::parse(*m);
     std::map<std::pair<int64_t, int>, int> seen;
     // The offline pre-training transitions imported first are not the loop's.
     uint64_t imported = 0;
@@ -646,12 +650,6 @@ int RunDemo(const DemoArgs& args) {
   json partitions = json::array();
   int64_t topic_messages = 0;
   {
-    auto store = learn::OpenRocksDbReplayStore(out + "/learner/replay");
-    json online = json::object();
-    if (store.ok()) {
-      auto m = (*store)->GetMeta("online");
-      if (m.ok()) online = json::parse(*m);
-    }
     char err[512];
     rd_kafka_conf_t* qc = rd_kafka_conf_new();
     rd_kafka_conf_set(qc, "bootstrap.servers", kafka.bootstrap.c_str(), err, sizeof err);
@@ -695,9 +693,8 @@ int RunDemo(const DemoArgs& args) {
         auto it = tables.find(1 + static_cast<uint64_t>(d) * T + s);
         served.push_back(it == tables.end() ? ActionTable(N, L) : it->second);
       }
-      const sim::Day live_day =
-          sim::GenerateDay(world, sc.cfg.day, Rng::Mix(sc.cfg.seed, cfg.first_day_seed + d));
-      const RunResult ls = sim::EvaluateTables(sc, live_day, sc.test_budgets, served);
+      const RunResult ls =
+          sim::EvaluateTables(sc, days[static_cast<size_t>(d)], sc.test_budgets, served);
       day["learned_in_simulator"] = OutcomeJson(ls.total);
       day["learned_in_simulator"]["by_agent"] = json::array();
       for (const auto& o : ls.rows)

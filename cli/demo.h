@@ -6,10 +6,14 @@
 // loop's bookkeeping check (replay store vs. the exchange's accounting).
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
 namespace rtb::cli {
+
+// The directory of the running executable (rtb and rtb-learner sit side by side).
+std::filesystem::path ExeDir();
 
 struct DemoArgs {
   std::string config;  // configs/demo/default.yaml

@@ -32,12 +32,7 @@ int Fail(const rtb::Status& st) {
   return 1;
 }
 
-// The directory of this executable.
-fs::path ExeDir() {
-  std::error_code ec;
-  fs::path p = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? fs::path(".") : p.parent_path();
-}
+using rtb::cli::ExeDir;
 
 // A default config path: as given when it exists relative to the working directory, else
 // relative to the source tree this binary was built from (build/<preset>/rtb).

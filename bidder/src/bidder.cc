@@ -23,21 +23,8 @@
 
 namespace rtb::bidder {
 
-int64_t NowSteadyUs() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-int64_t NowUnixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 namespace {
 
-constexpr int64_t kDayMs = 86'400'000;
 // Budget days: the UTC date of the wall clock, or day n of the simulated clock (ext.sim.t /
 // notice t=, simulation_hooks on), numbered apart: kSimDay + n.
 constexpr int64_t kSimDay = int64_t{1} << 40;

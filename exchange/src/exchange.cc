@@ -15,6 +15,7 @@
 
 #include "rtb/bidder/openrtb.h"
 #include "rtb/core/auction.h"
+#include "rtb/core/clock.h"
 #include "rtb/core/rng.h"
 
 namespace rtb::exchange {
@@ -25,14 +26,6 @@ namespace http = beast::http;
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
-
-constexpr int64_t kDayMs = 86'400'000;
-
-int64_t NowUnixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // Micros as a decimal of currency units ("1.25"), exact.
 std::string Decimal(int64_t micros) {

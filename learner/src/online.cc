@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "rtb/core/action_table.h"
+#include "rtb/core/clock.h"
 #include "rtb/core/events.h"
 #include "rtb/core/step_marker.h"
 #include "rtb/learner/agents.h"
@@ -38,12 +39,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-int64_t NowUnixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // What the learner knows between steps (persisted as u:online).
 struct LoopState {
@@ -512,7 +507,7 @@ Status OnlineLearner::Run() {
     if (on_.clock == "wall") {
       // No exchange markers: a wall-clock step closes step_grace_ms after it ends.
       const int64_t now = NowUnixMs() - on_.step_grace_ms;
-      const int64_t wall_steps = std::max<int64_t>(1, 86'400'000 / step_ms_);
+      const int64_t wall_steps = std::max<int64_t>(1, kDayMs / step_ms_);
       const int64_t cur = now / step_ms_;  // index of the step the grace-shifted clock is in
       const auto closed = merger_->closed_through();
       const int64_t last = closed ? closed->day * wall_steps + closed->step : cur - 1;

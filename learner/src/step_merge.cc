@@ -2,10 +2,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "rtb/core/clock.h"
+
 namespace rtb::learn {
 namespace {
-
-constexpr int64_t kDayMs = 86'400'000;
 
 nlohmann::json TotalsJson(const StepTotals& t, bool with_eids) {
   nlohmann::json j;

@@ -14,6 +14,7 @@
 #include "rtb/bidder/event_log.h"
 #include "rtb/bidder/openrtb.h"
 #include "rtb/bidder/policy.h"
+#include "rtb/core/clock.h"
 
 namespace rtb::bidder {
 
@@ -61,8 +62,7 @@ class Bidder {
   std::unique_ptr<Impl> impl_;
 };
 
-// Steady-clock microseconds (the request-latency clock).
-int64_t NowSteadyUs();
-int64_t NowUnixMs();
+// The clocks (NowSteadyUs: request latency; NowUnixMs) are rtb::NowSteadyUs / NowUnixMs in
+// rtb/core/clock.h.
 
 }  // namespace rtb::bidder
