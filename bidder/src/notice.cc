@@ -68,8 +68,9 @@ bool ParseMoney(const std::string& s, Micros* out, std::string* why) {
     } else if (c >= '0' && c <= '9') {
       digits = true;
       if (!point) {
-        if (whole > 1'000'000'000'000LL) {
-          *why = "non-numeric";
+        // 9e12 currency units is 9e18 micros, just under INT64_MAX (9.22e18).
+        if (whole > 900'000'000'000LL) {
+          *why = "out of range";
           return false;
         }
         whole = whole * 10 + (c - '0');

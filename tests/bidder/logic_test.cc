@@ -171,12 +171,18 @@ TEST(Notice, ParsesPricesExactlyAndRefusesBadOnes) {
                             {"abc", "non-numeric"},
                             {"", "missing"},
                             {"${AUCTION_PRICE}", "audit"},
-                            {"1e5", "non-numeric"}}) {
+                            {"1e5", "non-numeric"},
+                            {"99999999999999999999", "out of range"}}) {
     auto b = ParseNotice(std::string("/notice/win?auction=a&imp=1&adv=1&price=") + price);
     ASSERT_TRUE(b.ok()) << price;
     EXPECT_FALSE(b->price.has_value()) << price;
     EXPECT_EQ(b->invalid_price, why) << price;
   }
+  // The largest accepted amount converts to micros without overflow.
+  auto big = ParseNotice("/notice/win?auction=a&imp=1&adv=1&price=9000000000000.999999");
+  ASSERT_TRUE(big.ok());
+  ASSERT_TRUE(big->price.has_value());
+  EXPECT_EQ(big->price->value(), 9'000'000'000'000'999'999LL);
   EXPECT_FALSE(ParseNotice("/notice/win?imp=1&adv=1").ok());
   EXPECT_FALSE(ParseNotice("/notice/nope?auction=a&imp=1&adv=1").ok());
   EXPECT_FALSE(ParseNotice("/notice/win?auction=a&imp=1&adv=x").ok());

@@ -7,6 +7,7 @@ SRC=$(cd "$(dirname "$0")/../.." && pwd)
 SECONDS_EACH=${1:-20}
 OUT=${2:-$SRC/build/fuzz}
 mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
 FLAGS="-std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
        -I$SRC/core/include -I$SRC/bidder/include"
 CORE="$SRC/core/src/bid.cc $SRC/core/src/status.cc $SRC/core/src/action_table.cc $SRC/core/src/report.cc $SRC/core/src/text.cc $SRC/core/src/events.cc
@@ -25,9 +26,12 @@ for t in openrtb notice; do
   mkdir -p "$corpus"
   cp -n "$SRC/tests/fuzz/corpus/$t/"* "$corpus/" 2>/dev/null || true
   echo "fuzzing $t for ${SECONDS_EACH}s"
+  rc=0
   (cd "$OUT" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    "./${t}_fuzz" -max_total_time="$SECONDS_EACH" -max_len=65536 -print_final_stats=1 "$corpus" 2>&1 |
-    grep -E "stat::number_of_executed_units|ERROR|SUMMARY|BINGO|crash" || true)
+    "./${t}_fuzz" -max_total_time="$SECONDS_EACH" -max_len=65536 -print_final_stats=1 "$corpus" \
+    >"$OUT/$t.log" 2>&1) || rc=$?
+  grep -E "stat::number_of_executed_units|ERROR|SUMMARY|BINGO|crash" "$OUT/$t.log" || true
   if ls "$OUT"/crash-* >/dev/null 2>&1; then echo "FAIL: $t crashed: $(ls "$OUT"/crash-*)"; exit 1; fi
+  if [[ $rc -ne 0 ]]; then echo "FAIL: $t fuzzer exited $rc (see $OUT/$t.log)"; exit 1; fi
 done
 echo "fuzzing: no crashes"
