@@ -11,10 +11,12 @@
 #include <vector>
 
 #include "demo.h"
+#include "replay_cmd.h"
 #include "rtb/bidder/bidder.h"
 #include "rtb/bidder/config.h"
 #include "rtb/bidder/server.h"
 #include "rtb/core/report.h"
+#include "rtb/core/rng.h"
 #include "rtb/exchange/exchange.h"
 #include "rtb/simulator/config.h"
 #include "rtb/simulator/export.h"
@@ -92,10 +94,14 @@ int RunGenerate(const GenerateArgs& a) {
     rtb::sim::CampaignInfo train, test;
     const std::string tr = rtb::sim::GenerateCompactLog(a.rlb_lines, cfg->seed * 2 + 1, &train);
     const std::string te = rtb::sim::GenerateCompactLog(a.rlb_lines, cfg->seed * 2 + 2, &test);
+    // A third draw of the same campaign for tuning (Lin-Bid's b0), held out from both.
+    const std::string va =
+        rtb::sim::GenerateCompactLog(a.rlb_lines, rtb::Rng::Mix(cfg->seed, 0xa1d), nullptr);
     train.imp_test = test.imp_test;
     train.clk_test = test.clk_test;
     train.cost_test = test.cost_test;
-    for (const auto& [name, text] : {std::pair{"train.txt", &tr}, std::pair{"test.txt", &te}}) {
+    for (const auto& [name, text] : {std::pair{"train.txt", &tr}, std::pair{"test.txt", &te},
+                                     std::pair{"validation.txt", &va}}) {
       if (auto st = rtb::WriteFileAtomic(a.rlb_out + "/" + name, *text); !st.ok()) return Fail(st);
     }
     if (auto st =
@@ -103,7 +109,7 @@ int RunGenerate(const GenerateArgs& a) {
         !st.ok()) {
       return Fail(st);
     }
-    std::printf("wrote %s/{train.txt,test.txt,campaign.json} (%lld lines each)\n",
+    std::printf("wrote %s/{train,validation,test}.txt and campaign.json (%lld lines each)\n",
                 a.rlb_out.c_str(), static_cast<long long>(a.rlb_lines));
   }
   std::error_code ec;
@@ -170,7 +176,7 @@ int ExecLearner(const std::string& sub, int argc, char** argv, int first) {
     args.emplace_back(argv[i]);
     has_config = has_config || std::string(argv[i]).rfind("--config", 0) == 0;
   }
-  if (!has_config) {
+  if (!has_config && sub != "pacing") {  // pacing takes no learner config
     args.push_back("--config");
     args.push_back(DefaultConfig("configs/learner/default.yaml"));
   }
@@ -226,80 +232,6 @@ int RunExchange(ExchangeArgs a) {
   return 0;
 }
 
-struct ReplayArgs {
-  std::string format = "rlb";
-  std::string log, info;
-  std::string protocol = "rlb";
-  std::string strategy = "lin";
-  int64_t b0 = 0;
-  double c0 = 1.0 / 32;
-  int64_t episode_size = 1000;
-  int64_t max_bid = 300;
-  int64_t const_bid = 0;
-  int64_t rand_max = 300;
-  uint64_t seed = 1;
-  double budget_fraction = 1.0 / 32;
-  std::string on_error = "stop";
-  bool json = false;
-};
-
-// `rtb replay`: a strategy over a logged campaign under one of the reference protocols.
-int RunReplay(const ReplayArgs& a) {
-  if (a.format != "rlb") {
-    return Fail(rtb::Status::InvalidArgument(
-        "--format " + a.format +
-        ": only rlb (the RLB code's compact log) is implemented so far; full-information logs "
-        "replay with `rtb simulate --test-log`"));
-  }
-  rtb::sim::ReadOptions ro;
-  ro.skip_malformed = a.on_error == "skip";
-  auto log = rtb::sim::ReadCompactLog(a.log, ro);
-  if (!log.ok()) return Fail(log.status());
-  auto info = rtb::sim::ReadCampaignInfo(a.info);
-  if (!info.ok()) return Fail(info.status());
-  std::unique_ptr<rtb::sim::BidStrategy> s;
-  if (a.strategy == "lin") {
-    if (a.b0 <= 0) return Fail(rtb::Status::InvalidArgument("--strategy lin needs --b0 > 0"));
-    s = rtb::sim::LinBid(a.b0, info->CtrTrain());
-  } else if (a.strategy == "mcpc") {
-    s = rtb::sim::McpcBid(info->EcpcTrain());
-  } else if (a.strategy == "const") {
-    s = rtb::sim::ConstBid(a.const_bid);
-  } else {
-    s = rtb::sim::RandBid(a.rand_max, a.seed);
-  }
-  rtb::sim::ReplayTotals t;
-  if (a.protocol == "rlb") {
-    t = rtb::sim::ReplayRlb(log->auctions, *info, {a.c0, a.episode_size, a.max_bid}, *s);
-  } else {
-    t = rtb::sim::ReplayBenchmark(log->auctions, *info, {a.budget_fraction}, *s);
-  }
-  if (log->skipped > 0) {
-    std::fprintf(stderr, "rtb replay: skipped %lld malformed lines (first: %s)\n",
-                 static_cast<long long>(log->skipped), log->first_skipped.c_str());
-  }
-  if (a.json) {
-    std::printf(
-        "{\"format\":\"%s\",\"protocol\":\"%s\",\"strategy\":\"%s\",\"auctions\":%lld,"
-        "\"impressions\":%lld,\"clicks\":%lld,\"cost\":%lld,\"budget\":%lld,\"episodes\":%lld,"
-        "\"win_rate\":%.6f,\"cpm\":%.6f,\"ecpc\":%.6f,\"skipped_lines\":%lld}\n",
-        a.format.c_str(), a.protocol.c_str(), s->Describe().c_str(),
-        static_cast<long long>(t.auctions), static_cast<long long>(t.impressions),
-        static_cast<long long>(t.clicks), static_cast<long long>(t.cost),
-        static_cast<long long>(t.budget), static_cast<long long>(t.episodes), t.WinRate(), t.Cpm(),
-        t.Ecpc(), static_cast<long long>(log->skipped));
-  } else {
-    std::printf("protocol %s, strategy %s, log %s\n", a.protocol.c_str(), s->Describe().c_str(),
-                a.log.c_str());
-    std::printf("auctions %lld, impressions %lld, clicks %lld, cost %lld (budget %lld%s)\n",
-                static_cast<long long>(t.auctions), static_cast<long long>(t.impressions),
-                static_cast<long long>(t.clicks), static_cast<long long>(t.cost),
-                static_cast<long long>(t.budget), a.protocol == "rlb" ? " per episode" : "");
-    std::printf("win rate %.4f, CPM %.2f, eCPC %.4f\n", t.WinRate(), t.Cpm(), t.Ecpc());
-  }
-  return 0;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -307,6 +239,9 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "train" &&
       !(argc > 2 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h"))) {
     return ExecLearner("train", argc, argv, 2);
+  }
+  if (argc > 1 && std::string(argv[1]) == "train-pacing") {
+    return ExecLearner("pacing", argc, argv, 2);
   }
   if (argc > 1 && std::string(argv[1]) == "learn" &&
       !(argc > 2 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h"))) {
@@ -350,8 +285,8 @@ int main(int argc, char** argv) {
   g->add_option("--bidder-config", gen.bidder_config, "Base bidder config of --bidder-out")
       ->capture_default_str();
   g->add_option("--rlb-out", gen.rlb_out,
-                "Also write a synthetic campaign in the RLB format: train.txt, test.txt, "
-                "campaign.json (for rtb replay)");
+                "Also write a synthetic campaign in the RLB format: train.txt, validation.txt, "
+                "test.txt, campaign.json (for rtb replay)");
   g->add_option("--rlb-lines", gen.rlb_lines, "Lines per RLB log")->capture_default_str();
 
   ServeArgs srv;
@@ -395,38 +330,11 @@ int main(int argc, char** argv) {
   xs->add_flag("--no-wait", xa.no_wait, "Do not wait for the next policy after each step");
   xs->add_flag("!--no-loss-notices", xa.x.send_loss_notices, "Send no loss notices");
 
-  ReplayArgs ra;
+  rtb::cli::ReplayArgs ra;
+  ra.config = DefaultConfig("configs/simulator/default.yaml");
   auto* rp = app.add_subcommand(
-      "replay", "Replay a bidding strategy over a logged campaign (replay.md protocols)");
-  rp->add_option("--format", ra.format, "Log format: rlb (click payprice pCTR per line)")
-      ->capture_default_str();
-  rp->add_option("--log", ra.log, "The log file")->required();
-  rp->add_option("--info", ra.info, "Campaign summary JSON (imp_train, clk_train, cost_train...)")
-      ->required();
-  rp->add_option("--protocol", ra.protocol, "rlb (episodes) | benchmark (whole log)")
-      ->check(CLI::IsMember({"rlb", "benchmark"}))
-      ->capture_default_str();
-  rp->add_option("--strategy", ra.strategy, "lin | mcpc | const | rand")
-      ->check(CLI::IsMember({"lin", "mcpc", "const", "rand"}))
-      ->capture_default_str();
-  rp->add_option("--b0", ra.b0, "Lin-Bid base bid (integer)");
-  rp->add_option("--c0", ra.c0, "RLB: budget fraction of cpm_train x N")->capture_default_str();
-  rp->add_option("--episode-size", ra.episode_size, "RLB: auctions per episode (N)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  rp->add_option("--max-bid", ra.max_bid, "RLB: bid cap")->capture_default_str();
-  rp->add_option("--const", ra.const_bid, "Const: the bid")->capture_default_str();
-  rp->add_option("--rand-max", ra.rand_max, "Rand: bids uniform in [0, max]")
-      ->capture_default_str();
-  rp->add_option("--seed", ra.seed, "Rand: seed")->capture_default_str();
-  rp->add_option("--budget-fraction", ra.budget_fraction,
-                 "benchmark: budget = this x total test cost")
-      ->capture_default_str();
-  rp->add_option("--on-error", ra.on_error,
-                 "Malformed lines: stop (error naming file:line) | skip (skip and count)")
-      ->check(CLI::IsMember({"stop", "skip"}))
-      ->capture_default_str();
-  rp->add_flag("--json", ra.json, "Print one JSON object");
+      "replay", "Replay strategies or policies over logged auctions (replay.md protocols)");
+  rtb::cli::AddReplayOptions(rp, &ra);
 
   rtb::cli::DemoArgs da;
   da.config = DefaultConfig("configs/demo/default.yaml");
@@ -452,6 +360,6 @@ int main(int argc, char** argv) {
   if (sv->parsed()) return RunServe(srv);
   if (xs->parsed()) return RunExchange(xa);
   if (dm->parsed()) return rtb::cli::RunDemo(da);
-  if (rp->parsed()) return RunReplay(ra);
+  if (rp->parsed()) return rtb::cli::RunReplay(ra);
   return 2;
 }

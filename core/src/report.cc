@@ -49,6 +49,11 @@ const std::vector<MetricDef>& Metrics() {
   return defs;
 }
 
+std::string Capitalized(std::string s) {
+  if (!s.empty() && s[0] >= 'a' && s[0] <= 'z') s[0] = static_cast<char>(s[0] - 'a' + 'A');
+  return s;
+}
+
 const MetricDef& Metric(const std::string& key) {
   for (const auto& m : Metrics()) {
     if (key == m.key) return m;
@@ -317,7 +322,7 @@ Table RevenueTable(const Report& r) {
   t.header.push_back("method");
   for (const auto& n : r.row_names) t.header.push_back(n);
   t.header.push_back("total");
-  const MetricDef& rev = Metric("revenue");
+  const MetricDef& rev = Metric(r.objective);
   const bool ms = MultiRun(r);
   for (const auto& m : r.methods) {
     std::vector<std::string> row{m.name};
@@ -331,15 +336,16 @@ Table RevenueTable(const Report& r) {
 Table RelativeTable(const Report& r) {
   Table t;
   const MethodResult* base = r.Find(r.baseline);
-  t.header = {"method",
-              "revenue",
-              "ROI",
-              "cost per click (paper's CPA)",
-              "cost per conversion",
-              "COST (cost/budget)"};
+  const std::vector<std::string> keys =
+      r.relative_metrics.empty()
+          ? std::vector<std::string>{"revenue", "roi", "cost_per_click", "cost_per_conversion"}
+          : r.relative_metrics;
+  t.header = {"method"};
+  for (const auto& k : keys) t.header.push_back(Metric(k).key == k ? Metric(k).label : k);
+  t.header.push_back("COST (cost/budget)");
   for (const auto& m : r.methods) {
     std::vector<std::string> row{m.name};
-    for (const char* key : {"revenue", "roi", "cost_per_click", "cost_per_conversion"}) {
+    for (const auto& key : keys) {
       const MetricDef& d = Metric(key);
       const double pct = base ? PercentOf(Stat(m, -1, d).mean, Stat(*base, -1, d).mean) : kNaN;
       row.push_back(std::isfinite(pct) ? Fixed(pct, 1) + "%" : "n/a");
@@ -481,7 +487,9 @@ std::string RenderMarkdown(const Report& r) {
   o << "# " << r.title << "\n\n";
   for (const auto& [k, v] : r.meta) o << "- " << k << ": " << v << "\n";
   const std::string mean_note = MultiRun(r) ? " (mean ± std over runs)" : "";
-  o << "\n## Revenue per " << r.row_label << mean_note << "\n\n" << MdTable(RevenueTable(r));
+  o << "\n## " << Capitalized(Metric(r.objective).label) << " per " << r.row_label << mean_note
+    << "\n\n"
+    << MdTable(RevenueTable(r));
   o << "\n## Totals relative to " << r.baseline << " (" << r.baseline << " = 100%)\n\n"
     << MdTable(RelativeTable(r));
   for (const auto& m : r.methods) {
@@ -516,7 +524,9 @@ std::string RenderHtml(const Report& r) {
   }
   o << "</ul>\n";
   const std::string mean_note = MultiRun(r) ? " (mean ± std over runs)" : "";
-  o << "<h2>Revenue per " << HtmlEscape(r.row_label) << mean_note << "</h2>\n"
+  const std::string objective = Capitalized(Metric(r.objective).label);
+  o << "<h2>" << HtmlEscape(objective) << " per " << HtmlEscape(r.row_label) << mean_note
+    << "</h2>\n"
     << HtmlTable(RevenueTable(r));
   // Revenue bars: groups = rows, series = methods.
   {
@@ -525,10 +535,11 @@ std::string RenderHtml(const Report& r) {
     for (const auto& m : r.methods) {
       series.push_back(m.name);
       std::vector<double> v;
-      for (int i = 0; i < RowCount(r); ++i) v.push_back(Stat(m, i, Metric("revenue")).mean);
+      for (int i = 0; i < RowCount(r); ++i) v.push_back(Stat(m, i, Metric(r.objective)).mean);
       vals.push_back(v);
     }
-    o << BarChart("Revenue per " + r.row_label, "revenue", r.row_names, series, vals);
+    o << BarChart(objective + " per " + r.row_label, Metric(r.objective).label, r.row_names,
+                  series, vals);
   }
   o << "<h2>Totals relative to " << HtmlEscape(r.baseline) << "</h2>\n"
     << HtmlTable(RelativeTable(r));

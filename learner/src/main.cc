@@ -8,6 +8,8 @@
 
 #include "rtb/learner/config.h"
 #include "rtb/learner/online.h"
+#include "rtb/learner/pacing.h"
+#include "rtb/simulator/replay.h"
 #include "rtb/learner/train.h"
 
 namespace {
@@ -48,6 +50,34 @@ int main(int argc, char** argv) {
   l->add_option("--max-steps", on.max_steps, "Stop after closing this many steps (-1 = run)")
       ->capture_default_str();
   l->add_flag("--quiet", quiet, "No per-step lines");
+
+  rtb::learn::PacingTrainOptions po;
+  po.hp = rtb::learn::PacingHyperParams();
+  std::string p_log, p_info, p_out = "out/pacing/pacing-table.json";
+  auto* pc = app.add_subcommand(
+      "pacing", "Train the single-campaign pacing policy on an RLB-format training log");
+  pc->add_option("--log", p_log, "Training log (click payprice pCTR per line)")->required();
+  pc->add_option("--info", p_info, "Campaign summary JSON (imp_train, clk_train, cost_train)")
+      ->required();
+  pc->add_option("--out", p_out, "The pacing table to write (schemas/pacing-table-v1.md)")
+      ->capture_default_str();
+  pc->add_option("--c0", po.protocol.c0, "Budget fraction of cpm_train x N")->capture_default_str();
+  pc->add_option("--episode-size", po.protocol.episode_size, "Auctions per episode (N)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  pc->add_option("--max-bid", po.protocol.max_bid, "Bid cap")->capture_default_str();
+  pc->add_option("--steps", po.steps, "Decision steps per episode (K; divides N)")
+      ->capture_default_str();
+  pc->add_option("--b0", po.b0, "Lin-Bid base bid the action scales (0 = tune on the log)")
+      ->capture_default_str();
+  pc->add_option("--episodes", po.episodes, "Training episodes")->capture_default_str();
+  pc->add_option("--eval-every", po.eval_every, "Episodes between table evaluations")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  pc->add_option("--seed", po.seed, "Seed (windows, exploration, minibatches)")
+      ->capture_default_str();
+  pc->add_option("--store-dir", po.store_dir, "RocksDB replay store (default: in memory)");
+  pc->add_flag("--quiet", quiet, "No progress lines");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -71,6 +101,36 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "rtb learn: error: %s\n", st.message().c_str());
       return 1;
     }
+    return 0;
+  }
+  if (pc->parsed()) {
+    torch::set_num_threads(1);
+    po.progress = !quiet;
+    auto log = rtb::sim::ReadCompactLog(p_log, {});
+    auto info = log.ok() ? rtb::sim::ReadCampaignInfo(p_info) : log.status();
+    if (!info.ok()) {
+      std::fprintf(stderr, "rtb pacing: error: %s\n", info.status().message().c_str());
+      return 1;
+    }
+    auto res = rtb::learn::TrainPacing(log->auctions, *info, po);
+    if (!res.ok()) {
+      std::fprintf(stderr, "rtb pacing: error: %s\n", res.status().message().c_str());
+      return 1;
+    }
+    if (auto st = rtb::WriteFileAtomic(p_out, res->table.ToJson()); !st.ok()) {
+      std::fprintf(stderr, "rtb pacing: error: %s\n", st.message().c_str());
+      return 1;
+    }
+    std::printf(
+        "{\"table\":\"%s\",\"b0\":%lld,\"best_episode\":%d,\"train_clicks\":%lld,"
+        "\"train_expected_clicks\":%.3f,\"lin_train_expected_clicks\":%.3f,"
+        "\"train_cost\":%lld,\"lin_train_clicks\":%lld,\"lin_train_cost\":%lld}\n",
+        p_out.c_str(), static_cast<long long>(res->table.params.b0), res->best_episode,
+        static_cast<long long>(res->best_train.clicks), res->best_train.expected_clicks,
+        res->lin_train.expected_clicks,
+        static_cast<long long>(res->best_train.cost),
+        static_cast<long long>(res->lin_train.clicks),
+        static_cast<long long>(res->lin_train.cost));
     return 0;
   }
   opt.progress = !quiet;

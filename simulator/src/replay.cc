@@ -175,6 +175,16 @@ double ReplayTotals::Ecpc() const {
   return clicks > 0 ? static_cast<double>(cost) / static_cast<double>(clicks) / 1000.0 : 0.0;
 }
 
+Outcome ToOutcome(const ReplayTotals& t) {
+  Outcome o;
+  o.auctions = t.auctions;
+  o.impressions = t.impressions;
+  o.clicks = static_cast<double>(t.clicks);
+  o.cost = Micros(t.cost * 1000);
+  o.budget = Micros(t.budget * std::max<int64_t>(1, t.episodes) * 1000);
+  return o;
+}
+
 ReplayTotals ReplayRlb(const std::vector<LoggedAuction>& log, const CampaignInfo& info,
                        const RlbProtocol& p, BidStrategy& strategy) {
   ReplayTotals t;
@@ -185,6 +195,8 @@ ReplayTotals ReplayRlb(const std::vector<LoggedAuction>& log, const CampaignInfo
     const size_t end = std::min(n, start + size);
     BidContext ctx;
     ctx.budget_left = t.budget;
+    ctx.budget = t.budget;
+    ctx.episode_size = p.episode_size;
     ctx.episode = t.episodes++;
     for (size_t i = start; i < end; ++i) {
       const LoggedAuction& a = log[i];
@@ -193,12 +205,15 @@ ReplayTotals ReplayRlb(const std::vector<LoggedAuction>& log, const CampaignInfo
       bid = std::min(bid, p.max_bid);
       bid = std::min(bid, ctx.budget_left);
       ++t.auctions;
-      if (bid >= a.payprice) {
+      const bool won = bid >= a.payprice;
+      if (won) {
         ++t.impressions;
         t.clicks += a.click;
+        t.expected_clicks += a.pctr;
         ctx.budget_left -= a.payprice;
         t.cost += a.payprice;
       }
+      strategy.Observe(a, bid, won);
     }
   }
   return t;
@@ -215,6 +230,8 @@ ReplayTotals ReplayBenchmark(const std::vector<LoggedAuction>& log, const Campai
   t.budget = static_cast<int64_t>(total * p.budget_fraction);
   t.episodes = 1;
   BidContext ctx;
+  ctx.budget = t.budget;
+  ctx.episode_size = static_cast<int64_t>(log.size());
   for (size_t i = 0; i < log.size(); ++i) {
     const LoggedAuction& a = log[i];
     ctx.budget_left = t.budget - t.cost;
@@ -222,11 +239,14 @@ ReplayTotals ReplayBenchmark(const std::vector<LoggedAuction>& log, const Campai
     // Once the cost exceeds the budget the campaign bids 0 (it cannot win any more).
     const int64_t bid = t.cost > t.budget ? 0 : strategy.Bid(a, ctx);
     ++t.auctions;
-    if (bid > a.payprice && bid >= a.floor) {
+    const bool won = bid > a.payprice && bid >= a.floor;
+    if (won) {
       ++t.impressions;
       t.clicks += a.click;
+      t.expected_clicks += a.pctr;
       t.cost += a.payprice;
     }
+    strategy.Observe(a, bid, won);
   }
   return t;
 }

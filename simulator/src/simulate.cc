@@ -163,12 +163,24 @@ Result<Report> Simulate(const Scenario& sc, const SimulateOptions& opt) {
   const Day& day = opt.day == "train" ? sc.train : sc.test;
   const auto& budgets = opt.day == "train" ? sc.train_budgets : sc.test_budgets;
   const int N = sc.market.agents, L = sc.market.clusters;
-  RTB_ASSIGN_OR_RETURN(ActionTable policy, ResolvePolicy(opt.policy, N, L));
+  std::vector<std::pair<std::string, ActionTable>> policies;
+  for (const std::string& name : [&] {
+         std::vector<std::string> all = {opt.policy};
+         all.insert(all.end(), opt.more_policies.begin(), opt.more_policies.end());
+         return all;
+       }()) {
+    if (name == "manual") continue;
+    RTB_ASSIGN_OR_RETURN(ActionTable t, ResolvePolicy(name, N, L));
+    policies.emplace_back(name, std::move(t));
+  }
+  std::string names = opt.policy;
+  for (const auto& m : opt.more_policies) names += ", " + m;
 
-  Progress p("simulate", 3, opt.progress);
+  Progress p(opt.kind, static_cast<int>(policies.size()) + 2, opt.progress);
   Report r;
-  r.kind = "simulate";
-  r.title = "Simulated " + opt.day + " day: " + opt.policy + " vs manual bids";
+  r.kind = opt.kind;
+  r.title = (opt.kind == "replay" ? "Full-information replay of the " : "Simulated ") + opt.day +
+            " day: " + names + " vs manual bids";
   r.meta = {
       {"config", opt.config_path.empty() ? "(built-in defaults)" : opt.config_path},
       {"seed", std::to_string(sc.cfg.seed)},
@@ -182,6 +194,7 @@ Result<Report> Simulate(const Scenario& sc, const SimulateOptions& opt) {
       {"budget", "fraction " + std::to_string(sc.cfg.market.budget_fraction).substr(0, 6) +
                      " of each advertiser's cost under manual bids, unlimited budget"},
       {"outcomes", sc.cfg.auction.outcomes}};
+  r.meta.insert(r.meta.end(), opt.extra_meta.begin(), opt.extra_meta.end());
   DescribeAgents(sc.market, &r);
   r.baseline = "manual";
   r.primary = opt.policy == "manual" ? "manual" : opt.policy;
@@ -189,16 +202,17 @@ Result<Report> Simulate(const Scenario& sc, const SimulateOptions& opt) {
   AuctionEngine limited(day, sc.market, sc.cfg.auction, sc.cfg.market.alpha_range, budgets,
                         sc.cfg.burn_buckets);
   r.burn_bucket_minutes = limited.burn_bucket_minutes();
-  if (opt.policy != "manual") {
+  int done = 0;
+  for (const auto& [name, table] : policies) {
     limited.Reset(sc.cfg.seed);
-    limited.RunToEnd(policy);
-    r.methods.push_back({opt.policy, "the policy under test, with budgets", {RunOf(limited, {})}});
-    p.Update(1);
+    limited.RunToEnd(table);
+    r.methods.push_back({name, "the policy under test, with budgets", {RunOf(limited, {})}});
+    p.Update(++done);
   }
   limited.Reset(sc.cfg.seed);
   limited.RunToEnd(ActionTable(N, L));
   r.methods.push_back({"manual", "manual bids (a = 0), with budgets", {RunOf(limited, {})}});
-  p.Update(2);
+  p.Update(++done);
   AuctionEngine unlimited(day, sc.market, sc.cfg.auction, sc.cfg.market.alpha_range, {},
                           sc.cfg.burn_buckets);
   unlimited.Reset(sc.cfg.seed);

@@ -46,6 +46,11 @@ struct Report {
   std::string curve_label = "episode";
   std::vector<MethodResult> methods;
   std::vector<std::string> notes;  // free text lines for the reader
+  // The metric of the per-row table and chart (a metric key: revenue, clicks...).
+  std::string objective = "revenue";
+  // Columns of the table relative to the baseline (metric keys); empty = revenue, ROI, cost
+  // per click, cost per conversion. COST (cost/budget) is always shown as is.
+  std::vector<std::string> relative_metrics;
 
   const MethodResult* Find(const std::string& name) const;
 };

@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "rtb/core/metrics.h"
 #include "rtb/core/rng.h"
 #include "rtb/core/status.h"
 
@@ -64,12 +65,16 @@ struct BidContext {
   int64_t budget_left = 0;    // in the episode (RLB) or the whole budget (benchmark)
   int64_t auctions_left = 0;  // in the episode, this one included
   int64_t episode = 0;
+  int64_t budget = 0;        // the episode's (or the whole log's) budget
+  int64_t episode_size = 0;  // N (RLB; the last episode may be shorter) or the log's length
 };
 
 class BidStrategy {
  public:
   virtual ~BidStrategy() = default;
   virtual int64_t Bid(const LoggedAuction& a, const BidContext& ctx) = 0;
+  // What came of the bid (after the protocol's caps): stateful strategies learn from it.
+  virtual void Observe(const LoggedAuction& /*a*/, int64_t /*bid*/, bool /*won*/) {}
   virtual std::string Describe() const = 0;
 };
 
@@ -87,10 +92,16 @@ struct ReplayTotals {
   int64_t cost = 0;    // sum of payprice of won auctions (log units, CPM)
   int64_t budget = 0;  // per episode (RLB) or total (benchmark)
   int64_t episodes = 0;
+  double expected_clicks = 0;  // sum of pCTR over won auctions (a low-variance click count)
   double WinRate() const;
   double Cpm() const;   // cost / impressions
   double Ecpc() const;  // cost / clicks / 1000, as the RLB code reports it
 };
+
+// The totals as the engine's report row. A log unit is a price per thousand impressions, so
+// one impression at payprice p costs p / 1000 units = p * 1000 micros; budget likewise (per
+// episode x episodes under the RLB protocol). Clicks are the logged ones.
+Outcome ToOutcome(const ReplayTotals& t);
 
 struct RlbProtocol {
   double c0 = 1.0 / 32;  // budget fraction of cpm_train x N

@@ -43,6 +43,9 @@ Result<ActionTable> ResolvePolicy(const std::string& spec, int agents, int clust
 
 struct SimulateOptions {
   std::string policy = "manual";
+  std::vector<std::string> more_policies;  // further policies in the same report (replay)
+  std::string kind = "simulate";           // the report's kind: simulate | replay
+  std::vector<std::pair<std::string, std::string>> extra_meta;  // appended to the header
   std::string day = "test";  // "train" or "test"
   std::string config_path;   // for the report's header
   bool progress = true;

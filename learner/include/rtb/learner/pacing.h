@@ -1,0 +1,52 @@
+// Training the single-campaign pacing policy (rtb/simulator/pacing.h) on a training log with
+// the learner's actor-critic (Algorithm 1 with one agent and one cluster: actor mu, critic Q,
+// target networks, soft updates) from a RocksDB (or memory) replay store.
+//
+// Episode loop: a window of N auctions is drawn from the training log (seeded), played under
+// the RLB protocol with the actor plus exploration noise deciding at each of the K steps; the
+// K transitions go to the replay store and every step is followed by `updates_per_step`
+// minibatch updates. Every `eval_every` episodes the actor is turned into a table and replayed
+// over the whole training log; the table with the most expected training clicks (sum of pCTR
+// over won auctions: far less noisy than the few logged clicks) is kept (the learner's model
+// selection on its training data, as `rtb train` does it).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "rtb/core/status.h"
+#include "rtb/learner/config.h"
+#include "rtb/simulator/pacing.h"
+#include "rtb/simulator/replay.h"
+
+namespace rtb::learn {
+
+struct PacingTrainOptions {
+  sim::RlbProtocol protocol;  // c0, N, max bid of the episodes trained on
+  int steps = 10;             // K decisions per episode
+  int64_t b0 = 0;             // Lin-Bid base bid scaled by the action; 0 = tuned on the log
+  double bratio = 1.0;        // action scale
+  int episodes = 400;         // training episodes
+  int eval_every = 20;        // episodes between table evaluations (model selection)
+  uint64_t seed = 1;
+  std::string store_dir;  // RocksDB replay store ("" = in memory)
+  HyperParams hp;         // actor/critic sizes, learning rates, noise, batch, updates per step
+  bool progress = true;
+};
+
+struct PacingTrainResult {
+  sim::PacingTable table;
+  sim::ReplayTotals lin_train;   // Lin-Bid (the same b0) on the training log
+  sim::ReplayTotals best_train;  // the kept table on the training log
+  int best_episode = 0;          // when it was found
+  std::vector<double> curve;     // training clicks per evaluation
+};
+
+// Defaults for this small problem (smaller networks than the DCMAB ones, more updates).
+HyperParams PacingHyperParams();
+
+Result<PacingTrainResult> TrainPacing(const std::vector<sim::LoggedAuction>& log,
+                                      const sim::CampaignInfo& info,
+                                      const PacingTrainOptions& opt);
+
+}  // namespace rtb::learn

@@ -1,0 +1,86 @@
+// Replay of the engine's own outcome events (schemas/events-v1.md; replay.md section 3).
+//
+// The events of one bid (bid, then win/billing or loss, clicks, conversions) are joined into a
+// LoggedBid. Replaying another bid on it has the iPinYou limitation, and this is the protocol
+// ("outcomes", known outcomes only):
+//   - a bid the log shows won at clearing price p: the new bid wins iff it is >= p, and then
+//     pays p and gets the logged clicks, conversions and order value;
+//   - a bid the log shows lost (or with no outcome): the new bid loses; when it is above the
+//     logged bid the result is unknown (the market price of a lost auction is not in the log),
+//     and it is counted in `unknown` so the report can say how much of the result is a lower
+//     bound.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "rtb/core/events.h"
+#include "rtb/core/metrics.h"
+#include "rtb/core/status.h"
+
+namespace rtb::sim {
+
+struct LoggedBid {
+  std::string auction_id, imp_id;
+  int64_t advertiser = 0;
+  int agent = -1, cluster = -1;
+  int64_t ts_ms = 0;
+  int64_t bid_micros = 0;  // the CPM bid sent
+  double pctr = 0, pcvr = 0, alpha = 0;
+  bool won = false;
+  int64_t price_micros = 0;  // clearing CPM (billing if any, else win)
+  int64_t clicks = 0, conversions = 0;
+  int64_t value_micros = 0;  // order value of the conversions
+  bool test = false;
+};
+
+struct OutcomeLog {
+  std::vector<LoggedBid> bids;  // in the order their bid events were read
+  int64_t events = 0;           // events read
+  int64_t duplicates = 0;       // repeated eids dropped
+  int64_t orphans = 0;          // outcome events whose bid is not in the log
+  int64_t other = 0;            // nobid events and test traffic
+  int64_t skipped = 0;          // malformed lines skipped
+  std::string first_skipped;
+};
+
+// Joins events into bids. Events may come in any order across partitions.
+class OutcomeLogBuilder {
+ public:
+  void Add(const Event& e);
+  void AddMalformed(const std::string& where);
+  OutcomeLog Finish();
+
+ private:
+  OutcomeLog log_;
+  std::unordered_map<std::string, bool> seen_eids_;
+  std::unordered_map<std::string, size_t> index_;  // auction \x1f imp \x1f adv -> bid
+  std::vector<Event> early_;                       // outcome events before their bid
+};
+
+// Reads a dump (one events-v1 JSON object per line). Malformed lines stop with file:line, or
+// are skipped and counted.
+Result<OutcomeLog> ParseOutcomeDump(std::string_view text, const std::string& name,
+                                    bool skip_malformed);
+
+struct OutcomeReplayResult {
+  std::map<int64_t, Outcome> by_advertiser;
+  Outcome total;
+  int64_t unknown = 0;  // lost in the log, bid raised: outcome unknown (counted as lost)
+};
+
+// new CPM bid (micros) for a logged bid.
+using OutcomeBid = std::function<int64_t(const LoggedBid&)>;
+OutcomeReplayResult ReplayOutcomes(const OutcomeLog& log, const OutcomeBid& bid,
+                                   int64_t advertiser = -1);
+
+// Strategies: logged (the bids as sent), manual (the learned action undone: bid / (1 + alpha)),
+// scale:<f> (the logged bid x f).
+Result<OutcomeBid> OutcomeStrategy(const std::string& spec);
+
+}  // namespace rtb::sim

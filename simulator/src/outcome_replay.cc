@@ -1,0 +1,152 @@
+#include "rtb/simulator/outcome_replay.h"
+
+#include <charconv>
+#include <cmath>
+
+namespace rtb::sim {
+namespace {
+
+std::string BidKey(const Event& e) {
+  return e.auction_id + '\x1f' + e.imp_id + '\x1f' + std::to_string(e.advertiser);
+}
+
+void ApplyNotice(const Event& e, LoggedBid* b) {
+  if (e.type == "win" || e.type == "billing") {
+    // The billing price is what was charged; a win notice alone also shows the clearing price.
+    if (!b->won || e.type == "billing") b->price_micros = e.price_micros;
+    b->won = true;
+  } else if (e.type == "click") {
+    ++b->clicks;
+  } else if (e.type == "conversion") {
+    ++b->conversions;
+    b->value_micros += e.price_micros;
+  }
+  // loss: nothing to record (the bid stays lost unless a win says otherwise).
+}
+
+}  // namespace
+
+void OutcomeLogBuilder::Add(const Event& e) {
+  ++log_.events;
+  if (!e.eid.empty() && !seen_eids_.emplace(e.eid, true).second) {
+    ++log_.duplicates;
+    return;
+  }
+  if (e.type == "nobid" || e.test) {
+    ++log_.other;
+    return;
+  }
+  if (e.type == "bid") {
+    const std::string key = BidKey(e);
+    if (index_.count(key) != 0) return;  // the same bid logged twice (another eid)
+    LoggedBid b;
+    b.auction_id = e.auction_id;
+    b.imp_id = e.imp_id;
+    b.advertiser = e.advertiser;
+    b.agent = e.agent;
+    b.cluster = e.cluster;
+    b.ts_ms = e.ts_ms;
+    b.bid_micros = e.price_micros;
+    b.pctr = e.pctr;
+    b.pcvr = e.pcvr;
+    b.alpha = e.alpha;
+    index_.emplace(key, log_.bids.size());
+    log_.bids.push_back(std::move(b));
+    return;
+  }
+  const auto it = index_.find(BidKey(e));
+  if (it == index_.end()) {
+    early_.push_back(e);  // may precede its bid (another partition); joined at Finish
+    return;
+  }
+  ApplyNotice(e, &log_.bids[it->second]);
+}
+
+void OutcomeLogBuilder::AddMalformed(const std::string& where) {
+  if (log_.skipped++ == 0) log_.first_skipped = where;
+}
+
+OutcomeLog OutcomeLogBuilder::Finish() {
+  for (const Event& e : early_) {
+    const auto it = index_.find(BidKey(e));
+    if (it == index_.end()) {
+      ++log_.orphans;
+    } else {
+      ApplyNotice(e, &log_.bids[it->second]);
+    }
+  }
+  early_.clear();
+  return std::move(log_);
+}
+
+Result<OutcomeLog> ParseOutcomeDump(std::string_view text, const std::string& name,
+                                    bool skip_malformed) {
+  OutcomeLogBuilder b;
+  int64_t line_no = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(pos, end - pos);
+    pos = end + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    auto e = DecodeEvent(line);
+    if (!e.ok()) {
+      const std::string where = name + ":" + std::to_string(line_no) + ": " + e.status().message();
+      if (!skip_malformed) return Status::InvalidArgument(where);
+      b.AddMalformed(where);
+      continue;
+    }
+    b.Add(*e);
+  }
+  return b.Finish();
+}
+
+OutcomeReplayResult ReplayOutcomes(const OutcomeLog& log, const OutcomeBid& bid,
+                                   int64_t advertiser) {
+  OutcomeReplayResult r;
+  for (const LoggedBid& b : log.bids) {
+    if (advertiser >= 0 && b.advertiser != advertiser) continue;
+    Outcome& o = r.by_advertiser[b.advertiser];
+    ++o.auctions;
+    const int64_t nb = bid(b);
+    if (b.won) {
+      if (nb >= b.price_micros) {
+        ++o.impressions;
+        o.clicks += static_cast<double>(b.clicks);
+        o.conversions += static_cast<double>(b.conversions);
+        o.cost = Micros(o.cost.value() + b.price_micros / 1000);
+        o.revenue = Micros(o.revenue.value() + b.value_micros);
+      }
+    } else if (nb > b.bid_micros) {
+      ++r.unknown;
+    }
+  }
+  for (const auto& [adv, o] : r.by_advertiser) r.total += o;
+  return r;
+}
+
+Result<OutcomeBid> OutcomeStrategy(const std::string& spec) {
+  if (spec == "logged") return OutcomeBid([](const LoggedBid& b) { return b.bid_micros; });
+  if (spec == "manual") {
+    return OutcomeBid([](const LoggedBid& b) {
+      return static_cast<int64_t>(std::llround(static_cast<double>(b.bid_micros) / (1 + b.alpha)));
+    });
+  }
+  if (spec.rfind("scale:", 0) == 0) {
+    double f = 0;
+    const std::string v = spec.substr(6);
+    auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), f);
+    if (ec != std::errc() || p != v.data() + v.size() || !(f >= 0)) {
+      return Status::InvalidArgument("strategy '" + spec + "': scale:<factor >= 0>");
+    }
+    return OutcomeBid([f](const LoggedBid& b) {
+      return static_cast<int64_t>(std::llround(static_cast<double>(b.bid_micros) * f));
+    });
+  }
+  return Status::InvalidArgument("unknown strategy '" + spec +
+                                 "' for outcome events (logged, manual, scale:<f>)");
+}
+
+}  // namespace rtb::sim

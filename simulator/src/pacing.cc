@@ -1,0 +1,177 @@
+#include "rtb/simulator/pacing.h"
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "rtb/core/text.h"
+
+namespace rtb::sim {
+
+std::vector<float> PacingState(double budget_left_frac, double auctions_left_frac, double level) {
+  return {static_cast<float>(budget_left_frac), static_cast<float>(auctions_left_frac), 1.0f,
+          static_cast<float>(level), 0.0f};
+}
+
+double PacingTable::Lookup(const std::vector<float>& s) const {
+  const int K = params.steps;
+  const int k = std::clamp(K - static_cast<int>(std::ceil(s[1] * K - 1e-6)), 0, K - 1);
+  const int b = std::clamp(static_cast<int>(std::lround(s[0] * (budget_buckets - 1))), 0,
+                           budget_buckets - 1);
+  const int l = std::clamp(static_cast<int>(std::lround((s[3] + 1) / 2 * (level_buckets - 1))), 0,
+                           level_buckets - 1);
+  return actions[(static_cast<size_t>(k) * budget_buckets + b) * level_buckets + l];
+}
+
+std::vector<std::vector<float>> PacingTable::CellStates() const {
+  std::vector<std::vector<float>> out;
+  const int K = params.steps;
+  for (int k = 0; k < K; ++k) {
+    for (int b = 0; b < budget_buckets; ++b) {
+      for (int l = 0; l < level_buckets; ++l) {
+        out.push_back(PacingState(static_cast<double>(b) / (budget_buckets - 1),
+                                  static_cast<double>(K - k) / K,
+                                  -1.0 + 2.0 * l / (level_buckets - 1)));
+      }
+    }
+  }
+  return out;
+}
+
+std::string PacingTable::ToJson() const {
+  nlohmann::json j;
+  j["schema"] = "rtb.pacing-table.v1";
+  j["b0"] = params.b0;
+  j["ctr_avg_train"] = params.ctr_avg_train;
+  j["bratio"] = params.bratio;
+  j["episode_size"] = params.episode_size;
+  j["steps"] = params.steps;
+  j["budget_buckets"] = budget_buckets;
+  j["level_buckets"] = level_buckets;
+  j["actions"] = actions;
+  return j.dump() + "\n";
+}
+
+Result<PacingTable> PacingTable::FromJson(const std::string& json, const std::string& name) {
+  try {
+    const auto j = nlohmann::json::parse(json);
+    if (j.value("schema", "") != "rtb.pacing-table.v1") {
+      return Status::InvalidArgument(name + ": not a pacing table (schema rtb.pacing-table.v1)");
+    }
+    static const char* kKeys[] = {"schema",         "b0",          "ctr_avg_train",
+                                  "bratio",         "episode_size", "steps",
+                                  "budget_buckets", "level_buckets", "actions"};
+    for (const auto& [k, v] : j.items()) {
+      if (std::find_if(std::begin(kKeys), std::end(kKeys), [&](const char* x) { return k == x; }) ==
+          std::end(kKeys)) {
+        return Status::InvalidArgument(name + ": unknown key '" + k + "'");
+      }
+    }
+    PacingTable t;
+    t.params.b0 = j.at("b0").get<int64_t>();
+    t.params.ctr_avg_train = j.at("ctr_avg_train").get<double>();
+    t.params.bratio = j.at("bratio").get<double>();
+    t.params.episode_size = j.at("episode_size").get<int64_t>();
+    t.params.steps = j.at("steps").get<int>();
+    t.budget_buckets = j.at("budget_buckets").get<int>();
+    t.level_buckets = j.at("level_buckets").get<int>();
+    t.actions = j.at("actions").get<std::vector<float>>();
+    if (t.params.b0 <= 0 || !(t.params.ctr_avg_train > 0) || t.params.steps <= 0 ||
+        t.params.episode_size <= 0 || t.budget_buckets < 2 || t.level_buckets < 2) {
+      return Status::InvalidArgument(name + ": b0, ctr_avg_train, steps, episode_size must be "
+                                            "positive and bucket counts at least 2");
+    }
+    const size_t want = static_cast<size_t>(t.params.steps) * t.budget_buckets * t.level_buckets;
+    if (t.actions.size() != want) {
+      return Status::InvalidArgument(name + ": " + std::to_string(t.actions.size()) +
+                                     " actions, expected steps x budget_buckets x level_buckets = " +
+                                     std::to_string(want));
+    }
+    for (const float a : t.actions) {
+      if (!(a >= -1.0f && a <= 1.0f)) {
+        return Status::InvalidArgument(name + ": actions must lie in [-1, 1]");
+      }
+    }
+    return t;
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument(name + ": " + e.what());
+  }
+}
+
+Result<PacingTable> ReadPacingTable(const std::string& path) {
+  RTB_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(path, "pacing table"));
+  return PacingTable::FromJson(text, path);
+}
+
+PacingStrategy::PacingStrategy(const PacingParams& p, Policy policy, bool record)
+    : p_(p), policy_(std::move(policy)), record_(record) {}
+
+std::string PacingStrategy::Describe() const {
+  return "pacing (lin b0 " + std::to_string(p_.b0) + " x learned multiplier, " +
+         std::to_string(p_.steps) + " steps)";
+}
+
+std::vector<float> PacingStrategy::State(int64_t budget_left, int64_t auctions_left) const {
+  const double n = static_cast<double>(std::max<int64_t>(1, p_.episode_size));
+  return PacingState(budget_ > 0 ? static_cast<double>(budget_left) / budget_ : 0.0,
+                     static_cast<double>(auctions_left) / n, level_);
+}
+
+void PacingStrategy::CloseStep(const std::vector<float>& s2, bool done) {
+  if (record_) {
+    cur_.s2 = s2;
+    cur_.done = done;
+    cur_.reward /= p_.ctr_avg_train * static_cast<double>(p_.episode_size) / p_.steps;
+    steps_.push_back(cur_);
+  }
+  open_ = false;
+}
+
+void PacingStrategy::Finish() {
+  if (open_) CloseStep(State(budget_left_, 0), true);
+}
+
+int64_t PacingStrategy::Bid(const LoggedAuction& a, const BidContext& ctx) {
+  if (ctx.episode != episode_) {
+    Finish();
+    episode_ = ctx.episode;
+    budget_ = ctx.budget;
+    level_ = 0;
+    bucket_ = -1;
+    pctr_sum_ = 0;
+    seen_ = 0;
+  }
+  const int64_t n = std::max<int64_t>(1, p_.episode_size);
+  const int64_t bucket = (ctx.auctions_left * p_.steps + n - 1) / n;  // ceil(left * K / N)
+  if (bucket != bucket_) {
+    if (seen_ > 0) {
+      const double mean = pctr_sum_ / static_cast<double>(seen_);
+      level_ = mean > 0 ? std::clamp(std::log2(mean / p_.ctr_avg_train) / 2, -1.0, 1.0) : -1.0;
+    }
+    const std::vector<float> s = State(ctx.budget_left, ctx.auctions_left);
+    if (open_) CloseStep(s, false);
+    bucket_ = bucket;
+    cur_ = PacingStep{};
+    cur_.s = s;
+    cur_.a = std::clamp(policy_(s), -1.0, 1.0);
+    multiplier_ = 1.0 + std::clamp(cur_.a * p_.bratio, -0.9, 0.9);
+    open_ = true;
+    pctr_sum_ = 0;
+    seen_ = 0;
+  }
+  budget_left_ = ctx.budget_left;
+  return static_cast<int64_t>(a.pctr * static_cast<double>(p_.b0) / p_.ctr_avg_train *
+                              multiplier_);
+}
+
+void PacingStrategy::Observe(const LoggedAuction& a, int64_t /*bid*/, bool won) {
+  pctr_sum_ += a.pctr;
+  ++seen_;
+  if (won) {
+    budget_left_ -= a.payprice;
+    cur_.reward += a.pctr;
+    cur_.clicks += a.click;
+  }
+}
+
+}  // namespace rtb::sim
