@@ -19,6 +19,7 @@
 #include <sstream>
 #include <thread>
 
+#include "kafka_read.h"
 #include "rtb/core/action_table.h"
 #include "rtb/core/config.h"
 #include "rtb/core/metrics.h"
@@ -755,6 +756,21 @@ int RunDemo(const DemoArgs& args) {
                           {"totals_match", totals_match},
                           {"events_topic_messages", topic_messages},
                           {"events_partitions", partitions}};
+  // The events topic as a JSON-lines dump: what `rtb replay --format events` reads offline.
+  {
+    std::ofstream dump(out + "/events.jsonl", std::ios::trunc);
+    int64_t dumped = 0;
+    const Status st = ReadWholeTopic(kafka.bootstrap, "rtb.events", 30000,
+                                     [&](int, int64_t, std::string_view payload) {
+                                       dump << payload << '\n';
+                                       ++dumped;
+                                     });
+    report["events_dump"] = {{"file", "events.jsonl"},
+                             {"messages", dumped},
+                             {"complete", st.ok()},
+                             {"replay", "rtb replay --format events --log " + cfg.out +
+                                            "/events.jsonl --strategy logged,manual"}};
+  }
   report["chaos"] = chaos_log;
   report["processes"] = {{"learner_exit", learner_exit}, {"bidder_exit", bidder_exit}};
   report["about"] = {

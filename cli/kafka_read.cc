@@ -66,8 +66,7 @@ Status ReadWholeTopic(const std::string& bootstrap, const std::string& topic, in
     if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
       open.erase(m->partition);
     } else if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-      fn(m->partition, m->offset,
-         std::string_view(static_cast<const char*>(m->payload), m->len));
+      fn(m->partition, m->offset, std::string_view(static_cast<const char*>(m->payload), m->len));
     }
     rd_kafka_message_destroy(m);
   }

@@ -112,8 +112,8 @@ Result<Loaded> LoadSingle(const ReplayArgs& a) {
     if (validation) model.Score(&*validation);
     std::string feats;
     for (const auto& f : train->feature_names) feats += (feats.empty() ? "" : " ") + f;
-    L.meta.push_back({"pCTR", "hashed logistic regression fitted on " + a.train_log + " (" +
-                                  feats + "); test log loss " + Fmt(model.LogLoss(test), "%.5f")});
+    L.meta.push_back({"pCTR", "hashed logistic regression fitted on " + a.train_log + " (" + feats +
+                                  "); test log loss " + Fmt(model.LogLoss(test), "%.5f")});
   } else {
     L.meta.push_back({"pCTR", "the log's pctr column"});
   }
@@ -127,8 +127,8 @@ Result<Loaded> LoadSingle(const ReplayArgs& a) {
     L.info.imp_test = t.imp_test;
     L.info.clk_test = t.clk_test;
     L.info.cost_test = t.cost_test;
-    L.meta.push_back({"campaign summary", "computed: training totals of " + a.train_log +
-                                              ", test totals of " + a.log});
+    L.meta.push_back({"campaign summary",
+                      "computed: training totals of " + a.train_log + ", test totals of " + a.log});
   } else {
     L.info = test.Totals();
     L.meta.push_back({"campaign summary", "computed from the test log itself (no --train-log)"});
@@ -183,13 +183,13 @@ int RunSingle(const ReplayArgs& a) {
       if (b0 <= 0) {
         // Tuned the RLB code's way: steps of 6 on the validation log under this protocol.
         const auto& v = L.have_validation ? L.validation.auctions : L.test.auctions;
-        const sim::B0Tuning t = sim::TuneLinB0(
-            [&](sim::BidStrategy& st) { return run_on(v, st); }, L.info.CtrTrain());
+        const sim::B0Tuning t =
+            sim::TuneLinB0([&](sim::BidStrategy& st) { return run_on(v, st); }, L.info.CtrTrain());
         b0 = t.b0;
-        b0_note = std::to_string(b0) + " (tuned in steps of 6 up to 600 on " +
-                  (L.have_validation ? L.validation_name
-                                     : a.log + " itself: no validation log given") +
-                  ", " + std::to_string(t.best.clicks) + " clicks there)";
+        b0_note =
+            std::to_string(b0) + " (tuned in steps of 6 up to 600 on " +
+            (L.have_validation ? L.validation_name : a.log + " itself: no validation log given") +
+            ", " + std::to_string(t.best.clicks) + " clicks there)";
       } else if (b0_note.empty()) {
         b0_note = std::to_string(b0) + " (given)";
       }
@@ -223,8 +223,8 @@ int RunSingle(const ReplayArgs& a) {
                                           ", +-0.9); " + std::to_string(tp->params.steps) +
                                           " decisions per episode)"});
     } else {
-      return Fail(Status::InvalidArgument("unknown strategy '" + n +
-                                          "' for " + a.format + " logs (lin, mcpc, const, rand, "
+      return Fail(Status::InvalidArgument("unknown strategy '" + n + "' for " + a.format +
+                                          " logs (lin, mcpc, const, rand, "
                                           "pacing)"));
     }
     MethodRun m{n, s->Describe(), run_on(L.test.auctions, *s)};
@@ -284,9 +284,9 @@ int RunSingle(const ReplayArgs& a) {
       std::printf(
           "%-8s auctions %lld, impressions %lld, clicks %lld, cost %lld, win rate %.4f, CPM "
           "%.2f, eCPC %.4f  [%s]\n",
-          m.name.c_str(), static_cast<long long>(t.auctions),
-          static_cast<long long>(t.impressions), static_cast<long long>(t.clicks),
-          static_cast<long long>(t.cost), t.WinRate(), t.Cpm(), t.Ecpc(), m.description.c_str());
+          m.name.c_str(), static_cast<long long>(t.auctions), static_cast<long long>(t.impressions),
+          static_cast<long long>(t.clicks), static_cast<long long>(t.cost), t.WinRate(), t.Cpm(),
+          t.Ecpc(), m.description.c_str());
     }
   }
   if (!a.out.empty()) {
@@ -321,10 +321,12 @@ int RunSingle(const ReplayArgs& a) {
     r.primary = names[0];
     r.objective = "clicks";
     r.relative_metrics = {"clicks", "impressions", "cost", "win_rate", "cpm", "cost_per_click"};
-    std::string expected = "Expected clicks (sum of pCTR over won impressions; less noisy than "
-                           "the logged clicks):";
-    for (const auto& m : runs) expected += " " + m.name + " " + Fmt(m.totals.expected_clicks, "%.2f");
-    r.notes = {expected + ".","Protocol: " + protocol_line + ".",
+    std::string expected =
+        "Expected clicks (sum of pCTR over won impressions; less noisy than "
+        "the logged clicks):";
+    for (const auto& m : runs)
+      expected += " " + m.name + " " + Fmt(m.totals.expected_clicks, "%.2f");
+    r.notes = {expected + ".", "Protocol: " + protocol_line + ".",
                "Prices are the log's CPM unit: cost = sum of payprice / 1000 per impression "
                "(shown in currency units); CPM = cost x 1000 / impressions = mean payprice.",
                "Clicks are the logged clicks of the won impressions; the logs carry no order "
@@ -344,8 +346,8 @@ int RunFull(const ReplayArgs& a) {
   auto sc = sim::BuildScenario(*cfg, train, a.log, !a.quiet && !a.json);
   if (!sc.ok()) return Fail(sc.status());
   sim::SimulateOptions opt;
-  std::vector<std::string> policies = a.policies.empty() ? std::vector<std::string>{"manual"}
-                                                         : a.policies;
+  std::vector<std::string> policies =
+      a.policies.empty() ? std::vector<std::string>{"manual"} : a.policies;
   opt.policy = policies[0];
   opt.more_policies.assign(policies.begin() + 1, policies.end());
   opt.kind = "replay";
@@ -353,8 +355,8 @@ int RunFull(const ReplayArgs& a) {
   opt.progress = !a.quiet && !a.json;
   opt.extra_meta = {
       {"log", a.log},
-      {"clusters built on", train + (a.train_log.empty() ? " (no --train-log: the log itself)"
-                                                         : "")},
+      {"clusters built on",
+       train + (a.train_log.empty() ? " (no --train-log: the log itself)" : "")},
       {"protocol", "full information: GSP over eCPM re-run on every logged candidate"}};
   auto r = sim::Simulate(**sc, opt);
   if (!r.ok()) return Fail(r.status());
@@ -373,18 +375,16 @@ int RunFull(const ReplayArgs& a) {
                     {"roi", Roi(o)}});
     }
     const Outcome& o = r->methods[0].runs[0].total;
-    json j = {{"format", "full"},       {"protocol", "full-information"},
-              {"policy", policies[0]},  {"auctions", o.auctions},
-              {"impressions", o.impressions}, {"clicks", o.clicks},
-              {"cost", o.cost.units()}, {"revenue", o.revenue.units()},
-              {"methods", ms}};
+    json j = {{"format", "full"},       {"protocol", "full-information"}, {"policy", policies[0]},
+              {"auctions", o.auctions}, {"impressions", o.impressions},   {"clicks", o.clicks},
+              {"cost", o.cost.units()}, {"revenue", o.revenue.units()},   {"methods", ms}};
     std::printf("%s\n", j.dump().c_str());
   } else {
     for (const auto& m : r->methods) {
       const Outcome& o = m.runs[0].total;
       std::printf("%-20s impressions %lld, clicks %.1f, cost %.2f, revenue %.2f, ROI %.3f\n",
-                  m.name.c_str(), static_cast<long long>(o.impressions), o.clicks,
-                  o.cost.units(), o.revenue.units(), Roi(o));
+                  m.name.c_str(), static_cast<long long>(o.impressions), o.clicks, o.cost.units(),
+                  o.revenue.units(), Roi(o));
     }
   }
   if (auto st = MaybeWrite(*r, a); !st.ok()) return Fail(st);
@@ -411,8 +411,8 @@ int RunEvents(const ReplayArgs& a) {
             b.Add(*e);
             return;
           }
-          const std::string where = a.topic + "[" + std::to_string(p) + "]@" +
-                                    std::to_string(off) + ": " + e.status().message();
+          const std::string where = a.topic + "[" + std::to_string(p) + "]@" + std::to_string(off) +
+                                    ": " + e.status().message();
           if (!skip && bad.ok()) bad = Status::InvalidArgument(where);
           b.AddMalformed(where);
         });
@@ -489,9 +489,9 @@ int RunEvents(const ReplayArgs& a) {
       std::printf(
           "%-10s bids %lld, impressions %lld, clicks %.0f, conversions %.0f, cost %.2f, revenue "
           "%.2f, unknown %lld\n",
-          r.name.c_str(), static_cast<long long>(o.auctions),
-          static_cast<long long>(o.impressions), o.clicks, o.conversions, o.cost.units(),
-          o.revenue.units(), static_cast<long long>(r.r.unknown));
+          r.name.c_str(), static_cast<long long>(o.auctions), static_cast<long long>(o.impressions),
+          o.clicks, o.conversions, o.cost.units(), o.revenue.units(),
+          static_cast<long long>(r.r.unknown));
     }
   }
   if (!a.out.empty()) {
@@ -517,12 +517,13 @@ int RunEvents(const ReplayArgs& a) {
       }
       run.total = r.r.total;
       rep.methods.push_back(
-          {r.name, r.name + ": " + std::to_string(r.r.unknown) + " lost bids raised (unknown)",
+          {r.name,
+           r.name + ": " + std::to_string(r.r.unknown) + " lost bids raised (unknown)",
            {run}});
     }
     rep.baseline = a.baseline.empty() ? names[0] : a.baseline;
-    rep.relative_metrics = {"revenue",     "roi",    "clicks", "conversions",
-                            "impressions", "cost",   "cost_per_conversion"};
+    rep.relative_metrics = {
+        "revenue", "roi", "clicks", "conversions", "impressions", "cost", "cost_per_conversion"};
     rep.primary = names[0];
     rep.notes = {
         "Protocol: outcomes. A bid the log shows won at clearing price p wins again iff the new "
@@ -543,7 +544,8 @@ void AddReplayOptions(CLI::App* rp, ReplayArgs* a) {
       "Examples:\n"
       "  rtb replay --format rlb --log test.txt --info campaign.json --protocol rlb \\\n"
       "      --strategy lin --b0 36 --c0 0.03125 --episode-size 1000 --max-bid 300 --json\n"
-      "  rtb replay --format rlb --log test.txt --info campaign.json --validation-log train.txt \\\n"
+      "  rtb replay --format rlb --log test.txt --info campaign.json --validation-log train.txt "
+      "\\\n"
       "      --strategy lin,mcpc,pacing --pacing pacing-table.json --out out/replay\n"
       "  rtb replay --format ipinyou --log test.log.txt --train-log train.log.txt \\\n"
       "      --advertiser 1458 --protocol benchmark --strategy lin,mcpc\n"

@@ -25,9 +25,9 @@ struct ReplayArgs {
   int64_t rand_max = 300;
   uint64_t seed = 1;
   double budget_fraction = 1.0 / 32;
-  std::string pacing;                 // pacing table (strategy pacing)
-  std::vector<std::string> policies;  // full: action tables / manual / const:<a>
-  std::string config;                 // full: simulator config
+  std::string pacing;                         // pacing table (strategy pacing)
+  std::vector<std::string> policies;          // full: action tables / manual / const:<a>
+  std::string config;                         // full: simulator config
   std::string brokers, topic = "rtb.events";  // events from Kafka instead of --log
   std::string dump;                           // events: also write what was read (JSON lines)
   std::string on_error = "stop";

@@ -538,8 +538,8 @@ std::string RenderHtml(const Report& r) {
       for (int i = 0; i < RowCount(r); ++i) v.push_back(Stat(m, i, Metric(r.objective)).mean);
       vals.push_back(v);
     }
-    o << BarChart(objective + " per " + r.row_label, Metric(r.objective).label, r.row_names,
-                  series, vals);
+    o << BarChart(objective + " per " + r.row_label, Metric(r.objective).label, r.row_names, series,
+                  vals);
   }
   o << "<h2>Totals relative to " << HtmlEscape(r.baseline) << "</h2>\n"
     << HtmlTable(RelativeTable(r));

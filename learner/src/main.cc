@@ -9,8 +9,8 @@
 #include "rtb/learner/config.h"
 #include "rtb/learner/online.h"
 #include "rtb/learner/pacing.h"
-#include "rtb/simulator/replay.h"
 #include "rtb/learner/train.h"
+#include "rtb/simulator/replay.h"
 
 namespace {
 std::atomic<bool> g_stop{false};
@@ -127,10 +127,8 @@ int main(int argc, char** argv) {
         "\"train_cost\":%lld,\"lin_train_clicks\":%lld,\"lin_train_cost\":%lld}\n",
         p_out.c_str(), static_cast<long long>(res->table.params.b0), res->best_episode,
         static_cast<long long>(res->best_train.clicks), res->best_train.expected_clicks,
-        res->lin_train.expected_clicks,
-        static_cast<long long>(res->best_train.cost),
-        static_cast<long long>(res->lin_train.clicks),
-        static_cast<long long>(res->lin_train.cost));
+        res->lin_train.expected_clicks, static_cast<long long>(res->best_train.cost),
+        static_cast<long long>(res->lin_train.clicks), static_cast<long long>(res->lin_train.cost));
     return 0;
   }
   opt.progress = !quiet;

@@ -49,8 +49,7 @@ Result<PacingTrainResult> TrainPacing(const std::vector<sim::LoggedAuction>& log
   const int64_t N = opt.protocol.episode_size;
   if (static_cast<int64_t>(log.size()) < N) {
     return Status::InvalidArgument("the training log has " + std::to_string(log.size()) +
-                                   " auctions, fewer than one episode (" + std::to_string(N) +
-                                   ")");
+                                   " auctions, fewer than one episode (" + std::to_string(N) + ")");
   }
   if (opt.steps <= 0 || N % opt.steps != 0) {
     return Status::InvalidArgument("--steps must divide the episode size");
@@ -92,8 +91,7 @@ Result<PacingTrainResult> TrainPacing(const std::vector<sim::LoggedAuction>& log
     const std::vector<sim::LoggedAuction> window(log.begin() + static_cast<int64_t>(start),
                                                  log.begin() + static_cast<int64_t>(start) + N);
     sim::PacingStrategy play(
-        params, [&learner](const std::vector<float>& s) { return learner.Act(s, true)[0]; },
-        true);
+        params, [&learner](const std::vector<float>& s) { return learner.Act(s, true)[0]; }, true);
     sim::ReplayRlb(window, info, opt.protocol, play);
     play.Finish();
     for (const sim::PacingStep& st : play.steps()) {

@@ -51,9 +51,9 @@ double Sigmoid(double z) { return 1.0 / (1.0 + std::exp(-z)); }
 
 const std::vector<std::string>& DefaultIpinyouFeatures() {
   static const std::vector<std::string> k = {
-      "weekday",   "hour",       "useragent",  "region",         "city",
-      "adexchange", "domain",    "slotid",     "slotwidth",      "slotheight",
-      "slotvisibility", "slotformat", "creative", "keypage",     "usertag"};
+      "weekday",        "hour",       "useragent", "region",    "city",
+      "adexchange",     "domain",     "slotid",    "slotwidth", "slotheight",
+      "slotvisibility", "slotformat", "creative",  "keypage",   "usertag"};
   return k;
 }
 
@@ -86,8 +86,9 @@ Result<IpinyouLog> ParseIpinyouLog(std::string_view text, const std::string& nam
             c_time = column("timestamp"), c_adv = column("advertiser"), c_pctr = column("pctr");
   if (c_click < 0 || c_pay < 0) {
     return Status::InvalidArgument(
-        name + ":1: the header must name the columns 'click' and 'payprice' (tab-separated); "
-               "got '" +
+        name +
+        ":1: the header must name the columns 'click' and 'payprice' (tab-separated); "
+        "got '" +
         std::string(header_line.substr(0, 200)) + "'");
   }
   if (!opt.advertiser.empty() && c_adv < 0) {
@@ -123,8 +124,10 @@ Result<IpinyouLog> ParseIpinyouLog(std::string_view text, const std::string& nam
     int64_t ts = 0;
     auto field = [&f](int c) { return f[static_cast<size_t>(c)]; };
     if (f.size() != header.size()) {
-      why = "expected " + std::to_string(header.size()) + " tab-separated fields (the header's), "
-            "found " + std::to_string(f.size());
+      why = "expected " + std::to_string(header.size()) +
+            " tab-separated fields (the header's), "
+            "found " +
+            std::to_string(f.size());
     } else if (!Num(field(c_click), &a.click) || (a.click != 0 && a.click != 1)) {
       why = "click must be 0 or 1, got '" + std::string(field(c_click)) + "'";
     } else if (!Num(field(c_pay), &a.payprice) || a.payprice < 0) {
@@ -164,9 +167,8 @@ void SortByTime(IpinyouLog* log) {
   const size_t n = log->auctions.size();
   std::vector<size_t> order(n);
   std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return log->timestamps[a] < log->timestamps[b];
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return log->timestamps[a] < log->timestamps[b]; });
   IpinyouLog sorted = *log;
   const size_t F = static_cast<size_t>(log->feature_count);
   for (size_t i = 0; i < n; ++i) {
@@ -222,8 +224,8 @@ double CtrModel::LogLoss(const IpinyouLog& log) const {
   const size_t F = static_cast<size_t>(log.feature_count);
   double sum = 0;
   for (size_t i = 0; i < log.auctions.size(); ++i) {
-    const double p = std::clamp(Predict(log.features.data() + i * F, static_cast<int>(F)), 1e-9,
-                                1 - 1e-9);
+    const double p =
+        std::clamp(Predict(log.features.data() + i * F, static_cast<int>(F)), 1e-9, 1 - 1e-9);
     sum -= log.auctions[i].click ? std::log(p) : std::log(1 - p);
   }
   return log.auctions.empty() ? 0.0 : sum / static_cast<double>(log.auctions.size());

@@ -16,8 +16,8 @@ std::vector<float> PacingState(double budget_left_frac, double auctions_left_fra
 double PacingTable::Lookup(const std::vector<float>& s) const {
   const int K = params.steps;
   const int k = std::clamp(K - static_cast<int>(std::ceil(s[1] * K - 1e-6)), 0, K - 1);
-  const int b = std::clamp(static_cast<int>(std::lround(s[0] * (budget_buckets - 1))), 0,
-                           budget_buckets - 1);
+  const int b =
+      std::clamp(static_cast<int>(std::lround(s[0] * (budget_buckets - 1))), 0, budget_buckets - 1);
   const int l = std::clamp(static_cast<int>(std::lround((s[3] + 1) / 2 * (level_buckets - 1))), 0,
                            level_buckets - 1);
   return actions[(static_cast<size_t>(k) * budget_buckets + b) * level_buckets + l];
@@ -58,9 +58,9 @@ Result<PacingTable> PacingTable::FromJson(const std::string& json, const std::st
     if (j.value("schema", "") != "rtb.pacing-table.v1") {
       return Status::InvalidArgument(name + ": not a pacing table (schema rtb.pacing-table.v1)");
     }
-    static const char* kKeys[] = {"schema",         "b0",          "ctr_avg_train",
-                                  "bratio",         "episode_size", "steps",
-                                  "budget_buckets", "level_buckets", "actions"};
+    static const char* kKeys[] = {"schema",       "b0",    "ctr_avg_train",  "bratio",
+                                  "episode_size", "steps", "budget_buckets", "level_buckets",
+                                  "actions"};
     for (const auto& [k, v] : j.items()) {
       if (std::find_if(std::begin(kKeys), std::end(kKeys), [&](const char* x) { return k == x; }) ==
           std::end(kKeys)) {
@@ -78,14 +78,15 @@ Result<PacingTable> PacingTable::FromJson(const std::string& json, const std::st
     t.actions = j.at("actions").get<std::vector<float>>();
     if (t.params.b0 <= 0 || !(t.params.ctr_avg_train > 0) || t.params.steps <= 0 ||
         t.params.episode_size <= 0 || t.budget_buckets < 2 || t.level_buckets < 2) {
-      return Status::InvalidArgument(name + ": b0, ctr_avg_train, steps, episode_size must be "
-                                            "positive and bucket counts at least 2");
+      return Status::InvalidArgument(name +
+                                     ": b0, ctr_avg_train, steps, episode_size must be "
+                                     "positive and bucket counts at least 2");
     }
     const size_t want = static_cast<size_t>(t.params.steps) * t.budget_buckets * t.level_buckets;
     if (t.actions.size() != want) {
-      return Status::InvalidArgument(name + ": " + std::to_string(t.actions.size()) +
-                                     " actions, expected steps x budget_buckets x level_buckets = " +
-                                     std::to_string(want));
+      return Status::InvalidArgument(
+          name + ": " + std::to_string(t.actions.size()) +
+          " actions, expected steps x budget_buckets x level_buckets = " + std::to_string(want));
     }
     for (const float a : t.actions) {
       if (!(a >= -1.0f && a <= 1.0f)) {
@@ -160,8 +161,7 @@ int64_t PacingStrategy::Bid(const LoggedAuction& a, const BidContext& ctx) {
     seen_ = 0;
   }
   budget_left_ = ctx.budget_left;
-  return static_cast<int64_t>(a.pctr * static_cast<double>(p_.b0) / p_.ctr_avg_train *
-                              multiplier_);
+  return static_cast<int64_t>(a.pctr * static_cast<double>(p_.b0) / p_.ctr_avg_train * multiplier_);
 }
 
 void PacingStrategy::Observe(const LoggedAuction& a, int64_t /*bid*/, bool won) {

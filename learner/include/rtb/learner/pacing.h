@@ -46,7 +46,6 @@ struct PacingTrainResult {
 HyperParams PacingHyperParams();
 
 Result<PacingTrainResult> TrainPacing(const std::vector<sim::LoggedAuction>& log,
-                                      const sim::CampaignInfo& info,
-                                      const PacingTrainOptions& opt);
+                                      const sim::CampaignInfo& info, const PacingTrainOptions& opt);
 
 }  // namespace rtb::learn

@@ -24,10 +24,10 @@ namespace rtb::sim {
 const std::vector<std::string>& DefaultIpinyouFeatures();
 
 struct IpinyouReadOptions {
-  bool skip_malformed = false;            // false: the first malformed line is an error
-  std::string advertiser;                 // keep only this advertiser's lines ("" = all)
-  std::vector<std::string> features;      // CTR features; empty = DefaultIpinyouFeatures()
-  int hash_bits = 20;                     // feature hashing space 2^bits
+  bool skip_malformed = false;        // false: the first malformed line is an error
+  std::string advertiser;             // keep only this advertiser's lines ("" = all)
+  std::vector<std::string> features;  // CTR features; empty = DefaultIpinyouFeatures()
+  int hash_bits = 20;                 // feature hashing space 2^bits
 };
 
 struct IpinyouLog {
@@ -78,7 +78,7 @@ struct B0Tuning {
   ReplayTotals best;
   std::vector<std::pair<int64_t, int64_t>> clicks_by_b0;  // (b0, clicks) for the report
 };
-B0Tuning TuneLinB0(const std::function<ReplayTotals(BidStrategy&)>& replay,
-                   double ctr_avg_train, int64_t step = 6, int64_t max_b0 = 600);
+B0Tuning TuneLinB0(const std::function<ReplayTotals(BidStrategy&)>& replay, double ctr_avg_train,
+                   int64_t step = 6, int64_t max_b0 = 600);
 
 }  // namespace rtb::sim

@@ -27,18 +27,18 @@
 namespace rtb::sim {
 
 struct PacingParams {
-  int64_t b0 = 0;             // Lin-Bid base bid the action scales
-  double ctr_avg_train = 0;   // clk_train / imp_train
-  double bratio = 1.0;        // action scale
+  int64_t b0 = 0;               // Lin-Bid base bid the action scales
+  double ctr_avg_train = 0;     // clk_train / imp_train
+  double bratio = 1.0;          // action scale
   int64_t episode_size = 1000;  // N
-  int steps = 10;             // K decision steps per episode
+  int steps = 10;               // K decision steps per episode
 };
 
 // The table the learner publishes (schemas/pacing-table-v1.md).
 struct PacingTable {
   PacingParams params;
-  int budget_buckets = 21;  // budget left / B at 0, 1/20, ..., 1 (nearest)
-  int level_buckets = 9;    // pCTR level at -1, -0.75, ..., 1 (nearest)
+  int budget_buckets = 21;     // budget left / B at 0, 1/20, ..., 1 (nearest)
+  int level_buckets = 9;       // pCTR level at -1, -0.75, ..., 1 (nearest)
   std::vector<float> actions;  // [step][budget bucket][level bucket]
 
   // The action for a state vector (the layout above); step k = K - ceil(left * K).

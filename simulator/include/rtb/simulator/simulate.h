@@ -46,8 +46,8 @@ struct SimulateOptions {
   std::vector<std::string> more_policies;  // further policies in the same report (replay)
   std::string kind = "simulate";           // the report's kind: simulate | replay
   std::vector<std::pair<std::string, std::string>> extra_meta;  // appended to the header
-  std::string day = "test";  // "train" or "test"
-  std::string config_path;   // for the report's header
+  std::string day = "test";                                     // "train" or "test"
+  std::string config_path;                                      // for the report's header
   bool progress = true;
 };
 

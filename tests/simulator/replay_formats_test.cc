@@ -1,0 +1,279 @@
+// The other log formats of replay.md: raw iPinYou (header-ordered TSV), the engine's outcome
+// events; Lin-Bid's b0 tuning; the pacing policy's table and strategy.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "rtb/core/events.h"
+#include "rtb/simulator/ipinyou.h"
+#include "rtb/simulator/outcome_replay.h"
+#include "rtb/simulator/pacing.h"
+#include "rtb/simulator/replay.h"
+
+namespace rtb::sim {
+namespace {
+
+// Columns in an unusual order, extra columns, CRLF line ends.
+constexpr const char* kIpinyou =
+    "bidid\tpayprice\tdomain\ttimestamp\tclick\tslotprice\tadvertiser\tcity\r\n"
+    "a\t80\td1\t20130606000105123\t0\t5\t1458\t1\r\n"
+    "b\t20\td2\t20130606000101000\t1\t0\t3358\t2\r\n"
+    "c\t55\td1\t20130606000103000\t1\t60\t1458\t1\r\n";
+
+TEST(Ipinyou, ColumnsFollowTheHeader) {
+  auto log = ParseIpinyouLog(kIpinyou, "x.log", {});
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  ASSERT_EQ(log->auctions.size(), 3u);
+  EXPECT_EQ(log->auctions[0].payprice, 80);
+  EXPECT_EQ(log->auctions[0].floor, 5);
+  EXPECT_EQ(log->auctions[0].click, 0);
+  EXPECT_EQ(log->auctions[1].click, 1);
+  EXPECT_TRUE(log->has_floor && log->has_timestamp && !log->has_pctr);
+  // city and domain are default CTR features; the others are not.
+  EXPECT_EQ(log->feature_count, 2);
+  const CampaignInfo t = log->Totals();
+  EXPECT_EQ(t.imp_train, 3);
+  EXPECT_EQ(t.clk_train, 2);
+  EXPECT_DOUBLE_EQ(t.cost_train, 155);
+}
+
+TEST(Ipinyou, TimeOrderAdvertiserFilterAndTheBenchmarkProtocol) {
+  IpinyouReadOptions o;
+  o.advertiser = "1458";
+  auto log = ParseIpinyouLog(kIpinyou, "x.log", o);
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(log->auctions.size(), 2u);
+  EXPECT_EQ(log->filtered, 1);
+  SortByTime(&*log);
+  EXPECT_EQ(log->auctions[0].payprice, 55);  // 00:01:03 before 00:01:05
+  EXPECT_EQ(log->auctions[1].payprice, 80);
+  // Benchmark protocol: bid 58 > 55 but below the floor 60 -> lost; 58 < 80 -> lost.
+  CampaignInfo info = log->Totals();
+  auto c58 = ConstBid(58);
+  EXPECT_EQ(ReplayBenchmark(log->auctions, info, {1.0}, *c58).impressions, 0);
+  auto c81 = ConstBid(81);
+  const auto t = ReplayBenchmark(log->auctions, info, {1.0}, *c81);
+  EXPECT_EQ(t.impressions, 2);
+  EXPECT_EQ(t.cost, 135);
+}
+
+TEST(Ipinyou, MalformedLinesNameTheirLineOrAreCounted) {
+  const std::string bad =
+      std::string(kIpinyou) + "d\t7x\td1\t20130606000105123\t0\t5\t1458\t1\n" + "e\t9\td1\n";
+  auto stop = ParseIpinyouLog(bad, "x.log", {});
+  ASSERT_FALSE(stop.ok());
+  EXPECT_NE(stop.status().message().find("x.log:5: payprice must be a non-negative integer"),
+            std::string::npos)
+      << stop.status().message();
+  IpinyouReadOptions o;
+  o.skip_malformed = true;
+  auto skip = ParseIpinyouLog(bad, "x.log", o);
+  ASSERT_TRUE(skip.ok());
+  EXPECT_EQ(skip->auctions.size(), 3u);
+  EXPECT_EQ(skip->skipped, 2);
+  EXPECT_NE(skip->first_skipped.find("x.log:5:"), std::string::npos);
+  auto no_click = ParseIpinyouLog("payprice\tdomain\n1\tx\n", "y.log", {});
+  ASSERT_FALSE(no_click.ok());
+  EXPECT_NE(no_click.status().message().find("y.log:1: the header must name"), std::string::npos);
+  auto bad_time = ParseIpinyouLog("click\tpayprice\ttimestamp\n0\t1\t2013\n", "z.log", {});
+  ASSERT_FALSE(bad_time.ok());
+  EXPECT_NE(bad_time.status().message().find("z.log:2: timestamp"), std::string::npos);
+}
+
+TEST(Ipinyou, ThePctrColumnIsUsedWhenPresent) {
+  auto log = ParseIpinyouLog("click\tpayprice\tpctr\n0\t10\t0.25\n", "p.log", {});
+  ASSERT_TRUE(log.ok());
+  EXPECT_TRUE(log->has_pctr);
+  EXPECT_DOUBLE_EQ(log->auctions[0].pctr, 0.25);
+  EXPECT_FALSE(ParseIpinyouLog("click\tpayprice\tpctr\n0\t10\t1.5\n", "p.log", {}).ok());
+}
+
+TEST(CtrModel, LearnsWhichFeatureValueClicks) {
+  // domain=hot clicks 20% of the time, domain=cold 1%.
+  std::string text = "click\tpayprice\tdomain\n";
+  for (int i = 0; i < 4000; ++i) {
+    text += std::string(i % 5 == 0 ? "1" : "0") + "\t50\thot\n";
+    text += std::string(i % 100 == 0 ? "1" : "0") + "\t50\tcold\n";
+  }
+  auto log = ParseIpinyouLog(text, "t.log", {});
+  ASSERT_TRUE(log.ok());
+  CtrModel m(16);
+  const double before = m.LogLoss(*log);
+  m.Fit(*log, 2, 0.05, 1e-6, 1);
+  m.Score(&*log);
+  EXPECT_NEAR(log->auctions[0].pctr, 0.2, 0.05);
+  EXPECT_NEAR(log->auctions[1].pctr, 0.01, 0.01);
+  EXPECT_LT(m.LogLoss(*log), before);
+}
+
+TEST(TuneLinB0, PicksTheMostClicksInStepsOfSix) {
+  // One click at payprice 100 with pCTR 0.01; ctr_avg 0.01: Lin bids b0. b0 >= 100 wins it;
+  // the smallest such multiple of 6 is 102, and larger ones cost the same (ties: smaller b0).
+  std::vector<LoggedAuction> log = {{1, 100, 0.01, 0}, {0, 300, 0.01, 0}};
+  CampaignInfo info;
+  info.imp_train = 100;
+  info.clk_train = 1;
+  info.cost_train = 1e6;
+  const B0Tuning t = TuneLinB0(
+      [&](BidStrategy& s) {
+        return ReplayRlb(log, info, {1.0, 1000, 300}, s);
+      },
+      0.01, 6, 120);
+  EXPECT_EQ(t.b0, 102);
+  EXPECT_EQ(t.best.clicks, 1);
+  EXPECT_EQ(t.clicks_by_b0.size(), 20u);
+  EXPECT_EQ(t.clicks_by_b0.front(), std::make_pair(int64_t{6}, int64_t{0}));
+}
+
+std::vector<LoggedAuction> Synthetic(int n) {
+  CampaignInfo info;
+  auto text = GenerateCompactLog(n, 7, &info);
+  return ParseCompactLog(text, "g", {})->auctions;
+}
+
+TEST(Pacing, ZeroActionIsLinBidExactly) {
+  const auto log = Synthetic(5000);
+  CampaignInfo info;
+  GenerateCompactLog(5000, 7, &info);
+  PacingParams p{48, info.CtrTrain(), 1.0, 1000, 10};
+  PacingStrategy zero(
+      p, [](const std::vector<float>&) { return 0.0; }, true);
+  auto lin = LinBid(48, info.CtrTrain());
+  const RlbProtocol proto{1.0 / 16, 1000, 300};
+  const auto a = ReplayRlb(log, info, proto, zero);
+  zero.Finish();
+  const auto b = ReplayRlb(log, info, proto, *lin);
+  EXPECT_EQ(a.impressions, b.impressions);
+  EXPECT_EQ(a.clicks, b.clicks);
+  EXPECT_EQ(a.cost, b.cost);
+  // 5 episodes x 10 steps, the last of each episode done, states chained.
+  ASSERT_EQ(zero.steps().size(), 50u);
+  for (size_t i = 0; i < zero.steps().size(); ++i) {
+    const PacingStep& s = zero.steps()[i];
+    EXPECT_EQ(s.done, i % 10 == 9) << i;
+    EXPECT_NEAR(s.s[1], 1.0 - 0.1 * static_cast<double>(i % 10), 1e-6) << i;
+    if (!s.done) {
+      EXPECT_EQ(s.s2, zero.steps()[i + 1].s) << i;
+    } else {
+      EXPECT_FLOAT_EQ(s.s2[1], 0.0f);
+    }
+    EXPECT_GE(s.reward, 0);
+    EXPECT_LE(s.s2[0], s.s[0]);  // the budget left only falls
+  }
+  EXPECT_FLOAT_EQ(zero.steps()[0].s[0], 1.0f);
+}
+
+TEST(Pacing, TheActionScalesTheBid) {
+  PacingParams p{100, 0.01, 1.0, 10, 2};
+  std::vector<double> seen;
+  PacingStrategy s(
+      p, [](const std::vector<float>& st) { return st[1] > 0.5f ? 0.5 : -0.5; }, false);
+  BidContext ctx;
+  ctx.budget = ctx.budget_left = 1000;
+  ctx.episode_size = 10;
+  LoggedAuction a{0, 0, 0.01, 0};
+  ctx.auctions_left = 10;
+  EXPECT_EQ(s.Bid(a, ctx), 150);  // 100 x (1 + 0.5)
+  ctx.auctions_left = 5;
+  EXPECT_EQ(s.Bid(a, ctx), 50);  // the second step: x (1 - 0.5)
+  PacingStrategy clipped(
+      p, [](const std::vector<float>&) { return 5.0; }, false);
+  ctx.auctions_left = 10;
+  EXPECT_EQ(clipped.Bid(a, ctx), 190);  // a clipped to 1, then x (1 + 0.9)
+}
+
+TEST(PacingTable, RoundTripLookupAndBadTables) {
+  PacingTable t;
+  t.params = {36, 0.0014, 1.0, 1000, 4};
+  t.budget_buckets = 3;
+  t.level_buckets = 2;
+  for (int i = 0; i < 4 * 3 * 2; ++i) t.actions.push_back(static_cast<float>(i) / 24.0f);
+  auto back = PacingTable::FromJson(t.ToJson(), "t.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->actions, t.actions);
+  EXPECT_EQ(back->params.b0, 36);
+  // step 1 (3/4 left), budget bucket 2 (all left), level bucket 1 (high).
+  EXPECT_FLOAT_EQ(static_cast<float>(back->Lookup(PacingState(1.0, 0.75, 1.0))),
+                  t.actions[(1 * 3 + 2) * 2 + 1]);
+  EXPECT_EQ(t.CellStates().size(), t.actions.size());
+  std::string j = t.ToJson();
+  EXPECT_FALSE(PacingTable::FromJson(j.substr(0, j.size() / 2), "t.json").ok());
+  EXPECT_FALSE(
+      PacingTable::FromJson(R"({"schema":"rtb.pacing-table.v1","b0":1,"extra":2})", "t.json").ok());
+  t.actions.pop_back();
+  auto short_table = PacingTable::FromJson(t.ToJson(), "t.json");
+  ASSERT_FALSE(short_table.ok());
+  EXPECT_NE(short_table.status().message().find("expected steps x budget_buckets"),
+            std::string::npos);
+}
+
+std::string Ev(const std::string& type, const std::string& eid, const std::string& auction,
+               int64_t adv, int64_t price, double alpha = 0) {
+  Event e;
+  e.type = type;
+  e.eid = eid;
+  e.auction_id = auction;
+  e.imp_id = "1";
+  e.advertiser = adv;
+  e.price_micros = price;
+  e.alpha = alpha;
+  e.pctr = 0.01;
+  return EncodeEvent(e) + "\n";
+}
+
+TEST(OutcomeReplay, JoinsEventsAndReplaysKnownOutcomesOnly) {
+  // a1: bid 2.0 CPM (alpha 0.25), billed 1.5, one click, a conversion worth 3.
+  // a2: bid 1.0, lost. a3: the billing arrives before its bid (another partition).
+  // A repeated eid, an orphan click and a no-bid.
+  const std::string dump =
+      Ev("bid", "e1", "a1", 7, 2'000'000, 0.25) + Ev("billing", "e2", "a1", 7, 1'500'000) +
+      Ev("click", "e3", "a1", 7, 0) + Ev("conversion", "e4", "a1", 7, 3'000'000) +
+      Ev("conversion", "e4", "a1", 7, 3'000'000) + Ev("bid", "e5", "a2", 7, 1'000'000) +
+      Ev("loss", "e6", "a2", 7, 0) + Ev("billing", "e7", "a3", 8, 500'000) +
+      Ev("bid", "e8", "a3", 8, 900'000) + Ev("click", "e9", "zz", 7, 0) +
+      Ev("nobid", "e10", "a4", -1, 0);
+  auto log = ParseOutcomeDump(dump, "ev.jsonl", false);
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  EXPECT_EQ(log->bids.size(), 3u);
+  EXPECT_EQ(log->duplicates, 1);
+  EXPECT_EQ(log->orphans, 1);
+  EXPECT_EQ(log->other, 1);
+  auto logged = ReplayOutcomes(*log, *OutcomeStrategy("logged"));
+  EXPECT_EQ(logged.total.auctions, 3);
+  EXPECT_EQ(logged.total.impressions, 2);
+  EXPECT_EQ(logged.total.clicks, 1);
+  EXPECT_EQ(logged.total.conversions, 1);
+  EXPECT_EQ(logged.total.cost.value(), 1500 + 500);  // CPM micros / 1000 per impression
+  EXPECT_EQ(logged.total.revenue.value(), 3'000'000);
+  EXPECT_EQ(logged.unknown, 0);
+  EXPECT_EQ(logged.by_advertiser.at(8).impressions, 1);
+  // manual: 2.0 / 1.25 = 1.6 >= 1.5 still wins a1.
+  EXPECT_EQ(ReplayOutcomes(*log, *OutcomeStrategy("manual")).total.impressions, 2);
+  // x0.7: a1 bids 1.4 < 1.5 (lost), a3 bids 0.63 >= 0.5 (won).
+  auto low = ReplayOutcomes(*log, *OutcomeStrategy("scale:0.7"));
+  EXPECT_EQ(low.total.impressions, 1);
+  EXPECT_EQ(low.total.cost.value(), 500);
+  // x2: a2 (lost at 1.0) would bid 2.0: unknown, counted as lost.
+  auto high = ReplayOutcomes(*log, *OutcomeStrategy("scale:2"));
+  EXPECT_EQ(high.total.impressions, 2);
+  EXPECT_EQ(high.unknown, 1);
+  EXPECT_EQ(ReplayOutcomes(*log, *OutcomeStrategy("logged"), 8).total.auctions, 1);
+  EXPECT_FALSE(OutcomeStrategy("scale:x").ok());
+  EXPECT_FALSE(OutcomeStrategy("lin").ok());
+}
+
+TEST(OutcomeReplay, MalformedEventsStopWithTheLineOrAreCounted) {
+  const std::string dump =
+      Ev("bid", "e1", "a1", 7, 1'000'000) + "{not json\n" + Ev("billing", "e2", "a1", 7, 900'000);
+  auto stop = ParseOutcomeDump(dump, "ev.jsonl", false);
+  ASSERT_FALSE(stop.ok());
+  EXPECT_NE(stop.status().message().find("ev.jsonl:2:"), std::string::npos)
+      << stop.status().message();
+  auto skip = ParseOutcomeDump(dump, "ev.jsonl", true);
+  ASSERT_TRUE(skip.ok());
+  EXPECT_EQ(skip->skipped, 1);
+  EXPECT_EQ(ReplayOutcomes(*skip, *OutcomeStrategy("logged")).total.impressions, 1);
+}
+
+}  // namespace
+}  // namespace rtb::sim
