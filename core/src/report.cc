@@ -363,7 +363,7 @@ Table DetailTable(const Report& r, const MethodResult& m) {
   const std::vector<std::string> keys = {"revenue",          "cost",        "budget",
                                          "cost_over_budget", "roi",         "cost_per_click",
                                          "clicks",           "conversions", "cost_per_conversion",
-                                         "impressions",      "win_rate"};
+                                         "impressions",      "win_rate",    "cpm"};
   for (const auto& k : keys) t.header.push_back(Metric(k).label);
   const bool ms = m.runs.size() > 1;
   for (int i = 0; i <= RowCount(r); ++i) {
