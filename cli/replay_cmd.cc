@@ -2,9 +2,9 @@
 
 #include <cstdio>
 #include <fstream>
-#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "kafka_read.h"
@@ -163,7 +163,7 @@ int RunSingle(const ReplayArgs& a) {
   auto loaded = LoadSingle(a);
   if (!loaded.ok()) return Fail(loaded.status());
   Loaded& L = *loaded;
-  const std::vector<std::string> names = SplitList(a.strategy);
+  const std::vector<std::string> names = SplitList(a.strategy.empty() ? "lin" : a.strategy);
   if (names.empty()) return Fail(Status::InvalidArgument("--strategy is empty"));
   const sim::RlbProtocol rlb{a.c0, a.episode_size, a.max_bid};
   const sim::BenchmarkProtocol bench{a.budget_fraction};
@@ -439,7 +439,9 @@ int RunEvents(const ReplayArgs& a) {
       return Fail(Status::InvalidArgument("--advertiser must be an advertiser id"));
     }
   }
-  std::vector<std::string> names = SplitList(a.strategy == "lin" ? "logged,manual" : a.strategy);
+  const std::vector<std::string> names =
+      SplitList(a.strategy.empty() ? "logged,manual" : a.strategy);
+  if (names.empty()) return Fail(Status::InvalidArgument("--strategy is empty"));
   struct Run {
     std::string name;
     sim::OutcomeReplayResult r;
@@ -572,9 +574,8 @@ void AddReplayOptions(CLI::App* rp, ReplayArgs* a) {
       ->check(CLI::IsMember({"rlb", "benchmark"}))
       ->capture_default_str();
   rp->add_option("--strategy", a->strategy,
-                 "Comma-separated; rlb/ipinyou: lin | mcpc | const | rand | pacing; events: "
-                 "logged | manual | scale:<f> (default logged,manual)")
-      ->capture_default_str();
+                 "Comma-separated; rlb/ipinyou: lin | mcpc | const | rand | pacing (default "
+                 "lin); events: logged | manual | scale:<f> (default logged,manual)");
   rp->add_option("--baseline", a->baseline,
                  "The strategy the report is relative to (default lin, else the first)");
   rp->add_option("--b0", a->b0, "Lin-Bid base bid (integer; default: tuned)");

@@ -15,9 +15,9 @@ struct ReplayArgs {
   std::string log, info, train_log, validation_log;
   std::string advertiser;        // ipinyou / events: one advertiser's lines
   std::string protocol = "rlb";  // rlb | benchmark (single-bidder logs)
-  std::string strategy = "lin";  // comma-separated; the first is the primary
-  std::string baseline;          // a strategy name of the list (default lin, else the first)
-  int64_t b0 = 0;                // Lin-Bid; 0 = tune (validation log, else training log)
+  std::string strategy;  // comma-separated, the first is the primary ("" = lin | logged,manual)
+  std::string baseline;  // a strategy name of the list (default lin, else the first)
+  int64_t b0 = 0;        // Lin-Bid; 0 = tune (validation log, else training log)
   double c0 = 1.0 / 32;
   int64_t episode_size = 1000;
   int64_t max_bid = 300;
