@@ -179,38 +179,15 @@ struct EmbeddedKafka {
 // Every action table the learner published (policy topic), by version.
 std::map<uint64_t, ActionTable> ReadPublishedTables(const std::string& bootstrap) {
   std::map<uint64_t, ActionTable> out;
-  char err[512];
-  rd_kafka_conf_t* conf = rd_kafka_conf_new();
-  rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap.c_str(), err, sizeof err);
-  rd_kafka_conf_set(conf, "group.id", "rtb-demo-report", err, sizeof err);
-  rd_kafka_conf_set(conf, "enable.auto.commit", "false", err, sizeof err);
-  rd_kafka_conf_set(conf, "enable.partition.eof", "true", err, sizeof err);
-  rd_kafka_conf_set(conf, "log_level", "3", err, sizeof err);
-  rd_kafka_t* c = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
-  if (c == nullptr) return out;
-  rd_kafka_poll_set_consumer(c);
-  rd_kafka_topic_partition_list_t* parts = rd_kafka_topic_partition_list_new(1);
-  rd_kafka_topic_partition_list_add(parts, "rtb.policy", 0)->offset = RD_KAFKA_OFFSET_BEGINNING;
-  rd_kafka_assign(c, parts);
-  rd_kafka_topic_partition_list_destroy(parts);
-  const auto deadline = Clock::now() + std::chrono::seconds(10);
-  while (Clock::now() < deadline) {
-    rd_kafka_message_t* m = rd_kafka_consumer_poll(c, 200);
-    if (m == nullptr) continue;
-    const bool eof = m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF;
-    if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-      try {
-        const auto j = json::parse(std::string(static_cast<const char*>(m->payload), m->len));
-        auto t = ParseActionTable(j.at("table").dump(), "policy topic");
-        if (t.ok()) out[t->version] = *t;
-      } catch (const std::exception&) {
-      }
+  // A failure leaves the tables read so far; the report then shows manual for the rest.
+  (void)ReadWholeTopic(bootstrap, "rtb.policy", 10000, [&](int, int64_t, std::string_view v) {
+    try {
+      const auto j = json::parse(v);
+      auto t = ParseActionTable(j.at("table").dump(), "policy topic");
+      if (t.ok()) out[t->version] = *t;
+    } catch (const std::exception&) {
     }
-    rd_kafka_message_destroy(m);
-    if (eof) break;
-  }
-  rd_kafka_consumer_close(c);
-  rd_kafka_destroy(c);
+  });
   return out;
 }
 
