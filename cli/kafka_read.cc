@@ -9,7 +9,9 @@
 namespace rtb::cli {
 
 Status ReadWholeTopic(const std::string& bootstrap, const std::string& topic, int timeout_ms,
-                      const std::function<void(int, int64_t, std::string_view)>& fn) {
+                      const std::function<void(int, int64_t, std::string_view)>& fn,
+                      int64_t* not_retained) {
+  if (not_retained != nullptr) *not_retained = 0;
   char err[512];
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   for (const auto& [k, v] : {std::pair<const char*, std::string>{"bootstrap.servers", bootstrap},
@@ -49,11 +51,10 @@ Status ReadWholeTopic(const std::string& bootstrap, const std::string& topic, in
   for (int p = 0; p < partitions; ++p) {
     // Empty partitions give no EOF event before a message would; skip them by watermark.
     int64_t lo = 0, hi = 0;
-    if (rd_kafka_query_watermark_offsets(c, topic.c_str(), p, &lo, &hi, timeout_ms) ==
-            RD_KAFKA_RESP_ERR_NO_ERROR &&
-        hi <= lo) {
-      continue;
-    }
+    const bool known = rd_kafka_query_watermark_offsets(c, topic.c_str(), p, &lo, &hi,
+                                                        timeout_ms) == RD_KAFKA_RESP_ERR_NO_ERROR;
+    if (known && not_retained != nullptr) *not_retained += lo;
+    if (known && hi <= lo) continue;
     rd_kafka_topic_partition_list_add(parts, topic.c_str(), p)->offset = RD_KAFKA_OFFSET_BEGINNING;
     open.insert(p);
   }

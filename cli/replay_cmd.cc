@@ -403,8 +403,10 @@ int RunEvents(const ReplayArgs& a) {
     std::unique_ptr<std::ofstream> dump;
     if (!a.dump.empty()) dump = std::make_unique<std::ofstream>(a.dump, std::ios::trunc);
     Status bad = Status::Ok();
+    int64_t not_retained = 0;
     const Status st = ReadWholeTopic(
-        a.brokers, a.topic, 30000, [&](int p, int64_t off, std::string_view payload) {
+        a.brokers, a.topic, 30000,
+        [&](int p, int64_t off, std::string_view payload) {
           if (dump) *dump << payload << '\n';
           auto e = DecodeEvent(payload);
           if (e.ok()) {
@@ -415,8 +417,16 @@ int RunEvents(const ReplayArgs& a) {
                                     ": " + e.status().message();
           if (!skip && bad.ok()) bad = Status::InvalidArgument(where);
           b.AddMalformed(where);
-        });
+        },
+        &not_retained);
     if (!st.ok()) return Fail(st);
+    if (not_retained > 0) {
+      std::fprintf(stderr,
+                   "rtb replay: warning: the brokers no longer hold the first %lld messages of "
+                   "%s (retention); the replay covers the rest\n",
+                   static_cast<long long>(not_retained), a.topic.c_str());
+      source += " (" + std::to_string(not_retained) + " oldest messages no longer retained)";
+    }
     if (!bad.ok()) return Fail(bad);
     log = b.Finish();
   } else {
