@@ -42,6 +42,17 @@ std::string Fmt(double v, const char* f = "%.6g") {
   return buf;
 }
 
+// The counters every format reports per method in --json.
+json MethodJson(const std::string& name, const Outcome& o) {
+  return {{"name", name},
+          {"auctions", o.auctions},
+          {"impressions", o.impressions},
+          {"clicks", o.clicks},
+          {"conversions", o.conversions},
+          {"cost", o.cost.units()},
+          {"revenue", o.revenue.units()}};
+}
+
 // Writes the report files when --out is given; prints where.
 Status MaybeWrite(const Report& r, const ReplayArgs& a) {
   if (a.out.empty()) return Status::Ok();
@@ -364,15 +375,10 @@ int RunFull(const ReplayArgs& a) {
     json ms = json::array();
     for (const auto& m : r->methods) {
       const Outcome& o = m.runs[0].total;
-      ms.push_back({{"name", m.name},
-                    {"auctions", o.auctions},
-                    {"impressions", o.impressions},
-                    {"clicks", o.clicks},
-                    {"conversions", o.conversions},
-                    {"cost", o.cost.units()},
-                    {"revenue", o.revenue.units()},
-                    {"budget", o.budget.units()},
-                    {"roi", Roi(o)}});
+      json j = MethodJson(m.name, o);
+      j["budget"] = o.budget.units();
+      j["roi"] = Roi(o);
+      ms.push_back(std::move(j));
     }
     const Outcome& o = r->methods[0].runs[0].total;
     json j = {{"format", "full"},       {"protocol", "full-information"}, {"policy", policies[0]},
@@ -465,15 +471,9 @@ int RunEvents(const ReplayArgs& a) {
   if (a.json) {
     json ms = json::array();
     for (const auto& r : runs) {
-      const Outcome& o = r.r.total;
-      ms.push_back({{"name", r.name},
-                    {"auctions", o.auctions},
-                    {"impressions", o.impressions},
-                    {"clicks", o.clicks},
-                    {"conversions", o.conversions},
-                    {"cost", o.cost.units()},
-                    {"revenue", o.revenue.units()},
-                    {"unknown", r.r.unknown}});
+      json j = MethodJson(r.name, r.r.total);
+      j["unknown"] = r.r.unknown;
+      ms.push_back(std::move(j));
     }
     const Outcome& o = runs[0].r.total;
     json j = {{"format", "events"},

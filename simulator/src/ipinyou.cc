@@ -1,7 +1,6 @@
 #include "rtb/simulator/ipinyou.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <numeric>
 
@@ -10,12 +9,6 @@
 
 namespace rtb::sim {
 namespace {
-
-template <typename T>
-bool Num(std::string_view s, T* v) {
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
-  return ec == std::errc() && p == s.data() + s.size();
-}
 
 // Splits a line on tabs (empty fields are kept; a trailing '\r' is dropped).
 void SplitTabs(std::string_view line, std::vector<std::string_view>* out) {
@@ -112,11 +105,8 @@ Result<IpinyouLog> ParseIpinyouLog(std::string_view text, const std::string& nam
   log.auctions.reserve(text.size() / 200 + 1);
   std::vector<std::string_view> f;
   int64_t line_no = 1;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    const std::string_view line = text.substr(pos, end - pos);
-    pos = end + 1;
+  std::string_view line;
+  while (NextLine(text, &pos, &line)) {
     ++line_no;
     SplitTabs(line, &f);
     std::string why;
@@ -128,15 +118,16 @@ Result<IpinyouLog> ParseIpinyouLog(std::string_view text, const std::string& nam
             " tab-separated fields (the header's), "
             "found " +
             std::to_string(f.size());
-    } else if (!Num(field(c_click), &a.click) || (a.click != 0 && a.click != 1)) {
+    } else if (!ParseWhole(field(c_click), &a.click) || (a.click != 0 && a.click != 1)) {
       why = "click must be 0 or 1, got '" + std::string(field(c_click)) + "'";
-    } else if (!Num(field(c_pay), &a.payprice) || a.payprice < 0) {
+    } else if (!ParseWhole(field(c_pay), &a.payprice) || a.payprice < 0) {
       why = "payprice must be a non-negative integer, got '" + std::string(field(c_pay)) + "'";
-    } else if (c_floor >= 0 && (!Num(field(c_floor), &a.floor) || a.floor < 0)) {
+    } else if (c_floor >= 0 && (!ParseWhole(field(c_floor), &a.floor) || a.floor < 0)) {
       why = "slotprice must be a non-negative integer, got '" + std::string(field(c_floor)) + "'";
-    } else if (c_time >= 0 && (!Num(field(c_time), &ts) || field(c_time).size() != 17)) {
+    } else if (c_time >= 0 && (!ParseWhole(field(c_time), &ts) || field(c_time).size() != 17)) {
       why = "timestamp must be yyyyMMddHHmmssSSS, got '" + std::string(field(c_time)) + "'";
-    } else if (c_pctr >= 0 && (!Num(field(c_pctr), &a.pctr) || !(a.pctr >= 0 && a.pctr <= 1))) {
+    } else if (c_pctr >= 0 &&
+               (!ParseWhole(field(c_pctr), &a.pctr) || !(a.pctr >= 0 && a.pctr <= 1))) {
       why = "pctr must be a number in [0, 1], got '" + std::string(field(c_pctr)) + "'";
     }
     if (!why.empty()) {

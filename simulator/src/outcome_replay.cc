@@ -1,7 +1,8 @@
 #include "rtb/simulator/outcome_replay.h"
 
-#include <charconv>
 #include <cmath>
+
+#include "rtb/core/text.h"
 
 namespace rtb::sim {
 namespace {
@@ -84,11 +85,8 @@ Result<OutcomeLog> ParseOutcomeDump(std::string_view text, const std::string& na
   OutcomeLogBuilder b;
   int64_t line_no = 0;
   size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(pos, end - pos);
-    pos = end + 1;
+  std::string_view line;
+  while (NextLine(text, &pos, &line)) {
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     auto e = DecodeEvent(line);
@@ -136,9 +134,7 @@ Result<OutcomeBid> OutcomeStrategy(const std::string& spec) {
   }
   if (spec.rfind("scale:", 0) == 0) {
     double f = 0;
-    const std::string v = spec.substr(6);
-    auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), f);
-    if (ec != std::errc() || p != v.data() + v.size() || !(f >= 0)) {
+    if (!ParseWhole(std::string_view(spec).substr(6), &f) || !(f >= 0)) {
       return Status::InvalidArgument("strategy '" + spec + "': scale:<factor >= 0>");
     }
     return OutcomeBid([f](const LoggedBid& b) {
