@@ -3,12 +3,15 @@
 # prediction, bid formula, budget reservation, response, Kafka logging to the embedded cluster)
 # against the same server answering a fixed 204 without any bid logic (POST /bench/nobid).
 # Prints both peak throughputs (wrk), their ratio, and p50/p99 latency of the full path at half
-# its peak rate (bench/loadgen, paced).
-# Usage: bench/run_load_bench.sh [SECONDS=10] [CONNECTIONS=16]   (after scripts/build.sh)
+# its peak rate (bench/loadgen, paced). The two peaks are measured in alternating rounds (bare,
+# full, bare, full, ...) and compared by their medians: on a shared 2-core machine one pair of
+# runs can differ by 15% from the next.
+# Usage: bench/run_load_bench.sh [SECONDS=10] [CONNECTIONS=16] [ROUNDS=3]   (after scripts/build.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-10}
 CONNS=${2:-16}
+ROUNDS=${3:-3}
 RTB=build/release/rtb
 LOADGEN=build/release/bench/loadgen
 T=$(mktemp -d)
@@ -32,11 +35,19 @@ peak() {  # path -> requests/s
   wrk -t1 -c"$CONNS" -d"${SECS}s" -s "$T/post.lua" "http://127.0.0.1:$PORT$1" | awk '/Requests\/sec/ {print $2}'
 }
 curl -s -X POST --data-binary @"$BODY" http://127.0.0.1:$PORT/openrtb2/bid -o /dev/null -w "warm-up: HTTP %{http_code}\n"
-BARE=$(peak /bench/nobid)
-FULL=$(peak /openrtb2/bid)
-echo "peak, bare server (fixed 204):        $BARE req/s"
-echo "peak, full bid path + Kafka logging:  $FULL req/s"
-awk -v f="$FULL" -v b="$BARE" 'BEGIN {printf "ratio full / bare: %.2f\n", f/b}'
+median() { tr ' ' '\n' | sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+BARES="" FULLS=""
+for r in $(seq "$ROUNDS"); do
+  b=$(peak /bench/nobid)
+  f=$(peak /openrtb2/bid)
+  echo "round $r: bare $b req/s, full $f req/s, ratio $(awk -v f="$f" -v b="$b" 'BEGIN {printf "%.2f", f/b}')"
+  BARES="$BARES $b" FULLS="$FULLS $f"
+done
+BARE=$(echo $BARES | median)
+FULL=$(echo $FULLS | median)
+echo "peak, bare server (fixed 204), median of $ROUNDS:        $BARE req/s"
+echo "peak, full bid path + Kafka logging, median of $ROUNDS:  $FULL req/s"
+awk -v f="$FULL" -v b="$BARE" 'BEGIN {printf "ratio full / bare (medians): %.2f\n", f/b}'
 HALF=$(awk -v f="$FULL" 'BEGIN {printf "%d", f/2}')
 echo "full bid path at half its peak ($HALF req/s, paced, $CONNS connections):"
 "$LOADGEN" --port $PORT --path /openrtb2/bid --body "$BODY" --connections "$CONNS" --seconds "$SECS" --rate "$HALF"

@@ -3,6 +3,7 @@
 #include <librdkafka/rdkafka.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -65,6 +66,8 @@ struct Bidder::Impl {
   std::shared_ptr<const ClusterMap> default_clusters;
   std::string instance;
   std::atomic<uint64_t> seq{0};
+  // nurl, burl and lurl of every advertiser (index order): fixed by the config, built once.
+  std::vector<std::array<std::string, 3>> notice_urls;
 
   // Bid records (the price we bid per auction/imp/advertiser), for validating notices.
   struct BidRecord {
@@ -178,6 +181,10 @@ Result<std::unique_ptr<Bidder>> Bidder::Create(const BidderConfig& cfg) {
   RTB_ASSIGN_OR_RETURN(m->state, StateStore::Open(cfg.state_path));
   for (size_t k = 0; k < cfg.advertisers.size(); ++k) {
     m->index_of[cfg.advertisers[k].id] = k;
+    const uint32_t id = cfg.advertisers[k].id;
+    m->notice_urls.push_back({NoticeUrl(cfg.notice_base_url, NoticeType::kWin, id),
+                              NoticeUrl(cfg.notice_base_url, NoticeType::kBilling, id),
+                              NoticeUrl(cfg.notice_base_url, NoticeType::kLoss, id)});
     m->agents = std::max(m->agents, cfg.advertisers[k].agent + 1);
   }
   m->Ledger(NowUnixMs() / kDayMs);
@@ -216,6 +223,7 @@ void Bidder::Impl::RunPolicyFeed() {
   rd_kafka_conf_set(conf, "group.id", ("rtb-bidder-" + instance).c_str(), errstr, sizeof errstr);
   rd_kafka_conf_set(conf, "enable.auto.commit", "false", errstr, sizeof errstr);
   rd_kafka_conf_set(conf, "log_level", "3", errstr, sizeof errstr);
+  LowerThreadPriority(conf, cfg.kafka.thread_nice);
   rd_kafka_t* consumer = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
   if (consumer == nullptr) return;
   rd_kafka_poll_set_consumer(consumer);
@@ -388,9 +396,10 @@ HttpResult Bidder::HandleBid(std::string_view body, int64_t received_us, Request
     b.adomain = cr.adomain;
     b.w = cr.w;
     b.h = cr.h;
-    b.nurl = NoticeUrl(m.cfg.notice_base_url, NoticeType::kWin, a.id);
-    b.burl = NoticeUrl(m.cfg.notice_base_url, NoticeType::kBilling, a.id);
-    b.lurl = NoticeUrl(m.cfg.notice_base_url, NoticeType::kLoss, a.id);
+    const auto& urls = m.notice_urls[c.advertiser_index];
+    b.nurl = urls[0];
+    b.burl = urls[1];
+    b.lurl = urls[2];
     b.adm = cr.markup;
     sb->bids.push_back(std::move(b));
     m.bids.Inc();

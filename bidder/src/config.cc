@@ -14,6 +14,7 @@ Result<BidderConfig> LoadBidderConfig(const std::string& path) {
   root.Check(c.listen.find(':') != std::string::npos, "listen", "must be host:port");
   root.Get("threads", &c.threads);
   root.Check(c.threads >= 1 && c.threads <= 256, "threads", "must be between 1 and 256");
+  root.Get("pin_threads", &c.pin_threads);
   root.Get("bid_path", &c.bid_path);
   root.Check(!c.bid_path.empty() && c.bid_path[0] == '/', "bid_path", "must start with /");
   root.Get("notice_base_url", &c.notice_base_url);
@@ -67,6 +68,8 @@ Result<BidderConfig> LoadBidderConfig(const std::string& path) {
           "compression", "must be none, gzip, snappy, lz4 or zstd");
   k.Get("spill_path", &c.kafka.spill_path);
   k.Get("flush_timeout_ms", &c.kafka.flush_timeout_ms);
+  k.Get("thread_nice", &c.kafka.thread_nice);
+  k.Check(c.kafka.thread_nice >= 0 && c.kafka.thread_nice <= 19, "thread_nice", "must be 0..19");
 
   std::set<uint32_t> ids;
   for (ConfigMap a : root.List("advertisers")) {

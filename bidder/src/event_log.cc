@@ -2,6 +2,9 @@
 
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -127,6 +130,22 @@ void DeliveryReport(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
   impl->Settle(static_cast<std::string*>(m->_private));
 }
 
+// kafka.thread_nice: every thread librdkafka starts for a client (main, broker, and the mock
+// cluster's) lowers its own priority; on Linux a nice value applies per thread.
+rd_kafka_resp_err_t OnThreadStart(rd_kafka_t*, rd_kafka_thread_type_t, const char*, void* opaque) {
+  const int nice = static_cast<int>(reinterpret_cast<intptr_t>(opaque));
+  // SCHED_BATCH: a waking Kafka thread never preempts a running request thread; it runs on an
+  // idle core or at the next scheduler tick. Best effort, like the nice value.
+  sched_param none{};
+  ::sched_setscheduler(0, SCHED_BATCH, &none);
+  ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), nice);
+  return RD_KAFKA_RESP_ERR_NO_ERROR;
+}
+
+rd_kafka_resp_err_t OnNew(rd_kafka_t* rk, const rd_kafka_conf_t*, void* opaque, char*, size_t) {
+  return rd_kafka_interceptor_add_on_thread_start(rk, "rtb.thread_nice", OnThreadStart, opaque);
+}
+
 bool Set(rd_kafka_conf_t* conf, const char* k, const std::string& v, std::string* err) {
   char errstr[512];
   if (rd_kafka_conf_set(conf, k, v.c_str(), errstr, sizeof errstr) != RD_KAFKA_CONF_OK) {
@@ -137,6 +156,12 @@ bool Set(rd_kafka_conf_t* conf, const char* k, const std::string& v, std::string
 }
 
 }  // namespace
+
+void LowerThreadPriority(rd_kafka_conf_t* conf, int nice) {
+  if (nice <= 0) return;
+  rd_kafka_conf_interceptor_add_on_new(conf, "rtb.thread_nice", OnNew,
+                                       reinterpret_cast<void*>(static_cast<intptr_t>(nice)));
+}
 
 EventLog::EventLog(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
@@ -150,6 +175,7 @@ Result<std::unique_ptr<EventLog>> EventLog::Open(const KafkaConfig& cfg) {
     // Embedded default: an in-process mock cluster speaking the real protocol over TCP.
     rd_kafka_conf_t* hc = rd_kafka_conf_new();
     Set(hc, "log_level", "3", &err);
+    LowerThreadPriority(hc, cfg.thread_nice);
     impl->mock_host = rd_kafka_new(RD_KAFKA_PRODUCER, hc, errstr, sizeof errstr);
     if (impl->mock_host == nullptr)
       return Status::Unavailable(std::string("kafka mock host: ") + errstr);
@@ -171,6 +197,7 @@ Result<std::unique_ptr<EventLog>> EventLog::Open(const KafkaConfig& cfg) {
     rd_kafka_conf_destroy(conf);
     return Status::InvalidArgument("kafka config " + err);
   }
+  LowerThreadPriority(conf, cfg.thread_nice);
   rd_kafka_conf_set_dr_msg_cb(conf, DeliveryReport);
   rd_kafka_conf_set_opaque(conf, impl.get());
   impl->producer = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);

@@ -2,8 +2,11 @@
 
 #include <simdjson.h>
 
+#include <array>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include "rtb/core/text.h"
 
@@ -255,77 +258,111 @@ Result<BidRequest> RequestDecoder::Decode(std::string_view body) {
 
 namespace {
 
-void Esc(std::string& out, std::string_view s) { AppendJsonString(out, s); }
-
-void Price(std::string& out, Micros m) {
+// Micros as a decimal currency amount with trailing zeros trimmed (one digit kept after the
+// point): 26979315 -> "26.979315", 1500000 -> "1.5". At most 28 bytes.
+void Price(JsonWriter& w, Micros m) {
+  int64_t v = m.value();
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%lld.%06lld", static_cast<long long>(m.value() / 1000000),
-                static_cast<long long>(m.value() % 1000000));
-  // Trim trailing zeros (keep one digit after the point).
-  std::string s(buf);
-  while (s.size() > 3 && s.back() == '0' && s[s.size() - 2] != '.') s.pop_back();
-  out += s;
+  char* p = buf;
+  if (v < 0) {
+    *p++ = '-';
+    v = -v;
+  }
+  p = std::to_chars(p, buf + 21, v / 1000000).ptr;
+  *p++ = '.';
+  int64_t frac = v % 1000000;
+  char digits[6];
+  for (int i = 5; i >= 0; --i, frac /= 10) digits[i] = static_cast<char>('0' + frac % 10);
+  int keep = 6;
+  while (keep > 1 && digits[keep - 1] == '0') --keep;
+  std::memcpy(p, digits, static_cast<size_t>(keep));
+  w.Raw(std::string_view(buf, static_cast<size_t>(p + keep - buf)));
+}
+
+// The optional string fields of a bid, in output order.
+std::array<std::pair<std::string_view, const std::string*>, 7> StringFields(const Bid& bid) {
+  return {{{",\"adid\":", &bid.adid},
+           {",\"crid\":", &bid.crid},
+           {",\"cid\":", &bid.cid},
+           {",\"adm\":", &bid.adm},
+           {",\"nurl\":", &bid.nurl},
+           {",\"burl\":", &bid.burl},
+           {",\"lurl\":", &bid.lurl}}};
+}
+
+// Worst-case size of EncodeBidResponse(r).
+size_t MaxResponseSize(const BidResponse& r) {
+  constexpr size_t kTop = 64, kPerSeat = 32, kPerBid = 160;  // literals, numbers
+  size_t n = kTop + JsonWriter::Escaped(r.id) + JsonWriter::Escaped(r.bidid) +
+             JsonWriter::Escaped(r.cur) + JsonWriter::kMaxNumber;
+  for (const SeatBid& sb : r.seatbid) {
+    n += kPerSeat + JsonWriter::Escaped(sb.seat);
+    for (const Bid& bid : sb.bids) {
+      n += kPerBid + 3 * JsonWriter::kMaxNumber + JsonWriter::Escaped(bid.id) +
+           JsonWriter::Escaped(bid.impid);
+      for (const auto& f : StringFields(bid)) n += f.first.size() + JsonWriter::Escaped(*f.second);
+      for (const std::string& d : bid.adomain) n += 1 + JsonWriter::Escaped(d);
+    }
+  }
+  return n;
 }
 
 }  // namespace
 
 std::string EncodeBidResponse(const BidResponse& r) {
-  std::string o;
-  o.reserve(512);
-  o += "{\"id\":";
-  Esc(o, r.id);
+  JsonWriter w(MaxResponseSize(r));
+  w.Raw("{\"id\":");
+  w.Str(r.id);
   if (!r.bidid.empty()) {
-    o += ",\"bidid\":";
-    Esc(o, r.bidid);
+    w.Raw(",\"bidid\":");
+    w.Str(r.bidid);
   }
-  o += ",\"cur\":";
-  Esc(o, r.cur);
-  if (r.nbr >= 0) o += ",\"nbr\":" + std::to_string(r.nbr);
-  o += ",\"seatbid\":[";
+  w.Raw(",\"cur\":");
+  w.Str(r.cur);
+  if (r.nbr >= 0) {
+    w.Raw(",\"nbr\":");
+    w.Int(r.nbr);
+  }
+  w.Raw(",\"seatbid\":[");
   for (size_t s = 0; s < r.seatbid.size(); ++s) {
-    if (s) o += ',';
-    o += "{\"seat\":";
-    Esc(o, r.seatbid[s].seat);
-    o += ",\"bid\":[";
+    if (s) w.Raw(',');
+    w.Raw("{\"seat\":");
+    w.Str(r.seatbid[s].seat);
+    w.Raw(",\"bid\":[");
     for (size_t b = 0; b < r.seatbid[s].bids.size(); ++b) {
       const Bid& bid = r.seatbid[s].bids[b];
-      if (b) o += ',';
-      o += "{\"id\":";
-      Esc(o, bid.id);
-      o += ",\"impid\":";
-      Esc(o, bid.impid);
-      o += ",\"price\":";
-      Price(o, bid.price);
-      for (auto [k, v] : {std::pair<const char*, const std::string*>{"adid", &bid.adid},
-                          {"crid", &bid.crid},
-                          {"cid", &bid.cid},
-                          {"adm", &bid.adm},
-                          {"nurl", &bid.nurl},
-                          {"burl", &bid.burl},
-                          {"lurl", &bid.lurl}}) {
-        if (v->empty()) continue;
-        o += ",\"";
-        o += k;
-        o += "\":";
-        Esc(o, *v);
+      if (b) w.Raw(',');
+      w.Raw("{\"id\":");
+      w.Str(bid.id);
+      w.Raw(",\"impid\":");
+      w.Str(bid.impid);
+      w.Raw(",\"price\":");
+      Price(w, bid.price);
+      for (const auto& [key, value] : StringFields(bid)) {
+        if (value->empty()) continue;
+        w.Raw(key);
+        w.Str(*value);
       }
       if (!bid.adomain.empty()) {
-        o += ",\"adomain\":[";
+        w.Raw(",\"adomain\":[");
         for (size_t a = 0; a < bid.adomain.size(); ++a) {
-          if (a) o += ',';
-          Esc(o, bid.adomain[a]);
+          if (a) w.Raw(',');
+          w.Str(bid.adomain[a]);
         }
-        o += ']';
+        w.Raw(']');
       }
       if (bid.w > 0 && bid.h > 0) {
-        o += ",\"w\":" + std::to_string(bid.w) + ",\"h\":" + std::to_string(bid.h);
+        w.Raw(",\"w\":");
+        w.Int(bid.w);
+        w.Raw(",\"h\":");
+        w.Int(bid.h);
       }
-      o += '}';
+      w.Raw('}');
     }
-    o += "]}";
+    w.Raw("]}");
   }
-  o += "]}";
-  return o;
+  w.Raw("]}");
+  return std::move(w).Take();
 }
 
 Result<BidResponse> DecodeBidResponse(std::string_view json) {

@@ -1,5 +1,9 @@
 #include "rtb/bidder/server.h"
 
+#include <pthread.h>
+#include <sched.h>
+
+#include <algorithm>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -18,7 +22,12 @@ using tcp = net::ip::tcp;
 struct Server::Impl {
   Bidder& bidder;
   std::string listen;
-  net::io_context ioc;
+  // One io_context per I/O thread (config `threads`): a connection lives on one thread from
+  // accept to close, so its handlers need no strand and no other thread is woken to run them.
+  // iocs[0] also runs the acceptor, the ticker and the signal handler.
+  std::vector<std::unique_ptr<net::io_context>> iocs;
+  std::vector<net::executor_work_guard<net::io_context::executor_type>> guards;
+  size_t next_ioc = 0;  // round-robin over iocs for accepted connections (acceptor thread only)
   std::optional<tcp::acceptor> acceptor;
   std::optional<net::steady_timer> ticker;
   std::optional<net::signal_set> signals;
@@ -26,7 +35,15 @@ struct Server::Impl {
   std::atomic<int> connections{0};
   std::atomic<bool> stopped{false};
 
-  Impl(Bidder& b, std::string l) : bidder(b), listen(std::move(l)), ioc(b.config().threads) {}
+  Impl(Bidder& b, std::string l) : bidder(b), listen(std::move(l)) {
+    for (int t = 0; t < std::max(1, b.config().threads); ++t) {
+      iocs.push_back(std::make_unique<net::io_context>(1));  // 1: run by one thread
+      guards.push_back(net::make_work_guard(*iocs.back()));
+    }
+  }
+  void StopAll() {
+    for (auto& ioc : iocs) ioc->stop();
+  }
 
   void Accept();
   void Tick() {
@@ -128,7 +145,9 @@ class Session : public std::enable_shared_from_this<Session> {
 }  // namespace
 
 void Server::Impl::Accept() {
-  acceptor->async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket s) {
+  net::io_context& target = *iocs[next_ioc];
+  next_ioc = (next_ioc + 1) % iocs.size();
+  acceptor->async_accept(target, [this](beast::error_code ec, tcp::socket s) {
     if (stopped.load()) return;
     if (!ec) {
       if (connections.load() >= bidder.config().max_connections) {
@@ -161,7 +180,7 @@ Result<int> Server::Start() {
   } catch (const std::exception&) {
     return Status::InvalidArgument("bad listen port in " + m.listen);
   }
-  m.acceptor.emplace(m.ioc);
+  m.acceptor.emplace(*m.iocs[0]);
   const tcp::endpoint ep(addr, static_cast<unsigned short>(port));
   m.acceptor->open(ep.protocol(), ec);
   if (!ec) m.acceptor->set_option(net::socket_base::reuse_address(true), ec);
@@ -170,21 +189,38 @@ Result<int> Server::Start() {
   if (ec) return Status::Unavailable("cannot listen on " + m.listen + ": " + ec.message());
   const int bound = m.acceptor->local_endpoint().port();
   m.Accept();
-  m.ticker.emplace(m.ioc);
+  m.ticker.emplace(*m.iocs[0]);
   m.Tick();
-  for (int t = 0; t < m.bidder.config().threads; ++t) m.threads.emplace_back([&m] { m.ioc.run(); });
+  // CPUs this process may use (taskset, cgroups), for pin_threads.
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  std::vector<int> cpus;
+  if (::sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
+    for (int c = 0; c < CPU_SETSIZE; ++c) {
+      if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+    }
+  }
+  for (size_t t = 0; t < m.iocs.size(); ++t) {
+    m.threads.emplace_back([&ioc = m.iocs[t]] { ioc->run(); });
+    if (m.bidder.config().pin_threads && cpus.size() > 1) {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(cpus[t % cpus.size()], &one);
+      ::pthread_setaffinity_np(m.threads.back().native_handle(), sizeof one, &one);  // best effort
+    }
+  }
   return bound;
 }
 
 void Server::Wait(bool handle_signals) {
   Impl& m = *impl_;
   if (handle_signals) {
-    m.signals.emplace(m.ioc, SIGINT, SIGTERM);
-    // On an I/O thread: only stop the io_context; the threads are joined below.
+    m.signals.emplace(*m.iocs[0], SIGINT, SIGTERM);
+    // On an I/O thread: only stop the io_contexts; the threads are joined below.
     m.signals->async_wait([&m](beast::error_code ec, int) {
       if (!ec) {
         m.stopped.store(true);
-        m.ioc.stop();
+        m.StopAll();
       }
     });
   }
@@ -196,7 +232,7 @@ void Server::Wait(bool handle_signals) {
 void Server::Stop() {
   Impl& m = *impl_;
   m.stopped.store(true);
-  m.ioc.stop();  // thread-safe; every run() returns
+  m.StopAll();  // thread-safe; every run() returns
   for (auto& t : m.threads) {
     if (t.joinable() && t.get_id() != std::this_thread::get_id()) t.join();
   }

@@ -1,67 +1,68 @@
 #include "rtb/core/events.h"
 
-#include <cstdio>
+#include <charconv>
 #include <nlohmann/json.hpp>
 
 #include "rtb/core/text.h"
 
 namespace rtb {
-namespace {
-
-void Str(std::string& o, const char* k, const std::string& v) {
-  o += ",\"";
-  o += k;
-  o += "\":";
-  AppendJsonString(o, v);
-}
-
-void Int(std::string& o, const char* k, int64_t v) {
-  o += ",\"";
-  o += k;
-  o += "\":";
-  o += std::to_string(v);
-}
-
-void Dbl(std::string& o, const char* k, double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, ",\"%s\":%.9g", k, v);
-  o += buf;
-}
-
-}  // namespace
 
 std::string EncodeEvent(const Event& e) {
-  std::string o;
-  o.reserve(384);
-  o += "{\"v\":1";
-  Str(o, "type", e.type);
-  Str(o, "eid", e.eid);
-  Int(o, "ts", e.ts_ms);
-  Str(o, "auction", e.auction_id);
-  Str(o, "imp", e.imp_id);
-  Int(o, "adv", e.advertiser);
-  Int(o, "agent", e.agent);
-  Int(o, "cluster", e.cluster);
-  Int(o, "price_micros", e.price_micros);
-  Int(o, "cpc_micros", e.cpc_micros);
-  Dbl(o, "pctr", e.pctr);
-  Dbl(o, "pcvr", e.pcvr);
-  Dbl(o, "alpha", e.alpha);
-  Int(o, "policy_version", static_cast<int64_t>(e.policy_version));
-  o += e.manual_fallback ? ",\"manual_fallback\":true" : ",\"manual_fallback\":false";
-  o += e.test ? ",\"test\":true" : ",\"test\":false";
-  Str(o, "reason", e.reason);
-  if (e.sim_ms >= 0) Int(o, "sim_ms", e.sim_ms);
-  if (!e.computed.empty()) {
-    o += ",\"computed\":[";
-    for (size_t i = 0; i < e.computed.size(); ++i) {
-      if (i) o += ',';
-      o += std::to_string(e.computed[i]);
-    }
-    o += ']';
+  constexpr size_t kLiterals = 320;  // keys, punctuation and booleans of every field below
+  JsonWriter w(kLiterals + 12 * JsonWriter::kMaxNumber + JsonWriter::Escaped(e.type) +
+               JsonWriter::Escaped(e.eid) + JsonWriter::Escaped(e.auction_id) +
+               JsonWriter::Escaped(e.imp_id) + JsonWriter::Escaped(e.reason) +
+               e.computed.size() * (JsonWriter::kMaxNumber + 1));
+  w.Raw("{\"v\":1,\"type\":");
+  w.Str(e.type);
+  w.Raw(",\"eid\":");
+  w.Str(e.eid);
+  w.Raw(",\"ts\":");
+  w.Int(e.ts_ms);
+  w.Raw(",\"auction\":");
+  w.Str(e.auction_id);
+  w.Raw(",\"imp\":");
+  w.Str(e.imp_id);
+  w.Raw(",\"adv\":");
+  w.Int(e.advertiser);
+  w.Raw(",\"agent\":");
+  w.Int(e.agent);
+  w.Raw(",\"cluster\":");
+  w.Int(e.cluster);
+  w.Raw(",\"price_micros\":");
+  w.Int(e.price_micros);
+  w.Raw(",\"cpc_micros\":");
+  w.Int(e.cpc_micros);
+  w.Raw(",\"pctr\":");
+  w.Dbl9(e.pctr);
+  w.Raw(",\"pcvr\":");
+  w.Dbl9(e.pcvr);
+  w.Raw(",\"alpha\":");
+  w.Dbl9(e.alpha);
+  w.Raw(",\"policy_version\":");
+  w.Int(static_cast<int64_t>(e.policy_version));
+  w.Raw(",\"manual_fallback\":");
+  w.Bool(e.manual_fallback);
+  w.Raw(",\"test\":");
+  w.Bool(e.test);
+  w.Raw(",\"reason\":");
+  w.Str(e.reason);
+  if (e.sim_ms >= 0) {
+    w.Raw(",\"sim_ms\":");
+    w.Int(e.sim_ms);
   }
-  o += e.charged ? ",\"charged\":true}" : ",\"charged\":false}";
-  return o;
+  if (!e.computed.empty()) {
+    w.Raw(",\"computed\":[");
+    for (size_t i = 0; i < e.computed.size(); ++i) {
+      if (i) w.Raw(',');
+      w.Int(e.computed[i]);
+    }
+    w.Raw(']');
+  }
+  w.Raw(",\"charged\":");
+  w.Bool(e.charged);
+  w.Raw('}');
+  return std::move(w).Take();
 }
 
 Result<Event> DecodeEvent(std::string_view json) {

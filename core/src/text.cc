@@ -1,44 +1,103 @@
 #include "rtb/core/text.h"
 
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
 namespace rtb {
 
-void AppendJsonString(std::string& out, std::string_view s) {
-  out += '"';
-  size_t run = 0;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c != '"' && c != '\\') continue;
-    out.append(s.data() + run, i - run);
-    run = i + 1;
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default: {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "\\u%04x", c);
-        out += buf;
+namespace {
+
+// True when one of the 8 bytes of w is a control character (< 0x20), '"' or '\\' (exact for
+// "any byte", the classic bit tricks: a byte below n, a zero byte after xor).
+inline bool WordNeedsEscape(uint64_t w) {
+  constexpr uint64_t kOnes = 0x0101010101010101ULL, kHigh = 0x8080808080808080ULL;
+  const uint64_t below_space = (w - kOnes * 0x20) & ~w & kHigh;
+  const uint64_t q = w ^ (kOnes * '"'), b = w ^ (kOnes * '\\');
+  const uint64_t quote = (q - kOnes) & ~q & kHigh, backslash = (b - kOnes) & ~b & kHigh;
+  return (below_space | quote | backslash) != 0;
+}
+
+inline bool ByteNeedsEscape(unsigned char c) { return c < 0x20 || c == '"' || c == '\\'; }
+
+// The escape of one byte that needs it (see ByteNeedsEscape) into out (up to 6 bytes); returns
+// its length.
+size_t EscapeByte(unsigned char c, char* out) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out[0] = '\\';
+  switch (c) {
+    case '"':
+      out[1] = '"';
+      return 2;
+    case '\\':
+      out[1] = '\\';
+      return 2;
+    case '\n':
+      out[1] = 'n';
+      return 2;
+    case '\r':
+      out[1] = 'r';
+      return 2;
+    case '\t':
+      out[1] = 't';
+      return 2;
+    default:
+      out[1] = 'u';
+      out[2] = '0';
+      out[3] = '0';
+      out[4] = kHex[c >> 4];
+      out[5] = kHex[c & 15];
+      return 6;
+  }
+}
+
+// Calls emit(data, size) for the escaped form of s (without quotes), in runs of safe bytes.
+template <typename Emit>
+void EscapeRuns(std::string_view s, Emit&& emit) {
+  const char* p = s.data();
+  const char* const end = p + s.size();
+  const char* run = p;  // start of the bytes not yet emitted
+  while (p < end) {
+    // Skip 8 safe bytes at a time; most strings (ids, URLs, markup) have nothing to escape.
+    if (end - p >= 8) {
+      uint64_t w;
+      std::memcpy(&w, p, 8);
+      if (!WordNeedsEscape(w)) {
+        p += 8;
+        continue;
       }
     }
+    const unsigned char c = static_cast<unsigned char>(*p);
+    if (!ByteNeedsEscape(c)) {
+      ++p;
+      continue;
+    }
+    emit(run, static_cast<size_t>(p - run));
+    char esc[6];
+    emit(esc, EscapeByte(c, esc));
+    run = ++p;
   }
-  out.append(s.data() + run, s.size() - run);
+  emit(run, static_cast<size_t>(end - run));
+}
+
+}  // namespace
+
+void AppendJsonString(std::string& out, std::string_view s) {
+  out.reserve(out.size() + s.size() + 2);
   out += '"';
+  EscapeRuns(s, [&out](const char* d, size_t n) { out.append(d, n); });
+  out += '"';
+}
+
+void JsonWriter::Str(std::string_view v) {
+  *p_++ = '"';
+  EscapeRuns(v, [this](const char* d, size_t n) {
+    std::memcpy(p_, d, n);
+    p_ += n;
+  });
+  *p_++ = '"';
 }
 
 Result<std::string> ReadWholeFile(const std::string& path, const std::string& what) {

@@ -2,15 +2,18 @@
 #include <gtest/gtest.h>
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "rtb/bidder/bidder.h"
@@ -143,6 +146,57 @@ std::string Notice(const std::string& type, const std::string& auction, uint32_t
                    const std::string& price) {
   return "/notice/" + type + "?auction=" + auction + "&imp=1&bid=b&adv=" + std::to_string(adv) +
          "&price=" + price;
+}
+
+// /proc/self/task/<tid>/stat: the fields after the parenthesised command name.
+std::vector<std::string> TaskStat(const std::filesystem::path& task) {
+  std::ifstream in(task / "stat");
+  std::string line;
+  std::getline(in, line);
+  std::istringstream rest(line.substr(line.rfind(')') + 2));
+  std::vector<std::string> f;
+  for (std::string w; rest >> w;) f.push_back(w);
+  return f;  // f[0] = field 3 (state): nice = f[16] (field 19), policy = f[38] (field 41)
+}
+
+TEST_F(BidderIntegration, KafkaThreadsYieldToRequestThreadsAndIoThreadsArePinned) {
+  BidderConfig cfg = TestConfig(dir_);
+  cfg.kafka.thread_nice = 7;
+  Start(cfg);
+  int kafka_threads = 0, kafka_niced = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    if (name.rfind("rdk:", 0) != 0) continue;
+    const auto f = TaskStat(task.path());
+    ASSERT_GT(f.size(), 38u);
+    ++kafka_threads;
+    if (f[16] == "7" && f[38] == "3") ++kafka_niced;  // 3 = SCHED_BATCH
+  }
+  EXPECT_GT(kafka_threads, 3);  // mock cluster, its host, the producer (+ policy consumer)
+  EXPECT_EQ(kafka_niced, kafka_threads);
+  // The two I/O threads: with 2+ usable CPUs each is pinned to one, different, CPU.
+  cpu_set_t allowed;
+  ASSERT_EQ(sched_getaffinity(0, sizeof allowed, &allowed), 0);
+  if (CPU_COUNT(&allowed) < 2) GTEST_SKIP() << "one CPU: nothing to pin";
+  std::set<int> pinned_to;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    cpu_set_t mask;
+    const pid_t tid = std::stoi(task.path().filename().string());
+    if (sched_getaffinity(tid, sizeof mask, &mask) != 0 || CPU_COUNT(&mask) != 1) continue;
+    for (int c = 0; c < CPU_SETSIZE; ++c) {
+      if (CPU_ISSET(c, &mask)) pinned_to.insert(c);
+    }
+  }
+  EXPECT_EQ(pinned_to.size(), 2u);
+  // And the server still answers on both threads.
+  Client client(port_);
+  for (int n = 0; n < 4; ++n) {
+    EXPECT_EQ(
+        client.Do(http::verb::post, "/openrtb2/bid", Request("pin-" + std::to_string(n))).first,
+        200);
+  }
 }
 
 TEST_F(BidderIntegration, ScriptedMixMatchesTheTopicAndSpendCountsBillingOnce) {

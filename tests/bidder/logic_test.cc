@@ -1,11 +1,15 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <thread>
 #include <unordered_map>
 
 #include "rtb/bidder/bid_logic.h"
 #include "rtb/bidder/budget.h"
+#include "rtb/bidder/config.h"
 #include "rtb/bidder/notice.h"
 #include "rtb/core/bid.h"
 
@@ -198,6 +202,46 @@ TEST(Notice, UrlsCarryTheOpenRtbMacros) {
                         "${AUCTION_PRICE}", "${AUCTION_LOSS}", "adv=9"}) {
     EXPECT_NE(u.find(m), std::string::npos) << m;
   }
+}
+
+}  // namespace
+}  // namespace rtb::bidder
+
+namespace rtb::bidder {
+namespace {
+
+// The default config with one line replaced (or appended), written to a temp file and loaded.
+Result<BidderConfig> LoadDefaultWith(const std::string& from, const std::string& to) {
+  std::ifstream in(RTB_SOURCE_DIR "/configs/bidder/default.yaml");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  if (!from.empty()) {
+    const size_t at = text.find(from);
+    if (at == std::string::npos) return Status::NotFound("no line " + from);
+    text.replace(at, from.size(), to);
+  }
+  const std::string path = ::testing::TempDir() + "/bidder_config_test.yaml";
+  std::ofstream(path) << text;
+  return LoadBidderConfig(path);
+}
+
+TEST(BidderConfig, DefaultLoadsAndThreadSettingsAreChecked) {
+  auto def = LoadDefaultWith("", "");
+  ASSERT_TRUE(def.ok()) << def.status().message();
+  EXPECT_EQ(def->threads, 2);
+  EXPECT_TRUE(def->pin_threads);
+  EXPECT_EQ(def->kafka.thread_nice, 10);
+  auto unpinned = LoadDefaultWith("pin_threads: true", "pin_threads: false");
+  ASSERT_TRUE(unpinned.ok()) << unpinned.status().message();
+  EXPECT_FALSE(unpinned->pin_threads);
+  auto bad_nice = LoadDefaultWith("thread_nice: 10", "thread_nice: 25");
+  ASSERT_FALSE(bad_nice.ok());
+  EXPECT_NE(bad_nice.status().message().find("thread_nice"), std::string::npos)
+      << bad_nice.status().message();
+  auto unknown = LoadDefaultWith("pin_threads: true", "pin_thread: true");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("pin_thread"), std::string::npos);
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 namespace rtb::bidder {
 namespace {
@@ -114,6 +116,34 @@ TEST(Encoder, EscapesAndFormatsPrices) {
   EXPECT_EQ(back->id, "q\"1");
   EXPECT_EQ(back->seatbid[0].bids[0].adm, b.adm);
   EXPECT_EQ(back->seatbid[0].bids[0].price, b.price);
+  // Trailing zeros trimmed, one digit kept after the point; any int64 amount fits.
+  for (auto [micros, text] :
+       std::vector<std::pair<int64_t, std::string>>{{1'500'000, "1.5"},
+                                                    {2'000'000, "2.0"},
+                                                    {0, "0.0"},
+                                                    {7, "0.000007"},
+                                                    {-2'500'000, "-2.5"},
+                                                    {INT64_MAX, "9223372036854.775807"}}) {
+    r.seatbid[0].bids[0].price = Micros(micros);
+    EXPECT_NE(EncodeBidResponse(r).find("\"price\":" + text + ","), std::string::npos) << text;
+  }
+  // Many bids with long, escape-heavy fields: the encoder's size bound holds.
+  r.seatbid.assign(3, {"seat\"x", {}});
+  for (auto& sb : r.seatbid) {
+    for (int k = 0; k < 4; ++k) {
+      Bid big = b;
+      big.adm = std::string(3000, '\x01');
+      big.nurl = std::string(500, '"');
+      big.adomain = {"a\\b", std::string(100, '\n')};
+      big.w = 300;
+      big.h = 250;
+      sb.bids.push_back(big);
+    }
+  }
+  auto many = DecodeBidResponse(EncodeBidResponse(r));
+  ASSERT_TRUE(many.ok());
+  EXPECT_EQ(many->seatbid[2].bids[3].adm, std::string(3000, '\x01'));
+  EXPECT_EQ(many->seatbid[2].bids[3].adomain[1], std::string(100, '\n'));
 }
 
 TEST(OpenRtb, SimHintsAreReadOnlyWhenEnabledAndValidated) {

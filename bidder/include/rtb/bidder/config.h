@@ -47,11 +47,18 @@ struct KafkaConfig {
   std::string compression = "lz4";          // batch compression: none | gzip | snappy | lz4 | zstd
   std::string spill_path = "out/bidder/spill.jsonl";  // local spill file, replayed later
   int flush_timeout_ms = 5000;  // on shutdown: wait this long, then spill the rest
+  // Nice value (0..19) of librdkafka's threads (producer and embedded brokers): their batching
+  // and compression then never preempt a request thread, which keeps bid p99 latency flat
+  // (bench/run_load_bench.sh). 0 = same priority as the request threads.
+  int thread_nice = 10;
 };
 
 struct BidderConfig {
-  std::string listen = "127.0.0.1:8080";                  // host:port (override: --listen)
-  int threads = 2;                                        // I/O and request threads
+  std::string listen = "127.0.0.1:8080";  // host:port (override: --listen)
+  int threads = 2;                        // I/O and request threads
+  // Pin I/O thread t to CPU t (mod the CPUs the process may use): two busy I/O threads then
+  // never queue behind each other on one core while another core runs something else.
+  bool pin_threads = true;
   std::string bid_path = "/openrtb2/bid";                 // where bid requests are POSTed
   std::string notice_base_url = "http://127.0.0.1:8080";  // base of nurl/burl/lurl
   std::string currency = "USD";        // the only currency bid in; other floors: no bid

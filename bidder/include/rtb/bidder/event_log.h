@@ -24,7 +24,13 @@
 #include "rtb/core/events.h"
 #include "rtb/core/status.h"
 
+struct rd_kafka_conf_s;  // librdkafka's rd_kafka_conf_t
+
 namespace rtb::bidder {
+
+// Makes every thread of the client created from conf run at nice value `nice` (kafka.thread_nice);
+// 0 leaves them alone.
+void LowerThreadPriority(rd_kafka_conf_s* conf, int nice);
 
 struct EventLogStats {
   uint64_t logged = 0;         // Log() calls

@@ -1,7 +1,9 @@
-// The HTTP/1.1 server (Boost.Beast, keep-alive). Each connection is a session on its own
-// strand that reads a request (bounded header and body, a deadline on every read), hands it to
-// Bidder::Route, and writes the answer. A fixed number of threads run the io_context; beyond
-// max_connections new connections are closed at once. SIGINT/SIGTERM stop it cleanly.
+// The HTTP/1.1 server (Boost.Beast, keep-alive). Each connection is a session that reads a
+// request (bounded header and body, a deadline on every read), hands it to Bidder::Route, and
+// writes the answer. A fixed number of I/O threads each run their own io_context; accepted
+// connections are dealt to them in turn and stay on that thread (no strands, no cross-thread
+// wake-ups). Beyond max_connections new connections are closed at once. SIGINT/SIGTERM stop it
+// cleanly.
 #pragma once
 
 #include <atomic>

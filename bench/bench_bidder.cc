@@ -1,0 +1,103 @@
+// The bidder's request path without the network, stage by stage: decode, the whole HandleBid
+// (decision, reservations, response, three events to the embedded Kafka), and the two encoders.
+// Tells where the per-request cost of bench/run_load_bench.sh's full path goes.
+// Usage: build/release/bench/bench_bidder
+#include <benchmark/benchmark.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "rtb/bidder/bidder.h"
+#include "rtb/bidder/config.h"
+#include "rtb/core/events.h"
+
+namespace {
+
+using namespace rtb;
+using namespace rtb::bidder;
+
+std::string Fixture() {
+  for (const char* p :
+       {RTB_SOURCE_DIR "/../shared/fixtures/openrtb/2.6/bid-request-simple-banner.json",
+        RTB_SOURCE_DIR "/tests/fuzz/corpus/openrtb/bid-request-simple-banner.json"}) {
+    std::ifstream in(p);
+    if (in) {
+      std::stringstream ss;
+      ss << in.rdbuf();
+      return ss.str();
+    }
+  }
+  return "";
+}
+
+struct World {
+  std::string dir, body;
+  std::unique_ptr<Bidder> bidder;
+  World() {
+    std::string name = "bench_bidder_";
+    name += std::to_string(::getpid());
+    dir = (std::filesystem::temp_directory_path() / name).string();
+    std::filesystem::create_directories(dir);
+    auto cfg = LoadBidderConfig(RTB_SOURCE_DIR "/configs/bidder/default.yaml");
+    if (!cfg.ok()) std::abort();
+    cfg->state_path = dir + "/state";
+    cfg->kafka.spill_path = dir + "/spill.jsonl";
+    for (auto& a : cfg->advertisers) a.daily_budget = Micros(int64_t{1'000'000'000'000'000});
+    auto b = Bidder::Create(*cfg);
+    if (!b.ok()) std::abort();
+    bidder = std::move(*b);
+    body = Fixture();
+  }
+  ~World() {
+    bidder.reset();
+    std::filesystem::remove_all(dir);
+  }
+};
+
+World& TheWorld() {
+  static World w;
+  return w;
+}
+
+void BM_Decode(benchmark::State& state) {
+  World& w = TheWorld();
+  RequestDecoder dec(w.bidder->decode_limits());
+  for (auto _ : state) benchmark::DoNotOptimize(dec.Decode(w.body));
+}
+BENCHMARK(BM_Decode);
+
+void BM_HandleBid(benchmark::State& state) {
+  World& w = TheWorld();
+  RequestDecoder dec(w.bidder->decode_limits());
+  for (auto _ : state) {
+    HttpResult r = w.bidder->HandleBid(w.body, NowSteadyUs(), dec, "2.6");
+    if (r.status != 200) state.SkipWithError("no bid");
+    benchmark::DoNotOptimize(r);
+  }
+}
+BENCHMARK(BM_HandleBid);
+
+void BM_EncodeEvent(benchmark::State& state) {
+  Event e;
+  e.type = "bid";
+  e.eid = "1763712000000-12345-1234567";
+  e.ts_ms = 1763712000000;
+  e.auction_id = "80ce30c53c16e6ede735f123ef6e32361bfc7b22";
+  e.imp_id = std::string(1, '1');
+  e.advertiser = 3;
+  e.agent = 2;
+  e.cluster = 1;
+  e.price_micros = 1'234'567;
+  e.cpc_micros = 2'200'000;
+  e.pctr = 0.00123456;
+  e.pcvr = 0.0456;
+  e.alpha = 0.1234;
+  e.computed = {1, 1, 1};
+  for (auto _ : state) benchmark::DoNotOptimize(EncodeEvent(e));
+}
+BENCHMARK(BM_EncodeEvent);
+
+}  // namespace
+
+BENCHMARK_MAIN();
