@@ -5,7 +5,9 @@
 #include <benchmark/benchmark.h>
 #include <torch/torch.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <string>
 
 #include "rtb/learner/agents.h"
 #include "rtb/learner/replay_store.h"
@@ -79,4 +81,12 @@ BENCHMARK(BM_ReplaySample)->Arg(256)->Arg(32)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  // As rtb-learner does (rtb/learner/agents.h); RTB_BENCH_GLIBC_MALLOC=1 measures without it.
+  const char* plain = std::getenv("RTB_BENCH_GLIBC_MALLOC");
+  if (plain == nullptr || std::string(plain) != "1") rtb::learn::KeepFreedMemoryForReuse();
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

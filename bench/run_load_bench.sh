@@ -51,4 +51,4 @@ awk -v f="$FULL" -v b="$BARE" 'BEGIN {printf "ratio full / bare (medians): %.2f\
 HALF=$(awk -v f="$FULL" 'BEGIN {printf "%d", f/2}')
 echo "full bid path at half its peak ($HALF req/s, paced, $CONNS connections):"
 "$LOADGEN" --port $PORT --path /openrtb2/bid --body "$BODY" --connections "$CONNS" --seconds "$SECS" --rate "$HALF"
-curl -s http://127.0.0.1:$PORT/metrics | grep -E '^rtb_kafka_events\{state="(logged|acked|spilled|dropped)"\}'
+curl -s http://127.0.0.1:$PORT/metrics | grep -E '^(rtb_requests_total|rtb_bids_total|rtb_kafka_events\{state="(logged|acked|spilled|dropped)"\})'

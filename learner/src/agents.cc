@@ -1,5 +1,6 @@
 #include "rtb/learner/agents.h"
 
+#include <malloc.h>
 #include <torch/script.h>
 #include <torch/torch.h>
 
@@ -401,6 +402,8 @@ Status MultiAgentLearner::LoadCheckpoint(const std::string& dir) {
       RTB_RETURN_IF_ERROR(LoadModule(m.maddpg->actor_targets[k], p + "actor_target.pt"));
       RTB_RETURN_IF_ERROR(LoadModule(m.maddpg->critics[k], p + "critic.pt"));
       RTB_RETURN_IF_ERROR(LoadModule(m.maddpg->critic_targets[k], p + "critic_target.pt"));
+      // torch::load gave the parameters storage of their own: back into the flat buffers.
+      m.maddpg->Relink();
       try {
         torch::load(*m.maddpg->actor_opts[k], p + "actor_opt.pt");
         torch::load(*m.maddpg->critic_opts[k], p + "critic_opt.pt");
@@ -480,6 +483,13 @@ def forward(self, x):
   ref["outputs"] = outs;
   RTB_RETURN_IF_ERROR(WriteFileAtomic(dir + "/reference_io.json", ref.dump(2) + "\n"));
   return WriteFileAtomic(dir + "/normalization.json", m.norm.ToJson() + "\n");
+}
+
+void KeepFreedMemoryForReuse() {
+  // Blocks up to 256 MB come from the heap (not mmap), and the heap top is not trimmed below
+  // 1 GB of free space: freed tensors are reused at the next update.
+  ::mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  ::mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
 
 }  // namespace rtb::learn

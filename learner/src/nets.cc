@@ -30,11 +30,40 @@ torch::Tensor CriticImpl::forward(const torch::Tensor& state, const torch::Tenso
   return l3(torch::relu(l2(h)));
 }
 
-void SoftUpdate(torch::nn::Module& target, const torch::nn::Module& source, double tau) {
+void SoftUpdate(torch::Tensor target, const torch::Tensor& source, double tau) {
   torch::NoGradGuard g;
+  target.mul_(1.0 - tau).add_(source, tau);
+}
+
+void SoftUpdate(torch::nn::Module& target, const torch::nn::Module& source, double tau) {
   auto tp = target.parameters();
   auto sp = source.parameters();
-  for (size_t k = 0; k < tp.size(); ++k) tp[k].mul_(1.0 - tau).add_(sp[k], tau);
+  for (size_t k = 0; k < tp.size(); ++k) SoftUpdate(tp[k], sp[k], tau);
+}
+
+void Flatten(torch::nn::Module& m, bool with_grad, FlatParams* flat) {
+  torch::NoGradGuard g;
+  auto ps = m.parameters();
+  int64_t n = 0;
+  for (const auto& p : ps) n += p.numel();
+  if (!flat->data.defined()) {
+    flat->data = torch::empty({n}, torch::kFloat);
+    if (with_grad) {
+      flat->grad = torch::zeros({n}, torch::kFloat);
+      flat->data.set_requires_grad(true);  // a leaf for the optimiser; never in a graph
+      flat->data.mutable_grad() = flat->grad;
+    }
+  }
+  int64_t off = 0;
+  for (auto& p : ps) {
+    const int64_t k = p.numel();
+    torch::Tensor view = flat->data.narrow(0, off, k).view(p.sizes());
+    view.copy_(p);
+    p.set_data(view);
+    // Autograd accumulates in place into a defined .grad: backward() writes into flat->grad.
+    if (with_grad) p.mutable_grad() = flat->grad.narrow(0, off, k).view(p.sizes());
+    off += k;
+  }
 }
 
 void HardUpdate(torch::nn::Module& target, const torch::nn::Module& source) {
@@ -97,10 +126,27 @@ Maddpg::Maddpg(const AlgoSpec& s, const HyperParams& h, const Normalizer& n)
     critic_targets.emplace_back(state_in, act_in, hp.critic_hidden);
     HardUpdate(*actor_targets.back(), *actors.back());
     HardUpdate(*critic_targets.back(), *critics.back());
+  }
+  actor_flat.resize(static_cast<size_t>(N));
+  actor_target_flat.resize(static_cast<size_t>(N));
+  critic_flat.resize(static_cast<size_t>(N));
+  critic_target_flat.resize(static_cast<size_t>(N));
+  Relink();
+  for (size_t k = 0; k < static_cast<size_t>(N); ++k) {
+    // Adam over the flat buffer: elementwise, so the same update as over each layer.
     actor_opts.push_back(std::make_unique<torch::optim::Adam>(
-        actors.back()->parameters(), torch::optim::AdamOptions(hp.actor_lr)));
+        std::vector<torch::Tensor>{actor_flat[k].data}, torch::optim::AdamOptions(hp.actor_lr)));
     critic_opts.push_back(std::make_unique<torch::optim::Adam>(
-        critics.back()->parameters(), torch::optim::AdamOptions(hp.critic_lr)));
+        std::vector<torch::Tensor>{critic_flat[k].data}, torch::optim::AdamOptions(hp.critic_lr)));
+  }
+}
+
+void Maddpg::Relink() {
+  for (size_t k = 0; k < static_cast<size_t>(N); ++k) {
+    Flatten(*actors[k], true, &actor_flat[k]);
+    Flatten(*actor_targets[k], false, &actor_target_flat[k]);
+    Flatten(*critics[k], true, &critic_flat[k]);
+    Flatten(*critic_targets[k], false, &critic_target_flat[k]);
   }
 }
 
@@ -162,22 +208,22 @@ void Maddpg::UpdateAgent(int i, const Batch& b, const torch::Tensor& next_action
   // Eq. (10): L(theta_i) = mean (y - Q_i(s, a_1..a_N, d))^2.
   const torch::Tensor q = critics[k]->forward(CriticState(b.s, b.d), CriticActions(b.a, i));
   const torch::Tensor critic_loss = torch::mse_loss(q, y);
-  critic_opts[k]->zero_grad();
+  critic_flat[k].grad.zero_();
   critic_loss.backward();
-  torch::nn::utils::clip_grad_norm_(critics[k]->parameters(), hp.grad_clip);
+  torch::nn::utils::clip_grad_norm_(critic_flat[k].data, hp.grad_clip);
   critic_opts[k]->step();
 
   // Actor. Eq. (11): ascend Q_i with agent i's actions replaced by mu_i([g, x_j]).
   const torch::Tensor actor_loss = ActorLoss(i, b, actor_in);
-  actor_opts[k]->zero_grad();
+  actor_flat[k].grad.zero_();
   actor_loss.backward();
-  torch::nn::utils::clip_grad_norm_(actors[k]->parameters(), hp.grad_clip);
+  torch::nn::utils::clip_grad_norm_(actor_flat[k].data, hp.grad_clip);
   actor_opts[k]->step();
 
   // Soft update of the targets.
   if (spec.use_targets) {
-    SoftUpdate(*actor_targets[k], *actors[k], hp.tau);
-    SoftUpdate(*critic_targets[k], *critics[k], hp.tau);
+    SoftUpdate(actor_target_flat[k].data, actor_flat[k].data, hp.tau);
+    SoftUpdate(critic_target_flat[k].data, critic_flat[k].data, hp.tau);
   }
   stats->critic_loss += critic_loss.item<double>();
   stats->actor_loss += actor_loss.item<double>();

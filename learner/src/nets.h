@@ -30,8 +30,23 @@ struct CriticImpl : torch::nn::Module {
 TORCH_MODULE(Critic);
 
 // theta' <- tau * theta + (1 - tau) * theta'
+void SoftUpdate(torch::Tensor target, const torch::Tensor& source, double tau);
 void SoftUpdate(torch::nn::Module& target, const torch::nn::Module& source, double tau);
 void HardUpdate(torch::nn::Module& target, const torch::nn::Module& source);
+
+// One network's parameters, and their gradients, as two contiguous buffers: the module's
+// parameters (and their .grad) are views into them. The optimiser step, gradient clipping and
+// the soft update then each run as a few whole-network operations instead of a few per layer
+// (the same elementwise arithmetic; clipping uses the same global norm).
+struct FlatParams {
+  torch::Tensor data;  // [P], every parameter in Module::parameters() order; the optimiser's
+                       // single parameter
+  torch::Tensor grad;  // [P], data's gradient (undefined for target networks)
+};
+// Makes m's parameters views into flat->data (allocated on first use, reused after), keeping
+// their values; with_grad, their gradients views into flat->grad. Called again after
+// torch::load, which gives the parameters storage of their own.
+void Flatten(torch::nn::Module& m, bool with_grad, FlatParams* flat);
 
 // Eq. (9): y = r + gamma * (1 - done) * Q'(s', a'_1..a'_N, d'). Shapes [B, 1].
 torch::Tensor CriticTarget(const torch::Tensor& r, const torch::Tensor& done,
@@ -67,8 +82,12 @@ class Maddpg {
   HyperParams hp;
   Normalizer norm;
   int N, L;
+  // Re-links every network's parameters to its flat buffers (after loading a checkpoint).
+  void Relink();
+
   std::vector<Actor> actors, actor_targets;
   std::vector<Critic> critics, critic_targets;
+  std::vector<FlatParams> actor_flat, actor_target_flat, critic_flat, critic_target_flat;
   std::vector<std::unique_ptr<torch::optim::Adam>> actor_opts, critic_opts;
 };
 

@@ -92,4 +92,11 @@ class MultiAgentLearner {
   std::unique_ptr<Impl> impl_;
 };
 
+// Process-wide: glibc malloc keeps freed memory for reuse instead of returning it to the
+// kernel. LibTorch allocates each update's activations and gradients (~1 MB tensors at batch
+// 256) afresh; with glibc's defaults they are mmap'ed and unmapped every time, and page faults
+// took ~25% of an update (bench/run_learner_bench.sh). Call once at the start of a program
+// that trains.
+void KeepFreedMemoryForReuse();
+
 }  // namespace rtb::learn
