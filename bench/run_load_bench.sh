@@ -3,7 +3,7 @@
 # prediction, bid formula, budget reservation, response, Kafka logging to the embedded cluster)
 # against the same server answering a fixed 204 without any bid logic (POST /bench/nobid).
 # Prints both peak throughputs (wrk), their ratio, and p50/p99 latency of the full path at half
-# its peak rate (bench/loadgen, paced). The two peaks are measured in alternating rounds (bare,
+# its peak rate (bench/loadgen, paced; ROUNDS runs and their median p99). The two peaks are measured in alternating rounds (bare,
 # full, bare, full, ...) and compared by their medians: on a shared 2-core machine one pair of
 # runs can differ by 15% from the next.
 # Usage: bench/run_load_bench.sh [SECONDS=10] [CONNECTIONS=16] [ROUNDS=3]   (after scripts/build.sh)
@@ -49,6 +49,12 @@ echo "peak, bare server (fixed 204), median of $ROUNDS:        $BARE req/s"
 echo "peak, full bid path + Kafka logging, median of $ROUNDS:  $FULL req/s"
 awk -v f="$FULL" -v b="$BARE" 'BEGIN {printf "ratio full / bare (medians): %.2f\n", f/b}'
 HALF=$(awk -v f="$FULL" 'BEGIN {printf "%d", f/2}')
-echo "full bid path at half its peak ($HALF req/s, paced, $CONNS connections):"
-"$LOADGEN" --port $PORT --path /openrtb2/bid --body "$BODY" --connections "$CONNS" --seconds "$SECS" --rate "$HALF"
+echo "full bid path at half its peak ($HALF req/s, paced, $CONNS connections), $ROUNDS runs:"
+P99S=""
+for r in $(seq "$ROUNDS"); do
+  line=$("$LOADGEN" --port $PORT --path /openrtb2/bid --body "$BODY" --connections "$CONNS" --seconds "$SECS" --rate "$HALF")
+  echo "  run $r: $line"
+  P99S="$P99S $(echo "$line" | sed -E 's/.* p99 ([0-9.]+) .*/\1/')"
+done
+echo "p99 at half peak, median of $ROUNDS runs: $(echo $P99S | median) ms (every run above: the load generator shares the 2 cores)"
 curl -s http://127.0.0.1:$PORT/metrics | grep -E '^(rtb_requests_total|rtb_bids_total|rtb_kafka_events\{state="(logged|acked|spilled|dropped)"\})'
