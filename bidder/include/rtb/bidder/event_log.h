@@ -28,8 +28,8 @@ struct rd_kafka_conf_s;  // librdkafka's rd_kafka_conf_t
 
 namespace rtb::bidder {
 
-// Makes every thread of the client created from conf run at nice value `nice` (kafka.thread_nice);
-// 0 leaves them alone.
+// Makes every thread of the client created from conf run with SCHED_BATCH at nice value `nice`
+// (kafka.thread_nice); 0 leaves them alone.
 void LowerThreadPriority(rd_kafka_conf_s* conf, int nice);
 
 struct EventLogStats {
