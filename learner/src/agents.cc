@@ -402,8 +402,6 @@ Status MultiAgentLearner::LoadCheckpoint(const std::string& dir) {
       RTB_RETURN_IF_ERROR(LoadModule(m.maddpg->actor_targets[k], p + "actor_target.pt"));
       RTB_RETURN_IF_ERROR(LoadModule(m.maddpg->critics[k], p + "critic.pt"));
       RTB_RETURN_IF_ERROR(LoadModule(m.maddpg->critic_targets[k], p + "critic_target.pt"));
-      // torch::load gave the parameters storage of their own: back into the flat buffers.
-      m.maddpg->Relink();
       try {
         torch::load(*m.maddpg->actor_opts[k], p + "actor_opt.pt");
         torch::load(*m.maddpg->critic_opts[k], p + "critic_opt.pt");
@@ -433,6 +431,8 @@ Status MultiAgentLearner::LoadCheckpoint(const std::string& dir) {
       m.snapshot.push_back(snap);
     }
   }
+  // torch::load gave the parameters storage of their own: back into the flat buffers, once.
+  if (m.maddpg) m.maddpg->Relink();
   return Status::Ok();
 }
 
