@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <string>
 
+#include "rtb/core/memory.h"
 #include "rtb/learner/agents.h"
 #include "rtb/learner/replay_store.h"
 
@@ -84,7 +85,8 @@ BENCHMARK(BM_ReplaySample)->Arg(256)->Arg(32)->Unit(benchmark::kMicrosecond);
 int main(int argc, char** argv) {
   // As rtb-learner does (rtb/learner/agents.h); RTB_BENCH_GLIBC_MALLOC=1 measures without it.
   const char* plain = std::getenv("RTB_BENCH_GLIBC_MALLOC");
-  if (plain == nullptr || std::string(plain) != "1") rtb::learn::KeepFreedMemoryForReuse();
+  if (plain == nullptr || std::string(plain) != "1")
+    rtb::KeepFreedMemoryForReuse(rtb::learn::kTrainMmapThreshold, rtb::learn::kTrainTrimThreshold);
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -18,7 +18,7 @@ BudgetLedger::Shard& BudgetLedger::ShardOf(const std::string& key) const {
   return shards_[std::hash<std::string>{}(key) % kShards];
 }
 
-bool BudgetLedger::TryReserve(size_t adv, const std::string& key, Micros amount,
+bool BudgetLedger::TryReserve(size_t adv, const std::string& key, Micros amount, int64_t now_ms,
                               int64_t deadline_ms) {
   Slot& s = slots_[adv];
   int64_t cur = s.committed.load();
@@ -27,6 +27,7 @@ bool BudgetLedger::TryReserve(size_t adv, const std::string& key, Micros amount,
   } while (!s.committed.compare_exchange_weak(cur, cur + amount.value()));
   Shard& sh = ShardOf(key);
   std::lock_guard<std::mutex> l(sh.mu);
+  ExpireLocked(sh, now_ms, kExpirePerCall);
   auto [it, inserted] = sh.open.emplace(key, Reservation{adv, amount.value(), deadline_ms});
   if (inserted) sh.by_deadline.emplace_back(deadline_ms, key);
   if (!inserted) {
@@ -67,20 +68,27 @@ Micros BudgetLedger::Settle(size_t adv, const std::string& key, Micros price) {
   return Micros(reserved);
 }
 
-int BudgetLedger::ExpireBefore(int64_t now_ms) {
+int BudgetLedger::ExpireLocked(Shard& sh, int64_t now_ms, int max) {
+  int n = 0;
+  for (int popped = 0;
+       popped < max && !sh.by_deadline.empty() && sh.by_deadline.front().first < now_ms; ++popped) {
+    auto it = sh.open.find(sh.by_deadline.front().second);
+    if (it != sh.open.end() && it->second.deadline_ms < now_ms) {
+      slots_[it->second.adv].committed.fetch_sub(it->second.amount);
+      sh.open.erase(it);
+      outstanding_.fetch_sub(1);
+      ++n;
+    }
+    sh.by_deadline.pop_front();
+  }
+  return n;
+}
+
+int BudgetLedger::ExpireBefore(int64_t now_ms, int max_per_shard) {
   int n = 0;
   for (auto& sh : shards_) {
     std::lock_guard<std::mutex> l(sh.mu);
-    while (!sh.by_deadline.empty() && sh.by_deadline.front().first < now_ms) {
-      auto it = sh.open.find(sh.by_deadline.front().second);
-      if (it != sh.open.end() && it->second.deadline_ms < now_ms) {
-        slots_[it->second.adv].committed.fetch_sub(it->second.amount);
-        sh.open.erase(it);
-        outstanding_.fetch_sub(1);
-        ++n;
-      }
-      sh.by_deadline.pop_front();
-    }
+    n += ExpireLocked(sh, now_ms, max_per_shard);
   }
   return n;
 }

@@ -1,5 +1,6 @@
 #include "rtb/core/text.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -89,6 +90,34 @@ void AppendJsonString(std::string& out, std::string_view s) {
   out += '"';
   EscapeRuns(s, [&out](const char* d, size_t n) { out.append(d, n); });
   out += '"';
+}
+
+namespace {
+struct Scratch {
+  std::string buf;
+  bool busy = false;
+};
+thread_local Scratch tls_scratch;
+}  // namespace
+
+JsonWriter::JsonWriter(size_t max_size) {
+  Scratch& s = tls_scratch;
+  if (!s.busy && max_size <= kMaxScratch) {
+    // Grows geometrically to the largest text seen on this thread, then stays: no allocation
+    // and no page touched for the first time on later encodes.
+    if (s.buf.size() < max_size)
+      s.buf.resize(std::max(max_size, std::min(kMaxScratch, 2 * s.buf.size())));
+    s.busy = scratch_ = true;
+    begin_ = s.buf.data();
+  } else {
+    own_.resize(max_size);
+    begin_ = own_.data();
+  }
+  p_ = begin_;
+}
+
+JsonWriter::~JsonWriter() {
+  if (scratch_) tls_scratch.busy = false;
 }
 
 void JsonWriter::Str(std::string_view v) {

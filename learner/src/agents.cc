@@ -1,6 +1,5 @@
 #include "rtb/learner/agents.h"
 
-#include <malloc.h>
 #include <torch/script.h>
 #include <torch/torch.h>
 
@@ -483,13 +482,6 @@ def forward(self, x):
   ref["outputs"] = outs;
   RTB_RETURN_IF_ERROR(WriteFileAtomic(dir + "/reference_io.json", ref.dump(2) + "\n"));
   return WriteFileAtomic(dir + "/normalization.json", m.norm.ToJson() + "\n");
-}
-
-void KeepFreedMemoryForReuse() {
-  // Blocks up to 256 MB come from the heap (not mmap), and the heap top is not trimmed below
-  // 1 GB of free space: freed tensors are reused at the next update.
-  ::mallopt(M_MMAP_THRESHOLD, 256 << 20);
-  ::mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
 
 }  // namespace rtb::learn

@@ -6,6 +6,7 @@
 #include <csignal>
 #include <cstdio>
 
+#include "rtb/core/memory.h"
 #include "rtb/learner/agents.h"
 #include "rtb/learner/config.h"
 #include "rtb/learner/online.h"
@@ -19,7 +20,7 @@ void OnSignal(int) { g_stop.store(true); }
 }  // namespace
 
 int main(int argc, char** argv) {
-  rtb::learn::KeepFreedMemoryForReuse();
+  rtb::KeepFreedMemoryForReuse(rtb::learn::kTrainMmapThreshold, rtb::learn::kTrainTrimThreshold);
   CLI::App app{"rtb-learner: trains the bidding agents (LibTorch)"};
   app.require_subcommand(1);
   std::string config = "configs/learner/default.yaml";

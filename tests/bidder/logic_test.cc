@@ -134,7 +134,7 @@ TEST(Budget, ManyThreadsNeverOverspendBeyondReservations) {
     ts.emplace_back([&, t] {
       for (int k = 0; k < 5000; ++k) {
         const std::string key = std::to_string(t) + "/" + std::to_string(k);
-        if (!ledger.TryReserve(0, key, Micros(997), 1LL << 60)) continue;
+        if (!ledger.TryReserve(0, key, Micros(997), 0, 1LL << 60)) continue;
         EXPECT_LE(ledger.spent(0).value() + ledger.reserved(0).value(), 1'000'000);
         if (k % 3 == 0) {
           ledger.Release(key);  // a loss
@@ -155,12 +155,35 @@ TEST(Budget, ManyThreadsNeverOverspendBeyondReservations) {
 
 TEST(Budget, ExpiryReleasesAndLateBillingStillBooks) {
   BudgetLedger ledger({Micros(1000)}, {Micros(100)});
-  ASSERT_TRUE(ledger.TryReserve(0, "a", Micros(900), 10));
-  EXPECT_FALSE(ledger.TryReserve(0, "b", Micros(1), 10));
+  ASSERT_TRUE(ledger.TryReserve(0, "a", Micros(900), 0, 10));
+  EXPECT_FALSE(ledger.TryReserve(0, "b", Micros(1), 0, 10));
   EXPECT_EQ(ledger.ExpireBefore(11), 1);
-  EXPECT_TRUE(ledger.TryReserve(0, "b", Micros(900), 100));
+  EXPECT_TRUE(ledger.TryReserve(0, "b", Micros(900), 11, 100));
   EXPECT_EQ(ledger.Settle(0, "a", Micros(50)).value(), 0);  // late: nothing reserved any more
   EXPECT_EQ(ledger.spent(0).value(), 150);
+}
+
+TEST(Budget, NewReservationsReleaseExpiredOnesAFewAtATime) {
+  BudgetLedger ledger({Micros(1'000'000)}, {});
+  for (int k = 0; k < 1000; ++k) {
+    ASSERT_TRUE(ledger.TryReserve(0, "old" + std::to_string(k), Micros(100), 0, 10));
+  }
+  // Before their deadline nothing is released, by a sweep or by new reservations.
+  EXPECT_EQ(ledger.ExpireBefore(10), 0);
+  ASSERT_TRUE(ledger.TryReserve(0, "early", Micros(1), 10, 100));
+  EXPECT_EQ(ledger.outstanding(), 1001);
+  // A capped sweep releases at most its cap from each of the 16 shards.
+  EXPECT_EQ(ledger.ExpireBefore(11, 5), 16 * 5);
+  EXPECT_EQ(ledger.outstanding(), 1001 - 80);
+  // Each new reservation releases up to kExpirePerCall expired ones of its shard: 2000 of them
+  // (~125 per shard) release all the old ones and nothing else.
+  for (int k = 0; k < 2000; ++k) {
+    ASSERT_TRUE(ledger.TryReserve(0, "new" + std::to_string(k), Micros(1), 11, 100));
+  }
+  EXPECT_EQ(ledger.outstanding(), 2001);
+  EXPECT_EQ(ledger.reserved(0).value(), 2001);
+  EXPECT_EQ(ledger.Reserved("early").value(), 1);
+  EXPECT_EQ(ledger.Reserved("old7").value(), 0);
 }
 
 TEST(Notice, ParsesPricesExactlyAndRefusesBadOnes) {

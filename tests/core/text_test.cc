@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <thread>
+#include <vector>
 
 namespace rtb {
 namespace {
@@ -74,6 +76,40 @@ TEST(JsonText, NumbersAsPrintfWouldWriteThem) {
   w.Raw(',');
   w.Dbl9(-1.234567891234e-300);
   EXPECT_EQ(std::move(w).Take(), "-9223372036854775808,9223372036854775807,-1.23456789e-300");
+}
+
+TEST(JsonText, WritersReuseAThreadBufferAndNeverShareIt) {
+  // Two writers alive at once on one thread: the second must not write into the first's buffer.
+  JsonWriter outer(64);
+  outer.Raw("[");
+  outer.Str("outer");
+  {
+    JsonWriter inner(64);
+    inner.Str("inner");
+    EXPECT_EQ(std::move(inner).Take(), "\"inner\"");
+  }
+  outer.Raw("]");
+  EXPECT_EQ(std::move(outer).Take(), "[\"outer\"]");
+  // A text larger than the scratch limit, then small ones: each gets exactly its own bytes,
+  // nothing left over from the longer text before it.
+  const std::string big(JsonWriter::kMaxScratch, 'b');
+  EXPECT_EQ(ViaWriter(big), '"' + big + '"');
+  EXPECT_EQ(ViaWriter(std::string(1000, 'm')), '"' + std::string(1000, 'm') + '"');
+  EXPECT_EQ(ViaWriter("s"), "\"s\"");
+  // Writers on other threads at the same time.
+  std::vector<std::thread> threads;
+  std::vector<std::string> got(4);
+  for (size_t t = 0; t < got.size(); ++t) {
+    threads.emplace_back([&got, t] {
+      for (int n = 0; n < 2000; ++n) {
+        const std::string s(t * 50 + static_cast<size_t>(n % 7), static_cast<char>('a' + t));
+        if (ViaWriter(s) != '"' + s + '"') return;
+      }
+      got[t] = "ok";
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(got, std::vector<std::string>(4, "ok"));
 }
 
 }  // namespace

@@ -28,15 +28,22 @@ class BudgetLedger {
   // budgets[k] for advertiser index k; spent[k] restored from durable state.
   BudgetLedger(std::vector<Micros> budgets, std::vector<Micros> spent);
 
-  // Reserves amount for key (auction/imp/advertiser) if the budget covers it.
-  bool TryReserve(size_t adv, const std::string& key, Micros amount, int64_t deadline_ms);
+  // Reserves amount for key (auction/imp/advertiser) if the budget covers it, until
+  // deadline_ms. Also releases up to kExpirePerCall reservations of the key's shard whose
+  // deadline is before now_ms: expiry keeps pace with new reservations a few at a time, on the
+  // thread that adds them, instead of in bursts that stall a request thread.
+  bool TryReserve(size_t adv, const std::string& key, Micros amount, int64_t now_ms,
+                  int64_t deadline_ms);
   // Releases a reservation (loss notice). False if none is outstanding.
   bool Release(const std::string& key);
   // Books `price` for advertiser adv and drops the key's reservation if any. Returns the
   // reserved amount (0 when it had timed out or never existed).
   Micros Settle(size_t adv, const std::string& key, Micros price);
-  // Releases every reservation whose deadline is before now_ms; returns how many.
-  int ExpireBefore(int64_t now_ms);
+  // Releases reservations whose deadline is before now_ms, at most max_per_shard from each
+  // shard (a periodic sweep for when no new reservations come); returns how many.
+  int ExpireBefore(int64_t now_ms, int max_per_shard = INT32_MAX);
+
+  static constexpr int kExpirePerCall = 2;
   // The reserved amount of an outstanding key (0 = none).
   Micros Reserved(const std::string& key) const;
 
@@ -66,6 +73,7 @@ class BudgetLedger {
     std::deque<std::pair<int64_t, std::string>> by_deadline;  // GUARDED_BY(mu)
   };
   Shard& ShardOf(const std::string& key) const;
+  int ExpireLocked(Shard& sh, int64_t now_ms, int max);  // REQUIRES(sh.mu)
 
   std::vector<int64_t> budget_;
   std::unique_ptr<Slot[]> slots_;

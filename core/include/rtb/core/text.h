@@ -15,17 +15,27 @@ namespace rtb {
 // characters. Runs of safe bytes are appended in bulk.
 void AppendJsonString(std::string& out, std::string_view s);
 
-// Writes a JSON text into one allocation: the caller sizes it for the worst case (Escaped() per
-// string, kMaxNumber per number, the literals' lengths), then every write is a plain copy with
-// no capacity check. Used by the encoders on the bid path (events, bid responses), where
-// string appends one field at a time cost more than the rest of the encoding.
+// Writes a JSON text with no capacity check per write: the caller sizes it for the worst case
+// (Escaped() per string, kMaxNumber per number, the literals' lengths). The text is written into
+// a per-thread scratch buffer that is reused from one encode to the next, and Take() copies out
+// exactly the bytes written: one allocation of the real size per encode, no zero-filled
+// worst-case buffer (an allocation that size, freed at once, made glibc grow and trim its heap
+// and fault pages in on the bid path). Used by the encoders on the bid path (events, bid
+// responses), where string appends one field at a time cost more than the rest of the
+// encoding. A second writer alive on the same thread, or one larger than kMaxScratch, writes
+// into a buffer of its own instead.
 class JsonWriter {
  public:
-  static constexpr size_t kMaxNumber = 32;  // an int64 or a %.9g double
+  static constexpr size_t kMaxNumber = 32;                // an int64 or a %.9g double
+  static constexpr size_t kMaxScratch = size_t{4} << 20;  // larger texts are not kept per thread
   // Worst-case size of s written by Str(): every byte escaped as \u00XX, plus the quotes.
   static constexpr size_t Escaped(std::string_view s) { return 6 * s.size() + 2; }
 
-  explicit JsonWriter(size_t max_size) : out_(max_size, '\0'), p_(out_.data()) {}
+  explicit JsonWriter(size_t max_size);
+  ~JsonWriter();
+  JsonWriter(const JsonWriter&) = delete;
+  JsonWriter& operator=(const JsonWriter&) = delete;
+
   // Literal JSON (keys, punctuation).
   void Raw(std::string_view v) {
     std::memcpy(p_, v.data(), v.size());
@@ -40,13 +50,13 @@ class JsonWriter {
     p_ = std::to_chars(p_, p_ + kMaxNumber, v, std::chars_format::general, 9).ptr;
   }
   void Bool(bool v) { Raw(v ? std::string_view("true") : std::string_view("false")); }
-  std::string Take() && {
-    out_.resize(static_cast<size_t>(p_ - out_.data()));
-    return std::move(out_);
-  }
+  // The text written so far.
+  std::string Take() && { return std::string(begin_, p_); }
 
  private:
-  std::string out_;
+  bool scratch_ = false;  // writing into this thread's scratch buffer (released by ~JsonWriter)
+  std::string own_;       // the buffer otherwise
+  char* begin_;
   char* p_;
 };
 

@@ -92,11 +92,10 @@ class MultiAgentLearner {
   std::unique_ptr<Impl> impl_;
 };
 
-// Process-wide: glibc malloc keeps freed memory for reuse instead of returning it to the
-// kernel. LibTorch allocates each update's activations and gradients (~1 MB tensors at batch
-// 256) afresh; with glibc's defaults they are mmap'ed and unmapped every time, and page faults
-// took ~25% of an update (bench/run_learner_bench.sh). Call once at the start of a program
-// that trains.
-void KeepFreedMemoryForReuse();
+// The allocator settings for a program that trains (rtb/core/memory.h): LibTorch allocates
+// each update's activations and gradients (~1 MB tensors at batch 256) afresh; with glibc's
+// defaults they are mmap'ed and unmapped every time, and page faults took ~25% of an update.
+inline constexpr size_t kTrainMmapThreshold = size_t{256} << 20;
+inline constexpr size_t kTrainTrimThreshold = size_t{1} << 30;
 
 }  // namespace rtb::learn
