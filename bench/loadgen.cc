@@ -2,6 +2,7 @@
 //
 //   loadgen --port P --path /openrtb2/bid --body file.json --connections 8 --seconds 10
 //           [--rate R]   (total requests/s, paced per connection; 0 = as fast as possible)
+//           [--unique-ids 1]  (every request gets its own auction id, as exchanges send them)
 //
 // Prints one line: requests, seconds, requests/s, status counts, latency p50/p90/p99/max (ms).
 // Latency is measured from the scheduled send time when paced (no coordinated omission).
@@ -16,8 +17,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -74,6 +77,7 @@ struct Conn {
 int main(int argc, char** argv) {
   int port = 8080, conns = 8;
   double seconds = 10, rate = 0;
+  bool unique_ids = false;
   std::string path = "/openrtb2/bid", body_file;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
@@ -89,6 +93,8 @@ int main(int argc, char** argv) {
       seconds = std::stod(v);
     else if (k == "--rate")
       rate = std::stod(v);
+    else if (k == "--unique-ids")
+      unique_ids = v == "1";
   }
   std::string body;
   if (!body_file.empty()) {
@@ -97,9 +103,24 @@ int main(int argc, char** argv) {
     ss << in.rdbuf();
     body = ss.str();
   }
-  const std::string request = "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
-                              "Content-Type: application/json\r\nx-openrtb-version: 2.6\r\n" +
-                              "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  // --unique-ids: the last 16 characters of the body's first "id" value (the request's id) are
+  // rewritten per request as 8 hex digits of the start time in seconds and 8 of a counter, so
+  // no two requests of this run or of earlier runs share an auction id (bench/run_load_bench.sh's
+  // wrk script writes ids the same way).
+  size_t id_at = std::string::npos;
+  if (unique_ids) {
+    const size_t key = body.find("\"id\"");
+    const size_t open = key == std::string::npos ? key : body.find('"', body.find(':', key));
+    const size_t close = open == std::string::npos ? open : body.find('"', open + 1);
+    if (close == std::string::npos || close - open - 1 < 16) {
+      std::fprintf(stderr, "loadgen: --unique-ids needs an \"id\" of 16+ characters in the body\n");
+      return 2;
+    }
+    id_at = close - 16;
+  }
+  std::string request = "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
+                        "Content-Type: application/json\r\nx-openrtb-version: 2.6\r\n" +
+                        "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
   std::vector<double> lat;
   std::map<int, long> status;
   const auto start = Clock::now();
@@ -128,7 +149,16 @@ int main(int argc, char** argv) {
     // Paced: the connections' schedules are staggered evenly over one interval.
     cs[i].next = start + interval * static_cast<int64_t>(i) / conns;
   }
+  const unsigned run_id = static_cast<unsigned>(std::time(nullptr));
+  uint32_t sent = 0;
+  const size_t id_in_request =
+      id_at == std::string::npos ? id_at : request.size() - body.size() + id_at;
   auto send = [&](Conn& c, Clock::time_point due) {
+    if (id_in_request != std::string::npos) {
+      char id[17];
+      std::snprintf(id, sizeof id, "%08x%08x", run_id, sent++);
+      std::memcpy(request.data() + id_in_request, id, 16);
+    }
     if (::write(c.fd, request.data(), request.size()) != static_cast<ssize_t>(request.size())) {
       status[-1]++;
       return;

@@ -26,13 +26,23 @@ trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf "$T"' EXIT
 for _ in $(seq 50); do curl -sf http://127.0.0.1:$PORT/healthz >/dev/null && break; sleep 0.1; done
 BODY=../shared/fixtures/openrtb/2.6/bid-request-simple-banner.json
 [[ -f $BODY ]] || BODY=tests/fuzz/corpus/openrtb/bid-request-simple-banner.json
-cat >"$T/post.lua" <<LUA
+# Every request carries its own auction id (the last 16 characters of the body's top-level
+# "id": 8 hex digits of the start second, 8 of a counter), as an exchange's requests do: bid
+# records and budget reservations are per auction, so a repeated id would leave them at one.
+cat >"$T/post.lua" <<'LUA'
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
-local f = io.open("$BODY", "rb"); wrk.body = f:read("*a"); f:close()
+local f = io.open(os.getenv("BODY"), "rb"); local body = f:read("*a"); f:close()
+local pre, id, post = body:match('^(.-"id"%s*:%s*")([^"]*)(".*)$')
+pre = pre .. id:sub(1, #id - 16)
+local run, n = os.time(), 0
+request = function()
+  n = n + 1
+  return wrk.format(nil, nil, nil, pre .. string.format("%08x%08x", run, n) .. post)
+end
 LUA
 peak() {  # path -> requests/s
-  wrk -t1 -c"$CONNS" -d"${SECS}s" -s "$T/post.lua" "http://127.0.0.1:$PORT$1" | awk '/Requests\/sec/ {print $2}'
+  BODY="$BODY" wrk -t1 -c"$CONNS" -d"${SECS}s" -s "$T/post.lua" "http://127.0.0.1:$PORT$1" | awk '/Requests\/sec/ {print $2}'
 }
 curl -s -X POST --data-binary @"$BODY" http://127.0.0.1:$PORT/openrtb2/bid -o /dev/null -w "warm-up: HTTP %{http_code}\n"
 median() { tr ' ' '\n' | sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
@@ -52,7 +62,7 @@ HALF=$(awk -v f="$FULL" 'BEGIN {printf "%d", f/2}')
 echo "full bid path at half its peak ($HALF req/s, paced, $CONNS connections), $ROUNDS runs:"
 P99S=""
 for r in $(seq "$ROUNDS"); do
-  line=$("$LOADGEN" --port $PORT --path /openrtb2/bid --body "$BODY" --connections "$CONNS" --seconds "$SECS" --rate "$HALF")
+  line=$("$LOADGEN" --port $PORT --path /openrtb2/bid --body "$BODY" --connections "$CONNS" --seconds "$SECS" --rate "$HALF" --unique-ids 1)
   echo "  run $r: $line"
   P99S="$P99S $(echo "$line" | sed -E 's/.* p99 ([0-9.]+) .*/\1/')"
 done

@@ -16,6 +16,7 @@
 
 #include "rtb/bidder/bid_logic.h"
 #include "rtb/bidder/budget.h"
+#include "rtb/bidder/flat_table.h"
 #include "rtb/bidder/metrics.h"
 #include "rtb/bidder/notice.h"
 #include "rtb/bidder/predictor.h"
@@ -75,11 +76,11 @@ struct Bidder::Impl {
     int64_t expires_ms;
     int cluster;  // the user's consumer cluster, stamped on the notices' events
   };
-  static constexpr int kShards = 16;
+  static constexpr int kShards = 64;
   struct Shard {
     std::mutex mu;
-    std::unordered_map<std::string, BidRecord> m;      // GUARDED_BY(mu)
-    std::deque<std::pair<int64_t, std::string>> fifo;  // GUARDED_BY(mu), expiry order
+    FlatTable<BidRecord> m{1024};                 // GUARDED_BY(mu)
+    std::deque<std::pair<int64_t, Key128>> fifo;  // GUARDED_BY(mu), expiry order
   };
   Shard bid_shards[kShards];
 
@@ -122,36 +123,38 @@ struct Bidder::Impl {
 
   std::string NextEid() { return instance + "-" + std::to_string(seq.fetch_add(1)); }
 
-  Shard& ShardOf(const std::string& key) {
-    return bid_shards[std::hash<std::string>{}(key) % kShards];
-  }
+  Shard& ShardOf(Key128 key) { return bid_shards[key.a % kShards]; }
 
   // Forgets up to max bid records of shard s that expired before now. REQUIRES(s.mu)
   static void ExpireBids(Shard& s, int64_t now, int max) {
     for (int n = 0; n < max && !s.fifo.empty() && s.fifo.front().first < now; ++n) {
-      auto it = s.m.find(s.fifo.front().second);
-      if (it != s.m.end() && it->second.expires_ms < now) s.m.erase(it);
+      const Key128 k = s.fifo.front().second;
+      const BidRecord* r = s.m.Find(k);
+      if (r != nullptr && r->expires_ms < now) s.m.Erase(k);
       s.fifo.pop_front();
     }
   }
 
   void RecordBid(const std::string& key, Micros price, int cluster, int64_t now_ms) {
-    Shard& s = ShardOf(key);
+    const Key128 k = HashKey(key);
+    Shard& s = ShardOf(k);
     const int64_t expires = now_ms + cfg.bid_record_ttl_ms;
     std::lock_guard<std::mutex> l(s.mu);
     // Expiry keeps pace with new records a few at a time (as BudgetLedger::TryReserve does).
     ExpireBids(s, now_ms, BudgetLedger::kExpirePerCall);
-    if (s.m.insert_or_assign(key, BidRecord{price.value(), expires, cluster}).second) {
-      s.fifo.emplace_back(expires, key);
-    }
+    const BidRecord rec{price.value(), expires, cluster};
+    auto [r, inserted] = s.m.Emplace(k, rec);
+    if (!inserted) *r = rec;  // the same key again: the latest bid, remembered from now on
+    s.fifo.emplace_back(expires, k);
   }
   bool FindBid(const std::string& key, int64_t* price, int* cluster) {
-    Shard& s = ShardOf(key);
+    const Key128 k = HashKey(key);
+    Shard& s = ShardOf(k);
     std::lock_guard<std::mutex> l(s.mu);
-    auto it = s.m.find(key);
-    if (it == s.m.end()) return false;
-    *price = it->second.price_cpm;
-    *cluster = it->second.cluster;
+    const BidRecord* r = s.m.Find(k);
+    if (r == nullptr) return false;
+    *price = r->price_cpm;
+    *cluster = r->cluster;
     return true;
   }
 

@@ -1,7 +1,5 @@
 #include "rtb/bidder/budget.h"
 
-#include <functional>
-
 namespace rtb::bidder {
 
 BudgetLedger::BudgetLedger(std::vector<Micros> budgets, std::vector<Micros> spent)
@@ -14,10 +12,6 @@ BudgetLedger::BudgetLedger(std::vector<Micros> budgets, std::vector<Micros> spen
   }
 }
 
-BudgetLedger::Shard& BudgetLedger::ShardOf(const std::string& key) const {
-  return shards_[std::hash<std::string>{}(key) % kShards];
-}
-
 bool BudgetLedger::TryReserve(size_t adv, const std::string& key, Micros amount, int64_t now_ms,
                               int64_t deadline_ms) {
   Slot& s = slots_[adv];
@@ -25,11 +19,12 @@ bool BudgetLedger::TryReserve(size_t adv, const std::string& key, Micros amount,
   do {
     if (cur + amount.value() > budget_[adv]) return false;
   } while (!s.committed.compare_exchange_weak(cur, cur + amount.value()));
-  Shard& sh = ShardOf(key);
+  const Key128 k = HashKey(key);
+  Shard& sh = ShardOf(k);
   std::lock_guard<std::mutex> l(sh.mu);
   ExpireLocked(sh, now_ms, kExpirePerCall);
-  auto [it, inserted] = sh.open.emplace(key, Reservation{adv, amount.value(), deadline_ms});
-  if (inserted) sh.by_deadline.emplace_back(deadline_ms, key);
+  const bool inserted = sh.open.Emplace(k, Reservation{adv, amount.value(), deadline_ms}).second;
+  if (inserted) sh.by_deadline.emplace_back(deadline_ms, k);
   if (!inserted) {
     // The same key twice (a retried request): keep one reservation.
     s.committed.fetch_sub(amount.value());
@@ -40,12 +35,13 @@ bool BudgetLedger::TryReserve(size_t adv, const std::string& key, Micros amount,
 }
 
 bool BudgetLedger::Release(const std::string& key) {
-  Shard& sh = ShardOf(key);
+  const Key128 k = HashKey(key);
+  Shard& sh = ShardOf(k);
   std::lock_guard<std::mutex> l(sh.mu);
-  auto it = sh.open.find(key);
-  if (it == sh.open.end()) return false;
-  slots_[it->second.adv].committed.fetch_sub(it->second.amount);
-  sh.open.erase(it);
+  const Reservation* r = sh.open.Find(k);
+  if (r == nullptr) return false;
+  slots_[r->adv].committed.fetch_sub(r->amount);
+  sh.open.Erase(k);
   outstanding_.fetch_sub(1);
   return true;
 }
@@ -53,12 +49,12 @@ bool BudgetLedger::Release(const std::string& key) {
 Micros BudgetLedger::Settle(size_t adv, const std::string& key, Micros price) {
   int64_t reserved = 0;
   {
-    Shard& sh = ShardOf(key);
+    const Key128 k = HashKey(key);
+    Shard& sh = ShardOf(k);
     std::lock_guard<std::mutex> l(sh.mu);
-    auto it = sh.open.find(key);
-    if (it != sh.open.end()) {
-      reserved = it->second.amount;
-      sh.open.erase(it);
+    if (const Reservation* r = sh.open.Find(k)) {
+      reserved = r->amount;
+      sh.open.Erase(k);
       outstanding_.fetch_sub(1);
     }
   }
@@ -72,10 +68,11 @@ int BudgetLedger::ExpireLocked(Shard& sh, int64_t now_ms, int max) {
   int n = 0;
   for (int popped = 0;
        popped < max && !sh.by_deadline.empty() && sh.by_deadline.front().first < now_ms; ++popped) {
-    auto it = sh.open.find(sh.by_deadline.front().second);
-    if (it != sh.open.end() && it->second.deadline_ms < now_ms) {
-      slots_[it->second.adv].committed.fetch_sub(it->second.amount);
-      sh.open.erase(it);
+    const Key128 k = sh.by_deadline.front().second;
+    const Reservation* r = sh.open.Find(k);
+    if (r != nullptr && r->deadline_ms < now_ms) {
+      slots_[r->adv].committed.fetch_sub(r->amount);
+      sh.open.Erase(k);
       outstanding_.fetch_sub(1);
       ++n;
     }
@@ -94,10 +91,11 @@ int BudgetLedger::ExpireBefore(int64_t now_ms, int max_per_shard) {
 }
 
 Micros BudgetLedger::Reserved(const std::string& key) const {
-  Shard& sh = ShardOf(key);
+  const Key128 k = HashKey(key);
+  Shard& sh = ShardOf(k);
   std::lock_guard<std::mutex> l(sh.mu);
-  auto it = sh.open.find(key);
-  return Micros(it == sh.open.end() ? 0 : it->second.amount);
+  const Reservation* r = sh.open.Find(k);
+  return Micros(r == nullptr ? 0 : r->amount);
 }
 
 }  // namespace rtb::bidder

@@ -16,9 +16,9 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
+#include "rtb/bidder/flat_table.h"
 #include "rtb/core/types.h"
 
 namespace rtb::bidder {
@@ -44,6 +44,7 @@ class BudgetLedger {
   int ExpireBefore(int64_t now_ms, int max_per_shard = INT32_MAX);
 
   static constexpr int kExpirePerCall = 2;
+  static constexpr int kShards = 64;  // independently locked parts of the reservation table
   // The reserved amount of an outstanding key (0 = none).
   Micros Reserved(const std::string& key) const;
 
@@ -67,17 +68,16 @@ class BudgetLedger {
   };
   struct Shard {
     mutable std::mutex mu;
-    std::unordered_map<std::string, Reservation> open;  // GUARDED_BY(mu)
+    FlatTable<Reservation> open{1024};  // GUARDED_BY(mu)
     // (deadline, key) in reservation order; deadlines grow, so expiry pops from the front
     // and costs O(expired), never a scan. Keys already settled or released are skipped.
-    std::deque<std::pair<int64_t, std::string>> by_deadline;  // GUARDED_BY(mu)
+    std::deque<std::pair<int64_t, Key128>> by_deadline;  // GUARDED_BY(mu)
   };
-  Shard& ShardOf(const std::string& key) const;
+  Shard& ShardOf(Key128 key) const { return shards_[key.a % kShards]; }
   int ExpireLocked(Shard& sh, int64_t now_ms, int max);  // REQUIRES(sh.mu)
 
   std::vector<int64_t> budget_;
   std::unique_ptr<Slot[]> slots_;
-  static constexpr int kShards = 16;
   mutable Shard shards_[kShards];
   std::atomic<int64_t> outstanding_{0};
 };
