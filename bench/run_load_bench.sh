@@ -6,12 +6,12 @@
 # its peak rate (bench/loadgen, paced; ROUNDS runs and their median p99). The two peaks are measured in alternating rounds (bare,
 # full, bare, full, ...) and compared by their medians: on a shared 2-core machine one pair of
 # runs can differ by 15% from the next.
-# Usage: bench/run_load_bench.sh [SECONDS=10] [CONNECTIONS=16] [ROUNDS=3]   (after scripts/build.sh)
+# Usage: bench/run_load_bench.sh [SECONDS=10] [CONNECTIONS=16] [ROUNDS=5]   (after scripts/build.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-10}
 CONNS=${2:-16}
-ROUNDS=${3:-3}
+ROUNDS=${3:-5}
 RTB=build/release/rtb
 LOADGEN=build/release/bench/loadgen
 T=$(mktemp -d)
@@ -67,4 +67,5 @@ for r in $(seq "$ROUNDS"); do
   P99S="$P99S $(echo "$line" | sed -E 's/.* p99 ([0-9.]+) .*/\1/')"
 done
 echo "p99 at half peak, median of $ROUNDS runs: $(echo $P99S | median) ms (every run above: the load generator shares the 2 cores)"
-curl -s http://127.0.0.1:$PORT/metrics | grep -E '^(rtb_requests_total|rtb_bids_total|rtb_kafka_events\{state="(logged|acked|spilled|dropped)"\})'
+curl -s http://127.0.0.1:$PORT/metrics | grep -E '^(rtb_requests_total|rtb_bids_total|rtb_bid_state|rtb_kafka_events\{state="(logged|acked|spilled|dropped)"\})'
+echo "server memory: $(grep VmRSS /proc/$PID/status)"

@@ -78,7 +78,7 @@ struct Bidder::Impl {
   };
   static constexpr int kShards = 64;
   struct Shard {
-    std::mutex mu;
+    mutable std::mutex mu;
     FlatTable<BidRecord> m{1024};                 // GUARDED_BY(mu)
     std::deque<std::pair<int64_t, Key128>> fifo;  // GUARDED_BY(mu), expiry order
   };
@@ -619,6 +619,15 @@ HttpResult Bidder::Metrics() const {
     line("rtb_budget_micros{advertiser=\"%u\",kind=\"reserved\"} %lld\n", id,
          (long long)ledger.reserved(k).value());
   }
+  size_t records = 0;
+  for (const auto& sh : m.bid_shards) {
+    std::lock_guard<std::mutex> l(sh.mu);
+    records += sh.m.size();
+  }
+  o += "# HELP rtb_bid_state Per-bid state held: open reservations (today's ledger) and bid "
+       "records kept to check notices.\n# TYPE rtb_bid_state gauge\n";
+  line("rtb_bid_state{kind=\"open_reservations\"} %lld\n", (long long)ledger.outstanding());
+  line("rtb_bid_state{kind=\"bid_records\"} %zu\n", records);
   const EventLogStats s = m.events->Stats();
   o += "# HELP rtb_kafka_events Events by delivery state.\n# TYPE rtb_kafka_events counter\n";
   line("rtb_kafka_events{state=\"logged\"} %llu\n", (unsigned long long)s.logged);

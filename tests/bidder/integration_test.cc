@@ -274,6 +274,17 @@ TEST_F(BidderIntegration, ScriptedMixMatchesTheTopicAndSpendCountsBillingOnce) {
   for (uint32_t k = 1; k <= 3; ++k) {
     EXPECT_EQ(bidder_->Spent(k - 1).value(), expected_spend[k]) << "advertiser " << k;
   }
+  // Every reservation was settled (billing) or released (loss) but the AUDIT auction's, which
+  // stay open until they time out; every budgeted bid is remembered for its notices.
+  const std::string metrics = bidder_->Metrics().body;
+  const std::string open_line =
+      "rtb_bid_state{kind=\"open_reservations\"} " + std::to_string(j["seatbid"].size()) + "\n";
+  EXPECT_NE(metrics.find(open_line), std::string::npos) << metrics;
+  const std::string records_line =
+      "rtb_bid_state{kind=\"bid_records\"} " +
+      std::to_string(bids - static_cast<int>(nlohmann::json::parse(tbody)["seatbid"].size())) +
+      "\n";
+  EXPECT_NE(metrics.find(records_line), std::string::npos) << metrics;
   bidder_->Shutdown();
   const auto stats = bidder_->events().Stats();
   EXPECT_EQ(stats.acked, stats.logged);
