@@ -15,7 +15,6 @@
 #include "rtb/bidder/bidder.h"
 #include "rtb/bidder/config.h"
 #include "rtb/bidder/server.h"
-#include "rtb/core/memory.h"
 #include "rtb/core/report.h"
 #include "rtb/core/rng.h"
 #include "rtb/exchange/exchange.h"
@@ -142,10 +141,6 @@ struct ServeArgs {
 };
 
 int RunServe(const ServeArgs& a) {
-  // Freed memory stays in the heaps (up to 256 MB of it): Kafka message buffers are allocated on
-  // the request threads and freed by librdkafka's, and with glibc's defaults each heap grew and
-  // was trimmed over and over, faulting pages back in on the request threads.
-  rtb::KeepFreedMemoryForReuse(size_t{64} << 20, size_t{256} << 20);
   auto cfg = rtb::bidder::LoadBidderConfig(a.config);
   if (!cfg.ok()) return Fail(cfg.status());
   if (!a.listen.empty()) {

@@ -553,7 +553,7 @@ HttpResult Bidder::HandleNotice(std::string_view target) {
 
 // Tick's sweep (every 100 ms) forgets at most this many expired entries per shard: expiry
 // mostly happens a few at a time as bids are added, and a sweep never holds a request thread
-// for long (it handles traffic stopping; 16 shards x 512 x 10 ticks/s > 80K bids/s).
+// for long (it handles traffic stopping; 64 shards x 512 x 10 ticks/s = 327K bids/s).
 constexpr int kSweepPerShard = 512;
 
 void Bidder::Tick() {
