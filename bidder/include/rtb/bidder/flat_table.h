@@ -1,10 +1,10 @@
 // The bidder's per-bid state (budget reservations, bid records) is one small entry per
 // auction/imp/advertiser, millions of them at once at tens of thousands of bids per second.
 // Kept in a std::unordered_map<std::string, ...> it cost three allocations per bid (node, key,
-// the expiry queue's copy of the key), ~250 bytes per entry, and a rehash of a whole shard on
-// the bid path at every doubling. This table stores a 128-bit hash of the key instead of the
-// key, in one flat array with linear probing: no allocation per entry, ~60-80 bytes per entry
-// including the expiry queue, and a doubling only moves plain entries.
+// the expiry queue's copy of the key) and a rehash of a whole shard, node by node, on the bid
+// path at every doubling. This table stores a 128-bit hash of the key instead of the key, in
+// one flat array with linear probing: no allocation per entry, a slot of the key plus the value
+// (40 bytes for the bidder's), at most 62.5% full, and a doubling only moves plain slots.
 //
 // Not thread-safe: callers shard and lock (BudgetLedger, Bidder).
 #pragma once
