@@ -77,6 +77,20 @@ TEST(FlatTable, GrowsPastItsInitialSizeAndKeepsEveryEntry) {
   EXPECT_FALSE(t.Erase(HashKey("0")));
   EXPECT_EQ(t.size(), 50000u);
   EXPECT_NE(t.Find(HashKey("99999")), nullptr);
+  // The peak's memory comes back as its entries go, down to the initial size and no further.
+  const size_t peak = t.capacity();
+  for (int i = 1; i < 99000; i += 2) ASSERT_TRUE(t.Erase(HashKey(std::to_string(i))));
+  EXPECT_EQ(t.size(), 500u);
+  EXPECT_LE(t.capacity() * 16, peak);
+  EXPECT_LE(t.size() * 8, t.capacity() * 5);
+  for (int i = 99001; i < 100000; i += 2) {
+    const Val* p = t.Find(HashKey(std::to_string(i)));
+    ASSERT_NE(p, nullptr);
+    ASSERT_EQ(p->x, i);
+  }
+  for (int i = 99001; i < 100000; i += 2) ASSERT_TRUE(t.Erase(HashKey(std::to_string(i))));
+  EXPECT_EQ(t.size(), 0u);
+  EXPECT_EQ(t.capacity(), first);
 }
 
 TEST(FlatTable, KeyHashesDifferForDifferentKeys) {

@@ -29,7 +29,9 @@ template <typename V>
 class FlatTable {
  public:
   // Room for `expected` entries before the first doubling.
-  explicit FlatTable(size_t expected = 0) { Rehash(CapacityFor(expected)); }
+  explicit FlatTable(size_t expected = 0) : min_capacity_(CapacityFor(expected)) {
+    Rehash(min_capacity_);
+  }
 
   size_t size() const { return size_; }
   size_t capacity() const { return slots_.size(); }
@@ -56,6 +58,8 @@ class FlatTable {
     }
   }
   // Removes k; false if absent. Backward-shift deletion: no tombstones, probes stay short.
+  // Halves the array once it is less than 1/8 full (never below the initial size), so the
+  // memory of a traffic peak comes back when the peak's entries expire.
   bool Erase(Key128 k) {
     size_t i = Home(k);
     for (;; i = (i + 1) & mask_) {
@@ -73,6 +77,7 @@ class FlatTable {
     }
     slots_[i] = Slot{};
     --size_;
+    if (size_ * 8 < slots_.size() && slots_.size() > min_capacity_) Rehash(slots_.size() / 2);
     return true;
   }
 
@@ -101,6 +106,7 @@ class FlatTable {
     }
   }
 
+  size_t min_capacity_;
   std::vector<Slot> slots_;
   size_t mask_ = 0;
   size_t size_ = 0;
