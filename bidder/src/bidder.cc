@@ -135,8 +135,7 @@ struct Bidder::Impl {
     }
   }
 
-  void RecordBid(const std::string& key, Micros price, int cluster, int64_t now_ms) {
-    const Key128 k = HashKey(key);
+  void RecordBid(Key128 k, Micros price, int cluster, int64_t now_ms) {
     Shard& s = ShardOf(k);
     const int64_t expires = now_ms + cfg.bid_record_ttl_ms;
     std::lock_guard<std::mutex> l(s.mu);
@@ -356,8 +355,8 @@ HttpResult Bidder::HandleBid(std::string_view body, int64_t received_us, Request
   for (Candidate c : d.bids) {
     if (per_imp[c.imp_index] >= m.cfg.max_bids_per_imp) continue;
     if (!req->test) {
-      const std::string key =
-          req->id + "|" + req->imps[c.imp_index].id + "|" + std::to_string(c.advertiser);
+      const Key128 key =
+          HashKey(req->id + "|" + req->imps[c.imp_index].id + "|" + std::to_string(c.advertiser));
       Micros charge((c.price.value() + 999) / 1000);  // one impression at the bid price
       // A bid never risks more than the budget left: it is lowered to what is left (the
       // simulator's rule), so a small budget is spent to the end, not stopped one charge short.

@@ -12,14 +12,13 @@ BudgetLedger::BudgetLedger(std::vector<Micros> budgets, std::vector<Micros> spen
   }
 }
 
-bool BudgetLedger::TryReserve(size_t adv, const std::string& key, Micros amount, int64_t now_ms,
+bool BudgetLedger::TryReserve(size_t adv, Key128 k, Micros amount, int64_t now_ms,
                               int64_t deadline_ms) {
   Slot& s = slots_[adv];
   int64_t cur = s.committed.load();
   do {
     if (cur + amount.value() > budget_[adv]) return false;
   } while (!s.committed.compare_exchange_weak(cur, cur + amount.value()));
-  const Key128 k = HashKey(key);
   Shard& sh = ShardOf(k);
   std::lock_guard<std::mutex> l(sh.mu);
   ExpireLocked(sh, now_ms, kExpirePerCall);

@@ -33,7 +33,12 @@ class BudgetLedger {
   // deadline is before now_ms: expiry keeps pace with new reservations a few at a time, on the
   // thread that adds them, instead of in bursts that stall a request thread.
   bool TryReserve(size_t adv, const std::string& key, Micros amount, int64_t now_ms,
-                  int64_t deadline_ms);
+                  int64_t deadline_ms) {
+    return TryReserve(adv, HashKey(key), amount, now_ms, deadline_ms);
+  }
+  // The same with the key already hashed (the bid path hashes it once for the ledger and the
+  // bid record).
+  bool TryReserve(size_t adv, Key128 key, Micros amount, int64_t now_ms, int64_t deadline_ms);
   // Releases a reservation (loss notice). False if none is outstanding.
   bool Release(const std::string& key);
   // Books `price` for advertiser adv and drops the key's reservation if any. Returns the
