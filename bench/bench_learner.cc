@@ -3,11 +3,13 @@
 // one sample of a minibatch. Compare with bench/python/dcmab_update.py (same update in Python
 // PyTorch) in the same run: bench/run_learner_bench.sh.
 #include <benchmark/benchmark.h>
+#include <cblas.h>
 #include <torch/torch.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "rtb/core/memory.h"
 #include "rtb/learner/agents.h"
@@ -54,6 +56,31 @@ void BM_DcmabUpdate(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(learner.Update(batches).updates);
 }
 BENCHMARK(BM_DcmabUpdate)->Arg(256)->Arg(32)->Unit(benchmark::kMillisecond);
+
+// The floor under any implementation of that update in fp32: its 12 products with an actor's
+// 300x300 layer 2 (rows = batch x L = 3 clusters), alone, through the same OpenBLAS. Per agent:
+// the target actor's forward at s' (Eq. 9), and the actor's forward, weight gradient and input
+// gradient (Eq. 11). The Python baseline does these and 6 more (target actions per agent).
+void BM_Layer2GemmFloor(benchmark::State& state) {
+  torch::set_num_threads(1);
+  const int rows = static_cast<int>(state.range(0)) * 3, h = 300, agents = 3;
+  std::vector<float> x(static_cast<size_t>(rows * h), 0.5f), w(static_cast<size_t>(h * h), 0.25f);
+  std::vector<float> y(x.size()), gw(w.size());
+  for (auto _ : state) {
+    for (int i = 0; i < agents; ++i) {
+      for (int fwd = 0; fwd < 2; ++fwd) {  // target actor at s', actor at s: y = x W^T
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, h, h, 1.0f, x.data(), h,
+                    w.data(), h, 0.0f, y.data(), h);
+      }
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, h, h, rows, 1.0f, y.data(), h, x.data(),
+                  h, 0.0f, gw.data(), h);  // dW = dY^T X
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, h, h, 1.0f, y.data(), h,
+                  w.data(), h, 0.0f, x.data(), h);  // dX = dY W
+    }
+    benchmark::DoNotOptimize(x.data());
+  }
+}
+BENCHMARK(BM_Layer2GemmFloor)->Arg(256)->Arg(32)->Unit(benchmark::kMillisecond);
 
 void BM_ReplayInsert(benchmark::State& state) {
   const std::string dir = "/tmp/rtb_bench_replay_insert";
