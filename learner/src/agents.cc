@@ -175,15 +175,19 @@ UpdateStats MultiAgentLearner::Update(const std::vector<std::vector<Transition>>
   Maddpg& alg = *m.maddpg;
   if (batches.size() == 1) {
     // One minibatch for every agent: every agent's target actions a'^q once (Eq. 9).
-    const Minibatch mb = alg.Prepare(batches[0]);
+    const Batch b = MakeBatch(batches[0]);
+    const torch::Tensor next_actions = alg.TargetJointActions(b.s2);
+    const torch::Tensor actor_in = alg.ActorInputs(b.s);
     for (int i = 0; i < m.N; ++i) {
-      if (m.spec.learns[static_cast<size_t>(i)]) alg.UpdateAgent(i, mb, &stats);
+      if (m.spec.learns[static_cast<size_t>(i)])
+        alg.UpdateAgent(i, b, next_actions, actor_in, &stats);
     }
   } else {
     // The paper's order: for each agent, its own minibatch, critic, actor, soft update.
     for (int i = 0; i < m.N; ++i) {
       if (!m.spec.learns[static_cast<size_t>(i)]) continue;
-      alg.UpdateAgent(i, alg.Prepare(batches[static_cast<size_t>(i)]), &stats);
+      const Batch b = MakeBatch(batches[static_cast<size_t>(i)]);
+      alg.UpdateAgent(i, b, alg.TargetJointActions(b.s2), alg.ActorInputs(b.s), &stats);
     }
   }
   return stats;

@@ -1,7 +1,5 @@
 #include "nets.h"
 
-#include <cmath>
-
 namespace rtb::learn {
 
 using torch::indexing::Slice;
@@ -68,51 +66,16 @@ void Flatten(torch::nn::Module& m, bool with_grad, FlatParams* flat) {
   }
 }
 
-void ClipAdamSoftUpdate(FlatParams& net, torch::optim::Adam& opt, double max_norm,
-                        FlatParams* target, double tau) {
-  torch::NoGradGuard g;
-  const auto& o = static_cast<const torch::optim::AdamOptions&>(opt.param_groups()[0].options());
-  TORCH_CHECK(o.weight_decay() == 0 && !o.amsgrad(), "ClipAdamSoftUpdate: plain Adam only");
-  TORCH_CHECK(opt.param_groups().size() == 1 && opt.param_groups()[0].params().size() == 1 &&
-                  opt.param_groups()[0].params()[0].is_same(net.data),
-              "ClipAdamSoftUpdate: the optimiser must hold net.data alone");
-  if (opt.state().empty()) {
-    // The first step creates Adam's state (moments and step count): LibTorch's own path.
-    torch::nn::utils::clip_grad_norm_(net.data, max_norm);
-    opt.step();
-    if (target != nullptr) SoftUpdate(target->data, net.data, tau);
-    return;
-  }
-  auto& st = static_cast<torch::optim::AdamParamState&>(*opt.state().begin()->second);
-  const int64_t n = net.data.numel();
-  // clip_grad_norm_: scale by max_norm / (norm + 1e-6) when that is below 1.
-  const double coef = max_norm / (std::sqrt(SumOfSquares(net.grad.data_ptr<float>(), n)) + 1e-6);
-  // Adam (Kingma & Ba, Algorithm 1), in LibTorch's order of operations.
-  st.step(st.step() + 1);
-  const double b1 = std::get<0>(o.betas()), b2 = std::get<1>(o.betas());
-  const double bc1 = 1 - std::pow(b1, static_cast<double>(st.step()));
-  const double bc2 = 1 - std::pow(b2, static_cast<double>(st.step()));
-  AdamStep c;
-  c.scale = coef < 1.0 ? static_cast<float>(coef) : 1.0f;
-  c.beta1 = static_cast<float>(b1);
-  c.beta2 = static_cast<float>(b2);
-  c.one_minus_beta1 = static_cast<float>(1 - b1);
-  c.one_minus_beta2 = static_cast<float>(1 - b2);
-  c.sqrt_bc2 = static_cast<float>(std::sqrt(bc2));
-  c.eps = static_cast<float>(o.eps());
-  c.step_size = static_cast<float>(o.lr() / bc1);
-  c.keep = static_cast<float>(1.0 - tau);
-  c.move = static_cast<float>(tau);
-  AdamSoftUpdate(c, n, net.grad.data_ptr<float>(), net.data.data_ptr<float>(),
-                 st.exp_avg().data_ptr<float>(), st.exp_avg_sq().data_ptr<float>(),
-                 target != nullptr ? target->data.data_ptr<float>() : nullptr);
-}
-
 void HardUpdate(torch::nn::Module& target, const torch::nn::Module& source) {
   torch::NoGradGuard g;
   auto tp = target.parameters();
   auto sp = source.parameters();
   for (size_t k = 0; k < tp.size(); ++k) tp[k].copy_(sp[k]);
+}
+
+torch::Tensor CriticTarget(const torch::Tensor& r, const torch::Tensor& done,
+                           const torch::Tensor& q_next, double gamma) {
+  return r + gamma * (1.0 - done) * q_next;
 }
 
 namespace {
@@ -152,30 +115,10 @@ torch::Tensor ActorInputs(const torch::Tensor& s, int N, int L) {
   return in.reshape({B * L, G + W});
 }
 
-namespace {
-int CriticStateIn(const AlgoSpec& spec, const Normalizer& n) {
-  return n.StateDim() + (spec.critic_sees_d ? n.agents * n.clusters : 0);
-}
-int CriticActIn(const AlgoSpec& spec, const Normalizer& n) {
-  return spec.joint_actions ? n.agents * n.clusters : n.clusters;
-}
-const float* Floats(const torch::Tensor& t) {
-  TORCH_CHECK(t.is_contiguous() && t.scalar_type() == torch::kFloat, "expects contiguous float");
-  return t.data_ptr<float>();
-}
-float* Floats(FlatParams& f, bool grad) { return (grad ? f.grad : f.data).data_ptr<float>(); }
-}  // namespace
-
 Maddpg::Maddpg(const AlgoSpec& s, const HyperParams& h, const Normalizer& n)
-    : spec(s),
-      hp(h),
-      norm(n),
-      N(n.agents),
-      L(n.clusters),
-      actor_kernel_(n.ActorInputDim(), h.actor_hidden, 0),
-      critic_kernel_(CriticStateIn(s, n), h.critic_hidden, CriticActIn(s, n)) {
-  const int state_in = CriticStateIn(spec, norm);
-  const int act_in = CriticActIn(spec, norm);
+    : spec(s), hp(h), norm(n), N(n.agents), L(n.clusters) {
+  const int state_in = norm.StateDim() + (spec.critic_sees_d ? N * L : 0);
+  const int act_in = spec.joint_actions ? N * L : L;
   for (int i = 0; i < N; ++i) {
     actors.emplace_back(norm.ActorInputDim(), hp.actor_hidden);
     actor_targets.emplace_back(norm.ActorInputDim(), hp.actor_hidden);
@@ -213,134 +156,77 @@ torch::Tensor Maddpg::ActorActions(int i, const torch::Tensor& actor_in, bool ta
 }
 
 torch::Tensor Maddpg::TargetJointActions(const torch::Tensor& s2) {
-  const int B = static_cast<int>(s2.size(0));
+  torch::NoGradGuard g;
   const torch::Tensor in = ActorInputs(s2);
-  torch::Tensor joint = torch::zeros({B, N * L}, torch::kFloat);
-  float* out = joint.data_ptr<float>();
-  u_.resize(static_cast<size_t>(B * L));
+  std::vector<torch::Tensor> parts;
   for (int o = 0; o < N; ++o) {
-    const size_t k = static_cast<size_t>(o);
-    if (!spec.learns[k]) continue;
-    FlatParams& net = spec.use_targets ? actor_target_flat[k] : actor_flat[k];
-    actor_kernel_.Forward(Floats(net, false), Floats(in), nullptr, B * L, u_.data());
-    for (int b = 0; b < B; ++b) {
-      for (int j = 0; j < L; ++j) out[b * N * L + o * L + j] = std::tanh(u_[b * L + j]);
-    }
+    parts.push_back(spec.learns[static_cast<size_t>(o)] ? ActorActions(o, in, spec.use_targets)
+                                                        : torch::zeros({s2.size(0), L}));
   }
-  return joint;
+  return torch::cat(parts, 1);
 }
 
 torch::Tensor Maddpg::CriticState(const torch::Tensor& s, const torch::Tensor& d) const {
   return spec.critic_sees_d ? torch::cat({s, d}, 1) : s;
 }
 
-Minibatch Maddpg::Prepare(const std::vector<Transition>& ts) {
-  Minibatch mb;
-  mb.b = MakeBatch(ts);
-  mb.actor_in = ActorInputs(mb.b.s);
-  mb.next_actions = TargetJointActions(mb.b.s2);
-  mb.cs = CriticState(mb.b.s, mb.b.d).contiguous();
-  mb.cs2 = CriticState(mb.b.s2, mb.b.d2).contiguous();
-  return mb;
+torch::Tensor Maddpg::CriticActions(const torch::Tensor& joint, int i) const {
+  return spec.joint_actions ? joint : joint.index({Slice(), Slice(i * L, (i + 1) * L)});
 }
 
-const float* Maddpg::CriticActions(const float* joint, int rows, int i,
-                                   std::vector<float>* scratch) {
-  if (spec.joint_actions) return joint;
-  scratch->resize(static_cast<size_t>(rows * L));
-  for (int b = 0; b < rows; ++b) {
-    std::copy(joint + b * N * L + i * L, joint + b * N * L + (i + 1) * L, scratch->data() + b * L);
-  }
-  return scratch->data();
+torch::Tensor Maddpg::ActorLoss(int i, const Batch& b, const torch::Tensor& actor_in) {
+  // Agent i's own L actions come from its actor; the other agents keep their sampled actions.
+  const torch::Tensor pre = actors[static_cast<size_t>(i)]->preact(actor_in).reshape({-1, L});
+  const torch::Tensor own = torch::tanh(pre);
+  std::vector<torch::Tensor> parts;
+  if (i > 0) parts.push_back(b.a.index({Slice(), Slice(0, i * L)}));
+  parts.push_back(own);
+  if (i + 1 < N) parts.push_back(b.a.index({Slice(), Slice((i + 1) * L, N * L)}));
+  const torch::Tensor joint = torch::cat(parts, 1);
+  Critic& q = critics[static_cast<size_t>(i)];
+  const torch::Tensor loss = -q->forward(CriticState(b.s, b.d), CriticActions(joint, i)).mean();
+  // Deviation (hyper.actor_preact_reg): a small penalty on the pre-tanh output keeps the actor
+  // out of tanh saturation, where its gradient vanishes and a = +-1 could never be left.
+  return hp.actor_preact_reg > 0 ? loss + hp.actor_preact_reg * pre.pow(2).mean() : loss;
 }
 
-double Maddpg::CriticGradient(int i, const Minibatch& mb, const std::vector<float>& y) {
-  FlatParams& net = critic_flat[static_cast<size_t>(i)];
-  const int B = static_cast<int>(mb.b.s.size(0));
-  q_.resize(static_cast<size_t>(B));
-  d_q_.resize(static_cast<size_t>(B));
-  const float* acts = CriticActions(Floats(mb.b.a), B, i, &acts_);
-  critic_kernel_.Forward(Floats(net, false), Floats(mb.cs), acts, B, q_.data());
-  double loss = 0;
-  for (int b = 0; b < B; ++b) {
-    const float e = q_[b] - y[b];
-    loss += static_cast<double>(e) * e;
-    d_q_[b] = 2.0f * e / static_cast<float>(B);  // dL/dQ of the mean square
-  }
-  critic_kernel_.Backward(Floats(net, false), Floats(mb.cs), B, d_q_.data(), Floats(net, true),
-                          nullptr);
-  return loss / B;
-}
-
-double Maddpg::ActorGradient(int i, const Minibatch& mb) {
-  FlatParams& actor = actor_flat[static_cast<size_t>(i)];
-  FlatParams& critic = critic_flat[static_cast<size_t>(i)];
-  const int B = static_cast<int>(mb.b.s.size(0)), R = B * L;
-  // Agent i's own L actions come from its actor, tanh(u); the other agents keep their sampled
-  // actions.
-  u_.resize(static_cast<size_t>(R));
-  actor_kernel_.Forward(Floats(actor, false), Floats(mb.actor_in), nullptr, R, u_.data());
-  const float* a = Floats(mb.b.a);
-  joint_.assign(a, a + B * N * L);
-  for (int b = 0; b < B; ++b) {
-    for (int j = 0; j < L; ++j) joint_[b * N * L + i * L + j] = std::tanh(u_[b * L + j]);
-  }
-  const float* acts = CriticActions(joint_.data(), B, i, &acts_);
-  q_.resize(static_cast<size_t>(B));
-  critic_kernel_.Forward(Floats(critic, false), Floats(mb.cs), acts, B, q_.data());
-  // Loss -mean_b Q: dL/dQ = -1/B; back through the critic to its action inputs only.
-  double loss = 0;
-  for (int b = 0; b < B; ++b) loss -= q_[b];
-  loss /= B;
-  d_q_.assign(static_cast<size_t>(B), -1.0f / static_cast<float>(B));
-  const int A = CriticActIn(spec, norm), own = spec.joint_actions ? i * L : 0;
-  d_acts_.resize(static_cast<size_t>(B * A));
-  critic_kernel_.Backward(Floats(critic, false), Floats(mb.cs), B, d_q_.data(), nullptr,
-                          d_acts_.data());
-  // Through tanh into u; plus the deviation (hyper.actor_preact_reg): a small penalty
-  // reg * mean(u^2) keeps the actor out of tanh saturation, where its gradient vanishes and
-  // a = +-1 could never be left.
-  const float reg = static_cast<float>(hp.actor_preact_reg);
-  d_u_.resize(static_cast<size_t>(R));
-  double penalty = 0;
-  for (int b = 0; b < B; ++b) {
-    for (int j = 0; j < L; ++j) {
-      const float u = u_[b * L + j], t = std::tanh(u);
-      d_u_[b * L + j] = d_acts_[b * A + own + j] * (1.0f - t * t) + reg * 2.0f * u / R;
-      penalty += static_cast<double>(u) * u;
-    }
-  }
-  actor_kernel_.Backward(Floats(actor, false), Floats(mb.actor_in), R, d_u_.data(),
-                         Floats(actor, true), nullptr);
-  return reg > 0 ? loss + reg * penalty / R : loss;
-}
-
-void Maddpg::UpdateAgent(int i, const Minibatch& mb, UpdateStats* stats) {
+void Maddpg::UpdateAgent(int i, const Batch& b, const torch::Tensor& next_actions,
+                         const torch::Tensor& actor_in, UpdateStats* stats) {
   const size_t k = static_cast<size_t>(i);
-  const int B = static_cast<int>(mb.b.s.size(0));
-  const float* r = Floats(mb.b.r);
-  const float* done = Floats(mb.b.done);
+  const torch::Tensor r_i = b.r.index({Slice(), Slice(i, i + 1)});
 
   // Critic. Eq. (9): y = r_i + gamma * Q'_i(s', a'_1..a'_N, d'), y = r_i at the last step.
-  y_.assign(static_cast<size_t>(B), 0.0f);
-  if (spec.gamma > 0) {
-    FlatParams& q_target = spec.use_targets ? critic_target_flat[k] : critic_flat[k];
-    const float* next = CriticActions(Floats(mb.next_actions), B, i, &acts_);
-    critic_kernel_.Forward(Floats(q_target, false), Floats(mb.cs2), next, B, y_.data());
+  torch::Tensor y;
+  {
+    torch::NoGradGuard g;
+    Critic& q_target = spec.use_targets ? critic_targets[k] : critics[k];
+    const torch::Tensor q_next =
+        spec.gamma > 0 ? q_target->forward(CriticState(b.s2, b.d2), CriticActions(next_actions, i))
+                       : torch::zeros_like(r_i);
+    y = CriticTarget(r_i, b.done, q_next, spec.gamma);
   }
-  for (int b = 0; b < B; ++b) y_[b] = CriticTarget(r[b * N + i], done[b], y_[b], spec.gamma);
-  // Eq. (10): L(theta_i) = mean (y - Q_i(s, a_1..a_N, d))^2; one Adam step on its gradient.
-  // The soft updates of the targets ride along with each network's optimiser step.
-  const double critic_loss = CriticGradient(i, mb, y_);
-  ClipAdamSoftUpdate(critic_flat[k], *critic_opts[k], hp.grad_clip,
-                     spec.use_targets ? &critic_target_flat[k] : nullptr, hp.tau);
+  // Eq. (10): L(theta_i) = mean (y - Q_i(s, a_1..a_N, d))^2.
+  const torch::Tensor q = critics[k]->forward(CriticState(b.s, b.d), CriticActions(b.a, i));
+  const torch::Tensor critic_loss = torch::mse_loss(q, y);
+  critic_flat[k].grad.zero_();
+  critic_loss.backward();
+  torch::nn::utils::clip_grad_norm_(critic_flat[k].data, hp.grad_clip);
+  critic_opts[k]->step();
 
   // Actor. Eq. (11): ascend Q_i with agent i's actions replaced by mu_i([g, x_j]).
-  const double actor_loss = ActorGradient(i, mb);
-  ClipAdamSoftUpdate(actor_flat[k], *actor_opts[k], hp.grad_clip,
-                     spec.use_targets ? &actor_target_flat[k] : nullptr, hp.tau);
-  stats->critic_loss += critic_loss;
-  stats->actor_loss += actor_loss;
+  const torch::Tensor actor_loss = ActorLoss(i, b, actor_in);
+  actor_flat[k].grad.zero_();
+  actor_loss.backward();
+  torch::nn::utils::clip_grad_norm_(actor_flat[k].data, hp.grad_clip);
+  actor_opts[k]->step();
+
+  // Soft update of the targets.
+  if (spec.use_targets) {
+    SoftUpdate(actor_target_flat[k].data, actor_flat[k].data, hp.tau);
+    SoftUpdate(critic_target_flat[k].data, critic_flat[k].data, hp.tau);
+  }
+  stats->critic_loss += critic_loss.item<double>();
+  stats->actor_loss += actor_loss.item<double>();
   stats->updates += 1;
 }
 

@@ -5,7 +5,6 @@
 
 #include <vector>
 
-#include "mlp_kernels.h"
 #include "rtb/learner/agents.h"
 
 namespace rtb::learn {
@@ -44,23 +43,14 @@ struct FlatParams {
                        // single parameter
   torch::Tensor grad;  // [P], data's gradient (undefined for target networks)
 };
-// One optimiser step on a flat network, in one pass over its parameters: the gradient clipped
-// to a global norm of max_norm (as torch::nn::utils::clip_grad_norm_), an Adam step (as
-// torch::optim::Adam::step, on the optimiser's own state, so checkpoints are unchanged), then
-// the soft update of target, if given: theta' <- tau * theta + (1 - tau) * theta'.
-// The optimiser must hold exactly net.data, without weight decay or AMSGrad.
-void ClipAdamSoftUpdate(FlatParams& net, torch::optim::Adam& opt, double max_norm,
-                        FlatParams* target, double tau);
-
 // Makes m's parameters views into flat->data (allocated on first use, reused after), keeping
 // their values; with_grad, their gradients views into flat->grad. Called again after
 // torch::load, which gives the parameters storage of their own.
 void Flatten(torch::nn::Module& m, bool with_grad, FlatParams* flat);
 
-// Eq. (9): y = r + gamma * (1 - done) * Q'(s', a'_1..a'_N, d').
-inline float CriticTarget(float r, float done, float q_next, double gamma) {
-  return static_cast<float>(r + gamma * (1.0 - done) * q_next);
-}
+// Eq. (9): y = r + gamma * (1 - done) * Q'(s', a'_1..a'_N, d'). Shapes [B, 1].
+torch::Tensor CriticTarget(const torch::Tensor& r, const torch::Tensor& done,
+                           const torch::Tensor& q_next, double gamma);
 
 struct Batch {
   torch::Tensor s, d, a, r, s2, d2, done;  // [B, *]; done [B, 1]
@@ -70,20 +60,7 @@ Batch MakeBatch(const std::vector<Transition>& ts);
 // Actor inputs [B*L, 2NL+L+2] for state s [B, Ds]: [g, x_j] for j = 1..L.
 torch::Tensor ActorInputs(const torch::Tensor& s, int N, int L);
 
-// One minibatch, prepared once for every agent that updates on it.
-struct Minibatch {
-  Batch b;
-  torch::Tensor actor_in;      // [B*L, 2NL+L+2]: [g, x_j] of s, the actors' inputs
-  torch::Tensor next_actions;  // [B, N*L]: a'^q = mu'_k(s') for every agent k (Eq. 9)
-  torch::Tensor cs, cs2;       // the critics' state input at s and at s' ([s, d] if it sees d)
-};
-
 // The MADDPG family: bandit, ddpg, dcmab, dcmab-coord, partial.
-//
-// The update's gradients are hand-derived (mlp_kernels.h) rather than taken by autograd: the
-// same arithmetic without LibTorch's per-operation overhead. The networks stay torch modules
-// (acting, export, checkpoints), and their parameters are views into the flat buffers that the
-// kernels read and whose gradients they write.
 class Maddpg {
  public:
   Maddpg(const AlgoSpec& spec, const HyperParams& hp, const Normalizer& norm);
@@ -94,17 +71,12 @@ class Maddpg {
   // a'^q for every agent, computed once per minibatch: [B, N*L]. Non-learning agents: 0.
   torch::Tensor TargetJointActions(const torch::Tensor& s2);
   torch::Tensor CriticState(const torch::Tensor& s, const torch::Tensor& d) const;
-  Minibatch Prepare(const std::vector<Transition>& ts);
-
-  // Eq. (10): writes dL/dtheta_i of L = mean_b (y_b - Q_i(s, a_1..a_N, d))^2 into
-  // critic_flat[i].grad; returns L.
-  double CriticGradient(int i, const Minibatch& mb, const std::vector<float>& y);
-  // Eq. (11): writes the gradient of -mean_b Q_i(s, a_1..mu_i(s)..a_N, d) (plus the pre-tanh
-  // penalty, hyper.actor_preact_reg) with respect to agent i's actor into actor_flat[i].grad;
-  // returns the loss. Nothing else gets a gradient.
-  double ActorGradient(int i, const Minibatch& mb);
+  torch::Tensor CriticActions(const torch::Tensor& joint, int i) const;
+  // Eq. (11): -mean Q_i(s, a_1..mu_i(s)..a_N, d).
+  torch::Tensor ActorLoss(int i, const Batch& b, const torch::Tensor& actor_in);
   // One step of Algorithm 1 for agent i: critic (Eqs. 9, 10), actor (Eq. 11), soft update.
-  void UpdateAgent(int i, const Minibatch& mb, UpdateStats* stats);
+  void UpdateAgent(int i, const Batch& b, const torch::Tensor& next_actions,
+                   const torch::Tensor& actor_in, UpdateStats* stats);
 
   AlgoSpec spec;
   HyperParams hp;
@@ -117,14 +89,6 @@ class Maddpg {
   std::vector<Critic> critics, critic_targets;
   std::vector<FlatParams> actor_flat, actor_target_flat, critic_flat, critic_target_flat;
   std::vector<std::unique_ptr<torch::optim::Adam>> actor_opts, critic_opts;
-
- private:
-  // The columns of a joint action [B, N*L] that agent i's critic sees: all of them (joint
-  // critics) or agent i's own L (a pointer into joint, or into scratch).
-  const float* CriticActions(const float* joint, int rows, int i, std::vector<float>* scratch);
-
-  MlpKernel actor_kernel_, critic_kernel_;
-  std::vector<float> q_, y_, u_, joint_, acts_, d_q_, d_acts_, d_u_;  // reused scratch
 };
 
 }  // namespace rtb::learn
