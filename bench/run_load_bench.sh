@@ -3,7 +3,8 @@
 # prediction, bid formula, budget reservation, response, Kafka logging to the embedded cluster)
 # against the same server answering a fixed 204 without any bid logic (POST /bench/nobid).
 # Prints both peak throughputs (wrk), their ratio, and p50/p99 latency of the full path at half
-# its peak rate (bench/loadgen, paced; ROUNDS runs and their median p99). The two peaks are measured in alternating rounds (bare,
+# its peak rate (bench/loadgen, paced; ROUNDS runs and their median p99), each run next to the
+# bare server paced at the same rate. The two peaks are measured in alternating rounds (bare,
 # full, bare, full, ...) and compared by their medians: on a shared 2-core machine one pair of
 # runs can differ by 15% from the next.
 # Usage: bench/run_load_bench.sh [SECONDS=10] [CONNECTIONS=16] [ROUNDS=5]   (after scripts/build.sh)
@@ -59,13 +60,21 @@ echo "peak, bare server (fixed 204), median of $ROUNDS:        $BARE req/s"
 echo "peak, full bid path + Kafka logging, median of $ROUNDS:  $FULL req/s"
 awk -v f="$FULL" -v b="$BARE" 'BEGIN {printf "ratio full / bare (medians): %.2f\n", f/b}'
 HALF=$(awk -v f="$FULL" 'BEGIN {printf "%d", f/2}')
-echo "full bid path at half its peak ($HALF req/s, paced, $CONNS connections), $ROUNDS runs:"
-P99S=""
+echo "at half the full path's peak ($HALF req/s, paced, $CONNS connections), $ROUNDS rounds;"
+echo "each round also runs the bare server at the same rate: the latency that the machine, the"
+echo "kernel and the load generator (on the same 2 cores) add without any bid logic:"
+P99S="" BP99S=""
+paced() {  # path -> loadgen's summary line
+  "$LOADGEN" --port $PORT --path "$1" --body "$BODY" --connections "$CONNS" --seconds "$SECS" --rate "$HALF" --unique-ids 1
+}
+p99of() { sed -E 's/.* p99 ([0-9.]+) .*/\1/'; }
 for r in $(seq "$ROUNDS"); do
-  line=$("$LOADGEN" --port $PORT --path /openrtb2/bid --body "$BODY" --connections "$CONNS" --seconds "$SECS" --rate "$HALF" --unique-ids 1)
-  echo "  run $r: $line"
-  P99S="$P99S $(echo "$line" | sed -E 's/.* p99 ([0-9.]+) .*/\1/')"
+  bline=$(paced /bench/nobid)
+  line=$(paced /openrtb2/bid)
+  echo "  round $r, bare: $bline"
+  echo "  round $r, full: $line"
+  P99S="$P99S $(echo "$line" | p99of)" BP99S="$BP99S $(echo "$bline" | p99of)"
 done
-echo "p99 at half peak, median of $ROUNDS runs: $(echo $P99S | median) ms (every run above: the load generator shares the 2 cores)"
+echo "p99 at half peak, median of $ROUNDS runs: full bid path $(echo $P99S | median) ms; bare server at the same rate $(echo $BP99S | median) ms"
 curl -s http://127.0.0.1:$PORT/metrics | grep -E '^(rtb_requests_total|rtb_bids_total|rtb_bid_state|rtb_kafka_events\{state="(logged|acked|spilled|dropped)"\})'
 echo "server memory: $(grep VmRSS /proc/$PID/status)"
