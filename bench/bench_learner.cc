@@ -1,7 +1,8 @@
 // One full DCMAB update (every agent: critic Eq. 9-10, actor Eq. 11, soft update) at batch 256
-// and 32, N = L = 3, paper network sizes, one intra-op thread; and one replay-store insert and
-// one sample of a minibatch. Compare with bench/python/dcmab_update.py (same update in Python
-// PyTorch) in the same run: bench/run_learner_bench.sh.
+// and 32, N = L = 3, paper network sizes, one intra-op thread; the update's 12 large matrix
+// products alone (its fp32 floor); and one replay-store insert and one sample of a minibatch.
+// Compare with bench/python/dcmab_update.py (same update in Python PyTorch) in the same run:
+// bench/run_learner_bench.sh.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 #include <torch/torch.h>
