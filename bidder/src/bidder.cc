@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -26,6 +27,17 @@
 namespace rtb::bidder {
 
 namespace {
+
+// The key of one bid's state (its budget reservation and its bid record), as the bid path and
+// the notices for that bid both name it: "<auction id>|<imp id>|<advertiser id>", hashed. Built
+// in a per-thread buffer: no allocation per bid.
+Key128 BidKey(std::string_view auction, std::string_view imp, uint32_t advertiser) {
+  thread_local std::string buf;
+  char adv[16];
+  const auto len = static_cast<size_t>(std::to_chars(adv, adv + sizeof adv, advertiser).ptr - adv);
+  buf.assign(auction).append(1, '|').append(imp).append(1, '|').append(adv, len);
+  return HashKey(buf);
+}
 
 // Budget days: the UTC date of the wall clock, or day n of the simulated clock (ext.sim.t /
 // notice t=, simulation_hooks on), numbered apart: kSimDay + n.
@@ -146,8 +158,7 @@ struct Bidder::Impl {
     if (!inserted) *r = rec;  // the same key again: the latest bid, remembered from now on
     s.fifo.emplace_back(expires, k);
   }
-  bool FindBid(const std::string& key, int64_t* price, int* cluster) {
-    const Key128 k = HashKey(key);
+  bool FindBid(Key128 k, int64_t* price, int* cluster) {
     Shard& s = ShardOf(k);
     std::lock_guard<std::mutex> l(s.mu);
     const BidRecord* r = s.m.Find(k);
@@ -355,8 +366,7 @@ HttpResult Bidder::HandleBid(std::string_view body, int64_t received_us, Request
   for (Candidate c : d.bids) {
     if (per_imp[c.imp_index] >= m.cfg.max_bids_per_imp) continue;
     if (!req->test) {
-      const Key128 key =
-          HashKey(req->id + "|" + req->imps[c.imp_index].id + "|" + std::to_string(c.advertiser));
+      const Key128 key = BidKey(req->id, req->imps[c.imp_index].id, c.advertiser);
       Micros charge((c.price.value() + 999) / 1000);  // one impression at the bid price
       // A bid never risks more than the budget left: it is lowered to what is left (the
       // simulator's rule), so a small budget is spent to the end, not stopped one charge short.
@@ -465,7 +475,7 @@ HttpResult Bidder::HandleNotice(std::string_view target) {
   }
   const size_t k = it->second;
   const int t = static_cast<int>(n->type);
-  const std::string key = n->auction_id + "|" + n->imp_id + "|" + std::to_string(n->advertiser);
+  const Key128 key = BidKey(n->auction_id, n->imp_id, n->advertiser);
   // Once per bid: (type, auction, imp, advertiser). Several seats can win one impression on a
   // multi-slot exchange (the simulated GSP sells 3 slots per request).
   const std::string once = std::string(NoticeTypeName(n->type)) + "/" + n->auction_id + "/" +

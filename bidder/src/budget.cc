@@ -33,8 +33,7 @@ bool BudgetLedger::TryReserve(size_t adv, Key128 k, Micros amount, int64_t now_m
   return true;
 }
 
-bool BudgetLedger::Release(const std::string& key) {
-  const Key128 k = HashKey(key);
+bool BudgetLedger::Release(Key128 k) {
   Shard& sh = ShardOf(k);
   std::lock_guard<std::mutex> l(sh.mu);
   const Reservation* r = sh.open.Find(k);
@@ -45,10 +44,9 @@ bool BudgetLedger::Release(const std::string& key) {
   return true;
 }
 
-Micros BudgetLedger::Settle(size_t adv, const std::string& key, Micros price) {
+Micros BudgetLedger::Settle(size_t adv, Key128 k, Micros price) {
   int64_t reserved = 0;
   {
-    const Key128 k = HashKey(key);
     Shard& sh = ShardOf(k);
     std::lock_guard<std::mutex> l(sh.mu);
     if (const Reservation* r = sh.open.Find(k)) {

@@ -40,10 +40,14 @@ class BudgetLedger {
   // bid record).
   bool TryReserve(size_t adv, Key128 key, Micros amount, int64_t now_ms, int64_t deadline_ms);
   // Releases a reservation (loss notice). False if none is outstanding.
-  bool Release(const std::string& key);
+  bool Release(const std::string& key) { return Release(HashKey(key)); }
+  bool Release(Key128 key);
   // Books `price` for advertiser adv and drops the key's reservation if any. Returns the
   // reserved amount (0 when it had timed out or never existed).
-  Micros Settle(size_t adv, const std::string& key, Micros price);
+  Micros Settle(size_t adv, const std::string& key, Micros price) {
+    return Settle(adv, HashKey(key), price);
+  }
+  Micros Settle(size_t adv, Key128 key, Micros price);
   // Releases reservations whose deadline is before now_ms, at most max_per_shard from each
   // shard (a periodic sweep for when no new reservations come); returns how many.
   int ExpireBefore(int64_t now_ms, int max_per_shard = INT32_MAX);
