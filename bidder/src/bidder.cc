@@ -88,10 +88,12 @@ struct Bidder::Impl {
     int64_t expires_ms;
     int cluster;  // the user's consumer cluster, stamped on the notices' events
   };
-  static constexpr int kShards = 64;
+  // Many shards, so that one shard's doubling stays short (see BudgetLedger::kShards); their
+  // fill limits are staggered (StaggeredMaxLoad), so that they do not double together.
+  static constexpr int kShards = 256;
   struct Shard {
     mutable std::mutex mu;
-    FlatTable<BidRecord> m{1024};                 // GUARDED_BY(mu)
+    FlatTable<BidRecord> m;                       // GUARDED_BY(mu); sized by Create
     std::deque<std::pair<int64_t, Key128>> fifo;  // GUARDED_BY(mu), expiry order
   };
   Shard bid_shards[kShards];
@@ -198,6 +200,9 @@ DecodeLimits Bidder::decode_limits() const {
 Result<std::unique_ptr<Bidder>> Bidder::Create(const BidderConfig& cfg) {
   auto m = std::make_unique<Impl>();
   m->cfg = cfg;
+  for (int i = 0; i < Impl::kShards; ++i) {
+    m->bid_shards[i].m = FlatTable<Impl::BidRecord>(256, StaggeredMaxLoad(i, Impl::kShards));
+  }
   m->instance = std::to_string(NowUnixMs()) + "-" + std::to_string(::getpid());
   if (!cfg.predictor_path.empty()) {
     RTB_ASSIGN_OR_RETURN(m->predictor, LoadPredictor(cfg.predictor_path));
@@ -241,6 +246,7 @@ Result<std::unique_ptr<Bidder>> Bidder::Create(const BidderConfig& cfg) {
 }
 
 void Bidder::Impl::RunPolicyFeed() {
+  LowerThisThread("rtb-policy", cfg.kafka.thread_nice);
   char errstr[512];
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   rd_kafka_conf_set(conf, "bootstrap.servers", events->bootstrap().c_str(), errstr, sizeof errstr);
@@ -562,8 +568,8 @@ HttpResult Bidder::HandleNotice(std::string_view target) {
 
 // Tick's sweep (every 100 ms) forgets at most this many expired entries per shard: expiry
 // mostly happens a few at a time as bids are added, and a sweep never holds a request thread
-// for long (it handles traffic stopping; 64 shards x 512 x 10 ticks/s = 327K bids/s).
-constexpr int kSweepPerShard = 512;
+// for long (it handles traffic stopping; 256 shards x 128 x 10 ticks/s = 327K bids/s).
+constexpr int kSweepPerShard = 128;
 
 void Bidder::Tick() {
   Impl& m = *impl_;

@@ -4,6 +4,9 @@ namespace rtb::bidder {
 
 BudgetLedger::BudgetLedger(std::vector<Micros> budgets, std::vector<Micros> spent)
     : slots_(new Slot[budgets.size()]) {
+  for (int i = 0; i < kShards; ++i) {
+    shards_[i].open = FlatTable<Reservation>(kShardInitialSize, StaggeredMaxLoad(i, kShards));
+  }
   for (size_t k = 0; k < budgets.size(); ++k) {
     budget_.push_back(budgets[k].value());
     const int64_t s = k < spent.size() ? spent[k].value() : 0;

@@ -2,6 +2,7 @@
 
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -133,12 +134,7 @@ void DeliveryReport(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
 // kafka.thread_nice: every thread librdkafka starts for a client (main, broker, and the mock
 // cluster's) lowers its own priority; on Linux a nice value applies per thread.
 rd_kafka_resp_err_t OnThreadStart(rd_kafka_t*, rd_kafka_thread_type_t, const char*, void* opaque) {
-  const int nice = static_cast<int>(reinterpret_cast<intptr_t>(opaque));
-  // SCHED_BATCH: a waking Kafka thread never preempts a running request thread; it runs on an
-  // idle core or at the next scheduler tick. Best effort, like the nice value.
-  sched_param none{};
-  ::sched_setscheduler(0, SCHED_BATCH, &none);
-  ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), nice);
+  LowerThisThread(nullptr, static_cast<int>(reinterpret_cast<intptr_t>(opaque)));
   return RD_KAFKA_RESP_ERR_NO_ERROR;
 }
 
@@ -156,6 +152,16 @@ bool Set(rd_kafka_conf_t* conf, const char* k, const std::string& v, std::string
 }
 
 }  // namespace
+
+void LowerThisThread(const char* name, int nice) {
+  if (name != nullptr) ::pthread_setname_np(::pthread_self(), name);
+  if (nice <= 0) return;
+  // SCHED_BATCH: a waking Kafka thread never preempts a running request thread; it runs on an
+  // idle core or at the next scheduler tick. Best effort, like the nice value.
+  sched_param none{};
+  ::sched_setscheduler(0, SCHED_BATCH, &none);
+  ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), nice);
+}
 
 void LowerThreadPriority(rd_kafka_conf_t* conf, int nice) {
   if (nice <= 0) return;
@@ -215,6 +221,9 @@ Result<std::unique_ptr<EventLog>> EventLog::Open(const KafkaConfig& cfg) {
   }
   Impl* raw = impl.get();
   impl->poller = std::thread([raw] {
+    // Delivery reports come in bursts (a batch of events per broker per linger); served at
+    // the Kafka threads' priority, a burst never holds a core that a request thread wants.
+    LowerThisThread("rtb-kafka-dr", raw->cfg.thread_nice);
     int ticks = 0;
     while (!raw->stop.load()) {
       rd_kafka_poll(raw->producer, 100);  // serves delivery reports

@@ -206,6 +206,8 @@ Result<int> Server::Start() {
   }
   for (size_t t = 0; t < m.iocs.size(); ++t) {
     m.threads.emplace_back([&ioc = m.iocs[t]] { ioc->run(); });
+    const std::string name = "rtb-io-" + std::to_string(t);  // top -H, perf sched
+    ::pthread_setname_np(m.threads.back().native_handle(), name.c_str());
     if (m.bidder.config().pin_threads && cpus.size() > 1) {
       cpu_set_t one;
       CPU_ZERO(&one);

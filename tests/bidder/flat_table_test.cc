@@ -60,6 +60,29 @@ TEST(FlatTable, MatchesAReferenceMapUnderRandomInsertsFindsAndErases) {
   }
 }
 
+TEST(FlatTable, DoublesAtItsOwnFillLimit) {
+  // Shards get limits from 1/2 to 3/4 (StaggeredMaxLoad), so they do not double together.
+  EXPECT_DOUBLE_EQ(StaggeredMaxLoad(0, 256), 0.5);
+  EXPECT_DOUBLE_EQ(StaggeredMaxLoad(255, 256), 0.75);
+  EXPECT_LT(StaggeredMaxLoad(100, 256), StaggeredMaxLoad(101, 256));
+  for (const double load : {0.5, 0.6, 0.75}) {
+    FlatTable<Val> t(0, load);
+    const size_t c = t.capacity();
+    const auto limit = static_cast<int>(static_cast<double>(c) * load);
+    for (int i = 0; i < limit; ++i)
+      ASSERT_TRUE(t.Emplace(HashKey(std::to_string(i)), {i, i}).second);
+    EXPECT_EQ(t.capacity(), c) << load;  // full up to the limit: no doubling yet
+    ASSERT_TRUE(t.Emplace(HashKey("one more"), {0, 0}).second);
+    EXPECT_EQ(t.capacity(), 2 * c) << load;
+  }
+  // Limits outside 1/2..3/4 are clamped to it.
+  FlatTable<Val> dense(0, 0.99);
+  const size_t c = dense.capacity();
+  for (int i = 0; i <= static_cast<int>(static_cast<double>(c) * 0.75); ++i)
+    ASSERT_TRUE(dense.Emplace(HashKey(std::to_string(i)), {i, i}).second);
+  EXPECT_EQ(dense.capacity(), 2 * c);
+}
+
 TEST(FlatTable, GrowsPastItsInitialSizeAndKeepsEveryEntry) {
   FlatTable<Val> t(100);
   const size_t first = t.capacity();

@@ -164,24 +164,25 @@ TEST(Budget, ExpiryReleasesAndLateBillingStillBooks) {
 }
 
 TEST(Budget, NewReservationsReleaseExpiredOnesAFewAtATime) {
-  BudgetLedger ledger({Micros(1'000'000)}, {});
-  for (int k = 0; k < 3000; ++k) {
+  BudgetLedger ledger({Micros(1'000'000'000)}, {});
+  const int olds = 47 * BudgetLedger::kShards, news = 94 * BudgetLedger::kShards;
+  for (int k = 0; k < olds; ++k) {
     ASSERT_TRUE(ledger.TryReserve(0, "old" + std::to_string(k), Micros(100), 0, 10));
   }
   // Before their deadline nothing is released, by a sweep or by new reservations.
   EXPECT_EQ(ledger.ExpireBefore(10), 0);
   ASSERT_TRUE(ledger.TryReserve(0, "early", Micros(1), 10, 100));
-  EXPECT_EQ(ledger.outstanding(), 3001);
+  EXPECT_EQ(ledger.outstanding(), olds + 1);
   // A capped sweep releases at most its cap from each shard (~47 old ones in each).
   EXPECT_EQ(ledger.ExpireBefore(11, 5), 5 * BudgetLedger::kShards);
-  EXPECT_EQ(ledger.outstanding(), 3001 - 5 * BudgetLedger::kShards);
-  // Each new reservation releases up to kExpirePerCall expired ones of its shard: 6000 of them
-  // (~94 per shard) release all the old ones and nothing else.
-  for (int k = 0; k < 6000; ++k) {
+  EXPECT_EQ(ledger.outstanding(), olds + 1 - 5 * BudgetLedger::kShards);
+  // Each new reservation releases up to kExpirePerCall expired ones of its shard: ~94 new ones
+  // per shard release all the old ones and nothing else.
+  for (int k = 0; k < news; ++k) {
     ASSERT_TRUE(ledger.TryReserve(0, "new" + std::to_string(k), Micros(1), 11, 100));
   }
-  EXPECT_EQ(ledger.outstanding(), 6001);
-  EXPECT_EQ(ledger.reserved(0).value(), 6001);
+  EXPECT_EQ(ledger.outstanding(), news + 1);
+  EXPECT_EQ(ledger.reserved(0).value(), news + 1);
   EXPECT_EQ(ledger.Reserved("early").value(), 1);
   EXPECT_EQ(ledger.Reserved("old7").value(), 0);
 }

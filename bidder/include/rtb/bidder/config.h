@@ -47,8 +47,9 @@ struct KafkaConfig {
   std::string compression = "lz4";          // batch compression: none | gzip | snappy | lz4 | zstd
   std::string spill_path = "out/bidder/spill.jsonl";  // local spill file, replayed later
   int flush_timeout_ms = 5000;  // on shutdown: wait this long, then spill the rest
-  // Nice value (0..19) of librdkafka's threads (producer, policy consumer, embedded brokers),
-  // which also run with SCHED_BATCH: their batching and compression then never preempt a
+  // Nice value (0..19) of librdkafka's threads (producer, policy consumer, embedded brokers)
+  // and of the bidder's own Kafka threads (delivery reports, policy feed), which also run with
+  // SCHED_BATCH: their batching and compression then never preempt a
   // request thread, which keeps bid p99 latency flat (bench/run_load_bench.sh). 0 = leave them
   // at the request threads' priority and policy.
   int thread_nice = 10;

@@ -31,6 +31,9 @@ namespace rtb::bidder {
 // Makes every thread of the client created from conf run with SCHED_BATCH at nice value `nice`
 // (kafka.thread_nice); 0 leaves them alone.
 void LowerThreadPriority(rd_kafka_conf_s* conf, int nice);
+// The same for the calling thread, named `name` (at most 15 characters; shown by top -H, perf):
+// the bidder's own Kafka threads (delivery reports, the policy feed). Best effort.
+void LowerThisThread(const char* name, int nice);
 
 struct EventLogStats {
   uint64_t logged = 0;         // Log() calls

@@ -4,11 +4,13 @@
 // the expiry queue's copy of the key) and a rehash of a whole shard, node by node, on the bid
 // path at every doubling. This table stores a 128-bit hash of the key instead of the key, in
 // one flat array with linear probing: no allocation per entry, a slot of the key plus the value
-// (40 bytes for the bidder's), at most 62.5% full, and a doubling only moves plain slots.
+// (40 bytes for the bidder's), at most 50-75% full (per shard, see StaggeredMaxLoad), and a
+// doubling only moves plain slots.
 //
 // Not thread-safe: callers shard and lock (BudgetLedger, Bidder).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -25,11 +27,23 @@ struct Key128 {
 };
 Key128 HashKey(std::string_view key);  // never {0, 0} (the empty slot)
 
+// The largest fill, between 1/2 and 3/4, of shard `shard` of `shards`. A sharded table whose
+// keys spread evenly fills its shards at the same pace: with one fill limit for all, every shard
+// doubles within the same fraction of a second, and those doublings (each a copy of the shard
+// on the request thread that crosses the limit) add up to a stall of many milliseconds. Spread
+// limits spread the doublings over a traffic ramp of 1.5x.
+inline double StaggeredMaxLoad(int shard, int shards) {
+  return shards <= 1 ? 0.625 : 0.5 + 0.25 * shard / (shards - 1);
+}
+
 template <typename V>
 class FlatTable {
  public:
-  // Room for `expected` entries before the first doubling.
-  explicit FlatTable(size_t expected = 0) : min_capacity_(CapacityFor(expected)) {
+  // Room for `expected` entries before the first doubling; doubles once more than max_load
+  // (0.5..0.75, clamped) of the slots would be full.
+  explicit FlatTable(size_t expected = 0, double max_load = 0.625)
+      : load_num_(static_cast<size_t>(kLoadDen * std::clamp(max_load, 0.5, 0.75))),
+        min_capacity_(CapacityFor(expected)) {
     Rehash(min_capacity_);
   }
 
@@ -45,7 +59,7 @@ class FlatTable {
   }
   // Inserts (k, v) unless k is present; returns the entry and whether it was inserted.
   std::pair<V*, bool> Emplace(Key128 k, const V& v) {
-    if ((size_ + 1) * kMaxLoadDen > slots_.size() * kMaxLoadNum) Rehash(2 * slots_.size());
+    if ((size_ + 1) * kLoadDen > slots_.size() * load_num_) Rehash(2 * slots_.size());
     for (size_t i = Home(k);; i = (i + 1) & mask_) {
       Slot& s = slots_[i];
       if (s.k == k) return {&s.v, false};
@@ -86,12 +100,12 @@ class FlatTable {
     Key128 k;
     V v{};
   };
-  static constexpr size_t kMaxLoadNum = 5, kMaxLoadDen = 8;  // at most 62.5% full
+  static constexpr size_t kLoadDen = 1024;  // the fill limit is load_num_ / kLoadDen
   static bool Empty(const Slot& s) { return s.k.a == 0 && s.k.b == 0; }
   size_t Home(Key128 k) const { return static_cast<size_t>(k.b) & mask_; }
-  static size_t CapacityFor(size_t n) {
+  size_t CapacityFor(size_t n) const {
     size_t c = 16;
-    while (c * kMaxLoadNum < n * kMaxLoadDen) c *= 2;
+    while (c * load_num_ < n * kLoadDen) c *= 2;
     return c;
   }
   void Rehash(size_t capacity) {
@@ -106,6 +120,7 @@ class FlatTable {
     }
   }
 
+  size_t load_num_;
   size_t min_capacity_;
   std::vector<Slot> slots_;
   size_t mask_ = 0;
