@@ -68,13 +68,30 @@ paced() {  # path -> loadgen's summary line
   "$LOADGEN" --port $PORT --path "$1" --body "$BODY" --connections "$CONNS" --seconds "$SECS" --rate "$HALF" --unique-ids 1
 }
 p99of() { sed -E 's/.* p99 ([0-9.]+) .*/\1/'; }
+# The bidder's own handling time (decode to encode, rtb_bid_latency_seconds in /metrics): its
+# histogram before and after a run gives that run's in-process p99 (a bucket's upper bound),
+# apart from the time a request waits for a core, in a socket or in the load generator.
+hist() { curl -s http://127.0.0.1:$PORT/metrics | sed -nE 's/^rtb_bid_latency_seconds_bucket\{le="([^"]+)"\} ([0-9]+)/\1 \2/p'; }
+hist_p99() {  # before after -> "<= X ms"
+  paste <(echo "$1") <(echo "$2") | awk '{le[NR] = $1; d[NR] = $4 - $2} END {
+    for (i = 1; i <= NR; ++i) if (d[i] >= 0.99 * d[NR]) { printf "<= %g ms", le[i] * 1000; exit } }'
+}
+# How busy the machine's cores were (all processes: server, Kafka threads, load generator).
+cpu() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9}' /proc/stat; }
+busy() { echo "$1 $2" | awk '{printf "%.0f%%", 100 * ($3 - $1) / ($4 - $2)}'; }
+INS=""
 for r in $(seq "$ROUNDS"); do
+  c0=$(cpu)
   bline=$(paced /bench/nobid)
+  c1=$(cpu) h0=$(hist)
   line=$(paced /openrtb2/bid)
-  echo "  round $r, bare: $bline"
-  echo "  round $r, full: $line"
-  P99S="$P99S $(echo "$line" | p99of)" BP99S="$BP99S $(echo "$bline" | p99of)"
+  c2=$(cpu) h1=$(hist)
+  in=$(hist_p99 "$h0" "$h1")
+  echo "  round $r, bare: $bline; cores $(busy "$c0" "$c1") busy"
+  echo "  round $r, full: $line; cores $(busy "$c1" "$c2") busy; in-process p99 $in"
+  P99S="$P99S $(echo "$line" | p99of)" BP99S="$BP99S $(echo "$bline" | p99of)" INS="$INS|$in"
 done
 echo "p99 at half peak, median of $ROUNDS runs: full bid path $(echo $P99S | median) ms; bare server at the same rate $(echo $BP99S | median) ms"
+echo "in-process p99 (decode to encode) of the full runs: ${INS#|}"
 curl -s http://127.0.0.1:$PORT/metrics | grep -E '^(rtb_requests_total|rtb_bids_total|rtb_bid_state|rtb_kafka_events\{state="(logged|acked|spilled|dropped)"\})'
 echo "server memory: $(grep VmRSS /proc/$PID/status)"
