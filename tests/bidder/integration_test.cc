@@ -163,19 +163,35 @@ TEST_F(BidderIntegration, KafkaThreadsYieldToRequestThreadsAndIoThreadsArePinned
   BidderConfig cfg = TestConfig(dir_);
   cfg.kafka.thread_nice = 7;
   Start(cfg);
-  int kafka_threads = 0, kafka_niced = 0;
-  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
-    std::ifstream comm(task.path() / "comm");
-    std::string name;
-    std::getline(comm, name);
-    if (name.rfind("rdk:", 0) != 0) continue;
-    const auto f = TaskStat(task.path());
-    ASSERT_GT(f.size(), 38u);
-    ++kafka_threads;
-    if (f[16] == "7" && f[38] == "3") ++kafka_niced;  // 3 = SCHED_BATCH
+  int kafka_threads = 0, kafka_niced = 0, own_niced = 0, io_threads = 0, io_normal = 0;
+  // The bidder's own threads name and lower themselves as they start: wait for them (2 s).
+  for (int tries = 0; tries < 200 && own_niced < 2; ++tries) {
+    if (tries > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    kafka_threads = kafka_niced = own_niced = io_threads = io_normal = 0;
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+      std::ifstream comm(task.path() / "comm");
+      std::string name;
+      std::getline(comm, name);
+      const auto f = TaskStat(task.path());
+      if (f.size() <= 38) continue;                     // a thread that just ended
+      const bool niced = f[16] == "7" && f[38] == "3";  // 3 = SCHED_BATCH
+      if (name.rfind("rdk:", 0) == 0) {
+        ++kafka_threads;
+        kafka_niced += niced;
+      }
+      // The bidder's own Kafka threads: delivery reports and the policy feed.
+      if (name == "rtb-kafka-dr" || name == "rtb-policy") own_niced += niced;
+      if (name.rfind("rtb-io-", 0) == 0) {
+        ++io_threads;
+        io_normal += f[16] == "0" && f[38] == "0";
+      }
+    }
   }
   EXPECT_GT(kafka_threads, 3);  // mock cluster, its host, the producer (+ policy consumer)
   EXPECT_EQ(kafka_niced, kafka_threads);
+  EXPECT_EQ(own_niced, 2);
+  EXPECT_EQ(io_threads, cfg.threads);
+  EXPECT_EQ(io_normal, cfg.threads);  // request threads keep the default priority
   // The two I/O threads: with 2+ usable CPUs each is pinned to one, different, CPU.
   cpu_set_t allowed;
   ASSERT_EQ(sched_getaffinity(0, sizeof allowed, &allowed), 0);
