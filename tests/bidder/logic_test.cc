@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "rtb/bidder/bid_logic.h"
+#include "rtb/bidder/bidder.h"
 #include "rtb/bidder/budget.h"
 #include "rtb/bidder/config.h"
 #include "rtb/bidder/notice.h"
@@ -266,6 +267,40 @@ TEST(BidderConfig, DefaultLoadsAndThreadSettingsAreChecked) {
   auto unknown = LoadDefaultWith("pin_threads: true", "pin_thread: true");
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.status().message().find("pin_thread"), std::string::npos);
+}
+
+TEST(BidderConfig, ExpectedBidRateIsCheckedAndSizesTheBidRecordTables) {
+  auto def = LoadDefaultWith("", "");
+  ASSERT_TRUE(def.ok()) << def.status().message();
+  EXPECT_EQ(def->expected_bids_per_second, 0);
+  for (const char* bad : {"expected_bids_per_second: -1", "expected_bids_per_second: 100000000"}) {
+    auto b = LoadDefaultWith("expected_bids_per_second: 0", bad);  // x 60 s: over 2^32 bids
+    ASSERT_FALSE(b.ok()) << bad;
+    EXPECT_NE(b.status().message().find("expected_bids_per_second"), std::string::npos)
+        << b.status().message();
+  }
+  // Sized at start: slots for 200K bids/s over a 1 s TTL at the fullest shard limit (3/4), and
+  // none of that without the setting.
+  auto slots = [](int rate) -> int64_t {
+    auto cfg = LoadDefaultWith("expected_bids_per_second: 0",
+                               "expected_bids_per_second: " + std::to_string(rate));
+    EXPECT_TRUE(cfg.ok());
+    cfg->bid_record_ttl_ms = 1000;
+    cfg->state_path = ::testing::TempDir() + "/bidder_presize_" + std::to_string(rate);
+    std::filesystem::remove_all(cfg->state_path);
+    auto b = Bidder::Create(*cfg);
+    EXPECT_TRUE(b.ok()) << b.status().message();
+    const std::string m = (*b)->Metrics().body;
+    const std::string key = "rtb_bid_state{kind=\"bid_record_slots\"} ";
+    const size_t at = m.find(key);
+    EXPECT_NE(at, std::string::npos) << m;
+    (*b)->Shutdown();
+    std::filesystem::remove_all(cfg->state_path);
+    return std::stoll(m.substr(at + key.size()));
+  };
+  const int64_t presized = slots(200000), small = slots(0);
+  EXPECT_GE(presized * 3, int64_t{200000} * 4);
+  EXPECT_LT(small * 3, int64_t{200000} * 4);
 }
 
 }  // namespace

@@ -74,11 +74,16 @@ struct BidderConfig {
   int reservation_timeout_ms = 10000;  // a reservation not settled by then is released
   int bid_record_ttl_ms = 60000;       // bids are remembered this long to check notice prices; a
                                        // later billing is booked, flagged "unverified"
-  int policy_max_age_s = 7200;         // an older action table falls back to manual bids
-  std::string policy_path;             // action table file loaded at start (may be empty)
-  std::string clusters_path;           // user id -> consumer cluster file (may be empty)
-  int default_cluster = 0;             // cluster of a user not in the map (0 = lowest revenue)
-  std::string predictor_path;          // predictor model file (empty: built-in defaults)
+  // Sizes the bid-record tables at start for this many bids per second over bid_record_ttl_ms
+  // (about 64 bytes of memory per bid remembered), so a bidder restarted under full traffic
+  // does not grow them, and fault their memory in, on its request threads. 0 = start small
+  // and grow as traffic comes. Beyond this rate the tables still grow.
+  int expected_bids_per_second = 0;
+  int policy_max_age_s = 7200;  // an older action table falls back to manual bids
+  std::string policy_path;      // action table file loaded at start (may be empty)
+  std::string clusters_path;    // user id -> consumer cluster file (may be empty)
+  int default_cluster = 0;      // cluster of a user not in the map (0 = lowest revenue)
+  std::string predictor_path;   // predictor model file (empty: built-in defaults)
   std::string state_path = "out/bidder/state";  // RocksDB: spend and notice dedupe
   bool bench_endpoints = false;                 // POST /bench/nobid answers 204 with no bid logic
   bool simulation_hooks = false;  // trust ext.sim (candidates, pCTR/pCVR, simulated clock) and
