@@ -45,6 +45,15 @@ LUA
 peak() {  # path -> requests/s
   BODY="$BODY" wrk -t1 -c"$CONNS" -d"${SECS}s" -s "$T/post.lua" "http://127.0.0.1:$PORT$1" | awk '/Requests\/sec/ {print $2}'
 }
+# The host's own steadiness: five runs of a fixed CPU loop, at the start and at the end. On a
+# shared virtual machine they can differ by 3x from one second to the next (another tenant's
+# load), and every latency figure below moves with them.
+hostcheck() {
+  local TIMEFORMAT=%R
+  for _ in 1 2 3 4 5; do { time awk 'BEGIN {for (i = 0; i < 2e7; ++i) s += i}'; } 2>&1; done |
+    sort -g | awk '{v[NR] = $1} END {printf "host check (a fixed CPU loop, 5 runs): fastest %.2f s, slowest %.2f s\n", v[1], v[NR]}'
+}
+hostcheck
 curl -s -X POST --data-binary @"$BODY" http://127.0.0.1:$PORT/openrtb2/bid -o /dev/null -w "warm-up: HTTP %{http_code}\n"
 median() { tr ' ' '\n' | sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 BARES="" FULLS=""
@@ -95,3 +104,4 @@ echo "p99 at half peak, median of $ROUNDS runs: full bid path $(echo $P99S | med
 echo "in-process p99 (decode to encode) of the full runs: ${INS#|}"
 curl -s http://127.0.0.1:$PORT/metrics | grep -E '^(rtb_requests_total|rtb_bids_total|rtb_bid_state|rtb_kafka_events\{state="(logged|acked|spilled|dropped)"\})'
 echo "server memory: $(grep VmRSS /proc/$PID/status)"
+hostcheck
