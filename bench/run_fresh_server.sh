@@ -11,19 +11,8 @@ cd "$(dirname "$0")/.."
 RUNS=${1:-7}
 RATE=${2:-23000}
 EXPECTED=${3:-0}
-RTB=build/release/rtb
-T=$(mktemp -d)
-PORT=$((20000 + RANDOM % 20000))
-sed -e "s#^state_path: .*#state_path: $T/state#" -e "s#^  spill_path: .*#  spill_path: $T/spill.jsonl#" \
-    -e "s#daily_budget: .*#daily_budget: 1000000000.0#" \
-    -e "s#^expected_bids_per_second: .*#expected_bids_per_second: $EXPECTED#" \
-    configs/bidder/default.yaml >"$T/fresh.yaml"
-"$RTB" serve --config "$T/fresh.yaml" --listen 127.0.0.1:$PORT >"$T/log" 2>&1 &
-PID=$!
-trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf "$T"' EXIT
-for _ in $(seq 50); do curl -sf http://127.0.0.1:$PORT/healthz >/dev/null && break; sleep 0.1; done
-BODY=../shared/fixtures/openrtb/2.6/bid-request-simple-banner.json
-[[ -f $BODY ]] || BODY=tests/fuzz/corpus/openrtb/bid-request-simple-banner.json
+source bench/bench_server.sh
+start_bench_server -e "s#^expected_bids_per_second: .*#expected_bids_per_second: $EXPECTED#"
 echo "fresh server, expected_bids_per_second $EXPECTED, RSS at start $(grep VmRSS /proc/$PID/status | awk '{print int($2 / 1024)}') MB"
 faults() {  # thread group -> minor page faults so far
   for t in /proc/$PID/task/*; do echo "$(tr -d ' ' <"$t/comm") $(awk '{print $10}' "$t/stat")"; done |

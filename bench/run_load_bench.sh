@@ -13,20 +13,9 @@ cd "$(dirname "$0")/.."
 SECS=${1:-10}
 CONNS=${2:-16}
 ROUNDS=${3:-5}
-RTB=build/release/rtb
 LOADGEN=build/release/bench/loadgen
-T=$(mktemp -d)
-PORT=$((20000 + RANDOM % 20000))
-# Bench config: the default campaigns with budgets that a benchmark cannot exhaust.
-sed -e "s#^state_path: .*#state_path: $T/state#" -e "s#^  spill_path: .*#  spill_path: $T/spill.jsonl#" \
-    -e "s#^bench_endpoints: .*#bench_endpoints: true#" -e "s#daily_budget: .*#daily_budget: 1000000000.0#" \
-    configs/bidder/default.yaml >"$T/bench.yaml"
-"$RTB" serve --config "$T/bench.yaml" --listen 127.0.0.1:$PORT >"$T/log" 2>&1 &
-PID=$!
-trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf "$T"' EXIT
-for _ in $(seq 50); do curl -sf http://127.0.0.1:$PORT/healthz >/dev/null && break; sleep 0.1; done
-BODY=../shared/fixtures/openrtb/2.6/bid-request-simple-banner.json
-[[ -f $BODY ]] || BODY=tests/fuzz/corpus/openrtb/bid-request-simple-banner.json
+source bench/bench_server.sh
+start_bench_server -e "s#^bench_endpoints: .*#bench_endpoints: true#"
 # Every request carries its own auction id (the last 16 characters of the body's top-level
 # "id": 8 hex digits of the start second, 8 of a counter), as an exchange's requests do: bid
 # records and budget reservations are per auction, so a repeated id would leave them at one.
