@@ -20,6 +20,9 @@ Result<LearnerConfig> LoadLearnerConfig(const std::string& path) {
   root.Get("training_days", &c.training_days);
   root.Check(c.training_days >= 1 && c.training_days <= 100, "training_days",
              "must be between 1 and 100");
+  root.Get("validation_days", &c.validation_days);
+  root.Check(c.validation_days >= 0 && c.validation_days <= 100, "validation_days",
+             "must be between 0 and 100");
   root.Check(c.checkpoint_every >= 0, "checkpoint_every", "must be >= 0");
   root.Get("roi_scale", &c.roi_scale);
   root.Check(c.roi_scale > 0, "roi_scale", "must be positive");

@@ -37,9 +37,10 @@ std::string Fmt(double v) {
   return buf;
 }
 
-// The training score that picks the model: total revenue on the training day, discounted by
-// (worst delivery / 0.99)^50 when some agent spends less than 99% of its budget (a budget is
-// a contract: at 98% delivery a policy keeps 60% of its score).
+// The score of a policy on some days: total revenue, discounted by (worst delivery / 0.99)^50
+// when some agent spends less than 99% of its budget (a budget is a contract: at 98% delivery
+// a policy keeps 60% of its score). On the training days it drives the paper's convergence
+// rule; on the validation days it picks the model.
 double TrainingScore(const std::vector<RunResult>& runs) {
   double worst = 1.0, revenue = 0;
   for (const auto& run : runs) {
@@ -58,8 +59,9 @@ struct RunOutput {
 
 struct TrainState {  // what a resumed run needs besides the learner's checkpoint
   std::vector<double> curve;
-  double best = -1;
+  double best = -1;  // best training score (the paper's convergence rule)
   int since_best = 0;
+  double best_pick = -1;    // best selection score (validation days; training days if none)
   Rng::State sample_rng{};  // the minibatch sampler, so a resumed run draws what it would have
   bool has_rng = false;
 };
@@ -69,6 +71,7 @@ Status SaveTrainState(const TrainState& s, const std::string& path) {
   j["curve"] = s.curve;
   j["best"] = s.best;
   j["since_best"] = s.since_best;
+  j["best_pick"] = s.best_pick;
   j["rng"] = {s.sample_rng.s[0], s.sample_rng.s[1], s.sample_rng.s[2], s.sample_rng.s[3]};
   j["rng_has_spare"] = s.sample_rng.has_spare;
   j["rng_spare"] = s.sample_rng.spare;
@@ -84,6 +87,7 @@ bool LoadTrainState(const std::string& path, TrainState* s) {
     s->curve = j.at("curve").get<std::vector<double>>();
     s->best = j.at("best").get<double>();
     s->since_best = j.at("since_best").get<int>();
+    s->best_pick = j.value("best_pick", s->best);  // files before validation days: same pick
     for (int k = 0; k < 4; ++k) s->sample_rng.s[k] = j.at("rng")[k].get<uint64_t>();
     s->sample_rng.has_spare = j.at("rng_has_spare").get<bool>();
     s->sample_rng.spare = j.at("rng_spare").get<double>();
@@ -143,7 +147,7 @@ Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const
   // episodes.csv: one line per episode (docs: learner/README.md).
   std::ofstream log(dir + "/episodes.csv", resumed ? std::ios::app : std::ios::trunc);
   if (!resumed) {
-    log << "episode,train_revenue,test_revenue,train_score";
+    log << "episode,train_revenue,test_revenue,train_score,validation_score";
     for (int i = 0; i < N; ++i) log << ",train_cost_over_budget_" << i + 1;
     for (int i = 0; i < N; ++i) log << ",test_cost_over_budget_" << i + 1;
     log << ",noise_sigma\n";
@@ -210,18 +214,33 @@ Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const
           EvaluatePolicy(learner, sc, sc.extra_train[k], sc.extra_train_budgets[k]).run);
     }
     const double train_score = TrainingScore(train_runs);
+    // The model is picked on held-out days when there are any: the training days' best score
+    // over ~100 episodes is a winner's-curse pick (models lucky on the days they learn from).
+    double pick_score = train_score;
+    if (!sc.validation.empty()) {
+      std::vector<RunResult> val_runs;
+      for (size_t k = 0; k < sc.validation.size(); ++k) {
+        val_runs.push_back(
+            EvaluatePolicy(learner, sc, sc.validation[k], sc.validation_budgets[k]).run);
+      }
+      pick_score = TrainingScore(val_runs);
+    }
     ts.curve.push_back(test_ev.run.total.revenue.units());
     log << ep << "," << Fmt(train_ev.run.total.revenue.units()) << ","
-        << Fmt(test_ev.run.total.revenue.units()) << "," << Fmt(train_score);
+        << Fmt(test_ev.run.total.revenue.units()) << "," << Fmt(train_score) << ","
+        << (sc.validation.empty() ? std::string() : Fmt(pick_score));
     for (const auto& o : train_ev.run.rows) log << "," << Fmt(CostOverBudget(o));
     for (const auto& o : test_ev.run.rows) log << "," << Fmt(CostOverBudget(o));
     log << "," << Fmt(learner.noise_sigma()) << "\n";
     if (train_score > ts.best) {
       ts.best = train_score;
       ts.since_best = 0;
-      learner.Snapshot();
     } else {
       ++ts.since_best;
+    }
+    if (pick_score > ts.best_pick) {
+      ts.best_pick = pick_score;
+      learner.Snapshot();
     }
     progress->fetch_add(1);
     const bool last = ep + 1 == episodes || ts.since_best >= cfg.patience;
@@ -233,7 +252,7 @@ Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const
     if (ts.since_best >= cfg.patience) break;  // the paper's convergence rule
   }
 
-  // The model with the best training score, evaluated on the test day.
+  // The model with the best selection score, evaluated on the test day.
   learner.RestoreSnapshot();
   // The deployable model (best actors): what `rtb learn --init` starts online learning from.
   RTB_RETURN_IF_ERROR(learner.SaveCheckpoint(dir + "/best"));
@@ -297,6 +316,7 @@ Result<Report> RunTraining(const LearnerConfig& cfg_in, const TrainOptions& opt)
   }
   RTB_ASSIGN_OR_RETURN(auto scenario, sim::BuildScenario(cfg.sim, "", "", opt.progress));
   sim::AddTrainingDays(*scenario, cfg.training_days - 1);
+  sim::AddValidationDays(*scenario, cfg.validation_days);
   const sim::Scenario& sc = *scenario;
 
   // Every (method, seed) run is a job; `jobs` threads take them in order.
@@ -349,8 +369,10 @@ Result<Report> RunTraining(const LearnerConfig& cfg_in, const TrainOptions& opt)
       {"episodes", "at most " + std::to_string(cfg.episodes) + ", stop after " +
                        std::to_string(cfg.patience) + " without a better training score"},
       {"evaluation",
-       "deterministic policy (no noise) on the test day; the model with the "
-       "best training-day score"},
+       "deterministic policy (no noise) on the test day; the model with the best score on " +
+           (cfg.validation_days > 0
+                ? std::to_string(cfg.validation_days) + " held-out validation day(s)"
+                : std::string("the training days"))},
       {"budget",
        "fraction of each advertiser's cost under manual bids with unlimited "
        "budget, per day"}};

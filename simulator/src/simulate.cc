@@ -75,14 +75,26 @@ Result<std::unique_ptr<Scenario>> BuildScenario(const SimulatorConfig& cfg,
   return sc;
 }
 
-void AddTrainingDays(Scenario& sc, int count) {
-  if (!sc.generated) return;
+namespace {
+// `count` more generated days of sc's world (seeds Mix(cfg.seed, first_seed + k)) and budgets.
+void AddDays(Scenario& sc, int count, uint64_t first_seed, std::vector<Day>* days,
+             std::vector<std::vector<Micros>>* budgets) {
+  if (!sc.generated || count <= 0) return;
   const World world = GenerateWorld(sc.cfg.world, sc.cfg.seed);
   for (int k = 0; k < count; ++k) {
-    sc.extra_train.push_back(GenerateDay(world, sc.cfg.day, Rng::Mix(sc.cfg.seed, 100 + k)));
-    sc.extra_train_budgets.push_back(ComputeBudgets(sc.extra_train.back(), sc.market,
-                                                    sc.cfg.auction, sc.cfg.market.budget_fraction));
+    days->push_back(GenerateDay(world, sc.cfg.day, Rng::Mix(sc.cfg.seed, first_seed + k)));
+    budgets->push_back(
+        ComputeBudgets(days->back(), sc.market, sc.cfg.auction, sc.cfg.market.budget_fraction));
   }
+}
+}  // namespace
+
+void AddTrainingDays(Scenario& sc, int count) {
+  AddDays(sc, count, 100, &sc.extra_train, &sc.extra_train_budgets);
+}
+
+void AddValidationDays(Scenario& sc, int count) {
+  AddDays(sc, count, 200, &sc.validation, &sc.validation_budgets);
 }
 
 Result<ActionTable> ResolvePolicy(const std::string& spec, int agents, int clusters) {

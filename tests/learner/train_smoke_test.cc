@@ -1,9 +1,15 @@
 // A short end-to-end training run of every method on a tiny world (cleanrl-style smoke test).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
 
+#include "rtb/learner/config.h"
 #include "rtb/learner/train.h"
 
 namespace rtb::learn {
@@ -92,6 +98,85 @@ TEST(TrainSmoke, ResumeFromCheckpointMatchesAnUninterruptedRun) {
   ASSERT_TRUE(resumed.ok()) << resumed.status().message();
   EXPECT_EQ(RenderJson(*straight), RenderJson(*resumed));
   std::filesystem::remove_all(out);
+}
+
+// episodes.csv as rows of numbers by column name (an empty cell is NaN).
+std::vector<std::vector<double>> ReadEpisodes(const std::string& path,
+                                              std::vector<std::string>* header) {
+  std::ifstream in(path);
+  std::string line, cell;
+  std::getline(in, line);
+  std::stringstream hs(line);
+  while (std::getline(hs, cell, ',')) header->push_back(cell);
+  std::vector<std::vector<double>> rows;
+  while (std::getline(in, line)) {
+    std::vector<double> row;
+    std::stringstream ls(line);
+    while (std::getline(ls, cell, ',')) row.push_back(cell.empty() ? NAN : std::stod(cell));
+    if (line.back() == ',') row.push_back(NAN);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+// The reported test revenue is the test-day revenue of the episode with the best score on the
+// held-out validation days (first of equals); with validation_days: 0, of the best training score.
+TEST(TrainSmoke, TheModelIsPickedOnTheValidationDays) {
+  for (const int validation_days : {2, 0}) {
+    const std::string out = ::testing::TempDir() + "/train_pick_" + std::to_string(::getpid());
+    std::filesystem::remove_all(out);
+    LearnerConfig c = Tiny();
+    c.seeds = 1;
+    c.episodes = 10;
+    c.base_seed = 3;  // a run whose best training and best validation episodes differ
+    c.validation_days = validation_days;
+    TrainOptions opt;
+    opt.algos = {"dcmab"};
+    opt.progress = false;
+    opt.out = out;
+    auto r = RunTraining(c, opt);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    std::vector<std::string> header;
+    const auto rows = ReadEpisodes(out + "/dcmab/seed0/episodes.csv", &header);
+
+    ASSERT_GE(header.size(), 5u);
+    ASSERT_EQ(rows.size(), 10u);
+    ASSERT_EQ(header[4], "validation_score");
+    const size_t score_col = validation_days > 0 ? 4 : 3;
+    size_t best = 0, best_train = 0;
+    for (size_t e = 0; e < rows.size(); ++e) {
+      ASSERT_EQ(std::isnan(rows[e][4]), validation_days == 0) << e;
+      if (rows[e][score_col] > rows[best][score_col]) best = e;
+      if (rows[e][3] > rows[best_train][3]) best_train = e;
+    }
+    if (validation_days > 0) {
+      ASSERT_NE(best, best_train) << "the two picks must differ for this test to tell them apart";
+      ASSERT_NE(rows[best][2], rows[best_train][2]);
+    }
+    const auto j = nlohmann::json::parse(RenderJson(*r));
+    const double reported = j["methods"]["dcmab"]["total"]["revenue"].get<double>();
+    EXPECT_NEAR(reported, rows[best][2], 1e-5 * std::abs(rows[best][2]))
+        << "validation_days " << validation_days << ", picked episode " << best;
+    std::filesystem::remove_all(out);
+  }
+}
+
+TEST(LearnerConfig, ValidationDaysAreBounded) {
+  const std::string kSimConfig =
+      "simulator_config: " RTB_SOURCE_DIR "/configs/simulator/default.yaml\n";
+  const std::string path = ::testing::TempDir() + "/learner_cfg_" + std::to_string(::getpid());
+  for (const char* v : {"-1", "101"}) {
+    std::ofstream(path) << kSimConfig << "validation_days: " << v << "\n";
+    auto c = LoadLearnerConfig(path);
+    ASSERT_FALSE(c.ok()) << v;
+    EXPECT_NE(c.status().message().find("validation_days"), std::string::npos)
+        << c.status().message();
+  }
+  std::ofstream(path) << kSimConfig << "validation_days: 3\n";
+  auto c = LoadLearnerConfig(path);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->validation_days, 3);
+  std::filesystem::remove(path);
 }
 
 }  // namespace

@@ -77,6 +77,10 @@ struct LearnerConfig {
   int checkpoint_every = 25;  // episodes between checkpoints (0 = only at the end)
   int training_days = 4;      // days of (generated) training traffic; plays rotate over
                               // them so the policy learns to pace from its state
+  int validation_days = 2;    // held-out generated days (never trained on, never the test
+                              // day): the model with the best score on them is the one
+                              // evaluated, exported and reported; 0 = pick on the training
+                              // days' score instead (a winner's-curse pick, see README)
   double roi_scale = 4.0;     // reward and revenue normalisation: revenue / (budget x this)
   // Budget delivery (deviation from the paper's pure revenue reward, see learner/README.md):
   // at the day's last step r_i -= delivery_penalty x max(0, delivery_target - cost_i/budget_i)

@@ -24,12 +24,20 @@ struct Scenario {
   // AddTrainingDays. The market stays the one built on `train`.
   std::vector<Day> extra_train;
   std::vector<std::vector<Micros>> extra_train_budgets;
+  // Held-out days for model selection: other draws of the same world, never trained on and
+  // never the test day, each with its budgets; filled by AddValidationDays.
+  std::vector<Day> validation;
+  std::vector<std::vector<Micros>> validation_budgets;
   bool generated = false;  // days come from the generator (not from logs)
 };
 
 // Adds `count` more generated training days (seeds Mix(cfg.seed, 100 + k)).
 // REQUIRES: sc.generated.
 void AddTrainingDays(Scenario& sc, int count);
+
+// Adds `count` held-out validation days (seeds Mix(cfg.seed, 200 + k)).
+// REQUIRES: sc.generated.
+void AddValidationDays(Scenario& sc, int count);
 
 // Generates the world and both days from cfg.seed, or reads them from logs when the paths
 // are not empty; then clusters on the training day and computes budgets.
