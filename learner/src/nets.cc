@@ -79,30 +79,38 @@ torch::Tensor CriticTarget(const torch::Tensor& r, const torch::Tensor& done,
 }
 
 namespace {
-torch::Tensor Stack(const std::vector<Transition>& ts, std::vector<float> Transition::*field) {
-  const int64_t B = static_cast<int64_t>(ts.size());
+// Rows `rows` of ts, field `field`, as a [rows.size(), D] tensor.
+torch::Tensor Stack(const std::vector<Transition>& ts, std::vector<float> Transition::*field,
+                    const std::vector<int64_t>& rows) {
+  const int64_t B = static_cast<int64_t>(rows.size());
   const int64_t D = static_cast<int64_t>((ts[0].*field).size());
   torch::Tensor t = torch::empty({B, D}, torch::kFloat);
   float* p = t.data_ptr<float>();
   for (int64_t b = 0; b < B; ++b) {
-    std::copy((ts[static_cast<size_t>(b)].*field).begin(),
-              (ts[static_cast<size_t>(b)].*field).end(), p + b * D);
+    const auto& v = ts[static_cast<size_t>(rows[static_cast<size_t>(b)])].*field;
+    std::copy(v.begin(), v.end(), p + b * D);
   }
   return t;
 }
 }  // namespace
 
 Batch MakeBatch(const std::vector<Transition>& ts) {
+  std::vector<int64_t> all(ts.size()), live;
   Batch b;
-  b.s = Stack(ts, &Transition::s);
-  b.d = Stack(ts, &Transition::d);
-  b.a = Stack(ts, &Transition::a);
-  b.r = Stack(ts, &Transition::r);
-  b.s2 = Stack(ts, &Transition::s2);
-  b.d2 = Stack(ts, &Transition::d2);
   b.done = torch::empty({static_cast<int64_t>(ts.size()), 1}, torch::kFloat);
-  for (size_t i = 0; i < ts.size(); ++i)
-    b.done[static_cast<int64_t>(i)][0] = ts[i].done ? 1.0f : 0.0f;
+  float* done = b.done.data_ptr<float>();
+  for (size_t i = 0; i < ts.size(); ++i) {
+    all[i] = static_cast<int64_t>(i);
+    done[i] = ts[i].done ? 1.0f : 0.0f;
+    if (!ts[i].done) live.push_back(static_cast<int64_t>(i));
+  }
+  b.s = Stack(ts, &Transition::s, all);
+  b.d = Stack(ts, &Transition::d, all);
+  b.a = Stack(ts, &Transition::a, all);
+  b.r = Stack(ts, &Transition::r, all);
+  b.s2 = Stack(ts, &Transition::s2, live);
+  b.d2 = Stack(ts, &Transition::d2, live);
+  b.live = torch::tensor(live, torch::kLong);
   return b;
 }
 
@@ -190,21 +198,26 @@ torch::Tensor Maddpg::ActorLoss(int i, const Batch& b, const torch::Tensor& acto
   return hp.actor_preact_reg > 0 ? loss + hp.actor_preact_reg * pre.pow(2).mean() : loss;
 }
 
+torch::Tensor Maddpg::CriticTargets(int i, const Batch& b, const torch::Tensor& next_actions) {
+  torch::NoGradGuard g;
+  const torch::Tensor r_i = b.r.index({Slice(), Slice(i, i + 1)});
+  Critic& q_target =
+      spec.use_targets ? critic_targets[static_cast<size_t>(i)] : critics[static_cast<size_t>(i)];
+  // Q'_i on the rows that go on; 0 on the last steps, where (1 - done) drops it anyway.
+  torch::Tensor q_next = torch::zeros_like(r_i);
+  if (spec.gamma > 0 && b.live.numel() > 0) {
+    q_next.index_copy_(0, b.live,
+                       q_target->forward(CriticState(b.s2, b.d2), CriticActions(next_actions, i)));
+  }
+  return CriticTarget(r_i, b.done, q_next, spec.gamma);
+}
+
 void Maddpg::UpdateAgent(int i, const Batch& b, const torch::Tensor& next_actions,
                          const torch::Tensor& actor_in, UpdateStats* stats) {
   const size_t k = static_cast<size_t>(i);
-  const torch::Tensor r_i = b.r.index({Slice(), Slice(i, i + 1)});
 
   // Critic. Eq. (9): y = r_i + gamma * Q'_i(s', a'_1..a'_N, d'), y = r_i at the last step.
-  torch::Tensor y;
-  {
-    torch::NoGradGuard g;
-    Critic& q_target = spec.use_targets ? critic_targets[k] : critics[k];
-    const torch::Tensor q_next =
-        spec.gamma > 0 ? q_target->forward(CriticState(b.s2, b.d2), CriticActions(next_actions, i))
-                       : torch::zeros_like(r_i);
-    y = CriticTarget(r_i, b.done, q_next, spec.gamma);
-  }
+  const torch::Tensor y = CriticTargets(i, b, next_actions);
   // Eq. (10): L(theta_i) = mean (y - Q_i(s, a_1..a_N, d))^2.
   const torch::Tensor q = critics[k]->forward(CriticState(b.s, b.d), CriticActions(b.a, i));
   const torch::Tensor critic_loss = torch::mse_loss(q, y);

@@ -53,7 +53,12 @@ torch::Tensor CriticTarget(const torch::Tensor& r, const torch::Tensor& done,
                            const torch::Tensor& q_next, double gamma);
 
 struct Batch {
-  torch::Tensor s, d, a, r, s2, d2, done;  // [B, *]; done [B, 1]
+  torch::Tensor s, d, a, r, done;  // [B, *]; done [B, 1]
+  // Eq. (9) uses Q'_i(s', a'_1..a'_N, d') only where the episode goes on (done = 0; y = r_i at
+  // the last step): the next states of those rows, and their row numbers in the batch. Target
+  // actors and critics run on these rows alone (a third of the rows are last steps when T = 3).
+  torch::Tensor s2, d2;  // [B', *], B' = rows with done = 0
+  torch::Tensor live;    // [B'] int64
 };
 Batch MakeBatch(const std::vector<Transition>& ts);
 
@@ -68,10 +73,13 @@ class Maddpg {
   torch::Tensor ActorInputs(const torch::Tensor& s) const { return learn::ActorInputs(s, N, L); }
   // mu_i (or mu'_i) for every cluster: [B, L].
   torch::Tensor ActorActions(int i, const torch::Tensor& actor_in, bool target);
-  // a'^q for every agent, computed once per minibatch: [B, N*L]. Non-learning agents: 0.
+  // a'^q for every agent, computed once per minibatch: [B', N*L] for the next states s2 [B', Ds]
+  // (Batch::s2). Non-learning agents: 0.
   torch::Tensor TargetJointActions(const torch::Tensor& s2);
   torch::Tensor CriticState(const torch::Tensor& s, const torch::Tensor& d) const;
   torch::Tensor CriticActions(const torch::Tensor& joint, int i) const;
+  // Eq. (9) for agent i: y [B, 1], with Q'_i evaluated on the batch's live rows only.
+  torch::Tensor CriticTargets(int i, const Batch& b, const torch::Tensor& next_actions);
   // Eq. (11): -mean Q_i(s, a_1..mu_i(s)..a_N, d).
   torch::Tensor ActorLoss(int i, const Batch& b, const torch::Tensor& actor_in);
   // One step of Algorithm 1 for agent i: critic (Eqs. 9, 10), actor (Eq. 11), soft update.

@@ -65,6 +65,45 @@ TEST(CriticTarget, Equation9OnAHandMadeBatchIncludingDone) {
   EXPECT_FLOAT_EQ(y[2][0].item<float>(), 0.5f - 0.9f * 4.0f);
 }
 
+// Eq. (9) for a minibatch: Q'_i runs on the rows that go on only (the batch keeps just their
+// next states); the result equals Eq. (9) over every row, and y = r_i at the last steps.
+TEST(Maddpg, CriticTargetsUseOnlyTheRowsThatGoOn) {
+  torch::manual_seed(4);
+  const HyperParams hp = SmallHp();
+  Maddpg m(*MakeAlgoSpec("dcmab", 3, {}, hp), hp, Norm3x3());
+  Rng rng(5);
+  std::vector<Transition> ts;
+  for (int k = 0; k < 8; ++k) ts.push_back(RandomTransition(rng, Norm3x3(), k == 2 || k == 5));
+  const Batch b = MakeBatch(ts);
+  ASSERT_EQ(b.live.numel(), 6);
+  EXPECT_TRUE(torch::equal(b.live, torch::tensor({0, 1, 3, 4, 6, 7}, torch::kLong)));
+  ASSERT_EQ(b.s2.size(0), 6);
+  EXPECT_EQ(b.s2[2][0].item<float>(), ts[3].s2[0]);
+  EXPECT_EQ(b.d2[5][1].item<float>(), ts[7].d2[1]);
+  EXPECT_EQ(b.s.size(0), 8);
+
+  // Reference: Q' on all 8 rows (the last steps' next states too), then Eq. (9).
+  torch::Tensor s2_all = torch::empty({8, b.s.size(1)}), d2_all = torch::empty({8, b.d.size(1)});
+  for (int64_t k = 0; k < 8; ++k) {
+    s2_all[k] = torch::tensor(ts[static_cast<size_t>(k)].s2);
+    d2_all[k] = torch::tensor(ts[static_cast<size_t>(k)].d2);
+  }
+  torch::NoGradGuard g;
+  const torch::Tensor next_all = m.TargetJointActions(s2_all);
+  for (int i = 0; i < 3; ++i) {
+    const torch::Tensor y = m.CriticTargets(i, b, m.TargetJointActions(b.s2));
+    const torch::Tensor q_all = m.critic_targets[static_cast<size_t>(i)]->forward(
+        m.CriticState(s2_all, d2_all), m.CriticActions(next_all, i));
+    const torch::Tensor r_i =
+        b.r.index({torch::indexing::Slice(), torch::indexing::Slice(i, i + 1)});
+    const torch::Tensor ref = CriticTarget(r_i, b.done, q_all, hp.gamma);
+    EXPECT_TRUE(torch::allclose(y, ref, 1e-5, 1e-6)) << i;
+    EXPECT_EQ(y[2][0].item<float>(), r_i[2][0].item<float>());
+    EXPECT_EQ(y[5][0].item<float>(), r_i[5][0].item<float>());
+    EXPECT_NE(y[3][0].item<float>(), r_i[3][0].item<float>());
+  }
+}
+
 TEST(Maddpg, ActorInputsAreGAndXjPerCluster) {
   auto spec = MakeAlgoSpec("dcmab", 3, {}, SmallHp());
   Maddpg m(*spec, SmallHp(), Norm3x3());
