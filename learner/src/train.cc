@@ -370,9 +370,9 @@ Result<Report> RunTraining(const LearnerConfig& cfg_in, const TrainOptions& opt)
                        std::to_string(cfg.patience) + " without a better training score"},
       {"evaluation",
        "deterministic policy (no noise) on the test day; the model with the best score on " +
-           (cfg.validation_days > 0
-                ? std::to_string(cfg.validation_days) + " held-out validation day(s)"
-                : std::string("the training days"))},
+           (sc.validation.empty()
+                ? std::string("the training days")
+                : std::to_string(sc.validation.size()) + " held-out validation day(s)")},
       {"budget",
        "fraction of each advertiser's cost under manual bids with unlimited "
        "budget, per day"}};
