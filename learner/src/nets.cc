@@ -150,7 +150,9 @@ Maddpg::Maddpg(const AlgoSpec& s, const HyperParams& h, const Normalizer& n)
 }
 
 void Maddpg::Relink() {
+  actor_params.clear();
   for (size_t k = 0; k < static_cast<size_t>(N); ++k) {
+    actor_params.push_back(actors[k]->parameters());
     Flatten(*actors[k], true, &actor_flat[k]);
     Flatten(*actor_targets[k], false, &actor_target_flat[k]);
     Flatten(*critics[k], true, &critic_flat[k]);
@@ -212,6 +214,14 @@ torch::Tensor Maddpg::CriticTargets(int i, const Batch& b, const torch::Tensor& 
   return CriticTarget(r_i, b.done, q_next, spec.gamma);
 }
 
+void Maddpg::ActorGradients(int i, const torch::Tensor& actor_loss) {
+  const size_t k = static_cast<size_t>(i);
+  actor_flat[k].grad.zero_();
+  // Into theta^mu_i only: the critic's weight gradients on this graph would be computed and
+  // never read (the critic's next update zeroes them first).
+  actor_loss.backward({}, c10::nullopt, false, actor_params[k]);
+}
+
 void Maddpg::UpdateAgent(int i, const Batch& b, const torch::Tensor& next_actions,
                          const torch::Tensor& actor_in, UpdateStats* stats) {
   const size_t k = static_cast<size_t>(i);
@@ -228,8 +238,7 @@ void Maddpg::UpdateAgent(int i, const Batch& b, const torch::Tensor& next_action
 
   // Actor. Eq. (11): ascend Q_i with agent i's actions replaced by mu_i([g, x_j]).
   const torch::Tensor actor_loss = ActorLoss(i, b, actor_in);
-  actor_flat[k].grad.zero_();
-  actor_loss.backward();
+  ActorGradients(i, actor_loss);
   torch::nn::utils::clip_grad_norm_(actor_flat[k].data, hp.grad_clip);
   actor_opts[k]->step();
 

@@ -82,6 +82,9 @@ class Maddpg {
   torch::Tensor CriticTargets(int i, const Batch& b, const torch::Tensor& next_actions);
   // Eq. (11): -mean Q_i(s, a_1..mu_i(s)..a_N, d).
   torch::Tensor ActorLoss(int i, const Batch& b, const torch::Tensor& actor_in);
+  // The gradient of Eq. (11)'s loss with respect to agent i's actor parameters, in
+  // actor_flat[i].grad (zeroed first); no other network's gradient is computed.
+  void ActorGradients(int i, const torch::Tensor& actor_loss);
   // One step of Algorithm 1 for agent i: critic (Eqs. 9, 10), actor (Eq. 11), soft update.
   void UpdateAgent(int i, const Batch& b, const torch::Tensor& next_actions,
                    const torch::Tensor& actor_in, UpdateStats* stats);
@@ -96,6 +99,7 @@ class Maddpg {
   std::vector<Actor> actors, actor_targets;
   std::vector<Critic> critics, critic_targets;
   std::vector<FlatParams> actor_flat, actor_target_flat, critic_flat, critic_target_flat;
+  std::vector<std::vector<torch::Tensor>> actor_params;  // each actor's parameters (Relink)
   std::vector<std::unique_ptr<torch::optim::Adam>> actor_opts, critic_opts;
 };
 

@@ -144,6 +144,26 @@ TEST(Maddpg, ActorGradientFlowsOnlyIntoAgentIsActor) {
   for (const auto& t : m.actor_targets) EXPECT_EQ(grad_norm(t), 0.0);
 }
 
+// The update's actor step computes agent i's actor gradient alone: equal to the one a full
+// backward gives, and no gradient at all for the critic it backpropagates through.
+TEST(Maddpg, ActorStepGradientIsTheFullBackwardsForTheActorAndNothingElse) {
+  auto spec = MakeAlgoSpec("dcmab", 3, {}, SmallHp());
+  Maddpg m(*spec, SmallHp(), Norm3x3());
+  Rng rng(4);
+  std::vector<Transition> ts;
+  for (int k = 0; k < 8; ++k) ts.push_back(RandomTransition(rng, Norm3x3(), k % 3 == 2));
+  const Batch b = MakeBatch(ts);
+  const torch::Tensor in = m.ActorInputs(b.s);
+  m.actor_flat[1].grad.zero_();
+  m.ActorLoss(1, b, in).backward();
+  const torch::Tensor full = m.actor_flat[1].grad.clone();
+  m.critic_flat[1].grad.zero_();
+  m.ActorGradients(1, m.ActorLoss(1, b, in));
+  EXPECT_GT(full.abs().sum().item<double>(), 0.0);
+  EXPECT_TRUE(torch::equal(m.actor_flat[1].grad, full));
+  EXPECT_EQ(m.critic_flat[1].grad.abs().sum().item<double>(), 0.0);
+}
+
 TEST(Maddpg, CentralisedCriticSeesEveryActionAndDIndependentOnlyItsOwn) {
   const HyperParams hp = SmallHp();
   Maddpg dcmab(*MakeAlgoSpec("dcmab", 3, {}, hp), hp, Norm3x3());
