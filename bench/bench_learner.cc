@@ -85,6 +85,67 @@ void BM_Layer2GemmFloor(benchmark::State& state) {
 }
 BENCHMARK(BM_Layer2GemmFloor)->Arg(256)->Arg(32)->Unit(benchmark::kMillisecond);
 
+// Every matrix product the update cannot do without, with nothing else (no bias, activation,
+// loss, optimiser or soft update), through the same OpenBLAS: a lower bound on the update's
+// time in fp32 on this core, whatever the code around the products. Per agent, with R = 3B
+// actor rows (B rows x L = 3 clusters), R' = the rows that go on (2 in 3), actor 23-300-300-1,
+// critic 42-100 then 109-100-1 (9 joint actions joined at layer 2):
+//   Eq. (9):  target actor at s' (R' rows, 3 layers), target critic at s' (B' rows, 3 layers);
+//   Eq. (10): critic at s (B rows) forward, its weight gradients (3 layers) and the input
+//             gradient of layers 3 and 2 (layer 1's input gradient is not needed);
+//   Eq. (11): actor at s (R rows) forward, its weight gradients (3 layers) and input gradients
+//             of layers 3 and 2; critic forward at (s, own actions) and the gradient of its
+//             output with respect to agent i's 3 actions only (layers 3, then 2's action columns).
+// Layer 1 runs on [g, x_j] per row, as the networks are written. g is the same for a sample's
+// 3 clusters, so its part of layer 1 could run once per sample: that saves less than the
+// ~1.1 ms that layer 1's products take at batch 256 (a 768-row forward ~125 us and a weight
+// gradient ~170 us on this machine, 3 agents).
+void Gemm(bool ta, bool tb, int m, int n, int k, const float* a, const float* b, float* c) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
+              k, 1.0f, a, ta ? m : k, b, tb ? k : n, 0.0f, c, n);
+}
+// y[m, n] = x[m, k] W^T, W [n, k]: a Linear layer's forward.
+void Fwd(int m, int k, int n, const float* x, const float* w, float* y) {
+  Gemm(false, true, m, n, k, x, w, y);
+}
+// dW[n, k] = dY^T[n, m] X[m, k] and (with_dx) dX[m, k] = dY[m, n] W[n, k]: its backward.
+void Bwd(int m, int k, int n, const float* x, const float* w, const float* dy, float* dw,
+         float* dx) {
+  Gemm(true, false, n, k, m, dy, x, dw);
+  if (dx != nullptr) Gemm(false, false, m, k, n, dy, w, dx);
+}
+
+void BM_AllGemmFloor(benchmark::State& state) {
+  torch::set_num_threads(1);
+  const int B = static_cast<int>(state.range(0)), live = B - B / 3, agents = 3, H = 300, C = 100;
+  const int R = 3 * B, Rl = 3 * live, A_IN = 23, S_IN = 42, J = 9;
+  std::vector<float> x(static_cast<size_t>(R) * 512, 0.5f), y(x.size()), dy(x.size(), 0.1f),
+      dx(x.size()), w(512 * 512, 0.25f), dw(w.size());
+  const float *X = x.data(), *W = w.data(), *DY = dy.data();
+  float *Y = y.data(), *DW = dw.data(), *DX = dx.data();
+  for (auto _ : state) {
+    for (int i = 0; i < agents; ++i) {
+      // Eq. (9): target actor and target critic on the rows that go on.
+      Fwd(Rl, A_IN, H, X, W, Y), Fwd(Rl, H, H, X, W, Y), Fwd(Rl, H, 1, X, W, Y);
+      Fwd(live, S_IN, C, X, W, Y), Fwd(live, C + J, C, X, W, Y), Fwd(live, C, 1, X, W, Y);
+      // Eq. (10): critic forward and backward.
+      Fwd(B, S_IN, C, X, W, Y), Fwd(B, C + J, C, X, W, Y), Fwd(B, C, 1, X, W, Y);
+      Bwd(B, C, 1, X, W, DY, DW, DX), Bwd(B, C + J, C, X, W, DY, DW, DX);
+      Bwd(B, S_IN, C, X, W, DY, DW, nullptr);
+      // Eq. (11): actor forward, critic forward, d Q / d own actions, actor backward.
+      Fwd(R, A_IN, H, X, W, Y), Fwd(R, H, H, X, W, Y), Fwd(R, H, 1, X, W, Y);
+      Fwd(B, S_IN, C, X, W, Y), Fwd(B, C + J, C, X, W, Y), Fwd(B, C, 1, X, W, Y);
+      Gemm(false, false, B, C, 1, DY, W, DX), Gemm(false, false, B, 3, C, DY, W, DX);
+      Bwd(R, H, 1, X, W, DY, DW, DX), Bwd(R, H, H, X, W, DY, DW, DX);
+      Bwd(R, A_IN, H, X, W, DY, DW, nullptr);
+    }
+    benchmark::DoNotOptimize(Y);
+    benchmark::DoNotOptimize(DW);
+    benchmark::DoNotOptimize(DX);
+  }
+}
+BENCHMARK(BM_AllGemmFloor)->Arg(256)->Arg(32)->Unit(benchmark::kMillisecond);
+
 void BM_ReplayInsert(benchmark::State& state) {
   const std::string dir = "/tmp/rtb_bench_replay_insert";
   std::filesystem::remove_all(dir);
