@@ -20,6 +20,7 @@ LearnerConfig Tiny() {
   c.sim.world.advertisers = 200;
   c.sim.world.consumers = 1000;
   c.sim.day.requests = 3000;
+  c.training_days = 4;  // as these tests' runs were written (the default is 8)
   c.seeds = 2;
   c.episodes = 6;
   c.patience = 50;

@@ -75,8 +75,9 @@ struct LearnerConfig {
   int patience = 50;          // stop when the training score has not improved for this
                               // many episodes (the paper's convergence rule)
   int checkpoint_every = 25;  // episodes between checkpoints (0 = only at the end)
-  int training_days = 4;      // days of (generated) training traffic; plays rotate over
-                              // them so the policy learns to pace from its state
+  int training_days = 8;      // days of (generated) training traffic; plays rotate over
+                              // them so the policy learns to pace from its state (8: see
+                              // learner/README.md, "Training days")
   int validation_days = 2;    // held-out generated days (never trained on, never the test
                               // day): the model with the best score on them is the one
                               // evaluated, exported and reported; 0 = pick on the training
