@@ -58,6 +58,22 @@ void BM_DcmabUpdate(benchmark::State& state) {
 }
 BENCHMARK(BM_DcmabUpdate)->Arg(256)->Arg(32)->Unit(benchmark::kMillisecond);
 
+// Row-major products through OpenBLAS, the shapes of a Linear layer (the floor benchmarks).
+void Gemm(bool ta, bool tb, int m, int n, int k, const float* a, const float* b, float* c) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
+              k, 1.0f, a, ta ? m : k, b, tb ? k : n, 0.0f, c, n);
+}
+// y[m, n] = x[m, k] W^T, W [n, k]: a Linear layer's forward.
+void Fwd(int m, int k, int n, const float* x, const float* w, float* y) {
+  Gemm(false, true, m, n, k, x, w, y);
+}
+// dW[n, k] = dY^T[n, m] X[m, k] and (with_dx) dX[m, k] = dY[m, n] W[n, k]: its backward.
+void Bwd(int m, int k, int n, const float* x, const float* w, const float* dy, float* dw,
+         float* dx) {
+  Gemm(true, false, n, k, m, dy, x, dw);
+  if (dx != nullptr) Gemm(false, false, m, k, n, dy, w, dx);
+}
+
 // The floor under any implementation of that update in fp32: its products with an actor's
 // 300x300 layer 2 (rows = batch x L = 3 clusters), alone, through the same OpenBLAS. Per agent:
 // the target actor's forward at s' on the rows that go on (Eq. 9; 2 of 3 rows in this batch,
@@ -71,14 +87,9 @@ void BM_Layer2GemmFloor(benchmark::State& state) {
   std::vector<float> y(x.size()), gw(w.size());
   for (auto _ : state) {
     for (int i = 0; i < agents; ++i) {
-      for (const int m : {live_rows, rows}) {  // target actor at s', actor at s: y = x W^T
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, h, h, 1.0f, x.data(), h, w.data(),
-                    h, 0.0f, y.data(), h);
-      }
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, h, h, rows, 1.0f, y.data(), h, x.data(),
-                  h, 0.0f, gw.data(), h);  // dW = dY^T X
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, h, h, 1.0f, y.data(), h,
-                  w.data(), h, 0.0f, x.data(), h);  // dX = dY W
+      Fwd(live_rows, h, h, x.data(), w.data(), y.data());                  // target actor at s'
+      Fwd(rows, h, h, x.data(), w.data(), y.data());                       // actor at s
+      Bwd(rows, h, h, x.data(), w.data(), y.data(), gw.data(), x.data());  // dW, dX
     }
     benchmark::DoNotOptimize(x.data());
   }
@@ -100,21 +111,6 @@ BENCHMARK(BM_Layer2GemmFloor)->Arg(256)->Arg(32)->Unit(benchmark::kMillisecond);
 // 3 clusters, so its part of layer 1 could run once per sample: that saves less than the
 // ~1.1 ms that layer 1's products take at batch 256 (a 768-row forward ~125 us and a weight
 // gradient ~170 us on this machine, 3 agents).
-void Gemm(bool ta, bool tb, int m, int n, int k, const float* a, const float* b, float* c) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
-              k, 1.0f, a, ta ? m : k, b, tb ? k : n, 0.0f, c, n);
-}
-// y[m, n] = x[m, k] W^T, W [n, k]: a Linear layer's forward.
-void Fwd(int m, int k, int n, const float* x, const float* w, float* y) {
-  Gemm(false, true, m, n, k, x, w, y);
-}
-// dW[n, k] = dY^T[n, m] X[m, k] and (with_dx) dX[m, k] = dY[m, n] W[n, k]: its backward.
-void Bwd(int m, int k, int n, const float* x, const float* w, const float* dy, float* dw,
-         float* dx) {
-  Gemm(true, false, n, k, m, dy, x, dw);
-  if (dx != nullptr) Gemm(false, false, m, k, n, dy, w, dx);
-}
-
 void BM_AllGemmFloor(benchmark::State& state) {
   torch::set_num_threads(1);
   const int B = static_cast<int>(state.range(0)), live = B - B / 3, agents = 3, H = 300, C = 100;

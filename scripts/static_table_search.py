@@ -20,8 +20,10 @@ ratio to manual bids. Deterministic: same world, same tables, same answer.
 import argparse
 import json
 import os
-import subprocess
-import tempfile
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sim_tables import Simulator
 
 p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
 p.add_argument("--rtb", default="build/release/rtb")
@@ -31,22 +33,7 @@ p.add_argument("--start", type=float, default=-0.65)
 p.add_argument("--min-cost", type=float, default=0.99)
 p.add_argument("--min-step", type=float, default=0.025)
 args = p.parse_args()
-tmp = tempfile.mkdtemp()
-
-
-def simulate(policy, day):
-    subprocess.run([args.rtb, "simulate", "--config", args.config, "--policy", policy, "--out", tmp,
-                    "--quiet", "--day", day], check=True, stdout=subprocess.DEVNULL)
-    r = json.load(open(os.path.join(tmp, "report.json")))
-    return [a["revenue"] for a in r["agents"]], [a["cost_over_budget"] for a in r["agents"]]
-
-
-def play(tab, day):
-    path = os.path.join(tmp, "table.json")
-    json.dump({"format": "rtb.action_table", "schema_version": 1, "actions": tab}, open(path, "w"))
-    return simulate(path, day)
-
-
+sim = Simulator(args.rtb, args.config)
 cache = {}
 
 
@@ -54,12 +41,12 @@ def score(tab):
     """Total revenue, minus a penalty that no revenue gain can outweigh per point of COST short."""
     key = json.dumps(tab)
     if key not in cache:
-        rev, cost = play(tab, args.day)
+        rev, cost = sim.play(tab, args.day)
         cache[key] = sum(rev) - 1e6 * sum(max(0.0, args.min_cost - c) for c in cost)
     return cache[key]
 
 
-manual_rev, manual_cost = simulate("manual", "test")
+manual_rev, manual_cost = sim.run("manual", "test")
 n = len(manual_rev)
 tab = [[args.start] * n for _ in range(n)]  # agents x clusters (3 x 3 on the default world)
 best = score(tab)
@@ -78,7 +65,7 @@ while step >= args.min_step - 1e-9:
                         best, tab, improved = s, t, True
                         print(f"step {step:g}: {tab} score {s:,.0f}", flush=True)
     step /= 2
-rev, cost = play(tab, "test")
+rev, cost = sim.play(tab, "test")
 print(f"table found on the {args.day} day (COST >= {args.min_cost:g}): {tab}")
 print(f"on the test day: revenue {[round(x) for x in rev]} total {sum(rev):,.0f} = "
       f"{sum(rev) / sum(manual_rev):.3f}x manual ({sum(manual_rev):,.0f}); "

@@ -41,6 +41,14 @@ Transition RandomTransition(Rng& rng, const Normalizer& n, bool done) {
   return t;
 }
 
+// A minibatch of 8 random transitions from seed, the last step every third (T = 3).
+Batch RandomBatch(uint64_t seed) {
+  Rng rng(seed);
+  std::vector<Transition> ts;
+  for (int k = 0; k < 8; ++k) ts.push_back(RandomTransition(rng, Norm3x3(), k % 3 == 2));
+  return MakeBatch(ts);
+}
+
 TEST(SoftUpdate, MovesTargetsTauOfTheWay) {
   torch::manual_seed(1);
   Actor a(4, 8), b(4, 8);
@@ -125,10 +133,7 @@ TEST(Maddpg, ActorInputsAreGAndXjPerCluster) {
 TEST(Maddpg, ActorGradientFlowsOnlyIntoAgentIsActor) {
   auto spec = MakeAlgoSpec("dcmab", 3, {}, SmallHp());
   Maddpg m(*spec, SmallHp(), Norm3x3());
-  Rng rng(3);
-  std::vector<Transition> ts;
-  for (int k = 0; k < 8; ++k) ts.push_back(RandomTransition(rng, Norm3x3(), k % 3 == 2));
-  const Batch b = MakeBatch(ts);
+  const Batch b = RandomBatch(3);
   for (auto& a : m.actors) a->zero_grad();
   m.ActorLoss(1, b, m.ActorInputs(b.s)).backward();
   auto grad_norm = [](const Actor& a) {
@@ -149,10 +154,7 @@ TEST(Maddpg, ActorGradientFlowsOnlyIntoAgentIsActor) {
 TEST(Maddpg, ActorStepGradientIsTheFullBackwardsForTheActorAndNothingElse) {
   auto spec = MakeAlgoSpec("dcmab", 3, {}, SmallHp());
   Maddpg m(*spec, SmallHp(), Norm3x3());
-  Rng rng(4);
-  std::vector<Transition> ts;
-  for (int k = 0; k < 8; ++k) ts.push_back(RandomTransition(rng, Norm3x3(), k % 3 == 2));
-  const Batch b = MakeBatch(ts);
+  const Batch b = RandomBatch(4);
   const torch::Tensor in = m.ActorInputs(b.s);
   m.actor_flat[1].grad.zero_();
   m.ActorLoss(1, b, in).backward();
