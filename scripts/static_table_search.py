@@ -46,7 +46,7 @@ def score(tab):
     return cache[key]
 
 
-manual_rev, manual_cost = sim.run("manual", "test")
+manual_rev, _ = sim.run("manual", "test")
 n = len(manual_rev)
 tab = [[args.start] * n for _ in range(n)]  # agents x clusters (3 x 3 on the default world)
 best = score(tab)

@@ -150,9 +150,7 @@ Maddpg::Maddpg(const AlgoSpec& s, const HyperParams& h, const Normalizer& n)
 }
 
 void Maddpg::Relink() {
-  actor_params.clear();
   for (size_t k = 0; k < static_cast<size_t>(N); ++k) {
-    actor_params.push_back(actors[k]->parameters());
     Flatten(*actors[k], true, &actor_flat[k]);
     Flatten(*actor_targets[k], false, &actor_target_flat[k]);
     Flatten(*critics[k], true, &critic_flat[k]);
@@ -219,7 +217,7 @@ void Maddpg::ActorGradients(int i, const torch::Tensor& actor_loss) {
   actor_flat[k].grad.zero_();
   // Into theta^mu_i only: the critic's weight gradients on this graph would be computed and
   // never read (the critic's next update zeroes them first).
-  actor_loss.backward({}, c10::nullopt, false, actor_params[k]);
+  actor_loss.backward({}, c10::nullopt, false, actors[k]->parameters());
 }
 
 void Maddpg::UpdateAgent(int i, const Batch& b, const torch::Tensor& next_actions,

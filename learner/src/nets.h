@@ -99,7 +99,6 @@ class Maddpg {
   std::vector<Actor> actors, actor_targets;
   std::vector<Critic> critics, critic_targets;
   std::vector<FlatParams> actor_flat, actor_target_flat, critic_flat, critic_target_flat;
-  std::vector<std::vector<torch::Tensor>> actor_params;  // each actor's parameters (Relink)
   std::vector<std::unique_ptr<torch::optim::Adam>> actor_opts, critic_opts;
 };
 
