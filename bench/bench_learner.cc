@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "nets.h"
 #include "rtb/core/memory.h"
 #include "rtb/learner/agents.h"
 #include "rtb/learner/replay_store.h"
@@ -57,6 +58,26 @@ void BM_DcmabUpdate(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(learner.Update(batches).updates);
 }
 BENCHMARK(BM_DcmabUpdate)->Arg(256)->Arg(32)->Unit(benchmark::kMillisecond);
+
+// The previous version in the same run: the same update (the same floats, bit for bit) through
+// torch::nn modules and autograd (Maddpg::reference_autograd).
+void BM_DcmabUpdateAutograd(benchmark::State& state) {
+  torch::set_num_threads(1);
+  rtb::learn::HyperParams hp;
+  hp.batch_size = static_cast<int>(state.range(0));
+  auto spec = rtb::learn::MakeAlgoSpec("dcmab", 3, {}, hp);
+  rtb::learn::Maddpg alg(*spec, hp, Norm());
+  alg.reference_autograd = true;
+  rtb::Rng rng(1);
+  std::vector<Transition> batch;
+  for (int k = 0; k < hp.batch_size; ++k) batch.push_back(Random(rng, k % 3 == 2));
+  for (auto _ : state) {
+    rtb::learn::UpdateStats stats;
+    alg.Update(rtb::learn::MakeBatch(batch), &stats);
+    benchmark::DoNotOptimize(stats.updates);
+  }
+}
+BENCHMARK(BM_DcmabUpdateAutograd)->Arg(256)->Arg(32)->Unit(benchmark::kMillisecond);
 
 // Row-major products through OpenBLAS, the shapes of a Linear layer (the floor benchmarks).
 void Gemm(bool ta, bool tb, int m, int n, int k, const float* a, const float* b, float* c) {

@@ -22,6 +22,8 @@ for b in 256 32; do
   pk=$(echo "$pyk" | awk -v b="batch=$b" '$2==b {print $3}')
   f=$(echo "$out" | awk -v b="BM_Layer2GemmFloor/$b" '$1==b {print $2}')
   g=$(echo "$out" | awk -v b="BM_AllGemmFloor/$b" '$1==b {print $2}')
+  ag=$(echo "$out" | awk -v b="BM_DcmabUpdateAutograd/$b" '$1==b {print $2}')
   awk -v c="$cpp" -v p="$p" -v k="$pk" -v b="$b" 'BEGIN {printf "batch %s: C++ %.2f ms, Python %.2f ms, speed-up %.2fx (against Python with freed memory kept, %.2f ms: %.2fx)\n", b, c, p, p/c, k, k/c}'
+  awk -v c="$cpp" -v a="$ag" -v p="$p" -v b="$b" 'BEGIN {printf "batch %s: the same update through autograd (the previous version, the same floats) %.2f ms: %.2fx Python; the exact kernels are %.2fx faster than it\n", b, a, p/a, a/c}'
   awk -v f="$f" -v g="$g" -v p="$p" -v c="$cpp" -v b="$b" 'BEGIN {printf "batch %s: the update'"'"'s matrix products alone take %.2f ms (%.0f%% of the C++ update; the actors'"'"' 300 x 300 layers %.2f ms): no fp32 update through this BLAS on this core can beat this Python by more than %.2fx; 2.5x needs <= %.2f ms (%.2f ms against the issue'"'"'s 43 ms)\n", b, g, 100*g/c, f, p/g, p/2.5, (b == 256 ? 43 : 10)/2.5}'
 done

@@ -58,7 +58,13 @@ Result<AlgoSpec> MakeAlgoSpec(const std::string& name, int agents,
       return Status::InvalidArgument("algo 'partial' needs learning_agents (for example [3])");
     }
     s.learns.assign(static_cast<size_t>(agents), false);
-    for (int a : learning_agents) s.learns[static_cast<size_t>(a - 1)] = true;
+    for (int a : learning_agents) {
+      if (a < 1 || a > agents) {
+        return Status::InvalidArgument("learning_agents: agent " + std::to_string(a) +
+                                       " is not in 1.." + std::to_string(agents));
+      }
+      s.learns[static_cast<size_t>(a - 1)] = true;
+    }
   } else {
     return Status::InvalidArgument("unknown algo '" + name +
                                    "' (manual, bandit, a2c, ddpg, dcmab, dcmab-coord, partial)");
@@ -175,13 +181,7 @@ UpdateStats MultiAgentLearner::Update(const std::vector<std::vector<Transition>>
   Maddpg& alg = *m.maddpg;
   if (batches.size() == 1) {
     // One minibatch for every agent: every agent's target actions a'^q once (Eq. 9).
-    const Batch b = MakeBatch(batches[0]);
-    const torch::Tensor next_actions = alg.TargetJointActions(b.s2);
-    const torch::Tensor actor_in = alg.ActorInputs(b.s);
-    for (int i = 0; i < m.N; ++i) {
-      if (m.spec.learns[static_cast<size_t>(i)])
-        alg.UpdateAgent(i, b, next_actions, actor_in, &stats);
-    }
+    alg.Update(MakeBatch(batches[0]), &stats);
   } else {
     // The paper's order: for each agent, its own minibatch, critic, actor, soft update.
     for (int i = 0; i < m.N; ++i) {

@@ -123,10 +123,26 @@ torch::Tensor ActorInputs(const torch::Tensor& s, int N, int L) {
   return in.reshape({B * L, G + W});
 }
 
+namespace {
+// The critic's layer-1 input (s, and d when it sees it) and its actions joined at layer 2.
+int CriticStateDim(const AlgoSpec& spec, const Normalizer& n) {
+  return n.StateDim() + (spec.critic_sees_d ? n.agents * n.clusters : 0);
+}
+int CriticActionDim(const AlgoSpec& spec, const Normalizer& n) {
+  return spec.joint_actions ? n.agents * n.clusters : n.clusters;
+}
+}  // namespace
+
 Maddpg::Maddpg(const AlgoSpec& s, const HyperParams& h, const Normalizer& n)
-    : spec(s), hp(h), norm(n), N(n.agents), L(n.clusters) {
-  const int state_in = norm.StateDim() + (spec.critic_sees_d ? N * L : 0);
-  const int act_in = spec.joint_actions ? N * L : L;
+    : spec(s),
+      hp(h),
+      norm(n),
+      N(n.agents),
+      L(n.clusters),
+      actor_mlp_(n.ActorInputDim(), h.actor_hidden, 0),
+      critic_mlp_(CriticStateDim(s, n), h.critic_hidden, CriticActionDim(s, n)) {
+  const int state_in = CriticStateDim(spec, norm);
+  const int act_in = CriticActionDim(spec, norm);
   for (int i = 0; i < N; ++i) {
     actors.emplace_back(norm.ActorInputDim(), hp.actor_hidden);
     actor_targets.emplace_back(norm.ActorInputDim(), hp.actor_hidden);
@@ -166,12 +182,27 @@ torch::Tensor Maddpg::ActorActions(int i, const torch::Tensor& actor_in, bool ta
 torch::Tensor Maddpg::TargetJointActions(const torch::Tensor& s2) {
   torch::NoGradGuard g;
   const torch::Tensor in = ActorInputs(s2);
-  std::vector<torch::Tensor> parts;
-  for (int o = 0; o < N; ++o) {
-    parts.push_back(spec.learns[static_cast<size_t>(o)] ? ActorActions(o, in, spec.use_targets)
-                                                        : torch::zeros({s2.size(0), L}));
+  if (reference_autograd) {
+    std::vector<torch::Tensor> parts;
+    for (int o = 0; o < N; ++o) {
+      parts.push_back(spec.learns[static_cast<size_t>(o)] ? ActorActions(o, in, spec.use_targets)
+                                                          : torch::zeros({s2.size(0), L}));
+    }
+    return torch::cat(parts, 1);
   }
-  return torch::cat(parts, 1);
+  const int64_t rows = in.size(0);
+  torch::Tensor joint = torch::zeros({s2.size(0), N * L});
+  torch::Tensor pre = torch::empty({s2.size(0), L});
+  for (int o = 0; o < N; ++o) {
+    const size_t k = static_cast<size_t>(o);
+    if (!spec.learns[k] || rows == 0) continue;
+    const FlatParams& net = spec.use_targets ? actor_target_flat[k] : actor_flat[k];
+    actor_mlp_.Forward(net.data.data_ptr<float>(), in.data_ptr<float>(), nullptr,
+                       static_cast<int>(rows), pre.data_ptr<float>());
+    torch::Tensor part = joint.narrow(1, o * L, L);
+    at::tanh_out(part, pre);
+  }
+  return joint;
 }
 
 torch::Tensor Maddpg::CriticState(const torch::Tensor& s, const torch::Tensor& d) const {
@@ -206,8 +237,21 @@ torch::Tensor Maddpg::CriticTargets(int i, const Batch& b, const torch::Tensor& 
   // Q'_i on the rows that go on; 0 on the last steps, where (1 - done) drops it anyway.
   torch::Tensor q_next = torch::zeros_like(r_i);
   if (spec.gamma > 0 && b.live.numel() > 0) {
-    q_next.index_copy_(0, b.live,
-                       q_target->forward(CriticState(b.s2, b.d2), CriticActions(next_actions, i)));
+    const torch::Tensor state = CriticState(b.s2, b.d2);
+    const torch::Tensor actions = CriticActions(next_actions, i);
+    torch::Tensor q_live;
+    if (reference_autograd) {
+      q_live = q_target->forward(state, actions);
+    } else {
+      const FlatParams& net = spec.use_targets ? critic_target_flat[static_cast<size_t>(i)]
+                                               : critic_flat[static_cast<size_t>(i)];
+      const torch::Tensor joined = actions.contiguous();
+      q_live = torch::empty({state.size(0), 1});
+      critic_mlp_.Forward(net.data.data_ptr<float>(), state.data_ptr<float>(),
+                          joined.data_ptr<float>(), static_cast<int>(state.size(0)),
+                          q_live.data_ptr<float>());
+    }
+    q_next.index_copy_(0, b.live, q_live);
   }
   return CriticTarget(r_i, b.done, q_next, spec.gamma);
 }
@@ -220,8 +264,67 @@ void Maddpg::ActorGradients(int i, const torch::Tensor& actor_loss) {
   actor_loss.backward({}, c10::nullopt, false, actors[k]->parameters());
 }
 
-void Maddpg::UpdateAgent(int i, const Batch& b, const torch::Tensor& next_actions,
-                         const torch::Tensor& actor_in, UpdateStats* stats) {
+void Maddpg::OptimizerStep(FlatParams& flat, torch::optim::Adam& opt) const {
+  torch::nn::utils::clip_grad_norm_(flat.data, hp.grad_clip);
+  opt.step();
+}
+
+void Maddpg::ExactOptimizerStep(FlatParams& flat, torch::optim::Adam& opt,
+                                FlatParams* target) const {
+  auto& options = static_cast<torch::optim::AdamOptions&>(opt.param_groups()[0].options());
+  if (options.weight_decay() != 0 || options.amsgrad()) {  // not what Maddpg builds
+    OptimizerStep(flat, opt);
+    if (target != nullptr) SoftUpdate(target->data, flat.data, hp.tau);
+    return;
+  }
+  // clip_grad_norm_: clip = clamp(max_norm / (|g| + 1e-6), max 1), in ATen's float arithmetic
+  // on a 0-dim tensor (max_norm / x is reciprocal(x) * max_norm).
+  const float grad_norm = flat.grad.norm(2.0).item<float>();
+  const float clip = std::min(
+      1.0f / (grad_norm + static_cast<float>(1e-6)) * static_cast<float>(hp.grad_clip), 1.0f);
+  // Adam's state, created as Adam::step creates it.
+  auto& states = opt.state();
+  const std::string key = c10::guts::to_string(flat.data.unsafeGetTensorImpl());
+  auto it = states.find(key);
+  if (it == states.end()) {
+    auto fresh = std::make_unique<torch::optim::AdamParamState>();
+    fresh->step(0);
+    fresh->exp_avg(torch::zeros_like(flat.data, torch::MemoryFormat::Preserve));
+    fresh->exp_avg_sq(torch::zeros_like(flat.data, torch::MemoryFormat::Preserve));
+    it = states.emplace(key, std::move(fresh)).first;
+  }
+  auto& state = static_cast<torch::optim::AdamParamState&>(*it->second);
+  state.step(state.step() + 1);
+  const double beta1 = std::get<0>(options.betas()), beta2 = std::get<1>(options.betas());
+  const double bias_correction1 = 1 - std::pow(beta1, state.step());
+  const double bias_correction2 = 1 - std::pow(beta2, state.step());
+  AdamStepCoefficients c;
+  c.clip = clip;
+  c.beta1 = static_cast<float>(beta1);
+  c.one_minus_beta1 = static_cast<float>(1 - beta1);
+  c.beta2 = static_cast<float>(beta2);
+  c.one_minus_beta2 = static_cast<float>(1 - beta2);
+  c.sqrt_bc2 = static_cast<float>(std::sqrt(bias_correction2));
+  c.eps = static_cast<float>(options.eps());
+  c.neg_step_size = static_cast<float>(-(options.lr() / bias_correction1));
+  c.keep = static_cast<float>(1.0 - hp.tau);
+  c.tau = static_cast<float>(hp.tau);
+  c.fused = AtenFusesMultiplyAdd();
+  ClipAdamSoftUpdate(c, flat.data.numel(), flat.grad.data_ptr<float>(), flat.data.data_ptr<float>(),
+                     state.exp_avg().data_ptr<float>(), state.exp_avg_sq().data_ptr<float>(),
+                     target != nullptr ? target->data.data_ptr<float>() : nullptr);
+}
+
+void Maddpg::Update(const Batch& b, UpdateStats* stats) {
+  const torch::Tensor next_actions = TargetJointActions(b.s2);
+  const torch::Tensor actor_in = ActorInputs(b.s);
+  for (int i = 0; i < N; ++i) {
+    if (spec.learns[static_cast<size_t>(i)]) UpdateAgent(i, b, next_actions, actor_in, stats);
+  }
+}
+
+void Maddpg::UpdateAgentAutograd(int i, const Batch& b, const torch::Tensor& next_actions,
+                                 const torch::Tensor& actor_in, UpdateStats* stats) {
   const size_t k = static_cast<size_t>(i);
 
   // Critic. Eq. (9): y = r_i + gamma * Q'_i(s', a'_1..a'_N, d'), y = r_i at the last step.
@@ -231,20 +334,82 @@ void Maddpg::UpdateAgent(int i, const Batch& b, const torch::Tensor& next_action
   const torch::Tensor critic_loss = torch::mse_loss(q, y);
   critic_flat[k].grad.zero_();
   critic_loss.backward();
-  torch::nn::utils::clip_grad_norm_(critic_flat[k].data, hp.grad_clip);
-  critic_opts[k]->step();
+  OptimizerStep(critic_flat[k], *critic_opts[k]);
 
   // Actor. Eq. (11): ascend Q_i with agent i's actions replaced by mu_i([g, x_j]).
   const torch::Tensor actor_loss = ActorLoss(i, b, actor_in);
   ActorGradients(i, actor_loss);
-  torch::nn::utils::clip_grad_norm_(actor_flat[k].data, hp.grad_clip);
-  actor_opts[k]->step();
+  OptimizerStep(actor_flat[k], *actor_opts[k]);
 
   // Soft update of the targets.
   if (spec.use_targets) {
     SoftUpdate(actor_target_flat[k].data, actor_flat[k].data, hp.tau);
     SoftUpdate(critic_target_flat[k].data, critic_flat[k].data, hp.tau);
   }
+  stats->critic_loss += critic_loss.item<double>();
+  stats->actor_loss += actor_loss.item<double>();
+  stats->updates += 1;
+}
+
+void Maddpg::UpdateAgent(int i, const Batch& b, const torch::Tensor& next_actions,
+                         const torch::Tensor& actor_in, UpdateStats* stats) {
+  if (reference_autograd) return UpdateAgentAutograd(i, b, next_actions, actor_in, stats);
+  torch::NoGradGuard no_graph;
+  const size_t k = static_cast<size_t>(i);
+  const int B = static_cast<int>(b.s.size(0)), R = B * L;
+  const torch::Tensor state = CriticState(b.s, b.d).contiguous();
+  float* const critic = critic_flat[k].data.data_ptr<float>();
+  float* const actor = actor_flat[k].data.data_ptr<float>();
+
+  // Critic. Eq. (9): y = r_i + gamma * Q'_i(s', a'_1..a'_N, d'), y = r_i at the last step.
+  const torch::Tensor y = CriticTargets(i, b, next_actions);
+  // Eq. (10): L(theta_i) = mean (y - Q_i(s, a_1..a_N, d))^2, and its gradient (mse_loss's own
+  // derivative, then the critic's backward).
+  const torch::Tensor taken = CriticActions(b.a, i).contiguous();
+  torch::Tensor q = torch::empty({B, 1});
+  critic_mlp_.Forward(critic, state.data_ptr<float>(), taken.data_ptr<float>(), B,
+                      q.data_ptr<float>());
+  const torch::Tensor critic_loss = torch::mse_loss(q, y);
+  const torch::Tensor dq = at::mse_loss_backward(torch::ones({}), q, y, at::Reduction::Mean);
+  critic_mlp_.Backward(critic, state.data_ptr<float>(), B, dq.data_ptr<float>(),
+                       critic_flat[k].grad.data_ptr<float>(), nullptr);
+  // Its optimiser step, and (soft update) its target's, which nothing reads before Eq. (11).
+  ExactOptimizerStep(critic_flat[k], *critic_opts[k],
+                     spec.use_targets ? &critic_target_flat[k] : nullptr);
+
+  // Actor. Eq. (11): ascend Q_i with agent i's L actions replaced by mu_i([g, x_j]) (the other
+  // agents keep their sampled actions): loss -mean Q_i (+ actor_preact_reg * mean pre^2).
+  torch::Tensor pre = torch::empty({B, L});
+  actor_mlp_.Forward(actor, actor_in.data_ptr<float>(), nullptr, R, pre.data_ptr<float>());
+  const torch::Tensor own = torch::tanh(pre);
+  torch::Tensor joint = b.a.clone();
+  joint.narrow(1, i * L, L).copy_(own);
+  const torch::Tensor acted = CriticActions(joint, i).contiguous();
+  torch::Tensor q_acted = torch::empty({B, 1});
+  critic_mlp_.Forward(critic, state.data_ptr<float>(), acted.data_ptr<float>(), B,
+                      q_acted.data_ptr<float>());
+  torch::Tensor actor_loss = -q_acted.mean();
+  if (hp.actor_preact_reg > 0) actor_loss = actor_loss + hp.actor_preact_reg * pre.pow(2).mean();
+  // dLoss/dQ = -1/B on every row; back through the critic to agent i's own action columns.
+  const int A = CriticActionDim(spec, norm), C = hp.critic_hidden;
+  const int own_col = C + (spec.joint_actions ? i * L : 0);
+  std::vector<float> d_q(static_cast<size_t>(B), -1.0f / static_cast<float>(B));
+  torch::Tensor d_layer2_in = torch::empty({B, C + A});
+  critic_mlp_.Backward(critic, state.data_ptr<float>(), B, d_q.data(), nullptr,
+                       d_layer2_in.data_ptr<float>());
+  // Through tanh (ATen's own derivative), plus the penalty's 2 reg pre / (B L).
+  torch::Tensor d_pre = at::tanh_backward(d_layer2_in.narrow(1, own_col, L).contiguous(), own);
+  if (hp.actor_preact_reg > 0) {
+    const float c = static_cast<float>(hp.actor_preact_reg) / static_cast<float>(R);
+    float* d = d_pre.data_ptr<float>();
+    const float* p = pre.data_ptr<float>();
+    for (int r = 0; r < R; ++r) d[r] = d[r] + c * (2.0f * p[r]);
+  }
+  actor_mlp_.Backward(actor, actor_in.data_ptr<float>(), R, d_pre.data_ptr<float>(),
+                      actor_flat[k].grad.data_ptr<float>(), nullptr);
+  // Its optimiser step, and the soft update of its target.
+  ExactOptimizerStep(actor_flat[k], *actor_opts[k],
+                     spec.use_targets ? &actor_target_flat[k] : nullptr);
   stats->critic_loss += critic_loss.item<double>();
   stats->actor_loss += actor_loss.item<double>();
   stats->updates += 1;

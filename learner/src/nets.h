@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "exact_mlp.h"
 #include "rtb/learner/agents.h"
 
 namespace rtb::learn {
@@ -86,8 +87,17 @@ class Maddpg {
   // actor_flat[i].grad (zeroed first); no other network's gradient is computed.
   void ActorGradients(int i, const torch::Tensor& actor_loss);
   // One step of Algorithm 1 for agent i: critic (Eqs. 9, 10), actor (Eq. 11), soft update.
+  // Forward and backward run through ExactMlp (exact_mlp.h), or through the LibTorch modules
+  // and autograd when `reference_autograd`: the same floats either way, the first faster.
   void UpdateAgent(int i, const Batch& b, const torch::Tensor& next_actions,
                    const torch::Tensor& actor_in, UpdateStats* stats);
+  // Algorithm 1 on one minibatch shared by every agent: every agent's target actions a'^q once
+  // (Eq. 9), then UpdateAgent for each learning agent in turn.
+  void Update(const Batch& b, UpdateStats* stats);
+
+  // The update through torch::nn modules and autograd: the reference ExactMlp is tested
+  // against, and the previous version bench/bench_learner.cc times.
+  bool reference_autograd = false;
 
   AlgoSpec spec;
   HyperParams hp;
@@ -100,6 +110,18 @@ class Maddpg {
   std::vector<Critic> critics, critic_targets;
   std::vector<FlatParams> actor_flat, actor_target_flat, critic_flat, critic_target_flat;
   std::vector<std::unique_ptr<torch::optim::Adam>> actor_opts, critic_opts;
+
+ private:
+  void UpdateAgentAutograd(int i, const Batch& b, const torch::Tensor& next_actions,
+                           const torch::Tensor& actor_in, UpdateStats* stats);
+  // Gradient clipping (global norm) and Adam on one network's flat buffer.
+  void OptimizerStep(FlatParams& flat, torch::optim::Adam& opt) const;
+  // The same, and then the soft update of `target` when not null, in one pass
+  // (ClipAdamSoftUpdate): the same floats, and the same optimiser state for checkpoints.
+  void ExactOptimizerStep(FlatParams& flat, torch::optim::Adam& opt, FlatParams* target) const;
+
+  // Every actor and every critic has one of these two shapes; scratch for their kernels.
+  ExactMlp actor_mlp_, critic_mlp_;
 };
 
 }  // namespace rtb::learn
