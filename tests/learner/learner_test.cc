@@ -3,8 +3,10 @@
 #include <torch/script.h>
 #include <torch/torch.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <string>
 
 #include "nets.h"
 #include "rtb/learner/agents.h"
@@ -185,6 +187,15 @@ TEST(Maddpg, ExactUpdateGivesTheSameFloatsAsAutograd) {
                                    {"bandit", {}, 0.01},
                                    {"dcmab-coord", {}, 0.0},
                                    {"partial", {1, 3}, 0.01}};
+  // ctest runs this test under ATen's AVX2 and baseline kernels too (tests/CMakeLists.txt); make
+  // sure that took effect: the baseline kernels round a * b + c twice, the SIMD ones once.
+  const char* cap = std::getenv("ATEN_CPU_CAPABILITY");
+  if (cap != nullptr && std::string(cap) == "default") {
+    EXPECT_FALSE(AtenFusesMultiplyAdd());
+  }
+  if (cap != nullptr && std::string(cap) == "avx2" && __builtin_cpu_supports("fma")) {
+    EXPECT_TRUE(AtenFusesMultiplyAdd());
+  }
   for (const Case& c : cases) {
     SCOPED_TRACE(c.algo);
     HyperParams hp;  // the paper's sizes and this project's defaults
