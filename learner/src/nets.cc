@@ -157,11 +157,16 @@ Maddpg::Maddpg(const AlgoSpec& s, const HyperParams& h, const Normalizer& n)
   critic_target_flat.resize(static_cast<size_t>(N));
   Relink();
   for (size_t k = 0; k < static_cast<size_t>(N); ++k) {
-    // Adam over the flat buffer: elementwise, so the same update as over each layer.
+    // Adam over the flat buffer: elementwise, so the same update as over each layer. No weight
+    // decay, no AMSGrad: ExactOptimizerStep computes exactly this.
     actor_opts.push_back(std::make_unique<torch::optim::Adam>(
         std::vector<torch::Tensor>{actor_flat[k].data}, torch::optim::AdamOptions(hp.actor_lr)));
     critic_opts.push_back(std::make_unique<torch::optim::Adam>(
         std::vector<torch::Tensor>{critic_flat[k].data}, torch::optim::AdamOptions(hp.critic_lr)));
+    // ExactMlp reads the flat buffers in Module::parameters() order, with these sizes.
+    TORCH_CHECK(actor_flat[k].data.numel() == actor_mlp_.NumParams() &&
+                    critic_flat[k].data.numel() == critic_mlp_.NumParams(),
+                "ExactMlp's parameter layout does not match the networks'");
   }
 }
 
@@ -231,29 +236,42 @@ torch::Tensor Maddpg::ActorLoss(int i, const Batch& b, const torch::Tensor& acto
 
 torch::Tensor Maddpg::CriticTargets(int i, const Batch& b, const torch::Tensor& next_actions) {
   torch::NoGradGuard g;
-  const torch::Tensor r_i = b.r.index({Slice(), Slice(i, i + 1)});
-  Critic& q_target =
-      spec.use_targets ? critic_targets[static_cast<size_t>(i)] : critics[static_cast<size_t>(i)];
-  // Q'_i on the rows that go on; 0 on the last steps, where (1 - done) drops it anyway.
-  torch::Tensor q_next = torch::zeros_like(r_i);
-  if (spec.gamma > 0 && b.live.numel() > 0) {
-    const torch::Tensor state = CriticState(b.s2, b.d2);
-    const torch::Tensor actions = CriticActions(next_actions, i);
-    torch::Tensor q_live;
-    if (reference_autograd) {
-      q_live = q_target->forward(state, actions);
-    } else {
-      const FlatParams& net = spec.use_targets ? critic_target_flat[static_cast<size_t>(i)]
-                                               : critic_flat[static_cast<size_t>(i)];
-      const torch::Tensor joined = actions.contiguous();
-      q_live = torch::empty({state.size(0), 1});
-      critic_mlp_.Forward(net.data.data_ptr<float>(), state.data_ptr<float>(),
-                          joined.data_ptr<float>(), static_cast<int>(state.size(0)),
-                          q_live.data_ptr<float>());
+  const bool bootstrap = spec.gamma > 0 && b.live.numel() > 0;
+  if (reference_autograd) {
+    const torch::Tensor r_i = b.r.index({Slice(), Slice(i, i + 1)});
+    Critic& q_target =
+        spec.use_targets ? critic_targets[static_cast<size_t>(i)] : critics[static_cast<size_t>(i)];
+    // Q'_i on the rows that go on; 0 on the last steps, where (1 - done) drops it anyway.
+    torch::Tensor q_next = torch::zeros_like(r_i);
+    if (bootstrap) {
+      q_next.index_copy_(
+          0, b.live, q_target->forward(CriticState(b.s2, b.d2), CriticActions(next_actions, i)));
     }
-    q_next.index_copy_(0, b.live, q_live);
+    return CriticTarget(r_i, b.done, q_next, spec.gamma);
   }
-  return CriticTarget(r_i, b.done, q_next, spec.gamma);
+  // The same through ExactMlp, and CriticTarget's arithmetic as ATen rounds it:
+  // y = r + (gamma (1 - done)) q', with q' = 0 on the last steps.
+  const int64_t B = b.r.size(0), live = b.live.numel();
+  std::vector<float> q_next(static_cast<size_t>(B), 0.0f), q_live(static_cast<size_t>(live));
+  if (bootstrap) {
+    const FlatParams& net = spec.use_targets ? critic_target_flat[static_cast<size_t>(i)]
+                                             : critic_flat[static_cast<size_t>(i)];
+    const torch::Tensor state = CriticState(b.s2, b.d2).contiguous();
+    const torch::Tensor actions = CriticActions(next_actions, i).contiguous();
+    critic_mlp_.Forward(net.data.data_ptr<float>(), state.data_ptr<float>(),
+                        actions.data_ptr<float>(), static_cast<int>(live), q_live.data());
+    const int64_t* rows = b.live.data_ptr<int64_t>();
+    for (int64_t j = 0; j < live; ++j) q_next[static_cast<size_t>(rows[j])] = q_live[j];
+  }
+  torch::Tensor y = torch::empty({B, 1});
+  const float gamma = static_cast<float>(spec.gamma);
+  const float *r = b.r.data_ptr<float>(), *done = b.done.data_ptr<float>();
+  float* yp = y.data_ptr<float>();
+  const int64_t stride = b.r.size(1);
+  for (int64_t row = 0; row < B; ++row) {
+    yp[row] = r[row * stride + i] + ((1.0f - done[row]) * gamma) * q_next[static_cast<size_t>(row)];
+  }
+  return y;
 }
 
 void Maddpg::ActorGradients(int i, const torch::Tensor& actor_loss) {
@@ -271,12 +289,8 @@ void Maddpg::OptimizerStep(FlatParams& flat, torch::optim::Adam& opt) const {
 
 void Maddpg::ExactOptimizerStep(FlatParams& flat, torch::optim::Adam& opt,
                                 FlatParams* target) const {
+  // Maddpg's optimisers use neither weight decay nor AMSGrad (checked in the constructor).
   auto& options = static_cast<torch::optim::AdamOptions&>(opt.param_groups()[0].options());
-  if (options.weight_decay() != 0 || options.amsgrad()) {  // not what Maddpg builds
-    OptimizerStep(flat, opt);
-    if (target != nullptr) SoftUpdate(target->data, flat.data, hp.tau);
-    return;
-  }
   // clip_grad_norm_: clip = clamp(max_norm / (|g| + 1e-6), max 1), in ATen's float arithmetic
   // on a 0-dim tensor (max_norm / x is reciprocal(x) * max_norm).
   const float grad_norm = flat.grad.norm(2.0).item<float>();
@@ -363,15 +377,20 @@ void Maddpg::UpdateAgent(int i, const Batch& b, const torch::Tensor& next_action
 
   // Critic. Eq. (9): y = r_i + gamma * Q'_i(s', a'_1..a'_N, d'), y = r_i at the last step.
   const torch::Tensor y = CriticTargets(i, b, next_actions);
-  // Eq. (10): L(theta_i) = mean (y - Q_i(s, a_1..a_N, d))^2, and its gradient (mse_loss's own
-  // derivative, then the critic's backward).
+  // Eq. (10): L(theta_i) = mean (y - Q_i(s, a_1..a_N, d))^2, and its gradient: mse_loss's
+  // derivative as ATen computes it, (2 / B) (q - y) x 1, then the critic's backward.
   const torch::Tensor taken = CriticActions(b.a, i).contiguous();
   torch::Tensor q = torch::empty({B, 1});
   critic_mlp_.Forward(critic, state.data_ptr<float>(), taken.data_ptr<float>(), B,
                       q.data_ptr<float>());
   const torch::Tensor critic_loss = torch::mse_loss(q, y);
-  const torch::Tensor dq = at::mse_loss_backward(torch::ones({}), q, y, at::Reduction::Mean);
-  critic_mlp_.Backward(critic, state.data_ptr<float>(), B, dq.data_ptr<float>(),
+  std::vector<float> dq(static_cast<size_t>(B));
+  {
+    const float two_over_b = static_cast<float>(2. / B);
+    const float *qp = q.data_ptr<float>(), *yp = y.data_ptr<float>();
+    for (int r = 0; r < B; ++r) dq[static_cast<size_t>(r)] = two_over_b * (qp[r] - yp[r]) * 1.0f;
+  }
+  critic_mlp_.Backward(critic, state.data_ptr<float>(), B, dq.data(),
                        critic_flat[k].grad.data_ptr<float>(), nullptr);
   // Its optimiser step, and (soft update) its target's, which nothing reads before Eq. (11).
   ExactOptimizerStep(critic_flat[k], *critic_opts[k],
@@ -382,9 +401,16 @@ void Maddpg::UpdateAgent(int i, const Batch& b, const torch::Tensor& next_action
   torch::Tensor pre = torch::empty({B, L});
   actor_mlp_.Forward(actor, actor_in.data_ptr<float>(), nullptr, R, pre.data_ptr<float>());
   const torch::Tensor own = torch::tanh(pre);
-  torch::Tensor joint = b.a.clone();
-  joint.narrow(1, i * L, L).copy_(own);
-  const torch::Tensor acted = CriticActions(joint, i).contiguous();
+  // The critic's actions: every agent's sampled ones with agent i's replaced (or its own alone).
+  torch::Tensor acted = own;
+  if (spec.joint_actions) {
+    acted = torch::empty({B, N * L});
+    const float *a = b.a.data_ptr<float>(), *o = own.data_ptr<float>();
+    float* out = acted.data_ptr<float>();
+    const int NL = N * L;
+    std::copy(a, a + static_cast<size_t>(B) * NL, out);
+    for (int r = 0; r < B; ++r) std::copy(o + r * L, o + (r + 1) * L, out + r * NL + i * L);
+  }
   torch::Tensor q_acted = torch::empty({B, 1});
   critic_mlp_.Forward(critic, state.data_ptr<float>(), acted.data_ptr<float>(), B,
                       q_acted.data_ptr<float>());
@@ -398,7 +424,12 @@ void Maddpg::UpdateAgent(int i, const Batch& b, const torch::Tensor& next_action
   critic_mlp_.Backward(critic, state.data_ptr<float>(), B, d_q.data(), nullptr,
                        d_layer2_in.data_ptr<float>());
   // Through tanh (ATen's own derivative), plus the penalty's 2 reg pre / (B L).
-  torch::Tensor d_pre = at::tanh_backward(d_layer2_in.narrow(1, own_col, L).contiguous(), own);
+  torch::Tensor d_own = torch::empty({B, L});
+  for (int r = 0; r < B; ++r) {
+    const float* from = d_layer2_in.data_ptr<float>() + r * (C + A) + own_col;
+    std::copy(from, from + L, d_own.data_ptr<float>() + r * L);
+  }
+  torch::Tensor d_pre = at::tanh_backward(d_own, own);
   if (hp.actor_preact_reg > 0) {
     const float c = static_cast<float>(hp.actor_preact_reg) / static_cast<float>(R);
     float* d = d_pre.data_ptr<float>();
