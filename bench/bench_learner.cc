@@ -1,6 +1,7 @@
 // One full DCMAB update (every agent: critic Eq. 9-10, actor Eq. 11, soft update) at batch 256
-// and 32, N = L = 3, paper network sizes, one intra-op thread; the update's large matrix
-// products alone (its fp32 floor); and one replay-store insert and one sample of a minibatch.
+// and 32, N = L = 3, paper network sizes, one intra-op thread, as training runs it (ExactMlp) and
+// through autograd (the previous version, the same floats); the update's large matrix products
+// alone (its fp32 floor); and one replay-store insert and one sample of a minibatch.
 // Compare with bench/python/dcmab_update.py (same update in Python PyTorch) in the same run:
 // bench/run_learner_bench.sh.
 #include <benchmark/benchmark.h>
