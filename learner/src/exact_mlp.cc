@@ -58,15 +58,15 @@ void LinearParamGrad(const float* dy, const float* x, int rows, int k, int out, 
 // They select and copy floats, never round, so every version gives the same bits.
 #define RTB_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 
-// relu in place: p = p > 0 ? p : 0.
+// relu in place: 0 where p < 0 (a NaN stays NaN, as with ATen's relu).
 RTB_VECTOR_CLONES void ReluInPlace(float* __restrict p, size_t n) {
-  for (size_t i = 0; i < n; ++i) p[i] = p[i] > 0.0f ? p[i] : 0.0f;
+  for (size_t i = 0; i < n; ++i) p[i] = p[i] < 0.0f ? 0.0f : p[i];
 }
 
 // ReLU's derivative as ATen's threshold_backward takes it: 0 where the output y is <= 0.
 RTB_VECTOR_CLONES void ReluGradRow(const float* __restrict g, const float* __restrict o, int n,
                                    float* __restrict d) {
-  for (int c = 0; c < n; ++c) d[c] = o[c] > 0.0f ? g[c] : 0.0f;
+  for (int c = 0; c < n; ++c) d[c] = o[c] <= 0.0f ? 0.0f : g[c];
 }
 
 void ReluGrad(const float* dy, int ldy, const float* y, int rows, int cols, float* dx) {

@@ -289,8 +289,10 @@ void Maddpg::OptimizerStep(FlatParams& flat, torch::optim::Adam& opt) const {
 
 void Maddpg::ExactOptimizerStep(FlatParams& flat, torch::optim::Adam& opt,
                                 FlatParams* target) const {
-  // Maddpg's optimisers use neither weight decay nor AMSGrad (checked in the constructor).
   auto& options = static_cast<torch::optim::AdamOptions&>(opt.param_groups()[0].options());
+  // Maddpg builds its optimisers with AdamOptions(lr) alone, and checkpoints keep that.
+  TORCH_CHECK(options.weight_decay() == 0 && !options.amsgrad(),
+              "ExactOptimizerStep computes Adam without weight decay or AMSGrad");
   // clip_grad_norm_: clip = clamp(max_norm / (|g| + 1e-6), max 1), in ATen's float arithmetic
   // on a 0-dim tensor (max_norm / x is reciprocal(x) * max_norm).
   const float grad_norm = flat.grad.norm(2.0).item<float>();
