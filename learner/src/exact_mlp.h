@@ -6,10 +6,11 @@
 // (branch exp/hand-derived-update) was faster but rounded differently, so it trained different
 // agents. This one makes, for every matrix product, the very BLAS call (sgemm_, same transposes,
 // dimensions and leading dimensions) that LibTorch's addmm and its backward make, and leaves to
-// ATen itself the few elementwise steps whose rounding is ATen's own (tanh and its derivative,
-// the bias gradients' column sums, the MSE loss's derivative). ReLU and its derivative, copies,
-// and the bias broadcast are exact in any order. So the update gives bit-identical parameters;
-// tests/learner/learner_test.cc compares it with the autograd update, bit for bit.
+// ATen itself the few steps whose rounding is ATen's own (in Maddpg::UpdateAgent: tanh and its
+// derivative, the gradient norm; here: the bias gradients' column sums). ReLU and its
+// derivative, copies, and the bias broadcast are exact in any order; the scalar arithmetic
+// (Eq. 9, the MSE derivative) is written with ATen's rounding. So the update gives
+// bit-identical parameters; tests/learner/learner_test.cc compares it with the autograd update.
 //
 // Parameters sit in the flat buffer in Module::parameters() order: l1.weight [H, in], l1.bias
 // [H], l2.weight [H, H + A], l2.bias [H], l3.weight [1, H], l3.bias [1], with A the columns joined
