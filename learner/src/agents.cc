@@ -187,7 +187,7 @@ UpdateStats MultiAgentLearner::Update(const std::vector<std::vector<Transition>>
     for (int i = 0; i < m.N; ++i) {
       if (!m.spec.learns[static_cast<size_t>(i)]) continue;
       const Batch b = MakeBatch(batches[static_cast<size_t>(i)]);
-      alg.UpdateAgent(i, b, alg.TargetJointActions(b.s2), alg.ActorInputs(b.s), &stats);
+      alg.UpdateAgent(i, alg.Prepare(b), &stats);
     }
   }
   return stats;

@@ -218,7 +218,19 @@ torch::Tensor Maddpg::CriticActions(const torch::Tensor& joint, int i) const {
   return spec.joint_actions ? joint : joint.index({Slice(), Slice(i * L, (i + 1) * L)});
 }
 
-torch::Tensor Maddpg::ActorLoss(int i, const Batch& b, const torch::Tensor& actor_in) {
+Minibatch Maddpg::Prepare(const Batch& b) {
+  Minibatch mb;
+  mb.b = &b;
+  mb.next_actions = TargetJointActions(b.s2);
+  mb.actor_in = ActorInputs(b.s);
+  mb.critic_s = CriticState(b.s, b.d).contiguous();
+  mb.critic_s2 = CriticState(b.s2, b.d2).contiguous();
+  return mb;
+}
+
+torch::Tensor Maddpg::ActorLoss(int i, const Minibatch& mb) {
+  const Batch& b = *mb.b;
+  const torch::Tensor& actor_in = mb.actor_in;
   // Agent i's own L actions come from its actor; the other agents keep their sampled actions.
   const torch::Tensor pre = actors[static_cast<size_t>(i)]->preact(actor_in).reshape({-1, L});
   const torch::Tensor own = torch::tanh(pre);
@@ -228,14 +240,16 @@ torch::Tensor Maddpg::ActorLoss(int i, const Batch& b, const torch::Tensor& acto
   if (i + 1 < N) parts.push_back(b.a.index({Slice(), Slice((i + 1) * L, N * L)}));
   const torch::Tensor joint = torch::cat(parts, 1);
   Critic& q = critics[static_cast<size_t>(i)];
-  const torch::Tensor loss = -q->forward(CriticState(b.s, b.d), CriticActions(joint, i)).mean();
+  const torch::Tensor loss = -q->forward(mb.critic_s, CriticActions(joint, i)).mean();
   // Deviation (hyper.actor_preact_reg): a small penalty on the pre-tanh output keeps the actor
   // out of tanh saturation, where its gradient vanishes and a = +-1 could never be left.
   return hp.actor_preact_reg > 0 ? loss + hp.actor_preact_reg * pre.pow(2).mean() : loss;
 }
 
-torch::Tensor Maddpg::CriticTargets(int i, const Batch& b, const torch::Tensor& next_actions) {
+torch::Tensor Maddpg::CriticTargets(int i, const Minibatch& mb) {
   torch::NoGradGuard g;
+  const Batch& b = *mb.b;
+  const torch::Tensor& next_actions = mb.next_actions;
   const bool bootstrap = spec.gamma > 0 && b.live.numel() > 0;
   if (reference_autograd) {
     const torch::Tensor r_i = b.r.index({Slice(), Slice(i, i + 1)});
@@ -244,8 +258,8 @@ torch::Tensor Maddpg::CriticTargets(int i, const Batch& b, const torch::Tensor& 
     // Q'_i on the rows that go on; 0 on the last steps, where (1 - done) drops it anyway.
     torch::Tensor q_next = torch::zeros_like(r_i);
     if (bootstrap) {
-      q_next.index_copy_(
-          0, b.live, q_target->forward(CriticState(b.s2, b.d2), CriticActions(next_actions, i)));
+      q_next.index_copy_(0, b.live,
+                         q_target->forward(mb.critic_s2, CriticActions(next_actions, i)));
     }
     return CriticTarget(r_i, b.done, q_next, spec.gamma);
   }
@@ -256,9 +270,8 @@ torch::Tensor Maddpg::CriticTargets(int i, const Batch& b, const torch::Tensor& 
   if (bootstrap) {
     const FlatParams& net = spec.use_targets ? critic_target_flat[static_cast<size_t>(i)]
                                              : critic_flat[static_cast<size_t>(i)];
-    const torch::Tensor state = CriticState(b.s2, b.d2).contiguous();
     const torch::Tensor actions = CriticActions(next_actions, i).contiguous();
-    critic_mlp_.Forward(net.data.data_ptr<float>(), state.data_ptr<float>(),
+    critic_mlp_.Forward(net.data.data_ptr<float>(), mb.critic_s2.data_ptr<float>(),
                         actions.data_ptr<float>(), static_cast<int>(live), q_live.data());
     const int64_t* rows = b.live.data_ptr<int64_t>();
     for (int64_t j = 0; j < live; ++j) q_next[static_cast<size_t>(rows[j])] = q_live[j];
@@ -332,28 +345,27 @@ void Maddpg::ExactOptimizerStep(FlatParams& flat, torch::optim::Adam& opt,
 }
 
 void Maddpg::Update(const Batch& b, UpdateStats* stats) {
-  const torch::Tensor next_actions = TargetJointActions(b.s2);
-  const torch::Tensor actor_in = ActorInputs(b.s);
+  const Minibatch mb = Prepare(b);
   for (int i = 0; i < N; ++i) {
-    if (spec.learns[static_cast<size_t>(i)]) UpdateAgent(i, b, next_actions, actor_in, stats);
+    if (spec.learns[static_cast<size_t>(i)]) UpdateAgent(i, mb, stats);
   }
 }
 
-void Maddpg::UpdateAgentAutograd(int i, const Batch& b, const torch::Tensor& next_actions,
-                                 const torch::Tensor& actor_in, UpdateStats* stats) {
+void Maddpg::UpdateAgentAutograd(int i, const Minibatch& mb, UpdateStats* stats) {
   const size_t k = static_cast<size_t>(i);
+  const Batch& b = *mb.b;
 
   // Critic. Eq. (9): y = r_i + gamma * Q'_i(s', a'_1..a'_N, d'), y = r_i at the last step.
-  const torch::Tensor y = CriticTargets(i, b, next_actions);
+  const torch::Tensor y = CriticTargets(i, mb);
   // Eq. (10): L(theta_i) = mean (y - Q_i(s, a_1..a_N, d))^2.
-  const torch::Tensor q = critics[k]->forward(CriticState(b.s, b.d), CriticActions(b.a, i));
+  const torch::Tensor q = critics[k]->forward(mb.critic_s, CriticActions(b.a, i));
   const torch::Tensor critic_loss = torch::mse_loss(q, y);
   critic_flat[k].grad.zero_();
   critic_loss.backward();
   OptimizerStep(critic_flat[k], *critic_opts[k]);
 
   // Actor. Eq. (11): ascend Q_i with agent i's actions replaced by mu_i([g, x_j]).
-  const torch::Tensor actor_loss = ActorLoss(i, b, actor_in);
+  const torch::Tensor actor_loss = ActorLoss(i, mb);
   ActorGradients(i, actor_loss);
   OptimizerStep(actor_flat[k], *actor_opts[k]);
 
@@ -367,18 +379,19 @@ void Maddpg::UpdateAgentAutograd(int i, const Batch& b, const torch::Tensor& nex
   stats->updates += 1;
 }
 
-void Maddpg::UpdateAgent(int i, const Batch& b, const torch::Tensor& next_actions,
-                         const torch::Tensor& actor_in, UpdateStats* stats) {
-  if (reference_autograd) return UpdateAgentAutograd(i, b, next_actions, actor_in, stats);
+void Maddpg::UpdateAgent(int i, const Minibatch& mb, UpdateStats* stats) {
+  if (reference_autograd) return UpdateAgentAutograd(i, mb, stats);
   torch::NoGradGuard no_graph;
   const size_t k = static_cast<size_t>(i);
+  const Batch& b = *mb.b;
+  const torch::Tensor& actor_in = mb.actor_in;
+  const torch::Tensor& state = mb.critic_s;
   const int B = static_cast<int>(b.s.size(0)), R = B * L;
-  const torch::Tensor state = CriticState(b.s, b.d).contiguous();
   float* const critic = critic_flat[k].data.data_ptr<float>();
   float* const actor = actor_flat[k].data.data_ptr<float>();
 
   // Critic. Eq. (9): y = r_i + gamma * Q'_i(s', a'_1..a'_N, d'), y = r_i at the last step.
-  const torch::Tensor y = CriticTargets(i, b, next_actions);
+  const torch::Tensor y = CriticTargets(i, mb);
   // Eq. (10): L(theta_i) = mean (y - Q_i(s, a_1..a_N, d))^2, and its gradient: mse_loss's
   // derivative as ATen computes it, (2 / B) (q - y) x 1, then the critic's backward.
   const torch::Tensor taken = CriticActions(b.a, i).contiguous();

@@ -66,6 +66,16 @@ Batch MakeBatch(const std::vector<Transition>& ts);
 // Actor inputs [B*L, 2NL+L+2] for state s [B, Ds]: [g, x_j] for j = 1..L.
 torch::Tensor ActorInputs(const torch::Tensor& s, int N, int L);
 
+// What every agent's update reads from one minibatch, computed once per minibatch
+// (Maddpg::Prepare). Must not outlive its Batch.
+struct Minibatch {
+  const Batch* b = nullptr;
+  torch::Tensor next_actions;  // a'^q of every agent at s' (Eq. 9): [B', N*L]
+  torch::Tensor actor_in;      // the actors' inputs [g, x_j] at s: [B*L, in]
+  torch::Tensor critic_s;      // the critics' layer-1 input at s (s, and d if seen): [B, *]
+  torch::Tensor critic_s2;     // the same at s': [B', *]
+};
+
 // The MADDPG family: bandit, ddpg, dcmab, dcmab-coord, partial.
 class Maddpg {
  public:
@@ -79,20 +89,21 @@ class Maddpg {
   torch::Tensor TargetJointActions(const torch::Tensor& s2);
   torch::Tensor CriticState(const torch::Tensor& s, const torch::Tensor& d) const;
   torch::Tensor CriticActions(const torch::Tensor& joint, int i) const;
+  // Every agent's target actions, the actors' inputs and the critics' state inputs, once.
+  Minibatch Prepare(const Batch& b);
   // Eq. (9) for agent i: y [B, 1], with Q'_i evaluated on the batch's live rows only.
-  torch::Tensor CriticTargets(int i, const Batch& b, const torch::Tensor& next_actions);
+  torch::Tensor CriticTargets(int i, const Minibatch& mb);
   // Eq. (11): -mean Q_i(s, a_1..mu_i(s)..a_N, d).
-  torch::Tensor ActorLoss(int i, const Batch& b, const torch::Tensor& actor_in);
+  torch::Tensor ActorLoss(int i, const Minibatch& mb);
   // The gradient of Eq. (11)'s loss with respect to agent i's actor parameters, in
   // actor_flat[i].grad (zeroed first); no other network's gradient is computed.
   void ActorGradients(int i, const torch::Tensor& actor_loss);
   // One step of Algorithm 1 for agent i: critic (Eqs. 9, 10), actor (Eq. 11), soft update.
   // Forward and backward run through ExactMlp (exact_mlp.h), or through the LibTorch modules
   // and autograd when `reference_autograd`: the same floats either way, the first faster.
-  void UpdateAgent(int i, const Batch& b, const torch::Tensor& next_actions,
-                   const torch::Tensor& actor_in, UpdateStats* stats);
-  // Algorithm 1 on one minibatch shared by every agent: every agent's target actions a'^q once
-  // (Eq. 9), then UpdateAgent for each learning agent in turn.
+  void UpdateAgent(int i, const Minibatch& mb, UpdateStats* stats);
+  // Algorithm 1 on one minibatch shared by every agent: Prepare once (every agent's target
+  // actions a'^q, Eq. 9), then UpdateAgent for each learning agent in turn.
   void Update(const Batch& b, UpdateStats* stats);
 
   // The update through torch::nn modules and autograd: the reference ExactMlp is tested
@@ -112,8 +123,7 @@ class Maddpg {
   std::vector<std::unique_ptr<torch::optim::Adam>> actor_opts, critic_opts;
 
  private:
-  void UpdateAgentAutograd(int i, const Batch& b, const torch::Tensor& next_actions,
-                           const torch::Tensor& actor_in, UpdateStats* stats);
+  void UpdateAgentAutograd(int i, const Minibatch& mb, UpdateStats* stats);
   // Gradient clipping (global norm) and Adam on one network's flat buffer.
   void OptimizerStep(FlatParams& flat, torch::optim::Adam& opt) const;
   // The same, and then the soft update of `target` when not null, in one pass

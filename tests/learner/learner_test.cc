@@ -102,7 +102,7 @@ TEST(Maddpg, CriticTargetsUseOnlyTheRowsThatGoOn) {
   torch::NoGradGuard g;
   const torch::Tensor next_all = m.TargetJointActions(s2_all);
   for (int i = 0; i < 3; ++i) {
-    const torch::Tensor y = m.CriticTargets(i, b, m.TargetJointActions(b.s2));
+    const torch::Tensor y = m.CriticTargets(i, m.Prepare(b));
     const torch::Tensor q_all = m.critic_targets[static_cast<size_t>(i)]->forward(
         m.CriticState(s2_all, d2_all), m.CriticActions(next_all, i));
     const torch::Tensor r_i =
@@ -138,7 +138,7 @@ TEST(Maddpg, ActorGradientFlowsOnlyIntoAgentIsActor) {
   Maddpg m(*spec, SmallHp(), Norm3x3());
   const Batch b = RandomBatch(3);
   for (auto& a : m.actors) a->zero_grad();
-  m.ActorLoss(1, b, m.ActorInputs(b.s)).backward();
+  m.ActorLoss(1, m.Prepare(b)).backward();
   auto grad_norm = [](const Actor& a) {
     double s = 0;
     for (const auto& p : a->parameters()) {
@@ -158,12 +158,12 @@ TEST(Maddpg, ActorStepGradientIsTheFullBackwardsForTheActorAndNothingElse) {
   auto spec = MakeAlgoSpec("dcmab", 3, {}, SmallHp());
   Maddpg m(*spec, SmallHp(), Norm3x3());
   const Batch b = RandomBatch(4);
-  const torch::Tensor in = m.ActorInputs(b.s);
+  const Minibatch mb = m.Prepare(b);
   m.actor_flat[1].grad.zero_();
-  m.ActorLoss(1, b, in).backward();
+  m.ActorLoss(1, mb).backward();
   const torch::Tensor full = m.actor_flat[1].grad.clone();
   m.critic_flat[1].grad.zero_();
-  m.ActorGradients(1, m.ActorLoss(1, b, in));
+  m.ActorGradients(1, m.ActorLoss(1, mb));
   EXPECT_GT(full.abs().sum().item<double>(), 0.0);
   EXPECT_TRUE(torch::equal(m.actor_flat[1].grad, full));
   EXPECT_EQ(m.critic_flat[1].grad.abs().sum().item<double>(), 0.0);
