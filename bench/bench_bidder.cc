@@ -19,7 +19,7 @@ using namespace rtb::bidder;
 
 std::string Fixture() {
   for (const char* p :
-       {RTB_SOURCE_DIR "/../shared/fixtures/openrtb/2.6/bid-request-simple-banner.json",
+       {RTB_SOURCE_DIR "/tests/fixtures/openrtb/2.6/bid-request-simple-banner.json",
         RTB_SOURCE_DIR "/tests/fuzz/corpus/openrtb/bid-request-simple-banner.json"}) {
     std::ifstream in(p);
     if (in) {

@@ -13,6 +13,6 @@ start_bench_server() {
   PID=$!
   trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf "$T"' EXIT
   for _ in $(seq 50); do curl -sf http://127.0.0.1:$PORT/healthz >/dev/null && break; sleep 0.1; done
-  BODY=../shared/fixtures/openrtb/2.6/bid-request-simple-banner.json
+  BODY=tests/fixtures/openrtb/2.6/bid-request-simple-banner.json
   [[ -f $BODY ]] || BODY=tests/fuzz/corpus/openrtb/bid-request-simple-banner.json
 }

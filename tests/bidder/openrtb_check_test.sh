@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Runs ../shared/tools/openrtb_check.py (the exchange's view) against `rtb serve`.
+# Runs tests/tools/openrtb_check.py (the exchange's view) against `rtb serve`, with every
+# request of tests/fixtures/openrtb.
 set -u
 RTB=$1
 SRC=$2
-SHARED="$SRC/../shared"
 T=$(mktemp -d)
 PORT=$((20000 + RANDOM % 20000))
 cd "$T"
@@ -13,8 +13,8 @@ sed "s#^state_path: .*#state_path: $T/state#; s#^  spill_path: .*#  spill_path: 
 PID=$!
 trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf "$T"' EXIT
 for _ in $(seq 50); do curl -sf http://127.0.0.1:$PORT/healthz >/dev/null && break; sleep 0.1; done
-python3 "$SHARED/tools/openrtb_check.py" 127.0.0.1 $PORT /openrtb2/bid \
-  "$SHARED/fixtures/openrtb/2.5" "$SHARED/fixtures/openrtb/2.6"
+python3 "$SRC/tests/tools/openrtb_check.py" 127.0.0.1 $PORT /openrtb2/bid \
+  "$SRC/tests/fixtures/openrtb/2.5" "$SRC/tests/fixtures/openrtb/2.6"
 rc=$?
 kill -TERM $PID
 wait $PID

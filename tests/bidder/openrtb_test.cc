@@ -18,7 +18,8 @@ std::string Read(const std::filesystem::path& p) {
   return ss.str();
 }
 
-const std::filesystem::path kFixtures = std::filesystem::path(RTB_SHARED_DIR) / "fixtures/openrtb";
+const std::filesystem::path kFixtures =
+    std::filesystem::path(RTB_SOURCE_DIR) / "tests/fixtures/openrtb";
 
 TEST(Decoder, EveryFixtureRequestDecodesWithIdAndImps) {
   RequestDecoder dec;
