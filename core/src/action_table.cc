@@ -3,6 +3,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "action_table_json.h"
 #include "rtb/core/report.h"
 #include "rtb/core/text.h"
 
@@ -18,6 +19,10 @@ Result<ActionTable> ParseActionTable(const std::string& text, const std::string&
   } catch (const nlohmann::json::parse_error& e) {
     return Status::Corruption(source + ": action table is not valid JSON (" + e.what() + ")");
   }
+  return ActionTableFromJson(j, source);
+}
+
+Result<ActionTable> ActionTableFromJson(const nlohmann::json& j, const std::string& source) {
   auto bad = [&](const std::string& what) {
     return Status::Corruption(source + ": action table " + what);
   };
@@ -72,6 +77,10 @@ Result<ActionTable> LoadActionTable(const std::string& path) {
 }
 
 std::string SerializeActionTable(const ActionTable& t) {
+  return ActionTableToJson(t).dump(2) + "\n";
+}
+
+nlohmann::ordered_json ActionTableToJson(const ActionTable& t) {
   nlohmann::ordered_json j;
   j["format"] = "rtb.action_table";
   j["schema_version"] = 1;
@@ -87,7 +96,7 @@ std::string SerializeActionTable(const ActionTable& t) {
     rows.push_back(row);
   }
   j["actions"] = rows;
-  return j.dump(2) + "\n";
+  return j;
 }
 
 Status SaveActionTable(const ActionTable& t, const std::string& path) {

@@ -1,4 +1,4 @@
-// The DCMAB bid formula (dcmab.md section 2), shared by the bidder, the simulator and replay.
+// The DCMAB bid formula (docs/dcmab.md section 2), shared by the bidder, the simulator and replay.
 //
 //   bratio_k  = pCVR_k / pCVR_avg_k          (1 when the average is unknown)
 //   alpha     = clip(a_ij * bratio_k, -range, +range)
@@ -23,13 +23,32 @@ double Alpha(double action, double bratio, double range = kDefaultAlphaRange);
 Micros AdjustedBid(Micros manual_bid, double action, double bratio,
                    double range = kDefaultAlphaRange);
 
-// Expected cost per impression (eCPM per single impression, in micros) of a CPC bid:
-// cpc_bid x pCTR. The OpenRTB CPM price is this value x 1000.
-inline double ExpectedImpressionValue(Micros cpc_bid, double pctr) {
-  return static_cast<double>(cpc_bid.value()) * pctr;
-}
-
 // OpenRTB CPM price in micros: CPC bid x pCTR x 1000, rounded to whole micros.
 Micros CpmPrice(Micros cpc_bid, double pctr);
+
+// An advertiser with less budget left than this has left the day: it computes no bid (the
+// simulator's engine and the bidder alike).
+inline constexpr int64_t kMinBudgetLeftMicros = 100;
+
+// What one won impression can charge at most, for a CPC bid.
+enum class ChargeBasis {
+  kExpected,  // cpc x pCTR: expected outcomes (the simulator), or a CPM-billed impression
+              // (the bidder: its CPM price / 1000)
+  kPerClick,  // cpc: one sampled click
+};
+
+// The budget rule shared by the simulator's engine and the bidder: a bid never risks more than
+// the budget left. Returns the CPC bid lowered so that its largest charge fits in
+// left_micros (to floor(left / pCTR) for kExpected, to left for kPerClick), or unchanged when
+// it fits. REQUIRES: pctr > 0 for kExpected.
+inline Micros CapBidToBudget(Micros cpc_bid, double pctr, int64_t left_micros, ChargeBasis basis) {
+  if (basis == ChargeBasis::kPerClick) {
+    return cpc_bid.value() > left_micros ? Micros(left_micros) : cpc_bid;
+  }
+  if (static_cast<double>(cpc_bid.value()) * pctr > static_cast<double>(left_micros)) {
+    return Micros(static_cast<int64_t>(static_cast<double>(left_micros) / pctr));
+  }
+  return cpc_bid;
+}
 
 }  // namespace rtb

@@ -1,0 +1,190 @@
+// The engine's one seam to Kafka: RAII wrappers over librdkafka's C API, used by the bidder
+// (event log, policy feed), the learner (events in, policies out), the exchange (step
+// markers) and the command line (topic dumps, the embedded cluster). Nothing else in the
+// engine calls librdkafka directly.
+//
+// - Every client is created from a bootstrap address plus librdkafka properties (its own names,
+//   "linger.ms", "security.protocol", ...). Unknown properties are an error (Status), as an
+//   unknown config key is.
+// - Expected failures are values: Produce() on a full queue returns kUnavailable, and so on.
+// - Clients own their handles: destroying a Producer does NOT flush (call Flush() first when
+//   the queue matters); destroying a Consumer closes it. A Message must be released before the
+//   Consumer that returned it (librdkafka hangs otherwise); Message is move-only and RAII.
+// - Thread safety: Producer::Produce/Poll/Flush and Consumer::Poll follow librdkafka (a producer
+//   may be used from any thread; one thread polls a consumer).
+// - MockCluster is librdkafka's in-process mock cluster: the real Kafka protocol over TCP on
+//   127.0.0.1 at random ports, the engine's embedded default and its test fixture.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "rtb/core/status.h"
+
+struct rd_kafka_s;               // rd_kafka_t
+struct rd_kafka_message_s;       // rd_kafka_message_t
+struct rd_kafka_mock_cluster_s;  // rd_kafka_mock_cluster_t
+
+namespace rtb::kafka {
+
+// librdkafka properties in order; later entries override earlier ones.
+using Properties = std::vector<std::pair<std::string, std::string>>;
+
+// Special offsets (librdkafka's RD_KAFKA_OFFSET_*).
+constexpr int64_t kOffsetBeginning = -2;
+constexpr int64_t kOffsetEnd = -1;
+// Any partition (the partitioner picks by key).
+constexpr int32_t kAnyPartition = -1;
+
+struct TopicPartition {
+  std::string topic;
+  int32_t partition = 0;
+  int64_t offset = kOffsetBeginning;
+};
+
+// Runs the calling thread at a lower priority (SCHED_BATCH, nice `nice`; 0 = unchanged) and
+// names it (at most 15 characters; nullptr keeps the name). Best effort.
+void LowerThisThread(const char* name, int nice);
+
+// Common options of every client.
+struct ClientOptions {
+  std::string bootstrap;  // "host:port,..." (bootstrap.servers)
+  Properties properties;  // extra librdkafka properties
+  // > 0: every thread librdkafka starts for this client runs at this nice value with
+  // SCHED_BATCH, so it never preempts the bid path's threads.
+  int thread_nice = 0;
+  // librdkafka's own log level (syslog levels: 3 = errors only, 7 = debug); its lines go to
+  // the process logger (rtb/core/log.h) under the component "kafka".
+  int log_level = 3;
+};
+
+// One message returned by Consumer::Poll, owning librdkafka's message until destroyed.
+class Message {
+ public:
+  explicit Message(rd_kafka_message_s* m) : m_(m) {}
+  Message(Message&& o) noexcept : m_(std::exchange(o.m_, nullptr)) {}
+  Message& operator=(Message&& o) noexcept;
+  Message(const Message&) = delete;
+  Message& operator=(const Message&) = delete;
+  ~Message();
+
+  bool ok() const;            // a message (not an error, not end-of-partition)
+  bool eof() const;           // reached the end of a partition (enable.partition.eof)
+  std::string error() const;  // why not ok, "" if ok
+  std::string topic() const;
+  int32_t partition() const;
+  int64_t offset() const;
+  std::string_view key() const;
+  std::string_view payload() const;
+
+ private:
+  rd_kafka_message_s* m_;
+};
+
+// What a delivery report says about one produced message (on the thread that calls Poll).
+struct Delivery {
+  bool ok = false;
+  std::string_view error;  // why not, when !ok
+  std::string_view topic, key, payload;
+  void* opaque = nullptr;  // the Produce() call's opaque
+};
+
+class Producer {
+ public:
+  struct Options : ClientOptions {
+    // Called for every message's delivery report, from Poll()/Flush(). Optional.
+    std::function<void(const Delivery&)> on_delivery;
+  };
+  static Result<std::unique_ptr<Producer>> Create(Options opt);
+  ~Producer();
+
+  // Hands one message to librdkafka's queue (copied; never blocks). kUnavailable when the
+  // queue is full or the client refuses it; `opaque` comes back in the delivery report.
+  Status Produce(std::string_view topic, int32_t partition, std::string_view key,
+                 std::string_view payload, void* opaque = nullptr);
+  // Serves delivery reports for up to timeout_ms; returns how many were served.
+  int Poll(int timeout_ms);
+  // Waits until every queued message is delivered or timeout_ms passes.
+  Status Flush(int timeout_ms);
+  // Drops every queued and in-flight message: each gets a failed delivery report at the next
+  // Poll (so an application can spill it).
+  void PurgeAll();
+  // Messages in librdkafka's queue (not yet acknowledged).
+  int64_t QueueLength() const;
+  // The low and high watermark offsets of a partition, asked of the brokers.
+  Result<std::pair<int64_t, int64_t>> Watermarks(const std::string& topic, int32_t partition,
+                                                 int timeout_ms);
+
+ private:
+  Producer() = default;
+  struct State;
+  rd_kafka_s* rk_ = nullptr;
+  std::unique_ptr<State> state_;
+};
+
+class Consumer {
+ public:
+  struct Options : ClientOptions {
+    std::string group_id;  // required by librdkafka even when partitions are assigned
+    // Group subscriptions only: called when the group assigns partitions, with their offsets
+    // (the committed ones, or kOffsetBeginning); the callback may change the offsets before
+    // they are assigned. Revocations unassign.
+    std::function<void(std::vector<TopicPartition>&)> on_assign;
+  };
+  static Result<std::unique_ptr<Consumer>> Create(Options opt);
+  ~Consumer();  // closes the consumer (leaves the group)
+
+  // Reads exactly these partitions from these offsets (no group join).
+  Status Assign(const std::vector<TopicPartition>& parts);
+  // Joins the group and reads the topics' partitions it is given (Options::on_assign).
+  Status Subscribe(const std::vector<std::string>& topics);
+  // The next message or error within timeout_ms, or nothing.
+  std::optional<Message> Poll(int timeout_ms);
+  // Commits these offsets (the next offset to read) for the group.
+  Status Commit(const std::vector<TopicPartition>& offsets, bool async);
+  // The number of partitions of a topic (kNotFound if it does not exist).
+  Result<int> PartitionCount(const std::string& topic, int timeout_ms);
+  Result<std::pair<int64_t, int64_t>> Watermarks(const std::string& topic, int32_t partition,
+                                                 int timeout_ms);
+
+ private:
+  Consumer() = default;
+  struct State;
+  rd_kafka_s* rk_ = nullptr;
+  std::unique_ptr<State> state_;
+};
+
+// librdkafka's in-process mock cluster.
+class MockCluster {
+ public:
+  static Result<std::unique_ptr<MockCluster>> Start(int brokers, int thread_nice = 0);
+  ~MockCluster();
+  const std::string& bootstrap() const { return bootstrap_; }
+  Status CreateTopic(const std::string& topic, int partitions, int replication);
+  // Fault injection (tests): broker ids are 1..brokers.
+  void SetBrokerDown(int broker);
+  void SetBrokerUp(int broker);
+
+ private:
+  MockCluster() = default;
+  rd_kafka_s* host_ = nullptr;
+  rd_kafka_mock_cluster_s* mock_ = nullptr;
+  std::string bootstrap_;
+};
+
+// Reads a whole topic: every partition from the beginning to its end offset as of the start.
+// Calls fn(partition, offset, payload) for every message; stops at each partition's end, or
+// after timeout_ms with an error naming how many partitions were not finished.
+// `not_retained` (if given) receives the number of messages the brokers no longer hold (the
+// sum of the partitions' low watermarks): a dump is complete only when it is 0.
+Status ReadWholeTopic(const ClientOptions& client, const std::string& topic, int timeout_ms,
+                      const std::function<void(int32_t, int64_t, std::string_view)>& fn,
+                      int64_t* not_retained = nullptr);
+
+}  // namespace rtb::kafka

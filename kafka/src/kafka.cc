@@ -1,0 +1,394 @@
+#include "rtb/kafka/kafka.h"
+
+#include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafka_mock.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <set>
+
+#include "rtb/core/log.h"
+
+namespace rtb::kafka {
+
+namespace {
+
+// kafka thread_nice: every thread librdkafka starts for a client (main, brokers, the mock
+// cluster's) lowers its own priority; on Linux a nice value applies per thread.
+rd_kafka_resp_err_t OnThreadStart(rd_kafka_t*, rd_kafka_thread_type_t, const char*, void* opaque) {
+  LowerThisThread(nullptr, static_cast<int>(reinterpret_cast<intptr_t>(opaque)));
+  return RD_KAFKA_RESP_ERR_NO_ERROR;
+}
+
+rd_kafka_resp_err_t OnNew(rd_kafka_t* rk, const rd_kafka_conf_t*, void* opaque, char*, size_t) {
+  return rd_kafka_interceptor_add_on_thread_start(rk, "rtb.thread_nice", OnThreadStart, opaque);
+}
+
+// librdkafka's log lines go to the process logger (syslog levels: 0-3 error, 4 warn, 5-6 info).
+void LogLine(const rd_kafka_t*, int level, const char* fac, const char* buf) {
+  auto& lg = log::Get("kafka");
+  if (level <= 3) {
+    lg.error("{}: {}", fac, buf);
+  } else if (level == 4) {
+    lg.warn("{}: {}", fac, buf);
+  } else if (level <= 6) {
+    lg.info("{}: {}", fac, buf);
+  } else {
+    lg.debug("{}: {}", fac, buf);
+  }
+}
+
+// A conf with the client options applied; nullptr and *err on a refused property.
+rd_kafka_conf_t* MakeConf(const ClientOptions& o, Status* err) {
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  char errstr[512];
+  Properties all;
+  if (!o.bootstrap.empty()) all.emplace_back("bootstrap.servers", o.bootstrap);
+  all.emplace_back("log_level", std::to_string(o.log_level));
+  all.insert(all.end(), o.properties.begin(), o.properties.end());
+  for (const auto& [k, v] : all) {
+    if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), errstr, sizeof errstr) != RD_KAFKA_CONF_OK) {
+      rd_kafka_conf_destroy(conf);
+      *err = Status::InvalidArgument("kafka property " + k + "=" + v + ": " + errstr);
+      return nullptr;
+    }
+  }
+  rd_kafka_conf_set_log_cb(conf, LogLine);
+  if (o.thread_nice > 0) {
+    rd_kafka_conf_interceptor_add_on_new(
+        conf, "rtb.thread_nice", OnNew,
+        reinterpret_cast<void*>(static_cast<intptr_t>(o.thread_nice)));
+  }
+  return conf;
+}
+
+rd_kafka_topic_partition_list_t* ToList(const std::vector<TopicPartition>& parts) {
+  rd_kafka_topic_partition_list_t* l =
+      rd_kafka_topic_partition_list_new(static_cast<int>(parts.size()));
+  for (const TopicPartition& p : parts) {
+    rd_kafka_topic_partition_list_add(l, p.topic.c_str(), p.partition)->offset = p.offset;
+  }
+  return l;
+}
+
+Result<std::pair<int64_t, int64_t>> QueryWatermarks(rd_kafka_t* rk, const std::string& topic,
+                                                    int32_t partition, int timeout_ms) {
+  int64_t lo = 0, hi = 0;
+  const rd_kafka_resp_err_t e =
+      rd_kafka_query_watermark_offsets(rk, topic.c_str(), partition, &lo, &hi, timeout_ms);
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return Status::Unavailable("watermarks of " + topic + "/" + std::to_string(partition) + ": " +
+                               rd_kafka_err2str(e));
+  }
+  return std::make_pair(lo, hi);
+}
+
+}  // namespace
+
+void LowerThisThread(const char* name, int nice) {
+  if (name != nullptr) ::pthread_setname_np(::pthread_self(), name);
+  if (nice <= 0) return;
+  // SCHED_BATCH: a waking Kafka thread never preempts a running request thread; it runs on an
+  // idle core or at the next scheduler tick. Best effort, like the nice value.
+  sched_param none{};
+  ::sched_setscheduler(0, SCHED_BATCH, &none);
+  ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), nice);
+}
+
+// ---- Message ----
+
+Message& Message::operator=(Message&& o) noexcept {
+  if (this != &o) {
+    if (m_ != nullptr) rd_kafka_message_destroy(m_);
+    m_ = std::exchange(o.m_, nullptr);
+  }
+  return *this;
+}
+Message::~Message() {
+  if (m_ != nullptr) rd_kafka_message_destroy(m_);
+}
+bool Message::ok() const { return m_->err == RD_KAFKA_RESP_ERR_NO_ERROR; }
+bool Message::eof() const { return m_->err == RD_KAFKA_RESP_ERR__PARTITION_EOF; }
+std::string Message::error() const { return ok() ? "" : rd_kafka_message_errstr(m_); }
+std::string Message::topic() const { return m_->rkt ? rd_kafka_topic_name(m_->rkt) : ""; }
+int32_t Message::partition() const { return m_->partition; }
+int64_t Message::offset() const { return m_->offset; }
+std::string_view Message::key() const {
+  return {static_cast<const char*>(m_->key), m_->key != nullptr ? m_->key_len : 0};
+}
+std::string_view Message::payload() const {
+  return {static_cast<const char*>(m_->payload), m_->payload != nullptr ? m_->len : 0};
+}
+
+// ---- Producer ----
+
+struct Producer::State {
+  std::function<void(const Delivery&)> on_delivery;
+};
+
+namespace {
+void DeliveryReport(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
+  auto* fn = static_cast<std::function<void(const Delivery&)>*>(opaque);
+  if (fn == nullptr || !*fn) return;
+  Delivery d;
+  d.ok = m->err == RD_KAFKA_RESP_ERR_NO_ERROR;
+  if (!d.ok) d.error = rd_kafka_err2str(m->err);
+  d.topic = m->rkt ? rd_kafka_topic_name(m->rkt) : "";
+  d.key = {static_cast<const char*>(m->key), m->key != nullptr ? m->key_len : 0};
+  d.payload = {static_cast<const char*>(m->payload), m->payload != nullptr ? m->len : 0};
+  d.opaque = m->_private;
+  (*fn)(d);
+}
+}  // namespace
+
+Result<std::unique_ptr<Producer>> Producer::Create(Options opt) {
+  Status err;
+  rd_kafka_conf_t* conf = MakeConf(opt, &err);
+  if (conf == nullptr) return err;
+  std::unique_ptr<Producer> p(new Producer());
+  p->state_ = std::make_unique<State>();
+  p->state_->on_delivery = std::move(opt.on_delivery);
+  rd_kafka_conf_set_dr_msg_cb(conf, DeliveryReport);
+  rd_kafka_conf_set_opaque(conf, &p->state_->on_delivery);
+  char errstr[512];
+  p->rk_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
+  if (p->rk_ == nullptr) return Status::Unavailable(std::string("kafka producer: ") + errstr);
+  return p;
+}
+
+Producer::~Producer() {
+  if (rk_ != nullptr) rd_kafka_destroy(rk_);
+}
+
+Status Producer::Produce(std::string_view topic, int32_t partition, std::string_view key,
+                         std::string_view payload, void* opaque) {
+  const std::string t(topic);
+  const rd_kafka_resp_err_t e = rd_kafka_producev(
+      rk_, RD_KAFKA_V_TOPIC(t.c_str()), RD_KAFKA_V_PARTITION(partition),
+      RD_KAFKA_V_KEY(key.data(), key.size()),
+      RD_KAFKA_V_VALUE(const_cast<char*>(payload.data()), payload.size()),
+      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(opaque), RD_KAFKA_V_END);
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return Status::Unavailable("produce to " + t + ": " + rd_kafka_err2str(e));
+  }
+  return Status::Ok();
+}
+
+int Producer::Poll(int timeout_ms) { return rd_kafka_poll(rk_, timeout_ms); }
+
+Status Producer::Flush(int timeout_ms) {
+  const rd_kafka_resp_err_t e = rd_kafka_flush(rk_, timeout_ms);
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return Status::Unavailable(std::string("kafka flush: ") + rd_kafka_err2str(e));
+  }
+  return Status::Ok();
+}
+
+void Producer::PurgeAll() {
+  rd_kafka_purge(rk_, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+}
+
+int64_t Producer::QueueLength() const { return rd_kafka_outq_len(rk_); }
+
+Result<std::pair<int64_t, int64_t>> Producer::Watermarks(const std::string& topic,
+                                                         int32_t partition, int timeout_ms) {
+  return QueryWatermarks(rk_, topic, partition, timeout_ms);
+}
+
+// ---- Consumer ----
+
+struct Consumer::State {
+  std::function<void(std::vector<TopicPartition>&)> on_assign;
+};
+
+namespace {
+void Rebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts,
+               void* opaque) {
+  auto* fn = static_cast<std::function<void(std::vector<TopicPartition>&)>*>(opaque);
+  if (err != RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+    rd_kafka_assign(rk, nullptr);
+    return;
+  }
+  std::vector<TopicPartition> v;
+  for (int i = 0; i < parts->cnt; ++i) {
+    const rd_kafka_topic_partition_t& p = parts->elems[i];
+    v.push_back({p.topic, p.partition, p.offset});
+  }
+  if (fn != nullptr && *fn) (*fn)(v);
+  rd_kafka_topic_partition_list_t* l = ToList(v);
+  rd_kafka_assign(rk, l);
+  rd_kafka_topic_partition_list_destroy(l);
+}
+}  // namespace
+
+Result<std::unique_ptr<Consumer>> Consumer::Create(Options opt) {
+  if (opt.group_id.empty()) return Status::InvalidArgument("kafka consumer: group_id is empty");
+  Properties props = {{"group.id", opt.group_id}};
+  props.insert(props.end(), opt.properties.begin(), opt.properties.end());
+  opt.properties = std::move(props);
+  Status err;
+  rd_kafka_conf_t* conf = MakeConf(opt, &err);
+  if (conf == nullptr) return err;
+  std::unique_ptr<Consumer> c(new Consumer());
+  c->state_ = std::make_unique<State>();
+  c->state_->on_assign = std::move(opt.on_assign);
+  rd_kafka_conf_set_rebalance_cb(conf, Rebalance);
+  rd_kafka_conf_set_opaque(conf, &c->state_->on_assign);
+  char errstr[512];
+  c->rk_ = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
+  if (c->rk_ == nullptr) return Status::Unavailable(std::string("kafka consumer: ") + errstr);
+  rd_kafka_poll_set_consumer(c->rk_);
+  return c;
+}
+
+Consumer::~Consumer() {
+  if (rk_ == nullptr) return;
+  rd_kafka_consumer_close(rk_);
+  rd_kafka_destroy(rk_);
+}
+
+Status Consumer::Assign(const std::vector<TopicPartition>& parts) {
+  rd_kafka_topic_partition_list_t* l = ToList(parts);
+  const rd_kafka_resp_err_t e = rd_kafka_assign(rk_, l);
+  rd_kafka_topic_partition_list_destroy(l);
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return Status::Unavailable(std::string("kafka assign: ") + rd_kafka_err2str(e));
+  }
+  return Status::Ok();
+}
+
+Status Consumer::Subscribe(const std::vector<std::string>& topics) {
+  rd_kafka_topic_partition_list_t* l =
+      rd_kafka_topic_partition_list_new(static_cast<int>(topics.size()));
+  for (const auto& t : topics)
+    rd_kafka_topic_partition_list_add(l, t.c_str(), RD_KAFKA_PARTITION_UA);
+  const rd_kafka_resp_err_t e = rd_kafka_subscribe(rk_, l);
+  rd_kafka_topic_partition_list_destroy(l);
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return Status::Unavailable(std::string("kafka subscribe: ") + rd_kafka_err2str(e));
+  }
+  return Status::Ok();
+}
+
+std::optional<Message> Consumer::Poll(int timeout_ms) {
+  rd_kafka_message_t* m = rd_kafka_consumer_poll(rk_, timeout_ms);
+  if (m == nullptr) return std::nullopt;
+  return Message(m);
+}
+
+Status Consumer::Commit(const std::vector<TopicPartition>& offsets, bool async) {
+  rd_kafka_topic_partition_list_t* l = ToList(offsets);
+  const rd_kafka_resp_err_t e = rd_kafka_commit(rk_, l, async ? 1 : 0);
+  rd_kafka_topic_partition_list_destroy(l);
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return Status::Unavailable(std::string("kafka commit: ") + rd_kafka_err2str(e));
+  }
+  return Status::Ok();
+}
+
+Result<int> Consumer::PartitionCount(const std::string& topic, int timeout_ms) {
+  rd_kafka_topic_t* t = rd_kafka_topic_new(rk_, topic.c_str(), nullptr);
+  const rd_kafka_metadata_t* md = nullptr;
+  const rd_kafka_resp_err_t me = rd_kafka_metadata(rk_, 0, t, &md, timeout_ms);
+  rd_kafka_topic_destroy(t);
+  if (me != RD_KAFKA_RESP_ERR_NO_ERROR || md == nullptr || md->topic_cnt != 1 ||
+      md->topics[0].err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    const std::string why = me != RD_KAFKA_RESP_ERR_NO_ERROR ? rd_kafka_err2str(me)
+                            : md != nullptr && md->topic_cnt == 1
+                                ? rd_kafka_err2str(md->topics[0].err)
+                                : "no metadata";
+    if (md != nullptr) rd_kafka_metadata_destroy(md);
+    return Status::Unavailable("topic " + topic + ": " + why);
+  }
+  const int n = md->topics[0].partition_cnt;
+  rd_kafka_metadata_destroy(md);
+  return n;
+}
+
+Result<std::pair<int64_t, int64_t>> Consumer::Watermarks(const std::string& topic,
+                                                         int32_t partition, int timeout_ms) {
+  return QueryWatermarks(rk_, topic, partition, timeout_ms);
+}
+
+// ---- MockCluster ----
+
+Result<std::unique_ptr<MockCluster>> MockCluster::Start(int brokers, int thread_nice) {
+  ClientOptions o;
+  o.thread_nice = thread_nice;
+  Status err;
+  rd_kafka_conf_t* conf = MakeConf(o, &err);
+  if (conf == nullptr) return err;
+  std::unique_ptr<MockCluster> m(new MockCluster());
+  char errstr[512];
+  m->host_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
+  if (m->host_ == nullptr) return Status::Unavailable(std::string("kafka mock host: ") + errstr);
+  m->mock_ = rd_kafka_mock_cluster_new(m->host_, brokers);
+  if (m->mock_ == nullptr) return Status::Unavailable("cannot start the kafka mock cluster");
+  m->bootstrap_ = rd_kafka_mock_cluster_bootstraps(m->mock_);
+  return m;
+}
+
+MockCluster::~MockCluster() {
+  if (mock_ != nullptr) rd_kafka_mock_cluster_destroy(mock_);
+  if (host_ != nullptr) rd_kafka_destroy(host_);
+}
+
+Status MockCluster::CreateTopic(const std::string& topic, int partitions, int replication) {
+  const rd_kafka_resp_err_t e =
+      rd_kafka_mock_topic_create(mock_, topic.c_str(), partitions, replication);
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return Status::Unavailable("mock topic " + topic + ": " + rd_kafka_err2str(e));
+  }
+  return Status::Ok();
+}
+
+void MockCluster::SetBrokerDown(int broker) { rd_kafka_mock_broker_set_down(mock_, broker); }
+void MockCluster::SetBrokerUp(int broker) { rd_kafka_mock_broker_set_up(mock_, broker); }
+
+// ---- ReadWholeTopic ----
+
+Status ReadWholeTopic(const ClientOptions& client, const std::string& topic, int timeout_ms,
+                      const std::function<void(int32_t, int64_t, std::string_view)>& fn,
+                      int64_t* not_retained) {
+  if (not_retained != nullptr) *not_retained = 0;
+  Consumer::Options o;
+  static_cast<ClientOptions&>(o) = client;
+  o.group_id = "rtb-read-" + topic;
+  o.properties.emplace_back("enable.auto.commit", "false");
+  o.properties.emplace_back("enable.partition.eof", "true");
+  RTB_ASSIGN_OR_RETURN(auto c, Consumer::Create(std::move(o)));
+  auto n = c->PartitionCount(topic, timeout_ms);
+  if (!n.ok()) return Status::Unavailable(n.status().message() + " at " + client.bootstrap);
+  std::vector<TopicPartition> parts;
+  std::set<int32_t> open;
+  for (int32_t p = 0; p < *n; ++p) {
+    // Empty partitions give no EOF event before a message would; skip them by watermark.
+    auto wm = c->Watermarks(topic, p, timeout_ms);
+    if (wm.ok() && not_retained != nullptr) *not_retained += wm->first;
+    if (wm.ok() && wm->second <= wm->first) continue;
+    parts.push_back({topic, p, kOffsetBeginning});
+    open.insert(p);
+  }
+  RTB_RETURN_IF_ERROR(c->Assign(parts));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (!open.empty() && std::chrono::steady_clock::now() < deadline) {
+    std::optional<Message> m = c->Poll(200);
+    if (!m) continue;
+    if (m->eof()) {
+      open.erase(m->partition());
+    } else if (m->ok()) {
+      fn(m->partition(), m->offset(), m->payload());
+    }
+  }
+  if (!open.empty()) {
+    return Status::Unavailable("topic " + topic + ": " + std::to_string(open.size()) +
+                               " partitions not read to the end within " +
+                               std::to_string(timeout_ms) + " ms");
+  }
+  return Status::Ok();
+}
+
+}  // namespace rtb::kafka

@@ -1,0 +1,113 @@
+// The Kafka seam against librdkafka's mock cluster: the real protocol over TCP.
+#include "rtb/kafka/kafka.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace rtb::kafka {
+namespace {
+
+TEST(Kafka, ProducesConsumesAndReportsDeliveries) {
+  auto mock = MockCluster::Start(1);
+  ASSERT_TRUE(mock.ok()) << mock.status().message();
+  ASSERT_TRUE((*mock)->CreateTopic("t", 2, 1).ok());
+  std::atomic<int> acked{0}, failed{0};
+  std::vector<void*> opaques;
+  Producer::Options po;
+  po.bootstrap = (*mock)->bootstrap();
+  po.on_delivery = [&](const Delivery& d) {
+    (d.ok ? acked : failed).fetch_add(1);
+    opaques.push_back(d.opaque);
+  };
+  auto p = Producer::Create(std::move(po));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  int tag = 0;
+  for (int i = 0; i < 10; ++i) {
+    const std::string n = std::to_string(i);  // (GCC 12 warns falsely on "k" + ..., -Wrestrict)
+    std::string key = "k", value = "v";
+    key += n;
+    value += n;
+    ASSERT_TRUE((*p)->Produce("t", i % 2, key, value, i == 3 ? &tag : nullptr).ok());
+  }
+  ASSERT_TRUE((*p)->Flush(10000).ok());
+  EXPECT_EQ(acked.load(), 10);
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(std::count(opaques.begin(), opaques.end(), &tag), 1);
+  EXPECT_EQ((*p)->QueueLength(), 0);
+  auto wm = (*p)->Watermarks("t", 0, 5000);
+  ASSERT_TRUE(wm.ok());
+  EXPECT_EQ(wm->second - wm->first, 5);
+
+  std::set<std::string> seen;
+  int64_t not_retained = -1;
+  const Status st = ReadWholeTopic(
+      {.bootstrap = (*mock)->bootstrap()}, "t", 10000,
+      [&](int32_t, int64_t, std::string_view v) { seen.emplace(v); }, &not_retained);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(seen.size(), 10u);
+  EXPECT_EQ(not_retained, 0);
+
+  Consumer::Options co;
+  co.bootstrap = (*mock)->bootstrap();
+  co.group_id = "g";
+  auto c = Consumer::Create(std::move(co));
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE((*c)->Assign({{"t", 1, kOffsetBeginning}}).ok());
+  std::vector<std::string> keys;
+  for (int i = 0; i < 100 && keys.size() < 5; ++i) {
+    std::optional<Message> m = (*c)->Poll(100);
+    if (m && m->ok()) {
+      EXPECT_EQ(m->topic(), "t");
+      EXPECT_EQ(m->partition(), 1);
+      keys.emplace_back(m->key());
+    }
+  }
+  EXPECT_EQ(keys, (std::vector<std::string>{"k1", "k3", "k5", "k7", "k9"}));  // in order
+  auto n = (*c)->PartitionCount("t", 5000);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 2);
+}
+
+TEST(Kafka, BadPropertiesAndMissingTopicsAreErrors) {
+  Producer::Options po;
+  po.properties = {{"no.such.property", "1"}};
+  auto p = Producer::Create(std::move(po));
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(p.status().message().find("no.such.property"), std::string::npos);
+  Consumer::Options co;  // no group id
+  EXPECT_FALSE(Consumer::Create(std::move(co)).ok());
+
+  // No broker there: an error within the timeout, not a hang.
+  const Status st = ReadWholeTopic({.bootstrap = "127.0.0.1:1", .log_level = 0}, "t", 1000,
+                                   [](int32_t, int64_t, std::string_view) {});
+  EXPECT_EQ(st.code(), Status::Code::kUnavailable);
+}
+
+TEST(Kafka, AFullQueueIsUnavailableNotABlock) {
+  auto mock = MockCluster::Start(1);
+  ASSERT_TRUE(mock.ok());
+  Producer::Options po;
+  po.bootstrap = (*mock)->bootstrap();
+  po.properties = {{"queue.buffering.max.messages", "3"}, {"linger.ms", "1000"}};
+  auto p = Producer::Create(std::move(po));
+  ASSERT_TRUE(p.ok());
+  int refused = 0;
+  for (int i = 0; i < 10; ++i) {
+    const Status st = (*p)->Produce("t", kAnyPartition, "", "x");
+    if (!st.ok()) {
+      ++refused;
+      EXPECT_EQ(st.code(), Status::Code::kUnavailable);
+    }
+  }
+  EXPECT_EQ(refused, 7);
+  (*p)->PurgeAll();
+  (*p)->Poll(100);
+}
+
+}  // namespace
+}  // namespace rtb::kafka
