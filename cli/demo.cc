@@ -1,8 +1,6 @@
 #include "demo.h"
 
 #include <fcntl.h>
-#include <librdkafka/rdkafka.h>
-#include <librdkafka/rdkafka_mock.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,14 +17,15 @@
 #include <sstream>
 #include <thread>
 
-#include "kafka_read.h"
 #include "rtb/core/action_table.h"
 #include "rtb/core/config.h"
 #include "rtb/core/metrics.h"
+#include "rtb/core/policy.h"
 #include "rtb/core/report.h"
 #include "rtb/core/rng.h"
 #include "rtb/core/text.h"
 #include "rtb/exchange/exchange.h"
+#include "rtb/kafka/kafka.h"
 #include "rtb/learner/replay_store.h"
 #include "rtb/simulator/export.h"
 #include "rtb/simulator/simulate.h"
@@ -151,27 +150,16 @@ int FreePort() {
 
 // The embedded Kafka: librdkafka's mock cluster, alive as long as this process.
 struct EmbeddedKafka {
-  rd_kafka_t* host = nullptr;
-  rd_kafka_mock_cluster_t* mock = nullptr;
+  std::unique_ptr<kafka::MockCluster> mock;
   std::string bootstrap;
-  ~EmbeddedKafka() {
-    if (mock != nullptr) rd_kafka_mock_cluster_destroy(mock);
-    if (host != nullptr) rd_kafka_destroy(host);
-  }
   Status Start() {
-    char err[512];
-    rd_kafka_conf_t* c = rd_kafka_conf_new();
-    rd_kafka_conf_set(c, "log_level", "3", err, sizeof err);
-    host = rd_kafka_new(RD_KAFKA_PRODUCER, c, err, sizeof err);
-    if (host == nullptr) return Status::Unavailable(std::string("kafka mock host: ") + err);
-    mock = rd_kafka_mock_cluster_new(host, 3);
-    if (mock == nullptr) return Status::Unavailable("cannot start the kafka mock cluster");
-    bootstrap = rd_kafka_mock_cluster_bootstraps(mock);
+    RTB_ASSIGN_OR_RETURN(mock, kafka::MockCluster::Start(3));
+    bootstrap = mock->bootstrap();
     // librdkafka 2.0.2's mock keeps the last 5 MB of each partition (rdkafka_mock.c); 16
     // partitions of lz4 batches hold far more than a reader lagging one step behind needs.
-    rd_kafka_mock_topic_create(mock, "rtb.events", kEventPartitions, 3);
-    rd_kafka_mock_topic_create(mock, "rtb.policy", 1, 3);
-    rd_kafka_mock_topic_create(mock, "rtb.clock", 1, 3);
+    RTB_RETURN_IF_ERROR(mock->CreateTopic("rtb.events", kEventPartitions, 3));
+    RTB_RETURN_IF_ERROR(mock->CreateTopic("rtb.policy", 1, 3));
+    RTB_RETURN_IF_ERROR(mock->CreateTopic("rtb.clock", 1, 3));
     return Status::Ok();
   }
 };
@@ -180,14 +168,11 @@ struct EmbeddedKafka {
 std::map<uint64_t, ActionTable> ReadPublishedTables(const std::string& bootstrap) {
   std::map<uint64_t, ActionTable> out;
   // A failure leaves the tables read so far; the report then shows manual for the rest.
-  (void)ReadWholeTopic(bootstrap, "rtb.policy", 10000, [&](int, int64_t, std::string_view v) {
-    try {
-      const auto j = json::parse(v);
-      auto t = ParseActionTable(j.at("table").dump(), "policy topic");
-      if (t.ok()) out[t->version] = *t;
-    } catch (const std::exception&) {
-    }
-  });
+  (void)kafka::ReadWholeTopic({.bootstrap = bootstrap}, "rtb.policy", 10000,
+                              [&](int, int64_t, std::string_view v) {
+                                auto m = DecodePolicyMessage(v, "policy topic");
+                                if (m.ok()) out[m->table.version] = m->table;
+                              });
   return out;
 }
 
@@ -628,14 +613,12 @@ int RunDemo(const DemoArgs& args) {
   json partitions = json::array();
   int64_t topic_messages = 0;
   {
-    char err[512];
-    rd_kafka_conf_t* qc = rd_kafka_conf_new();
-    rd_kafka_conf_set(qc, "bootstrap.servers", kafka.bootstrap.c_str(), err, sizeof err);
-    rd_kafka_conf_set(qc, "log_level", "3", err, sizeof err);
-    rd_kafka_t* q = rd_kafka_new(RD_KAFKA_PRODUCER, qc, err, sizeof err);
-    for (int p = 0; q != nullptr && p < kEventPartitions; ++p) {
-      int64_t lo = 0, hi = 0;
-      rd_kafka_query_watermark_offsets(q, "rtb.events", p, &lo, &hi, 5000);
+    kafka::Producer::Options qo;
+    qo.bootstrap = kafka.bootstrap;
+    auto q = kafka::Producer::Create(std::move(qo));
+    for (int p = 0; q.ok() && p < kEventPartitions; ++p) {
+      const auto wm = (*q)->Watermarks("rtb.events", p, 5000);
+      const int64_t lo = wm.ok() ? wm->first : 0, hi = wm.ok() ? wm->second : 0;
       topic_messages += hi - lo;
       const std::string k = std::to_string(p);
       partitions.push_back(
@@ -645,7 +628,6 @@ int RunDemo(const DemoArgs& args) {
                                        ? online["offsets"][k]
                                        : json(nullptr)}});
     }
-    if (q != nullptr) rd_kafka_destroy(q);
   }
   bool totals_match = true;
   for (int d = 0; d < cfg.days; ++d) {
@@ -737,8 +719,8 @@ int RunDemo(const DemoArgs& args) {
   {
     std::ofstream dump(out + "/events.jsonl", std::ios::trunc);
     int64_t dumped = 0, not_retained = 0;
-    const Status st = ReadWholeTopic(
-        kafka.bootstrap, "rtb.events", 30000,
+    const Status st = kafka::ReadWholeTopic(
+        {.bootstrap = kafka.bootstrap}, "rtb.events", 30000,
         [&](int, int64_t, std::string_view payload) {
           dump << payload << '\n';
           ++dumped;

@@ -7,9 +7,9 @@
 #include <optional>
 #include <sstream>
 
-#include "kafka_read.h"
 #include "rtb/core/report.h"
 #include "rtb/core/text.h"
+#include "rtb/kafka/kafka.h"
 #include "rtb/simulator/config.h"
 #include "rtb/simulator/ipinyou.h"
 #include "rtb/simulator/outcome_replay.h"
@@ -410,8 +410,8 @@ int RunEvents(const ReplayArgs& a) {
     if (!a.dump.empty()) dump = std::make_unique<std::ofstream>(a.dump, std::ios::trunc);
     Status bad = Status::Ok();
     int64_t not_retained = 0;
-    const Status st = ReadWholeTopic(
-        a.brokers, a.topic, 30000,
+    const Status st = kafka::ReadWholeTopic(
+        {.bootstrap = a.brokers}, a.topic, 30000,
         [&](int p, int64_t off, std::string_view payload) {
           if (dump) *dump << payload << '\n';
           auto e = DecodeEvent(payload);

@@ -1,4 +1,4 @@
-// `rtb replay`: offline replay of logged auctions (../shared/reference/replay.md) for the four
+// `rtb replay`: offline replay of logged auctions (docs/replay.md) for the four
 // kinds of log: the RLB code's compact log, raw iPinYou logs, the simulator's full-information
 // logs and the engine's own outcome events (a file dump or the Kafka topic).
 #pragma once

@@ -15,6 +15,7 @@
 #include "rtb/bidder/bidder.h"
 #include "rtb/bidder/config.h"
 #include "rtb/bidder/server.h"
+#include "rtb/core/log.h"
 #include "rtb/core/report.h"
 #include "rtb/core/rng.h"
 #include "rtb/exchange/exchange.h"
@@ -29,9 +30,34 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A command's error for its user: one plain line (not a log line), exit 1.
 int Fail(const rtb::Status& st) {
   std::fprintf(stderr, "rtb: error: %s\n", st.message().c_str());
   return 1;
+}
+
+// --log-level / --log-format, accepted by every subcommand (after its name).
+struct LogArgs {
+  std::string level;  // empty: the config's (serve) or info
+  std::string format = "text";
+};
+
+void AddLogOptions(CLI::App* app, LogArgs* a) {
+  app->add_option("--log-level", a->level,
+                  "Log level: trace, debug, info, warn, error or off (default: the config's or "
+                  "info)");
+  app->add_option("--log-format", a->format, "Log lines as text or json (one object per line)")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+}
+
+// Sets up the process logger for `rtb <sub>`; the flag's level wins over the config's.
+rtb::Status InitLog(const std::string& sub, const LogArgs& a, const std::string& config_level) {
+  rtb::log::Options o;
+  o.process = "rtb-" + sub;
+  o.level = !a.level.empty() ? a.level : config_level.empty() ? "info" : config_level;
+  RTB_ASSIGN_OR_RETURN(o.format, rtb::log::ParseFormat(a.format));
+  return rtb::log::Init(o);
 }
 
 using rtb::cli::ExeDir;
@@ -140,9 +166,10 @@ struct ServeArgs {
   std::string listen;
 };
 
-int RunServe(const ServeArgs& a) {
+int RunServe(const ServeArgs& a, const LogArgs& la) {
   auto cfg = rtb::bidder::LoadBidderConfig(a.config);
   if (!cfg.ok()) return Fail(cfg.status());
+  if (auto st = InitLog("serve", la, cfg->log_level); !st.ok()) return Fail(st);
   if (!a.listen.empty()) {
     // Notices follow the listening address unless the config names another base URL.
     if (cfg->notice_base_url == "http://" + cfg->listen)
@@ -154,16 +181,14 @@ int RunServe(const ServeArgs& a) {
   rtb::bidder::Server server(**bidder, cfg->listen);
   auto port = server.Start();
   if (!port.ok()) return Fail(port.status());
-  std::fprintf(stderr, "rtb serve: listening on %s (port %d), bids at %s, kafka %s\n",
-               cfg->listen.c_str(), *port, cfg->bid_path.c_str(),
-               (*bidder)->events().bootstrap().c_str());
+  auto& lg = rtb::log::Get("serve");
+  lg.info("listening on {} (port {}), bids at {}, kafka {}", cfg->listen, *port, cfg->bid_path,
+          (*bidder)->events().bootstrap());
   server.Wait(/*handle_signals=*/true);
   (*bidder)->Shutdown();  // flush or spill every event before exit
   const auto s = (*bidder)->events().Stats();
-  std::fprintf(stderr,
-               "rtb serve: stopped; events logged %llu, acked %llu, spilled %llu, dropped %llu\n",
-               (unsigned long long)s.logged, (unsigned long long)s.acked,
-               (unsigned long long)s.spilled, (unsigned long long)s.dropped);
+  lg.info("stopped; events logged {}, acked {}, spilled {}, dropped {}", s.logged, s.acked,
+          s.spilled, s.dropped);
   return 0;
 }
 
@@ -333,7 +358,7 @@ int main(int argc, char** argv) {
   rtb::cli::ReplayArgs ra;
   ra.config = DefaultConfig("configs/simulator/default.yaml");
   auto* rp = app.add_subcommand(
-      "replay", "Replay strategies or policies over logged auctions (replay.md protocols)");
+      "replay", "Replay strategies or policies over logged auctions (docs/replay.md protocols)");
   rtb::cli::AddReplayOptions(rp, &ra);
 
   rtb::cli::DemoArgs da;
@@ -350,14 +375,20 @@ int main(int argc, char** argv) {
   dm->add_option("--chaos", da.chaos,
                  "kill-learner@D:S or kill-bidder@D:S: SIGKILL and restart during day D step S");
   dm->add_flag("--quiet", da.quiet, "No progress lines");
+  LogArgs la;
+  for (CLI::App* sub : {s, g, sv, xs, rp, dm}) AddLogOptions(sub, &la);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  if (sv->parsed()) return RunServe(srv, la);
+  for (CLI::App* sub : {s, g, xs, rp, dm}) {
+    if (!sub->parsed()) continue;
+    if (auto st = InitLog(sub->get_name(), la, ""); !st.ok()) return Fail(st);
+  }
   if (s->parsed()) return RunSimulate(sim);
   if (g->parsed()) return RunGenerate(gen);
-  if (sv->parsed()) return RunServe(srv);
   if (xs->parsed()) return RunExchange(xa);
   if (dm->parsed()) return rtb::cli::RunDemo(da);
   if (rp->parsed()) return rtb::cli::RunReplay(ra);

@@ -27,17 +27,6 @@ const char* NoBidReasonName(NoBidReason r) {
   return "unknown";
 }
 
-int NoBidReasonCode(NoBidReason r) {
-  switch (r) {
-    case NoBidReason::kTmax:
-      return 15;  // insufficient auction time
-    case NoBidReason::kBlocked:
-      return 7;  // blocked publisher / advertiser
-    default:
-      return 0;  // unknown / no fill
-  }
-}
-
 namespace {
 
 bool Contains(const std::vector<std::string>& v, const std::string& s) {
@@ -154,8 +143,17 @@ Decision DecideBids(const BidRequest& req, const std::vector<Advertiser>& advert
       if (use_policy && a.agent < policy->table.agents() && d.cluster < policy->table.clusters()) {
         c.action = policy->table.at(a.agent, d.cluster);
       }
-      c.alpha = Alpha(c.action, c.bratio);
-      c.cpc = AdjustedBid(a.bid, c.action, c.bratio);
+      const double range = use_policy ? policy->alpha_range : kDefaultAlphaRange;
+      c.alpha = Alpha(c.action, c.bratio, range);
+      c.cpc = AdjustedBid(a.bid, c.action, c.bratio, range);
+      // A bid never risks more than the budget left (the simulator's rule, core/bid.h): an
+      // impression charges at most its CPM price / 1000 = cpc x pCTR.
+      if (opt.budget_left && c.pctr > 0) {
+        const int64_t left = opt.budget_left(k);
+        if (left >= kMinBudgetLeftMicros) {
+          c.cpc = CapBidToBudget(c.cpc, c.pctr, left, ChargeBasis::kExpected);
+        }
+      }
       c.price = CpmPrice(c.cpc, c.pctr);
       if (c.price.value() <= 0 || c.price < imp.bidfloor) {
         any_floor_fail = true;

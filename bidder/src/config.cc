@@ -3,6 +3,7 @@
 #include <set>
 
 #include "rtb/core/config.h"
+#include "rtb/core/log.h"
 
 namespace rtb::bidder {
 
@@ -10,6 +11,9 @@ Result<BidderConfig> LoadBidderConfig(const std::string& path) {
   RTB_ASSIGN_OR_RETURN(auto file, ConfigFile::Load(path));
   BidderConfig c;
   ConfigMap root = file->Root();
+  root.Get("log_level", &c.log_level);
+  root.Check(log::ParseLevel(c.log_level).ok(), "log_level",
+             "must be trace, debug, info, warn, error or off");
   root.Get("listen", &c.listen);
   root.Check(c.listen.find(':') != std::string::npos, "listen", "must be host:port");
   root.Get("threads", &c.threads);

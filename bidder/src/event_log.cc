@@ -1,25 +1,19 @@
 #include "rtb/bidder/event_log.h"
 
-#include <librdkafka/rdkafka.h>
-#include <librdkafka/rdkafka_mock.h>
-#include <pthread.h>
-#include <sched.h>
-#include <sys/resource.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <thread>
 
+#include "rtb/core/log.h"
+
 namespace rtb::bidder {
 
 struct EventLog::Impl {
   KafkaConfig cfg;
-  rd_kafka_t* mock_host = nullptr;
-  rd_kafka_mock_cluster_t* mock = nullptr;
-  rd_kafka_t* producer = nullptr;
+  std::unique_ptr<kafka::MockCluster> mock;  // the embedded cluster, when no brokers are set
+  std::unique_ptr<kafka::Producer> producer;
   std::string bootstrap;
   std::thread poller;
   std::atomic<bool> stop{false};
@@ -30,6 +24,9 @@ struct EventLog::Impl {
   FILE* spill = nullptr;  // GUARDED_BY(spill_mu)
   std::atomic<uint64_t> logged{0}, acked{0}, spilled{0}, resent{0}, dropped{0}, spill_pending{0};
   std::function<void(const std::string&)> settled;  // outbox hook (set before traffic)
+  // Spilling happens per event on the bid path: a few lines a minute, the rest counted.
+  log::RateLimit spill_warnings{3, std::chrono::seconds(60)};
+  log::RateLimit drop_errors{3, std::chrono::seconds(60)};
 
   void Settle(std::string* outbox_id) {
     if (outbox_id == nullptr) return;
@@ -46,11 +43,20 @@ struct EventLog::Impl {
            std::fwrite(payload, 1, len, spill) == len && std::fputc('\n', spill) != EOF &&
            std::fflush(spill) == 0;
     }
+    uint64_t skipped = 0;
     if (ok) {
       spilled.fetch_add(1);
       spill_pending.fetch_add(1);
+      if (spill_warnings.Allow(&skipped)) {
+        log::Get("events").warn("Kafka cannot take events now: spilled to {} ({} more since)",
+                                cfg.spill_path, skipped);
+      }
     } else {
       dropped.fetch_add(1);
+      if (drop_errors.Allow(&skipped)) {
+        log::Get("events").error("cannot write the spill file {}: event dropped ({} more since)",
+                                 cfg.spill_path, skipped);
+      }
     }
   }
 
@@ -58,17 +64,25 @@ struct EventLog::Impl {
   // outbox_id until the delivery report.
   bool Produce(const std::string& topic, const std::string& key, const char* payload, size_t len,
                std::string* outbox_id = nullptr) {
-    const rd_kafka_resp_err_t err = rd_kafka_producev(
-        producer, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_KEY(key.data(), key.size()),
-        RD_KAFKA_V_VALUE(const_cast<char*>(payload), len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-        RD_KAFKA_V_OPAQUE(outbox_id), RD_KAFKA_V_END);
-    return err == RD_KAFKA_RESP_ERR_NO_ERROR;
+    return producer
+        ->Produce(topic, kafka::kAnyPartition, key, std::string_view(payload, len), outbox_id)
+        .ok();
+  }
+
+  // A delivery report (on the poller thread): acked, or spilled when it failed for good.
+  void Delivered(const kafka::Delivery& d) {
+    if (d.ok) {
+      acked.fetch_add(1);
+    } else {
+      Spill(std::string(d.topic), std::string(d.key), d.payload.data(), d.payload.size());
+    }
+    Settle(static_cast<std::string*>(d.opaque));
   }
 
   // Re-sends the spill file once the producer's queue has drained (the brokers are back).
   void ResendSpill() {
     if (spill_pending.load() == 0) return;
-    if (rd_kafka_outq_len(producer) > cfg.queue_max_messages / 4) return;
+    if (producer->QueueLength() > cfg.queue_max_messages / 4) return;
     const std::string resending = cfg.spill_path + ".resending";
     {
       std::lock_guard<std::mutex> l(spill_mu);
@@ -117,98 +131,34 @@ struct EventLog::Impl {
   }
 };
 
-namespace {
-
-void DeliveryReport(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
-  auto* impl = static_cast<EventLog::Impl*>(opaque);
-  if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-    impl->acked.fetch_add(1);
-  } else {
-    const std::string topic = rd_kafka_topic_name(m->rkt);
-    const std::string key(static_cast<const char*>(m->key), m->key_len);
-    impl->Spill(topic, key, static_cast<const char*>(m->payload), m->len);
-  }
-  impl->Settle(static_cast<std::string*>(m->_private));
-}
-
-// kafka.thread_nice: every thread librdkafka starts for a client (main, broker, and the mock
-// cluster's) lowers its own priority; on Linux a nice value applies per thread.
-rd_kafka_resp_err_t OnThreadStart(rd_kafka_t*, rd_kafka_thread_type_t, const char*, void* opaque) {
-  LowerThisThread(nullptr, static_cast<int>(reinterpret_cast<intptr_t>(opaque)));
-  return RD_KAFKA_RESP_ERR_NO_ERROR;
-}
-
-rd_kafka_resp_err_t OnNew(rd_kafka_t* rk, const rd_kafka_conf_t*, void* opaque, char*, size_t) {
-  return rd_kafka_interceptor_add_on_thread_start(rk, "rtb.thread_nice", OnThreadStart, opaque);
-}
-
-bool Set(rd_kafka_conf_t* conf, const char* k, const std::string& v, std::string* err) {
-  char errstr[512];
-  if (rd_kafka_conf_set(conf, k, v.c_str(), errstr, sizeof errstr) != RD_KAFKA_CONF_OK) {
-    *err = std::string(k) + ": " + errstr;
-    return false;
-  }
-  return true;
-}
-
-}  // namespace
-
-void LowerThisThread(const char* name, int nice) {
-  if (name != nullptr) ::pthread_setname_np(::pthread_self(), name);
-  if (nice <= 0) return;
-  // SCHED_BATCH: a waking Kafka thread never preempts a running request thread; it runs on an
-  // idle core or at the next scheduler tick. Best effort, like the nice value.
-  sched_param none{};
-  ::sched_setscheduler(0, SCHED_BATCH, &none);
-  ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), nice);
-}
-
-void LowerThreadPriority(rd_kafka_conf_t* conf, int nice) {
-  if (nice <= 0) return;
-  rd_kafka_conf_interceptor_add_on_new(conf, "rtb.thread_nice", OnNew,
-                                       reinterpret_cast<void*>(static_cast<intptr_t>(nice)));
-}
-
 EventLog::EventLog(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Result<std::unique_ptr<EventLog>> EventLog::Open(const KafkaConfig& cfg) {
   auto impl = std::make_unique<Impl>();
   impl->cfg = cfg;
-  std::string err;
-  char errstr[512];
   impl->bootstrap = cfg.brokers;
   if (cfg.brokers.empty()) {
     // Embedded default: an in-process mock cluster speaking the real protocol over TCP.
-    rd_kafka_conf_t* hc = rd_kafka_conf_new();
-    Set(hc, "log_level", "3", &err);
-    LowerThreadPriority(hc, cfg.thread_nice);
-    impl->mock_host = rd_kafka_new(RD_KAFKA_PRODUCER, hc, errstr, sizeof errstr);
-    if (impl->mock_host == nullptr)
-      return Status::Unavailable(std::string("kafka mock host: ") + errstr);
-    impl->mock = rd_kafka_mock_cluster_new(impl->mock_host, cfg.mock_brokers);
-    if (impl->mock == nullptr) return Status::Unavailable("cannot start the kafka mock cluster");
-    impl->bootstrap = rd_kafka_mock_cluster_bootstraps(impl->mock);
+    RTB_ASSIGN_OR_RETURN(impl->mock, kafka::MockCluster::Start(cfg.mock_brokers, cfg.thread_nice));
+    impl->bootstrap = impl->mock->bootstrap();
     for (const auto& t : {cfg.events_topic, cfg.policy_topic}) {
-      rd_kafka_mock_topic_create(impl->mock, t.c_str(), t == cfg.policy_topic ? 1 : cfg.partitions,
-                                 std::min(3, cfg.mock_brokers));
+      RTB_RETURN_IF_ERROR(impl->mock->CreateTopic(t, t == cfg.policy_topic ? 1 : cfg.partitions,
+                                                  std::min(3, cfg.mock_brokers)));
     }
+    log::Get("kafka").info("embedded Kafka (mock cluster, {} brokers) at {}", cfg.mock_brokers,
+                           impl->bootstrap);
   }
-  rd_kafka_conf_t* conf = rd_kafka_conf_new();
-  if (!Set(conf, "bootstrap.servers", impl->bootstrap, &err) ||
-      !Set(conf, "enable.idempotence", "true", &err) ||
-      !Set(conf, "message.timeout.ms", "0", &err) ||  // never give up: spill only on queue full
-      !Set(conf, "queue.buffering.max.messages", std::to_string(cfg.queue_max_messages), &err) ||
-      !Set(conf, "linger.ms", std::to_string(cfg.linger_ms), &err) ||
-      !Set(conf, "compression.type", cfg.compression, &err) || !Set(conf, "log_level", "3", &err)) {
-    rd_kafka_conf_destroy(conf);
-    return Status::InvalidArgument("kafka config " + err);
-  }
-  LowerThreadPriority(conf, cfg.thread_nice);
-  rd_kafka_conf_set_dr_msg_cb(conf, DeliveryReport);
-  rd_kafka_conf_set_opaque(conf, impl.get());
-  impl->producer = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
-  if (impl->producer == nullptr)
-    return Status::Unavailable(std::string("kafka producer: ") + errstr);
+  kafka::Producer::Options po;
+  po.bootstrap = impl->bootstrap;
+  po.thread_nice = cfg.thread_nice;
+  po.properties = {{"enable.idempotence", "true"},
+                   {"message.timeout.ms", "0"},  // never give up: spill only on queue full
+                   {"queue.buffering.max.messages", std::to_string(cfg.queue_max_messages)},
+                   {"linger.ms", std::to_string(cfg.linger_ms)},
+                   {"compression.type", cfg.compression}};
+  Impl* raw_impl = impl.get();
+  po.on_delivery = [raw_impl](const kafka::Delivery& d) { raw_impl->Delivered(d); };
+  RTB_ASSIGN_OR_RETURN(impl->producer, kafka::Producer::Create(std::move(po)));
 
   std::error_code ec;
   const auto parent = std::filesystem::path(cfg.spill_path).parent_path();
@@ -223,10 +173,10 @@ Result<std::unique_ptr<EventLog>> EventLog::Open(const KafkaConfig& cfg) {
   impl->poller = std::thread([raw] {
     // Delivery reports come in bursts (a batch of events per broker per linger); served at
     // the Kafka threads' priority, a burst never holds a core that a request thread wants.
-    LowerThisThread("rtb-kafka-dr", raw->cfg.thread_nice);
+    kafka::LowerThisThread("rtb-kafka-dr", raw->cfg.thread_nice);
     int ticks = 0;
     while (!raw->stop.load()) {
-      rd_kafka_poll(raw->producer, 100);  // serves delivery reports
+      raw->producer->Poll(100);  // serves delivery reports
       if (++ticks % 5 == 0) raw->ResendSpill();
     }
   });
@@ -271,13 +221,13 @@ EventLogStats EventLog::Stats() const {
   s.spilled = impl_->spilled.load();
   s.resent = impl_->resent.load();
   s.dropped = impl_->dropped.load();
-  s.queued = impl_->producer ? static_cast<uint64_t>(rd_kafka_outq_len(impl_->producer)) : 0;
+  s.queued = impl_->producer ? static_cast<uint64_t>(impl_->producer->QueueLength()) : 0;
   s.spill_pending = impl_->spill_pending.load();
   return s;
 }
 
 const std::string& EventLog::bootstrap() const { return impl_->bootstrap; }
-void* EventLog::mock_cluster() const { return impl_->mock; }
+kafka::MockCluster* EventLog::mock_cluster() const { return impl_->mock.get(); }
 
 void EventLog::Shutdown() {
   std::lock_guard<std::mutex> l(impl_->shut_mu);
@@ -286,16 +236,18 @@ void EventLog::Shutdown() {
   impl_->stop.store(true);
   if (impl_->poller.joinable()) impl_->poller.join();
   if (impl_->producer != nullptr) {
-    rd_kafka_flush(impl_->producer, impl_->cfg.flush_timeout_ms);
+    (void)impl_->producer->Flush(impl_->cfg.flush_timeout_ms);
     // Whatever could not be delivered in time goes to the spill file (delivery reports with
     // a purge error, served by the polls below).
-    rd_kafka_purge(impl_->producer, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
-    for (int i = 0; i < 10 && rd_kafka_outq_len(impl_->producer) > 0; ++i) {
-      rd_kafka_poll(impl_->producer, 50);
+    impl_->producer->PurgeAll();
+    for (int i = 0; i < 10 && impl_->producer->QueueLength() > 0; ++i) impl_->producer->Poll(50);
+    impl_->producer->Poll(0);
+    const uint64_t left = static_cast<uint64_t>(impl_->producer->QueueLength());
+    impl_->producer.reset();
+    if (left > 0) {
+      log::Get("kafka").error("{} events still queued at shutdown were lost", left);
+      impl_->dropped.fetch_add(left);
     }
-    rd_kafka_poll(impl_->producer, 0);
-    rd_kafka_destroy(impl_->producer);
-    impl_->producer = nullptr;
   }
   {
     std::lock_guard<std::mutex> sl(impl_->spill_mu);
@@ -304,14 +256,7 @@ void EventLog::Shutdown() {
       impl_->spill = nullptr;
     }
   }
-  if (impl_->mock != nullptr) {
-    rd_kafka_mock_cluster_destroy(impl_->mock);
-    impl_->mock = nullptr;
-  }
-  if (impl_->mock_host != nullptr) {
-    rd_kafka_destroy(impl_->mock_host);
-    impl_->mock_host = nullptr;
-  }
+  impl_->mock.reset();
 }
 
 }  // namespace rtb::bidder

@@ -1,7 +1,5 @@
 #include "rtb/exchange/exchange.h"
 
-#include <librdkafka/rdkafka.h>
-
 #include <atomic>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -17,6 +15,7 @@
 #include "rtb/core/auction.h"
 #include "rtb/core/clock.h"
 #include "rtb/core/rng.h"
+#include "rtb/kafka/kafka.h"
 
 namespace rtb::exchange {
 namespace {
@@ -125,14 +124,11 @@ struct Exchange::Impl {
   ExchangeConfig cfg;
   const sim::Scenario* sc = nullptr;
   std::string host, port;
-  rd_kafka_t* producer = nullptr;
-  std::unique_ptr<Conn> control;  // /metrics polls
+  std::unique_ptr<kafka::Producer> producer;  // step markers (none without brokers)
+  std::unique_ptr<Conn> control;              // /metrics polls
 
   ~Impl() {
-    if (producer != nullptr) {
-      rd_kafka_flush(producer, 5000);
-      rd_kafka_destroy(producer);
-    }
+    if (producer != nullptr) (void)producer->Flush(5000);
   }
 
   struct Local {  // one worker's share of a step
@@ -180,18 +176,12 @@ Result<std::unique_ptr<Exchange>> Exchange::Create(const ExchangeConfig& cfg,
   if (cfg.concurrency < 1) return Status::InvalidArgument("exchange: concurrency must be >= 1");
   m->control = std::make_unique<Conn>(m->host, m->port, cfg.io_timeout_ms);
   if (!cfg.brokers.empty()) {
-    char err[512];
-    rd_kafka_conf_t* c = rd_kafka_conf_new();
-    if (rd_kafka_conf_set(c, "bootstrap.servers", cfg.brokers.c_str(), err, sizeof err) !=
-            RD_KAFKA_CONF_OK ||
-        rd_kafka_conf_set(c, "enable.idempotence", "true", err, sizeof err) != RD_KAFKA_CONF_OK ||
-        rd_kafka_conf_set(c, "linger.ms", "0", err, sizeof err) != RD_KAFKA_CONF_OK ||
-        rd_kafka_conf_set(c, "log_level", "3", err, sizeof err) != RD_KAFKA_CONF_OK) {
-      rd_kafka_conf_destroy(c);
-      return Status::InvalidArgument(std::string("exchange kafka: ") + err);
-    }
-    m->producer = rd_kafka_new(RD_KAFKA_PRODUCER, c, err, sizeof err);
-    if (m->producer == nullptr) return Status::Unavailable(std::string("exchange kafka: ") + err);
+    kafka::Producer::Options po;
+    po.bootstrap = cfg.brokers;
+    po.properties = {{"enable.idempotence", "true"}, {"linger.ms", "0"}};
+    auto p = kafka::Producer::Create(std::move(po));
+    if (!p.ok()) return Status::Unavailable("exchange: " + p.status().message());
+    m->producer = std::move(*p);
   }
   return std::unique_ptr<Exchange>(new Exchange(std::move(m)));
 }
@@ -383,14 +373,10 @@ Result<DayAccount> Exchange::PlayDay(const sim::Day& day, int64_t day_index,
       mk.sent_unix_ms = NowUnixMs();
       const std::string msg = EncodeStepMarker(mk);
       const auto sent = Clock::now();
-      const rd_kafka_resp_err_t e = rd_kafka_producev(
-          m.producer, RD_KAFKA_V_TOPIC(m.cfg.clock_topic.c_str()), RD_KAFKA_V_PARTITION(0),
-          RD_KAFKA_V_VALUE(const_cast<char*>(msg.data()), msg.size()),
-          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
-      if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        return Status::Unavailable(std::string("step marker: ") + rd_kafka_err2str(e));
+      if (auto st = m.producer->Produce(m.cfg.clock_topic, 0, "", msg); !st.ok()) {
+        return Status::Unavailable("step marker: " + st.message());
       }
-      rd_kafka_flush(m.producer, 10000);
+      (void)m.producer->Flush(10000);
       if (m.cfg.wait_for_policy) {
         sa.next_version = 2 + static_cast<uint64_t>(day_index * day.steps + step);
         const auto deadline = sent + std::chrono::milliseconds(m.cfg.policy_wait_ms);

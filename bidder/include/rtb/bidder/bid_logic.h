@@ -1,12 +1,14 @@
 // The bid decision as a pure function: request + campaigns + predictor + policy -> the bids to
-// send (before budget reservation). No I/O, no clock, no locks: the server, tests and the
-// fuzzer call the same code.
+// send, at their final prices (budget reservation is the caller's). No I/O, no clock, no locks: the
+// server, tests and the fuzzer call the same code.
 //
 // For each impression and each advertiser k whose targeting matches (inventory type,
 // categories, device type, country, banner size, not blocked by bcat/badv):
 //   j = consumer cluster of the user; i = agent of k
-//   bratio = pCVR / avg pCVR_k;  alpha = clip(a[i][j] x bratio, -0.9, 0.9)   (core/bid.h)
-//   CPC bid = manual bid x (1 + alpha);  CPM price = CPC bid x pCTR x 1000
+//   bratio = pCVR / avg pCVR_k;  alpha = clip(a[i][j] x bratio, -r, r)   (core/bid.h)
+//   (r = the policy's alpha range, 0.9 by default)
+//   CPC bid = manual bid x (1 + alpha), lowered to what the budget left allows;
+//   CPM price = CPC bid x pCTR x 1000
 // With ext.sim hints (the simulated exchange) the listed advertisers are the candidates and
 // the listed pCTR/pCVR replace the predictor. A price below the floor is not bid. Per impression,
 // the best `max_bids_per_imp` prices (one per advertiser) are kept, ranked by eCPM (ties: lower
@@ -36,8 +38,6 @@ enum class NoBidReason {
   kBlocked,
 };
 const char* NoBidReasonName(NoBidReason r);
-// The OpenRTB nbr code for a reason.
-int NoBidReasonCode(NoBidReason r);
 
 struct Candidate {
   uint32_t advertiser = 0;
@@ -58,7 +58,7 @@ struct Decision {
   bool manual_fallback = false;  // no usable policy: alpha = 0
   uint64_t policy_version = 0;
   // Bid computations per agent (candidates priced, before floors and budgets): the counts
-  // behind the learner's d_ij (dcmab.md section 4), logged with the request's events.
+  // behind the learner's d_ij (docs/dcmab.md section 4), logged with the request's events.
   std::vector<int> computed;
 };
 
@@ -74,6 +74,9 @@ struct DecideOptions {
   // Per advertiser index: false when its budget is spent (it computes no bid, as in the
   // simulator, and is not counted in `computed`). Empty = every advertiser may bid.
   std::function<bool(size_t)> has_budget;
+  // Per advertiser index: the budget it may still reserve (micros). Each bid is lowered so that
+  // one impression never charges more (CapBidToBudget, core/bid.h); empty = no cap.
+  std::function<int64_t(size_t)> budget_left;
 };
 
 Decision DecideBids(const BidRequest& req, const std::vector<Advertiser>& advertisers,

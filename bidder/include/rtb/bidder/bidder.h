@@ -42,8 +42,6 @@ class Bidder {
                    int64_t received_us, RequestDecoder& decoder, std::string_view version);
   // Periodic work (every ~100 ms): expire reservations and old bid records.
   void Tick();
-  // Installs a policy received from the learner (file or Kafka); false if older than current.
-  bool InstallPolicy(const ActionTable& table, std::shared_ptr<const ClusterMap> clusters);
   // Stops consuming policies, flushes (or spills) every event. Idempotent.
   void Shutdown();
 

@@ -56,6 +56,9 @@ struct KafkaConfig {
 };
 
 struct BidderConfig {
+  // The process log's level: trace | debug | info | warn | error | off (override: --log-level).
+  // Warnings on the bid path are rate-limited at every level.
+  std::string log_level = "info";
   std::string listen = "127.0.0.1:8080";  // host:port (override: --listen)
   int threads = 2;                        // I/O and request threads
   // Pin I/O thread t to CPU t (mod the CPUs the process may use): two busy I/O threads then

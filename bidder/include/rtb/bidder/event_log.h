@@ -1,10 +1,10 @@
 // EventLog: every event reaches Kafka or the local spill file, never blocking the caller.
 //
-// Log() hands the event to librdkafka's local queue (produce never blocks); if the queue is
-// full or the client refuses it, the event is appended to the spill file instead. A dedicated
-// thread serves delivery reports (poll); a delivery that fails for good is spilled too. The
-// producer is idempotent (acks=all, in-order, no duplicates from retries) and its message
-// timeout is infinite, so during a broker outage events wait in the queue and then in the
+// Log() hands the event to the Kafka producer's local queue (rtb/kafka/kafka.h) (produce never
+// blocks); if the queue is full or the client refuses it, the event is appended to the spill file
+// instead. A dedicated thread serves delivery reports (poll); a delivery that fails for good is
+// spilled too. The producer is idempotent (acks=all, in-order, no duplicates from retries) and its
+// message timeout is infinite, so during a broker outage events wait in the queue and then in the
 // spill file, and nothing is dropped. The same thread re-sends the spill file once the
 // brokers are reachable again. Shutdown() flushes for flush_timeout_ms, then purges what is
 // left into the spill file. Every event ends acked, spilled (and re-sent later) or counted as
@@ -23,17 +23,9 @@
 #include "rtb/bidder/config.h"
 #include "rtb/core/events.h"
 #include "rtb/core/status.h"
-
-struct rd_kafka_conf_s;  // librdkafka's rd_kafka_conf_t
+#include "rtb/kafka/kafka.h"
 
 namespace rtb::bidder {
-
-// Makes every thread of the client created from conf run with SCHED_BATCH at nice value `nice`
-// (kafka.thread_nice); 0 leaves them alone.
-void LowerThreadPriority(rd_kafka_conf_s* conf, int nice);
-// The same for the calling thread, named `name` (at most 15 characters; shown by top -H, perf):
-// the bidder's own Kafka threads (delivery reports, the policy feed). Best effort.
-void LowerThisThread(const char* name, int nice);
 
 struct EventLogStats {
   uint64_t logged = 0;         // Log() calls
@@ -62,8 +54,8 @@ class EventLog {
   const std::string& bootstrap() const;
   // Flushes, spills the rest; idempotent.
   void Shutdown();
-  // The mock cluster, for fault-injection tests (nullptr with a real cluster).
-  void* mock_cluster() const;
+  // The embedded mock cluster, for fault-injection tests (nullptr with a real cluster).
+  kafka::MockCluster* mock_cluster() const;
 
   struct Impl;
 

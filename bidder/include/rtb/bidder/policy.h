@@ -10,28 +10,23 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "rtb/core/action_table.h"
+#include "rtb/core/policy.h"
 #include "rtb/core/status.h"
 
 namespace rtb::bidder {
 
-struct ClusterMap {
-  std::unordered_map<std::string, int> user_cluster;  // user id / buyeruid -> cluster j
-  int default_cluster = 0;                            // users not in the map
-  int Lookup(const std::string& user) const;
-};
-
-// File format (schemas/cluster-map-v1.md): JSON {"format":"rtb.cluster_map","schema_version":1,
-// "clusters":L,"default_cluster":j,"users":{"<id>":j,...}}
-Result<ClusterMap> ParseClusterMap(const std::string& json, const std::string& source);
-Result<ClusterMap> LoadClusterMap(const std::string& path);
+// The cluster map and its codec are core's (rtb/core/policy.h), shared with the learner.
+using rtb::ClusterMap;
+using rtb::LoadClusterMap;
+using rtb::ParseClusterMap;
 
 struct PolicySnapshot {
   ActionTable table;
   std::shared_ptr<const ClusterMap> clusters;
+  double alpha_range = kDefaultAlphaRange;  // the clip the table was trained with
   int64_t loaded_unix_ms = 0;
 };
 

@@ -1,0 +1,56 @@
+// PolicyFeed: the bidder's reader of the policy topic. A thread reads every message of the
+// topic's partition 0 from the beginning (no group join: every bidder reads every policy),
+// decodes it once with the shared codec (rtb/core/policy.h: bounded size and depth, every
+// field validated) and installs it whole into the PolicyHolder, or rejects it whole: a
+// rejected message is logged (rate-limited), counted by reason, and skipped, so a poison
+// message can never stop a bidder, at start or later.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "rtb/bidder/policy.h"
+#include "rtb/core/status.h"
+#include "rtb/kafka/kafka.h"
+
+namespace rtb::bidder {
+
+struct PolicyFeedOptions {
+  kafka::ClientOptions client;
+  std::string topic;
+  std::string group_id;  // librdkafka wants one; no group is joined
+  int thread_nice = 0;   // the feed thread's own priority (kafka.thread_nice)
+};
+
+class PolicyFeed {
+ public:
+  // Starts the thread. `holder` and `default_clusters` must outlive the feed.
+  static Result<std::unique_ptr<PolicyFeed>> Start(
+      PolicyFeedOptions opt, PolicyHolder* holder,
+      std::shared_ptr<const ClusterMap> default_clusters);
+  ~PolicyFeed();  // stops and joins the thread
+
+  // Decodes and installs one message (the thread's step; tests call it directly). kOk when
+  // installed; otherwise the reason it was not (and it was counted).
+  Status Apply(std::string_view payload);
+
+  uint64_t installed() const { return installed_.load(); }
+  // Messages that did not decode or validate (older versions: PolicyHolder::rejected()).
+  uint64_t rejected_invalid() const { return rejected_invalid_.load(); }
+
+ private:
+  PolicyFeed(PolicyHolder* holder, std::shared_ptr<const ClusterMap> default_clusters)
+      : holder_(holder), default_clusters_(std::move(default_clusters)) {}
+  void Run(std::unique_ptr<kafka::Consumer> consumer, int thread_nice);
+
+  PolicyHolder* holder_;
+  std::shared_ptr<const ClusterMap> default_clusters_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  std::atomic<uint64_t> installed_{0}, rejected_invalid_{0};
+};
+
+}  // namespace rtb::bidder

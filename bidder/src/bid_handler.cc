@@ -1,0 +1,188 @@
+// The bid path: decode -> decide -> reserve -> encode -> log. No network call, no lock on the
+// policy (one atomic load), budget reservations before the answer leaves.
+#include <algorithm>
+
+#include "bidder_impl.h"
+#include "rtb/core/auction.h"
+#include "rtb/core/log.h"
+
+namespace rtb::bidder {
+
+namespace {
+
+HttpResult BadRequest(std::string why) {
+  HttpResult r;
+  r.status = 400;
+  r.content_type = "text/plain";
+  r.headers.push_back({"x-rtb-error", why});
+  r.body = std::move(why) + "\n";
+  return r;
+}
+
+// The event of one bid sent.
+Event BidEvent(const BidRequest& req, const Candidate& c, const Decision& d, int64_t now_ms,
+               int64_t sim_ms) {
+  Event e;
+  e.type = "bid";
+  e.ts_ms = now_ms;
+  e.auction_id = req.id;
+  e.imp_id = req.imps[c.imp_index].id;
+  e.advertiser = c.advertiser;
+  e.agent = c.agent;
+  e.cluster = c.cluster;
+  e.price_micros = c.price.value();
+  e.cpc_micros = c.cpc.value();
+  e.pctr = c.pctr;
+  e.pcvr = c.pcvr;
+  e.alpha = c.alpha;
+  e.policy_version = d.policy_version;
+  e.manual_fallback = d.manual_fallback;
+  e.test = req.test;
+  e.sim_ms = sim_ms;
+  return e;
+}
+
+}  // namespace
+
+HttpResult Bidder::HandleBid(std::string_view body, int64_t received_us, RequestDecoder& decoder,
+                             std::string_view version) {
+  Impl& m = *impl_;
+  BidderCounters& n = m.counters;
+  n.requests_bid.Inc();
+  auto observe = [&](HttpResult r) {
+    n.latency.Observe(NowSteadyUs() - received_us);
+    return r;
+  };
+
+  // 1. Decode.
+  auto req = decoder.Decode(body);
+  if (!req.ok()) {
+    n.bad_requests.Inc();
+    return observe(BadRequest(req.status().message()));
+  }
+  const int64_t now_ms = NowUnixMs();
+  const int64_t sim_ms = req->sim ? req->sim->t_ms : -1;
+  BudgetLedger& ledger = *m.days->Get(DayOf(now_ms, sim_ms));
+  auto no_bid = [&](NoBidReason reason, int cluster, uint64_t policy_version, bool fallback,
+                    std::vector<int> computed) {
+    n.nobid[static_cast<int>(reason)].Inc();
+    Event e;
+    e.type = "nobid";
+    e.eid = m.NextEid();
+    e.ts_ms = now_ms;
+    e.auction_id = req->id;
+    e.cluster = cluster;
+    e.policy_version = policy_version;
+    e.manual_fallback = fallback;
+    e.test = req->test;
+    e.reason = NoBidReasonName(reason);
+    e.sim_ms = sim_ms;
+    e.computed = std::move(computed);
+    m.events->Log(e);
+    HttpResult r;
+    r.status = 204;
+    r.content_type.clear();
+    r.headers.push_back({"x-rtb-nobid-reason", NoBidReasonName(reason)});
+    return observe(std::move(r));
+  };
+  // tmax includes the network: no bid when the answer cannot arrive in time.
+  if (req->tmax_ms > 0 &&
+      (NowSteadyUs() - received_us) / 1000 + m.cfg.tmax_network_ms >= req->tmax_ms) {
+    return no_bid(NoBidReason::kTmax, -1, 0, false, {});
+  }
+
+  // 2. Decide: the final prices, each within what its advertiser's budget can still reserve.
+  const PolicySnapshot* snap = m.policy.Current();
+  DecideOptions opt;
+  // A few spares per impression, so that a bidder whose reservation fails gives its place to
+  // the next best.
+  opt.max_bids_per_imp = std::min(kMaxSlots, m.cfg.max_bids_per_imp + 2);
+  opt.currency = m.cfg.currency;
+  opt.use_policy = m.PolicyUsable(snap, now_ms);
+  opt.agents = m.agents;
+  opt.index_of = &m.index_of;
+  opt.clusters = m.default_clusters.get();
+  opt.has_budget = [&ledger](size_t k) {
+    return ledger.budget(k).value() - ledger.spent(k).value() >= kMinBudgetLeftMicros;
+  };
+  if (!req->test) {  // test requests never touch a budget
+    opt.budget_left = [&ledger](size_t k) {
+      return ledger.budget(k).value() - ledger.spent(k).value() - ledger.reserved(k).value();
+    };
+  }
+  if (!opt.use_policy) n.fallback_requests.Inc();
+  Decision d = DecideBids(*req, m.cfg.advertisers, m.predictor, snap, opt);
+
+  // 3. Reserve the largest possible charge of every bid (one impression at its price) before
+  // sending it.
+  std::vector<Candidate> sent;
+  std::vector<int> per_imp(req->imps.size(), 0);
+  bool budget_limited = false;
+  for (const Candidate& c : d.bids) {
+    if (per_imp[c.imp_index] >= m.cfg.max_bids_per_imp) continue;
+    if (!req->test) {
+      const Key128 key = BidKey(req->id, req->imps[c.imp_index].id, c.advertiser);
+      const Micros charge((c.price.value() + 999) / 1000);
+      if (!ledger.TryReserve(c.advertiser_index, key, charge, now_ms,
+                             now_ms + m.cfg.reservation_timeout_ms)) {
+        budget_limited = true;
+        continue;
+      }
+      m.bid_records.Record(key, c.price, c.cluster, now_ms);
+    }
+    ++per_imp[c.imp_index];
+    sent.push_back(c);
+  }
+  if (sent.empty()) {
+    return no_bid(budget_limited ? NoBidReason::kBudget : d.reason, d.cluster, d.policy_version,
+                  d.manual_fallback, std::move(d.computed));
+  }
+
+  // 4. Encode: one seat per advertiser.
+  BidResponse resp;
+  resp.id = req->id;
+  resp.cur = m.cfg.currency;
+  for (const Candidate& c : sent) {
+    const Advertiser& a = m.cfg.advertisers[c.advertiser_index];
+    const Creative& cr = a.creatives[c.creative_index];
+    const std::string seat = "adv-" + std::to_string(a.id);
+    auto sb = std::find_if(resp.seatbid.begin(), resp.seatbid.end(),
+                           [&](const SeatBid& s) { return s.seat == seat; });
+    if (sb == resp.seatbid.end()) {
+      resp.seatbid.push_back({seat, {}});
+      sb = resp.seatbid.end() - 1;
+    }
+    const Imp& imp = req->imps[c.imp_index];
+    Bid b;
+    b.id = req->id + "-" + imp.id + "-" + std::to_string(a.id);
+    b.impid = imp.id;
+    b.price = c.price;
+    b.adid = cr.crid;
+    b.crid = cr.crid;
+    b.cid = std::to_string(a.id);
+    b.adomain = cr.adomain;
+    b.w = cr.w;
+    b.h = cr.h;
+    const auto& urls = m.notice_urls[c.advertiser_index];
+    b.nurl = urls[0];
+    b.burl = urls[1];
+    b.lurl = urls[2];
+    b.adm = cr.markup;
+    sb->bids.push_back(std::move(b));
+  }
+  HttpResult res;
+  res.body = EncodeBidResponse(resp);
+  res.headers.push_back({"x-openrtb-version", version.empty() ? "2.6" : std::string(version)});
+
+  // 5. Log one event per bid; the request's bid computations ride on the first.
+  for (size_t i = 0; i < sent.size(); ++i) {
+    n.bids.Inc();
+    Event e = BidEvent(*req, sent[i], d, now_ms, sim_ms);
+    e.eid = m.NextEid();
+    if (i == 0) e.computed = std::move(d.computed);
+    m.events->Log(e);
+  }
+  return observe(std::move(res));
+}
+
+}  // namespace rtb::bidder

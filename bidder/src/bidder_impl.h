@@ -1,0 +1,108 @@
+// Bidder::Impl: the state that the bid path (bid_handler.cc), the notice path
+// (notice_handler.cc), the metrics page (bidder_metrics.cc) and the lifecycle (bidder.cc)
+// share. Private to the bidder library.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "rtb/bidder/bid_logic.h"
+#include "rtb/bidder/bid_records.h"
+#include "rtb/bidder/bidder.h"
+#include "rtb/bidder/budget.h"
+#include "rtb/bidder/metrics.h"
+#include "rtb/bidder/notice.h"
+#include "rtb/bidder/policy_feed.h"
+#include "rtb/bidder/predictor.h"
+#include "rtb/bidder/state_store.h"
+
+namespace rtb::bidder {
+
+// The key of one bid's state (its budget reservation and its bid record), as the bid path and
+// the notices for that bid both name it: "<auction id>|<imp id>|<advertiser id>", hashed.
+Key128 BidKey(std::string_view auction, std::string_view imp, uint32_t advertiser);
+
+// Budget days: the UTC date of the wall clock, or day n of the simulated clock (ext.sim.t /
+// notice t=, simulation_hooks on), numbered apart: kSimDay + n.
+constexpr int64_t kSimDay = int64_t{1} << 40;
+int64_t DayOf(int64_t now_ms, int64_t sim_ms);
+std::string DayName(int64_t day);
+
+// One budget ledger per budget day; the current one is read without a lock. Older days stay
+// until shutdown (late notices still settle on their own day).
+class DayLedgers {
+ public:
+  DayLedgers(const BidderConfig* cfg, StateStore* state) : cfg_(cfg), state_(state) {}
+  // The ledger of a day, created (spend restored from the state store) on first use.
+  BudgetLedger* Get(int64_t day);
+  BudgetLedger* Current() const { return cur_ledger_.load(); }
+  // Expires reservations past their deadline on every day, at most max_per_shard per shard.
+  void ExpireBefore(int64_t now_ms, int max_per_shard);
+
+ private:
+  const BidderConfig* cfg_;
+  StateStore* state_;
+  std::atomic<int64_t> cur_day_{-1};
+  std::atomic<BudgetLedger*> cur_ledger_{nullptr};
+  std::mutex mu_;
+  std::map<int64_t, std::unique_ptr<BudgetLedger>> ledgers_;  // GUARDED_BY(mu_)
+};
+
+constexpr int kNoBidReasons = 7;
+constexpr int kNoticeTypes = 5;
+// A notice's result (the Prometheus label).
+enum NoticeResult { kApplied, kDuplicate, kInvalidPrice, kAboveBid, kError, kNoticeResults };
+inline constexpr const char* kNoticeResultNames[] = {"applied", "duplicate", "invalid_price",
+                                                     "above_bid", "error"};
+
+struct BidderCounters {
+  Counter requests_bid, requests_notice, requests_other, bad_requests, bids;
+  Counter nobid[kNoBidReasons];
+  Counter notices[kNoticeTypes][kNoticeResults];
+  Counter fallback_requests;
+  LatencyHistogram latency;
+};
+
+struct Bidder::Impl {
+  explicit Impl(const BidderConfig& c)
+      : cfg(c), bid_records(c.expected_bids_per_second, c.bid_record_ttl_ms) {}
+
+  BidderConfig cfg;
+  Predictor predictor;
+  std::unordered_map<uint32_t, size_t> index_of;  // advertiser id -> index
+  int agents = 0;
+  std::unique_ptr<StateStore> state;
+  BidRecords bid_records;
+  std::unique_ptr<DayLedgers> days;  // after `state`
+  std::unique_ptr<EventLog> events;
+  PolicyHolder policy;
+  std::shared_ptr<const ClusterMap> default_clusters;
+  std::unique_ptr<PolicyFeed> feed;
+  std::string instance;
+  std::atomic<uint64_t> seq{0};
+  // nurl, burl and lurl of every advertiser (index order): fixed by the config, built once.
+  std::vector<std::array<std::string, 3>> notice_urls;
+  BidderCounters counters;
+
+  bool shut = false;
+  std::mutex shut_mu;
+
+  std::string NextEid() { return instance + "-" + std::to_string(seq.fetch_add(1)); }
+
+  // When the table was computed (or, if it does not say, when it was loaded).
+  static int64_t BornMs(const PolicySnapshot& p) {
+    return p.table.created_unix_ms > 0 ? p.table.created_unix_ms : p.loaded_unix_ms;
+  }
+  bool PolicyUsable(const PolicySnapshot* p, int64_t now_ms) const {
+    return p != nullptr && now_ms - BornMs(*p) <= static_cast<int64_t>(cfg.policy_max_age_s) * 1000;
+  }
+};
+
+}  // namespace rtb::bidder

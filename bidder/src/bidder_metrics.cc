@@ -1,0 +1,100 @@
+// The bidder's /metrics page (Prometheus text format 0.0.4).
+#include <cstdio>
+
+#include "bidder_impl.h"
+
+namespace rtb::bidder {
+
+HttpResult Bidder::Metrics() const {
+  const Impl& m = *impl_;
+  const BidderCounters& n = m.counters;
+  std::string o;
+  char buf[256];
+  auto line = [&](const char* fmt, auto... args) {
+    std::snprintf(buf, sizeof buf, fmt, args...);
+    o += buf;
+  };
+  o += "# HELP rtb_requests_total Requests by endpoint.\n# TYPE rtb_requests_total counter\n";
+  line("rtb_requests_total{endpoint=\"bid\"} %llu\n", (unsigned long long)n.requests_bid.Get());
+  line("rtb_requests_total{endpoint=\"notice\"} %llu\n",
+       (unsigned long long)n.requests_notice.Get());
+  o += "# HELP rtb_bad_requests_total Malformed requests and notices (answered 400).\n"
+       "# TYPE rtb_bad_requests_total counter\n";
+  line("rtb_bad_requests_total %llu\n", (unsigned long long)n.bad_requests.Get());
+  o += "# HELP rtb_bids_total Bids sent.\n# TYPE rtb_bids_total counter\n";
+  line("rtb_bids_total %llu\n", (unsigned long long)n.bids.Get());
+  o += "# HELP rtb_nobids_total No-bids by reason.\n# TYPE rtb_nobids_total counter\n";
+  for (int r = 1; r < kNoBidReasons; ++r) {
+    line("rtb_nobids_total{reason=\"%s\"} %llu\n", NoBidReasonName(static_cast<NoBidReason>(r)),
+         (unsigned long long)n.nobid[r].Get());
+  }
+  o += n.latency.Render("rtb_bid_latency_seconds", "Bid request handling time (decode to encode).");
+  o += "# HELP rtb_notices_total Notices by type and result.\n# TYPE rtb_notices_total counter\n";
+  for (int t = 0; t < kNoticeTypes; ++t) {
+    for (int r = 0; r < kNoticeResults; ++r) {
+      line("rtb_notices_total{type=\"%s\",result=\"%s\"} %llu\n",
+           NoticeTypeName(static_cast<NoticeType>(t)), kNoticeResultNames[r],
+           (unsigned long long)n.notices[t][r].Get());
+    }
+  }
+  o += "# HELP rtb_budget_micros Budget, spend and outstanding reservations per advertiser.\n"
+       "# TYPE rtb_budget_micros gauge\n";
+  const BudgetLedger& ledger = *m.days->Current();
+  for (size_t k = 0; k < m.cfg.advertisers.size(); ++k) {
+    const unsigned id = m.cfg.advertisers[k].id;
+    line("rtb_budget_micros{advertiser=\"%u\",kind=\"budget\"} %lld\n", id,
+         (long long)ledger.budget(k).value());
+    line("rtb_budget_micros{advertiser=\"%u\",kind=\"spent\"} %lld\n", id,
+         (long long)ledger.spent(k).value());
+    line("rtb_budget_micros{advertiser=\"%u\",kind=\"reserved\"} %lld\n", id,
+         (long long)ledger.reserved(k).value());
+  }
+  const auto [records, slots] = m.bid_records.Size();
+  o +=
+      "# HELP rtb_bid_state Per-bid state held: open reservations (today's ledger), bid "
+      "records kept to check notices, and the slots of their tables.\n# TYPE rtb_bid_state gauge\n";
+  line("rtb_bid_state{kind=\"open_reservations\"} %lld\n", (long long)ledger.outstanding());
+  line("rtb_bid_state{kind=\"bid_records\"} %zu\n", records);
+  line("rtb_bid_state{kind=\"bid_record_slots\"} %zu\n", slots);
+  const EventLogStats s = m.events->Stats();
+  o += "# HELP rtb_kafka_events Events by delivery state.\n# TYPE rtb_kafka_events counter\n";
+  line("rtb_kafka_events{state=\"logged\"} %llu\n", (unsigned long long)s.logged);
+  line("rtb_kafka_events{state=\"acked\"} %llu\n", (unsigned long long)s.acked);
+  line("rtb_kafka_events{state=\"spilled\"} %llu\n", (unsigned long long)s.spilled);
+  line("rtb_kafka_events{state=\"resent\"} %llu\n", (unsigned long long)s.resent);
+  line("rtb_kafka_events{state=\"dropped\"} %llu\n", (unsigned long long)s.dropped);
+  o += "# HELP rtb_kafka_queue Events waiting in the producer queue and in the spill file.\n"
+       "# TYPE rtb_kafka_queue gauge\n";
+  line("rtb_kafka_queue{where=\"producer\"} %llu\n", (unsigned long long)s.queued);
+  line("rtb_kafka_queue{where=\"spill\"} %llu\n", (unsigned long long)s.spill_pending);
+  const PolicySnapshot* p = m.policy.Current();
+  const int64_t now = NowUnixMs();
+  o += "# HELP rtb_policy_version Version of the action table in use (0 = none).\n"
+       "# TYPE rtb_policy_version gauge\n";
+  line("rtb_policy_version %llu\n", (unsigned long long)(p ? p->table.version : 0));
+  o += "# HELP rtb_policy_age_seconds Age of the action table (-1 = none).\n"
+       "# TYPE rtb_policy_age_seconds gauge\n";
+  line("rtb_policy_age_seconds %.3f\n", p ? (now - Impl::BornMs(*p)) / 1000.0 : -1.0);
+  o += "# HELP rtb_policy_fallback 1 when bidding manual bids (no policy, or too old).\n"
+       "# TYPE rtb_policy_fallback gauge\n";
+  line("rtb_policy_fallback %d\n", m.PolicyUsable(p, now) ? 0 : 1);
+  o += "# HELP rtb_policy_rejected_total Policy messages refused: older than the one in use, or "
+       "invalid (not decodable, or a field out of range).\n"
+       "# TYPE rtb_policy_rejected_total counter\n";
+  line("rtb_policy_rejected_total{reason=\"older\"} %llu\n",
+       (unsigned long long)m.policy.rejected());
+  line("rtb_policy_rejected_total{reason=\"invalid\"} %llu\n",
+       (unsigned long long)(m.feed ? m.feed->rejected_invalid() : 0));
+  o += "# HELP rtb_fallback_requests_total Requests bid with manual bids for want of a policy.\n"
+       "# TYPE rtb_fallback_requests_total counter\n";
+  line("rtb_fallback_requests_total %llu\n", (unsigned long long)n.fallback_requests.Get());
+  o += "# HELP rtb_kafka_bootstrap_info Where the events go (kcat -b).\n"
+       "# TYPE rtb_kafka_bootstrap_info gauge\n";
+  o += "rtb_kafka_bootstrap_info{bootstrap=\"" + m.events->bootstrap() + "\"} 1\n";
+  HttpResult r;
+  r.content_type = "text/plain; version=0.0.4";
+  r.body = std::move(o);
+  return r;
+}
+
+}  // namespace rtb::bidder

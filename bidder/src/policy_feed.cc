@@ -1,0 +1,75 @@
+#include "rtb/bidder/policy_feed.h"
+
+#include "rtb/core/clock.h"
+#include "rtb/core/log.h"
+
+namespace rtb::bidder {
+
+Result<std::unique_ptr<PolicyFeed>> PolicyFeed::Start(
+    PolicyFeedOptions opt, PolicyHolder* holder,
+    std::shared_ptr<const ClusterMap> default_clusters) {
+  kafka::Consumer::Options co;
+  static_cast<kafka::ClientOptions&>(co) = opt.client;
+  co.group_id = opt.group_id;
+  co.properties.emplace_back("enable.auto.commit", "false");
+  RTB_ASSIGN_OR_RETURN(auto consumer, kafka::Consumer::Create(std::move(co)));
+  RTB_RETURN_IF_ERROR(consumer->Assign({{opt.topic, 0, kafka::kOffsetBeginning}}));
+  std::unique_ptr<PolicyFeed> feed(new PolicyFeed(holder, std::move(default_clusters)));
+  PolicyFeed* raw = feed.get();
+  feed->thread_ = std::thread([raw, c = std::move(consumer), nice = opt.thread_nice]() mutable {
+    raw->Run(std::move(c), nice);
+  });
+  return feed;
+}
+
+PolicyFeed::~PolicyFeed() {
+  stop_.store(true);
+  if (thread_.joinable()) thread_.join();
+}
+
+Status PolicyFeed::Apply(std::string_view payload) {
+  auto msg = DecodePolicyMessage(payload, "policy topic");
+  if (!msg.ok()) {
+    rejected_invalid_.fetch_add(1);
+    return msg.status();
+  }
+  auto snap = std::make_unique<PolicySnapshot>();
+  const uint64_t version = msg->table.version;
+  snap->table = std::move(msg->table);
+  snap->alpha_range = msg->alpha_range;
+  if (msg->clusters) {
+    snap->clusters = std::make_shared<const ClusterMap>(std::move(*msg->clusters));
+  } else {
+    const PolicySnapshot* cur = holder_->Current();
+    snap->clusters = cur != nullptr ? cur->clusters : default_clusters_;
+  }
+  snap->loaded_unix_ms = NowUnixMs();
+  if (!holder_->Install(std::move(snap))) {  // counted by the holder
+    return Status::FailedPrecondition("policy version " + std::to_string(version) +
+                                      " is older than the one in use");
+  }
+  installed_.fetch_add(1);
+  return Status::Ok();
+}
+
+void PolicyFeed::Run(std::unique_ptr<kafka::Consumer> consumer, int thread_nice) {
+  kafka::LowerThisThread("rtb-policy", thread_nice);
+  auto& lg = log::Get("policy");
+  log::RateLimit limit(5, std::chrono::seconds(60));
+  while (!stop_.load()) {
+    std::optional<kafka::Message> m = consumer->Poll(200);
+    if (!m || !m->ok()) continue;
+    const Status st = Apply(m->payload());
+    uint64_t skipped = 0;
+    if (st.ok()) {
+      lg.info("installed policy version {} (offset {})", holder_->Current()->table.version,
+              m->offset());
+    } else if (limit.Allow(&skipped)) {
+      lg.warn("rejected the policy message at offset {}: {} ({} more not logged)", m->offset(),
+              st.message(), skipped);
+    }
+  }
+  // The last message is released (m goes out of scope) before the consumer is destroyed.
+}
+
+}  // namespace rtb::bidder
