@@ -2,12 +2,17 @@
 
 #include <filesystem>
 
+#include "rtb/core/log.h"
+
 namespace rtb::learn {
 
 Result<LearnerConfig> LoadLearnerConfig(const std::string& path) {
   RTB_ASSIGN_OR_RETURN(auto file, ConfigFile::Load(path));
   LearnerConfig c;
   ConfigMap root = file->Root();
+  root.Get("log_level", &c.log_level);
+  root.Check(log::ParseLevel(c.log_level).ok(), "log_level",
+             "must be trace, debug, info, warn, error or off");
   root.Get("simulator_config", &c.simulator_config);
   root.Get("seeds", &c.seeds);
   root.Check(c.seeds >= 1 && c.seeds <= 100, "seeds", "must be between 1 and 100");

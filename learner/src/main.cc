@@ -6,6 +6,7 @@
 #include <csignal>
 #include <cstdio>
 
+#include "rtb/core/log.h"
 #include "rtb/core/memory.h"
 #include "rtb/learner/agents.h"
 #include "rtb/learner/config.h"
@@ -17,6 +18,23 @@
 namespace {
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop.store(true); }
+
+// The process logger: the flag's level wins over the config's; false on a bad level or format
+// (said on stderr).
+bool InitLog(const std::string& sub, const std::string& flag_level, const std::string& format,
+             const std::string& config_level) {
+  rtb::log::Options o;
+  o.process = "rtb-" + sub;
+  o.level = !flag_level.empty() ? flag_level : config_level;
+  auto f = rtb::log::ParseFormat(format);
+  rtb::Status st = f.ok() ? rtb::Status::Ok() : f.status();
+  if (f.ok()) {
+    o.format = *f;
+    st = rtb::log::Init(o);
+  }
+  if (!st.ok()) std::fprintf(stderr, "rtb: error: %s\n", st.message().c_str());
+  return st.ok();
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -81,6 +99,14 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   pc->add_option("--store-dir", po.store_dir, "RocksDB replay store (default: in memory)");
   pc->add_flag("--quiet", quiet, "No progress lines");
+  std::string log_level, log_format = "text";
+  for (CLI::App* sub : {t, l, pc}) {
+    sub->add_option("--log-level", log_level,
+                    "Log level: trace, debug, info, warn, error or off (default: the config's)");
+    sub->add_option("--log-format", log_format, "Log lines as text or json")
+        ->check(CLI::IsMember({"text", "json"}))
+        ->capture_default_str();
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -92,6 +118,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "rtb: error: %s\n", cfg.status().message().c_str());
       return 1;
     }
+    if (!InitLog("learn", log_level, log_format, cfg->log_level)) return 1;
     if (!brokers.empty()) cfg->online.brokers = brokers;
     if (!state_dir.empty()) cfg->online.state_dir = state_dir;
     on.progress = !quiet;
@@ -107,6 +134,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (pc->parsed()) {
+    if (!InitLog("train-pacing", log_level, log_format, "info")) return 1;
     torch::set_num_threads(1);
     po.progress = !quiet;
     auto log = rtb::sim::ReadCompactLog(p_log, {});
@@ -147,6 +175,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "rtb: error: %s\n", cfg.status().message().c_str());
     return 1;
   }
+  if (!InitLog("train", log_level, log_format, cfg->log_level)) return 1;
   auto report = rtb::learn::RunTraining(*cfg, opt);
   if (!report.ok()) {
     std::fprintf(stderr, "rtb: error: %s\n", report.status().message().c_str());

@@ -10,7 +10,7 @@
 
 namespace rtb::learn {
 
-// mu_i: [g, x_j] -> hidden -> hidden -> 1, ReLU, tanh output (dcmab.md section 5).
+// mu_i: [g, x_j] -> hidden -> hidden -> 1, ReLU, tanh output (docs/dcmab.md section 5).
 struct ActorImpl : torch::nn::Module {
   ActorImpl(int in, int hidden);
   torch::Tensor forward(const torch::Tensor& x) { return torch::tanh(preact(x)); }

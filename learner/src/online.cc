@@ -11,8 +11,6 @@
 // between the two costs at most that step's updates, never a transition or an event.
 #include "rtb/learner/online.h"
 
-#include <librdkafka/rdkafka.h>
-
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
@@ -25,7 +23,10 @@
 #include "rtb/core/action_table.h"
 #include "rtb/core/clock.h"
 #include "rtb/core/events.h"
+#include "rtb/core/log.h"
+#include "rtb/core/policy.h"
 #include "rtb/core/step_marker.h"
+#include "rtb/kafka/kafka.h"
 #include "rtb/learner/agents.h"
 #include "rtb/learner/replay_store.h"
 #include "rtb/learner/state.h"
@@ -107,30 +108,23 @@ class OnlineLearner {
         budgets_(sim::AgentBudgets(sc.market, sc.test_budgets)),
         learner_(spec, cfg.hp, norm_, opt.seed),
         sample_rng_(Rng::Mix(opt.seed, 0x0411e)),
-        clusters_json_(sim::ClusterMapJson(sc.market)) {}
+        clusters_(MarketClusterMap(sc.market)) {}
 
   ~OnlineLearner() {
-    if (consumer_ != nullptr) {
-      rd_kafka_consumer_close(consumer_);
-      rd_kafka_destroy(consumer_);
-    }
-    if (producer_ != nullptr) {
-      rd_kafka_flush(producer_, 5000);
-      rd_kafka_destroy(producer_);
-    }
+    consumer_.reset();
+    if (producer_ != nullptr) (void)producer_->Flush(5000);
   }
 
   Status Start();
   Status Run();
 
  private:
-  static void Rebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err,
-                        rd_kafka_topic_partition_list_t* parts, void* opaque);
+  void OnAssign(std::vector<kafka::TopicPartition>& parts);
   std::vector<float> StateAt(int step, bool fresh_day) const;
   Status Publish();
   Status CloseStep(const StepMarker& marker, int64_t marker_offset, bool timed_out);
   Status Checkpoint();
-  void Consume(rd_kafka_message_t* m);
+  void Consume(const kafka::Message& m);
   Status CommitOffsets();
   void Log(const char* fmt, ...) const;
 
@@ -145,7 +139,7 @@ class OnlineLearner {
   std::vector<double> budgets_;
   MultiAgentLearner learner_;
   Rng sample_rng_;
-  std::string clusters_json_;
+  ClusterMap clusters_;  // the market's, published with every table
   std::unique_ptr<ReplayStore> replay_;
   std::optional<StepMerger> merger_;
   LoopState st_;
@@ -155,8 +149,8 @@ class OnlineLearner {
     int64_t offset;  // in the clock topic
   };
   std::deque<Pending> markers_;  // read, not yet closed
-  rd_kafka_t* consumer_ = nullptr;
-  rd_kafka_t* producer_ = nullptr;
+  std::unique_ptr<kafka::Consumer> consumer_;
+  std::unique_ptr<kafka::Producer> producer_;
   std::string bootstrap_;
   int64_t decode_errors_ = 0;
   bool assigned_ = false;   // the consumer group gave us the partitions
@@ -165,12 +159,12 @@ class OnlineLearner {
 
 void OnlineLearner::Log(const char* fmt, ...) const {
   if (!opt_.progress) return;
+  char buf[1024];
   va_list ap;
   va_start(ap, fmt);
-  std::fprintf(stderr, "rtb learn: ");
-  std::vfprintf(stderr, fmt, ap);
-  std::fprintf(stderr, "\n");
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
+  log::Get("learner").info("{}", buf);
 }
 
 // The normalised state at the start of `step`: the day so far (or a fresh day).
@@ -183,26 +177,18 @@ std::vector<float> OnlineLearner::StateAt(int step, bool fresh_day) const {
   return norm_.EncodeState(o, budgets_);
 }
 
-void OnlineLearner::Rebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err,
-                              rd_kafka_topic_partition_list_t* parts, void* opaque) {
-  auto* self = static_cast<OnlineLearner*>(opaque);
-  if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
-    // Start where the last durable transition left off, not at the committed offsets (they
-    // may lag the store by one step).
-    for (int i = 0; i < parts->cnt; ++i) {
-      rd_kafka_topic_partition_t& p = parts->elems[i];
-      if (self->on_.clock_topic == p.topic) {
-        p.offset = self->st_.clock_offset;
-      } else {
-        auto it = self->st_.offsets.find(p.partition);
-        p.offset = it == self->st_.offsets.end() ? RD_KAFKA_OFFSET_BEGINNING : it->second;
-      }
+void OnlineLearner::OnAssign(std::vector<kafka::TopicPartition>& parts) {
+  // Start where the last durable transition left off, not at the committed offsets (they
+  // may lag the store by one step).
+  for (kafka::TopicPartition& p : parts) {
+    if (p.topic == on_.clock_topic) {
+      p.offset = st_.clock_offset;
+    } else {
+      auto it = st_.offsets.find(p.partition);
+      p.offset = it == st_.offsets.end() ? kafka::kOffsetBeginning : it->second;
     }
-    rd_kafka_assign(rk, parts);
-    self->assigned_ = true;
-  } else {
-    rd_kafka_assign(rk, nullptr);
   }
+  assigned_ = true;
 }
 
 Status OnlineLearner::Start() {
@@ -256,45 +242,23 @@ Status OnlineLearner::Start() {
     RTB_RETURN_IF_ERROR(replay_->PutMeta({{"online", ToJson(st_, *merger_).dump()}}));
   }
 
-  char err[512];
   bootstrap_ = on_.brokers;
-  auto set = [&](rd_kafka_conf_t* c, const char* k, const std::string& v) -> Status {
-    if (rd_kafka_conf_set(c, k, v.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK) {
-      return Status::InvalidArgument(std::string("kafka ") + k + ": " + err);
-    }
-    return Status::Ok();
-  };
-  rd_kafka_conf_t* pc = rd_kafka_conf_new();
-  RTB_RETURN_IF_ERROR(set(pc, "bootstrap.servers", bootstrap_));
-  RTB_RETURN_IF_ERROR(set(pc, "enable.idempotence", "true"));
-  RTB_RETURN_IF_ERROR(set(pc, "linger.ms", "0"));
-  RTB_RETURN_IF_ERROR(set(pc, "log_level", "3"));
-  producer_ = rd_kafka_new(RD_KAFKA_PRODUCER, pc, err, sizeof err);
-  if (producer_ == nullptr) return Status::Unavailable(std::string("kafka producer: ") + err);
-
-  rd_kafka_conf_t* cc = rd_kafka_conf_new();
-  RTB_RETURN_IF_ERROR(set(cc, "bootstrap.servers", bootstrap_));
-  RTB_RETURN_IF_ERROR(set(cc, "group.id", on_.group_id));
-  RTB_RETURN_IF_ERROR(set(cc, "enable.auto.commit", "false"));
-  RTB_RETURN_IF_ERROR(set(cc, "auto.offset.reset", "earliest"));
-  RTB_RETURN_IF_ERROR(set(cc, "fetch.wait.max.ms", "10"));
-  RTB_RETURN_IF_ERROR(set(cc, "session.timeout.ms", std::to_string(on_.session_timeout_ms)));
-  RTB_RETURN_IF_ERROR(
-      set(cc, "heartbeat.interval.ms", std::to_string(std::max(250, on_.session_timeout_ms / 5))));
-  RTB_RETURN_IF_ERROR(set(cc, "log_level", "3"));
-  rd_kafka_conf_set_rebalance_cb(cc, &OnlineLearner::Rebalance);
-  rd_kafka_conf_set_opaque(cc, this);
-  consumer_ = rd_kafka_new(RD_KAFKA_CONSUMER, cc, err, sizeof err);
-  if (consumer_ == nullptr) return Status::Unavailable(std::string("kafka consumer: ") + err);
-  rd_kafka_poll_set_consumer(consumer_);
-  rd_kafka_topic_partition_list_t* topics = rd_kafka_topic_partition_list_new(2);
-  rd_kafka_topic_partition_list_add(topics, on_.events_topic.c_str(), RD_KAFKA_PARTITION_UA);
-  rd_kafka_topic_partition_list_add(topics, on_.clock_topic.c_str(), RD_KAFKA_PARTITION_UA);
-  const rd_kafka_resp_err_t se = rd_kafka_subscribe(consumer_, topics);
-  rd_kafka_topic_partition_list_destroy(topics);
-  if (se != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    return Status::Unavailable(std::string("kafka subscribe: ") + rd_kafka_err2str(se));
-  }
+  kafka::Producer::Options po;
+  po.bootstrap = bootstrap_;
+  po.properties = {{"enable.idempotence", "true"}, {"linger.ms", "0"}};
+  RTB_ASSIGN_OR_RETURN(producer_, kafka::Producer::Create(std::move(po)));
+  kafka::Consumer::Options co;
+  co.bootstrap = bootstrap_;
+  co.group_id = on_.group_id;
+  co.properties = {
+      {"enable.auto.commit", "false"},
+      {"auto.offset.reset", "earliest"},
+      {"fetch.wait.max.ms", "10"},
+      {"session.timeout.ms", std::to_string(on_.session_timeout_ms)},
+      {"heartbeat.interval.ms", std::to_string(std::max(250, on_.session_timeout_ms / 5))}};
+  co.on_assign = [this](std::vector<kafka::TopicPartition>& parts) { OnAssign(parts); };
+  RTB_ASSIGN_OR_RETURN(consumer_, kafka::Consumer::Create(std::move(co)));
+  RTB_RETURN_IF_ERROR(consumer_->Subscribe({on_.events_topic, on_.clock_topic}));
   // The first table goes out once the events partitions are assigned (Run), so that traffic
   // starts when this learner is already reading it.
   return Status::Ok();
@@ -309,36 +273,32 @@ Status OnlineLearner::Publish() {
   t.version = st_.version;
   t.algo = spec_.name + "-online";
   t.created_unix_ms = NowUnixMs();
-  std::string msg = "{\"table\":" + SerializeActionTable(t) + ",\"clusters\":" + clusters_json_ +
-                    ",\"for\":{\"day\":" + std::to_string(st_.playing ? st_.playing->day : 0) +
-                    ",\"step\":" + std::to_string(st_.playing ? st_.playing->step : 0) + "}}";
-  const rd_kafka_resp_err_t e =
-      rd_kafka_producev(producer_, RD_KAFKA_V_TOPIC(on_.policy_topic.c_str()),
-                        RD_KAFKA_V_PARTITION(0), RD_KAFKA_V_VALUE(msg.data(), msg.size()),
-                        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
-  if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    return Status::Unavailable(std::string("policy publish: ") + rd_kafka_err2str(e));
-  }
-  rd_kafka_poll(producer_, 0);
+  PolicyMessage msg;
+  msg.table = std::move(t);
+  msg.clusters = clusters_;
+  msg.alpha_range = sc_.cfg.market.alpha_range;
+  msg.for_day = st_.playing ? st_.playing->day : 0;
+  msg.for_step = st_.playing ? st_.playing->step : 0;
+  RTB_RETURN_IF_ERROR(producer_->Produce(on_.policy_topic, 0, "", EncodePolicyMessage(msg)));
+  producer_->Poll(0);
   return Status::Ok();
 }
 
-void OnlineLearner::Consume(rd_kafka_message_t* m) {
-  const std::string topic = rd_kafka_topic_name(m->rkt);
-  const std::string_view payload(static_cast<const char*>(m->payload), m->len);
-  if (topic == on_.clock_topic) {
+void OnlineLearner::Consume(const kafka::Message& m) {
+  const std::string_view payload = m.payload();
+  if (m.topic() == on_.clock_topic) {
     auto mk = DecodeStepMarker(payload);
     if (mk.ok()) {
-      markers_.push_back({*mk, Clock::now(), m->offset});
+      markers_.push_back({*mk, Clock::now(), m.offset()});
     } else {
-      st_.clock_offset = m->offset + 1;
+      st_.clock_offset = m.offset() + 1;
       ++decode_errors_;
-      Log("skipping a malformed step marker at offset %lld: %s", static_cast<long long>(m->offset),
+      Log("skipping a malformed step marker at offset %lld: %s", static_cast<long long>(m.offset()),
           mk.status().message().c_str());
     }
     return;
   }
-  st_.offsets[m->partition] = m->offset + 1;
+  st_.offsets[m.partition()] = m.offset() + 1;
   auto e = DecodeEvent(payload);
   if (!e.ok()) {
     ++decode_errors_;  // counted; the event cannot be attributed to a step
@@ -348,13 +308,11 @@ void OnlineLearner::Consume(rd_kafka_message_t* m) {
 }
 
 Status OnlineLearner::CommitOffsets() {
-  rd_kafka_topic_partition_list_t* parts = rd_kafka_topic_partition_list_new(8);
-  for (const auto& [p, o] : st_.offsets) {
-    rd_kafka_topic_partition_list_add(parts, on_.events_topic.c_str(), p)->offset = o;
-  }
-  rd_kafka_topic_partition_list_add(parts, on_.clock_topic.c_str(), 0)->offset = st_.clock_offset;
-  rd_kafka_commit(consumer_, parts, /*async=*/1);
-  rd_kafka_topic_partition_list_destroy(parts);
+  std::vector<kafka::TopicPartition> parts;
+  for (const auto& [p, o] : st_.offsets) parts.push_back({on_.events_topic, p, o});
+  parts.push_back({on_.clock_topic, 0, st_.clock_offset});
+  // Best effort: the durable position is the replay store's (OnAssign), not the group's.
+  (void)consumer_->Commit(parts, /*async=*/true);
   return Status::Ok();
 }
 
@@ -488,17 +446,13 @@ Status OnlineLearner::Run() {
   int64_t closed_here = 0;
   while (!(opt_.stop != nullptr && opt_.stop->load()) &&
          (opt_.max_steps < 0 || closed_here < opt_.max_steps)) {
-    rd_kafka_message_t* m = rd_kafka_consumer_poll(consumer_, 20);
-    for (int n = 0; m != nullptr && n < 5000; ++n) {
-      if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) Consume(m);
-      rd_kafka_message_destroy(m);
-      m = rd_kafka_consumer_poll(consumer_, 0);
+    // Up to 5001 messages per turn: the first waits up to 20 ms, the rest are what is there.
+    std::optional<kafka::Message> m = consumer_->Poll(20);
+    for (int n = 0; m && n <= 5000; ++n) {
+      if (m->ok()) Consume(*m);
+      if (n < 5000) m = consumer_->Poll(0);
     }
-    if (m != nullptr) {
-      if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) Consume(m);
-      rd_kafka_message_destroy(m);
-    }
-    rd_kafka_poll(producer_, 0);
+    producer_->Poll(0);
     if (assigned_ && !published_) {
       // (Again, after a restart: the bidders keep the highest version.)
       RTB_RETURN_IF_ERROR(Publish());

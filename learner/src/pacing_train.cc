@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "rtb/core/log.h"
 #include "rtb/core/rng.h"
 #include "rtb/learner/agents.h"
 #include "rtb/learner/pacing.h"
@@ -125,12 +126,11 @@ Result<PacingTrainResult> TrainPacing(const std::vector<sim::LoggedAuction>& log
         res.table = std::move(table);
       }
       if (opt.progress) {
-        std::fprintf(stderr,
-                     "pacing: episode %d/%d  train expected clicks %.2f (lin b0 %lld: %.2f)  "
-                     "best %.2f @%d  noise %.3f\n",
-                     ep, opt.episodes, t.expected_clicks, static_cast<long long>(params.b0),
-                     res.lin_train.expected_clicks, res.best_train.expected_clicks,
-                     res.best_episode, learner.noise_sigma());
+        log::Get("pacing").info(
+            "episode {}/{}  train expected clicks {:.2f} (lin b0 {}: {:.2f})  best {:.2f} @{}  "
+            "noise {:.3f}",
+            ep, opt.episodes, t.expected_clicks, params.b0, res.lin_train.expected_clicks,
+            res.best_train.expected_clicks, res.best_episode, learner.noise_sigma());
       }
     }
   }

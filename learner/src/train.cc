@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "rtb/core/log.h"
 #include "rtb/core/progress.h"
 #include "rtb/learner/replay_store.h"
 #include "rtb/learner/state.h"
@@ -343,9 +344,9 @@ Result<Report> RunTraining(const LearnerConfig& cfg_in, const TrainOptions& opt)
       j.result = TrainOne(cfg, spec, sc, cfg.base_seed + static_cast<uint64_t>(j.seed),
                           cfg.episodes, dir, opt.resume, &done_episodes);
       if (j.result.ok()) {
-        std::fprintf(stderr, "[train] %s seed %d: %d episodes in %.1fs, test revenue %.0f\n",
-                     spec.name.c_str(), j.seed, j.result->episodes, j.result->seconds,
-                     j.result->test.total.revenue.units());
+        log::Get("train").info("{} seed {}: {} episodes in {:.1f}s, test revenue {:.0f}", spec.name,
+                               j.seed, j.result->episodes, j.result->seconds,
+                               j.result->test.total.revenue.units());
       }
       finished.fetch_add(1);
     }

@@ -100,12 +100,9 @@ void AuctionEngine::RunRequests(size_t from, size_t to, const ActionTable& a) {
       const double pctr = day_.pctr[c];
       Micros bid_hat = AdjustedBid(Micros(day_.bid[c]), table[i * L + j], cand_bratio_[c], range_);
       // The largest charge this bid can cause is its own eCPM (expected outcomes) or its CPC
-      // (sampled outcomes); cap the bid so that it never exceeds the budget left.
-      const int64_t left = remaining_[k];
-      if (sampled ? bid_hat.value() > left
-                  : static_cast<double>(bid_hat.value()) * pctr > static_cast<double>(left)) {
-        bid_hat = Micros(sampled ? left : static_cast<int64_t>(static_cast<double>(left) / pctr));
-      }
+      // (sampled outcomes); it never exceeds the budget left (core/bid.h).
+      bid_hat = CapBidToBudget(bid_hat, pctr, remaining_[k],
+                               sampled ? ChargeBasis::kPerClick : ChargeBasis::kExpected);
       ++d_count[static_cast<size_t>(i * L + j)];
       ++adv_[k].auctions;
       auction.Offer({static_cast<double>(bid_hat.value()) * pctr, k, c});

@@ -21,16 +21,16 @@ std::string Num(double v) {
 
 }  // namespace
 
-std::string ClusterMapJson(const Market& m) {
-  std::string c = "{\"format\": \"rtb.cluster_map\", \"schema_version\": 1, \"clusters\": " +
-                  std::to_string(m.clusters) +
-                  ", \"default_cluster\": " + std::to_string(m.default_cluster) +
-                  ",\n \"users\": {";
+ClusterMap MarketClusterMap(const Market& m) {
+  ClusterMap c;
+  c.clusters = m.clusters;
+  c.default_cluster = m.default_cluster;
+  c.user_cluster.reserve(m.cluster_of.size());
   for (size_t u = 0; u < m.cluster_of.size(); ++u) {
-    c += std::string(u ? ", " : "") + "\"c" + std::to_string(u) +
-         "\": " + std::to_string(m.cluster_of[u]);
+    std::string user = "c";  // (not "c" + ...: GCC 12 warns falsely on it, -Wrestrict)
+    user += std::to_string(u);
+    c.user_cluster[std::move(user)] = m.cluster_of[u];
   }
-  c += "}}\n";
   return c;
 }
 
@@ -53,7 +53,7 @@ Status ExportBidderWorld(const Scenario& sc, const World& world, const std::stri
   p += "},\n \"ctr_weights\": {}, \"cvr_weights\": {}}\n";
   RTB_RETURN_IF_ERROR(WriteFileAtomic(dir + "/predictor.json", p));
   // clusters.json
-  const std::string c = ClusterMapJson(sc.market);
+  const std::string c = SerializeClusterMap(MarketClusterMap(sc.market));
   RTB_RETURN_IF_ERROR(WriteFileAtomic(dir + "/clusters.json", c));
   // bidder.yaml: the base config without its advertisers, then the world's advertisers.
   std::ifstream in(base_bidder_config);

@@ -1,7 +1,7 @@
 // The learning agents, behind a torch-free interface (LibTorch stays inside rtb_learner).
 //
 // One MultiAgentLearner holds, for every agent i, an actor mu_i and whatever its algorithm
-// needs (critics, target networks, optimizers). Algorithms (dcmab.md section 6):
+// needs (critics, target networks, optimizers). Algorithms (docs/dcmab.md section 6):
 //   manual       a = 0, nothing learns
 //   bandit       one-step (gamma = 0) critic Q_i(s, a_1..a_N) with every agent's action in
 //                its context, no target networks; replay

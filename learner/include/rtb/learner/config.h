@@ -1,5 +1,5 @@
 // The learner's configuration (configs/learner/default.yaml). Every hyperparameter is
-// documented here, where it is declared, cleanrl style; defaults follow dcmab.md section 5.
+// documented here, where it is declared, cleanrl style; defaults follow docs/dcmab.md section 5.
 // Torch-free, so `rtb` can validate a config without loading LibTorch.
 #pragma once
 
@@ -46,7 +46,7 @@ struct ReplayConfig {
   bool sync = false;                // fsync every append (survives power loss, slower)
 };
 
-// The online learner (`rtb learn`): the loop of dcmab.md section 8 fed by the bidders' events.
+// The online learner (`rtb learn`): the loop of docs/dcmab.md section 8 fed by the bidders' events.
 struct OnlineConfig {
   std::string brokers;                      // bootstrap.servers of the events/policy cluster
   std::string events_topic = "rtb.events";  // the bidders' outcome events (consumed)
@@ -67,6 +67,8 @@ struct OnlineConfig {
 };
 
 struct LearnerConfig {
+  // The process log's level: trace | debug | info | warn | error | off (override: --log-level).
+  std::string log_level = "info";
   std::string simulator_config = "../simulator/default.yaml";  // relative to this file
   sim::SimulatorConfig sim;                                    // loaded from simulator_config
   int seeds = 4;              // independent runs per method (mean +- std)

@@ -1,4 +1,4 @@
-// `rtb learn`: the online learner, the paper's state server (dcmab.md section 8) running for
+// `rtb learn`: the online learner, the paper's state server (docs/dcmab.md section 8) running for
 // real. It consumes the bidders' outcome events and the exchange's step-end markers from
 // Kafka, merges each step into g, x, d and the per-agent rewards (StepMerger), appends one
 // transition per step to the RocksDB replay store together with its consumer position (one

@@ -1,4 +1,4 @@
-// From the environment's raw observation to the networks' normalised inputs (dcmab.md s4).
+// From the environment's raw observation to the networks' normalised inputs (docs/dcmab.md s4).
 // Torch-free: the offline trainer and the online learner (fed by Kafka) share it.
 //
 // s^q = [g_cost (N*L), g_revenue (N*L), x_1 .. x_L] with
@@ -27,7 +27,6 @@ struct Normalizer {
 
   int StateDim() const { return 2 * agents * clusters + clusters * (clusters + 2); }
   int ActorInputDim() const { return 2 * agents * clusters + clusters + 2; }
-  int JointActionDim() const { return agents * clusters; }
 
   std::vector<float> EncodeState(const sim::Observation& o,
                                  const std::vector<double>& agent_budgets) const;

@@ -1,4 +1,4 @@
-// The state server of dcmab.md section 8, as a pure data structure: merges the bidders'
+// The state server of docs/dcmab.md section 8, as a pure data structure: merges the bidders'
 // outcome events (schemas/events-v1.md) into per-step totals per (agent i, consumer cluster j)
 // from which the learner builds g, d and the rewards. Torch-free and I/O-free; the online
 // learner feeds it from Kafka and persists it (ToJson) with every transition it writes.

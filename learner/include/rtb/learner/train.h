@@ -30,7 +30,7 @@ struct Evaluation {
 };
 
 // Plays `day` with the learner's deterministic policy: at each step the table is
-// a[i][j] = mu_i([g, x_j]) for the current state (dcmab.md section 2).
+// a[i][j] = mu_i([g, x_j]) for the current state (docs/dcmab.md section 2).
 Evaluation EvaluatePolicy(MultiAgentLearner& learner, const sim::Scenario& sc, const sim::Day& day,
                           const std::vector<Micros>& budgets);
 

@@ -1,4 +1,4 @@
-// One learning step's transition (dcmab.md section 5): (s^q, d, a^q_1..a^q_N, r_1..r_N,
+// One learning step's transition (docs/dcmab.md section 5): (s^q, d, a^q_1..a^q_N, r_1..r_N,
 // s^q', d', done), normalised, as the learner stores and samples it. Torch-free.
 #pragma once
 

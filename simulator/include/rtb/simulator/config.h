@@ -54,7 +54,7 @@ struct DayConfig {
   double floor_sigma = 0.3;      // lognormal spread of the floor around that
 };
 
-// The auction rules (dcmab.md section 3).
+// The auction rules (docs/dcmab.md section 3).
 struct AuctionConfig {
   int slots = 3;             // ad slots per request; the top `slots` by eCPM win
   double reserve_cpm = 0.0;  // exchange-wide minimum reserve, currency units per thousand

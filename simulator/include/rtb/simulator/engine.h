@@ -1,5 +1,5 @@
 // AuctionEngine: runs the auctions of a day, step by step, under an action table, with hard
-// budgets (dcmab.md section 3). The hot loop of the simulator, of training and of
+// budgets (docs/dcmab.md section 3). The hot loop of the simulator, of training and of
 // full-information replay.
 //
 // Per request of consumer cluster j, per candidate advertiser k of agent i still in the day:
@@ -21,6 +21,7 @@
 
 #include "rtb/core/action_table.h"
 #include "rtb/core/auction.h"
+#include "rtb/core/bid.h"
 #include "rtb/core/metrics.h"
 #include "rtb/core/rng.h"
 #include "rtb/simulator/market.h"
@@ -31,7 +32,7 @@ namespace rtb::sim {
 class AuctionEngine {
  public:
   // A budget with less than this left (0.0001 currency units) counts as spent.
-  static constexpr int64_t kSpentMicros = 100;
+  static constexpr int64_t kSpentMicros = kMinBudgetLeftMicros;  // core/bid.h
 
   // budgets: per advertiser; empty = unlimited.
   AuctionEngine(const Day& day, const Market& market, const AuctionConfig& acfg, double alpha_range,
@@ -103,7 +104,7 @@ class AuctionEngine {
 };
 
 // Per-advertiser budgets: fraction x the advertiser's cost on `day` under manual bids with
-// unlimited budget (dcmab.md section 3).
+// unlimited budget (docs/dcmab.md section 3).
 std::vector<Micros> ComputeBudgets(const Day& day, const Market& market, const AuctionConfig& acfg,
                                    double fraction);
 

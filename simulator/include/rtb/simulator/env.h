@@ -1,4 +1,4 @@
-// The multi-agent environment (dcmab.md section 4): one episode = one day of T steps.
+// The multi-agent environment (docs/dcmab.md section 4): one episode = one day of T steps.
 //
 //   Observation o = env.Reset(seed);
 //   while (!done) { StepResult s = env.Step(table); ... }

@@ -7,13 +7,14 @@
 
 #include <string>
 
+#include "rtb/core/policy.h"
 #include "rtb/core/status.h"
 #include "rtb/simulator/simulate.h"
 
 namespace rtb::sim {
 
 // The consumer-cluster map of the market (schemas/cluster-map-v1.md), users "c<consumer id>".
-std::string ClusterMapJson(const Market& m);
+ClusterMap MarketClusterMap(const Market& m);
 
 Status ExportBidderWorld(const Scenario& sc, const World& world, const std::string& dir,
                          const std::string& base_bidder_config);

@@ -1,4 +1,4 @@
-// Raw iPinYou impression logs (../shared/reference/replay.md section 2): tab-separated, one
+// Raw iPinYou impression logs (docs/replay.md section 2): tab-separated, one
 // impression per line, a header row naming the columns (their order follows the header).
 //
 // Replay needs `click` and `payprice`; it uses `slotprice` (floor), `timestamp`

@@ -1,7 +1,7 @@
 // The market model learned from a history day: which agent each advertiser belongs to, which
 // cluster each consumer belongs to, average pCVRs (for bratio), and the slowly changing
 // consumer-cluster features x_j. Built from the history day run under manual bids with
-// unlimited budget (dcmab.md sections 1, 2, 4).
+// unlimited budget (docs/dcmab.md sections 1, 2, 4).
 #pragma once
 
 #include <string>

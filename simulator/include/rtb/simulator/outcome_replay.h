@@ -1,4 +1,4 @@
-// Replay of the engine's own outcome events (schemas/events-v1.md; replay.md section 3).
+// Replay of the engine's own outcome events (schemas/events-v1.md; docs/replay.md section 3).
 //
 // The events of one bid (bid, then win/billing or loss, clicks, conversions) are joined into a
 // LoggedBid. Replaying another bid on it has the iPinYou limitation, and this is the protocol

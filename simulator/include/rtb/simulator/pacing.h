@@ -1,4 +1,4 @@
-// A learned single-campaign pacing policy for the RLB protocol (replay.md section 2): the
+// A learned single-campaign pacing policy for the RLB protocol (docs/replay.md section 2): the
 // episode of N auctions is cut into K decision steps; at the start of each step the policy
 // sees the state
 //
@@ -73,7 +73,6 @@ class PacingStrategy : public BidStrategy {
   void Finish();
   // The recorded steps (record = true), in play order.
   const std::vector<PacingStep>& steps() const { return steps_; }
-  void ClearSteps() { steps_.clear(); }
 
  private:
   std::vector<float> State(int64_t budget_left, int64_t auctions_left) const;

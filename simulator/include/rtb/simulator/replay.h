@@ -1,4 +1,4 @@
-// Offline replay of single-bidder logs with the market price (../shared/reference/replay.md
+// Offline replay of single-bidder logs with the market price (docs/replay.md
 // section 2): the RLB code's compact log (`click payprice pCTR` per line) with its campaign
 // summary, and the two protocols, as pure functions with integer arithmetic where the
 // reference uses it.
