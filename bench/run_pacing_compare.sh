@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The learned pacing agent against Lin-Bid and Mcpc on a held-out log (replay.md section 2,
+# The learned pacing agent against Lin-Bid and Mcpc on a held-out log (docs/replay.md section 2,
 # RLB protocol): a synthetic campaign from the simulator's market-price model (train,
 # validation and test logs of 156K auctions each, different seeds). For each c0 the agent is
 # trained on the training log (`rtb train-pacing`), Lin-Bid's b0 is tuned on the validation

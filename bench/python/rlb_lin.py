@@ -1,4 +1,4 @@
-"""The RLB code's Lin-Bid replay loop (github.com/han-cai/rlb-dp, protocol of replay.md
+"""The RLB code's Lin-Bid replay loop (github.com/han-cai/rlb-dp, protocol of docs/replay.md
 section 2), as a baseline for `rtb replay`: same log, same arithmetic, plain Python.
 Usage: rlb_lin.py <log> <campaign.json> <b0> [c0] [N] [max_bid]"""
 import json

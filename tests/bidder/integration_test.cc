@@ -1,7 +1,5 @@
 // The bidder through a real socket and the real Kafka protocol (librdkafka's mock cluster).
 #include <gtest/gtest.h>
-#include <librdkafka/rdkafka.h>
-#include <librdkafka/rdkafka_mock.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -82,35 +80,29 @@ std::string Request(const std::string& id, int test = 0) {
 // Every event on the events topic, read from the beginning of all partitions.
 std::vector<Event> ReadEvents(const std::string& bootstrap, const std::string& topic, size_t want,
                               int timeout_ms) {
-  char err[512];
-  rd_kafka_conf_t* conf = rd_kafka_conf_new();
-  rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap.c_str(), err, sizeof err);
-  rd_kafka_conf_set(conf, "group.id", "test-reader", err, sizeof err);
-  rd_kafka_conf_set(conf, "enable.auto.commit", "false", err, sizeof err);
-  rd_kafka_t* c = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
-  rd_kafka_poll_set_consumer(c);
-  rd_kafka_topic_partition_list_t* parts = rd_kafka_topic_partition_list_new(4);
-  for (int p = 0; p < 4; ++p) {
-    rd_kafka_topic_partition_list_add(parts, topic.c_str(), p)->offset = RD_KAFKA_OFFSET_BEGINNING;
-  }
-  rd_kafka_assign(c, parts);
-  rd_kafka_topic_partition_list_destroy(parts);
+  kafka::Consumer::Options o;
+  o.bootstrap = bootstrap;
+  o.group_id = "test-reader";
+  o.properties = {{"enable.auto.commit", "false"}};
+  auto c = kafka::Consumer::Create(std::move(o));
+  EXPECT_TRUE(c.ok()) << c.status().message();
+  if (!c.ok()) return {};
+  std::vector<kafka::TopicPartition> parts;
+  for (int p = 0; p < 4; ++p) parts.push_back({topic, p, kafka::kOffsetBeginning});
+  EXPECT_TRUE((*c)->Assign(parts).ok());
   std::vector<Event> out;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (std::chrono::steady_clock::now() < deadline) {
-    rd_kafka_message_t* m = rd_kafka_consumer_poll(c, 100);
-    if (m == nullptr) {
+    std::optional<kafka::Message> m = (*c)->Poll(100);
+    if (!m) {
       if (out.size() >= want) break;  // nothing more arriving
       continue;
     }
-    if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-      auto e = DecodeEvent(std::string_view(static_cast<const char*>(m->payload), m->len));
+    if (m->ok()) {
+      auto e = DecodeEvent(m->payload());
       if (e.ok()) out.push_back(*e);
     }
-    rd_kafka_message_destroy(m);
   }
-  rd_kafka_consumer_close(c);
-  rd_kafka_destroy(c);
   return out;
 }
 
@@ -362,7 +354,7 @@ TEST_F(BidderIntegration, BrokerOutageLosesNothingDuplicatesNothingAndDoesNotSlo
   BidderConfig cfg = TestConfig(dir_);
   cfg.kafka.queue_max_messages = 300;  // small, so the outage overflows into the spill file
   Start(cfg);
-  auto* mock = static_cast<rd_kafka_mock_cluster_t*>(bidder_->events().mock_cluster());
+  kafka::MockCluster* mock = bidder_->events().mock_cluster();
   ASSERT_NE(mock, nullptr);
   Client client(port_);
   for (int n = 0; n < 50; ++n)
@@ -376,7 +368,7 @@ TEST_F(BidderIntegration, BrokerOutageLosesNothingDuplicatesNothingAndDoesNotSlo
        ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  for (int b = 1; b <= 3; ++b) rd_kafka_mock_broker_set_down(mock, b);
+  for (int b = 1; b <= 3; ++b) mock->SetBrokerDown(b);
   std::vector<double> latency_ms;
   for (int n = 0; n < 2000; ++n) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -393,7 +385,7 @@ TEST_F(BidderIntegration, BrokerOutageLosesNothingDuplicatesNothingAndDoesNotSlo
   EXPECT_LT(p99, 20.0);  // requests never wait on Kafka
   auto mid = bidder_->events().Stats();
   EXPECT_GT(mid.spilled, 0u) << "the outage should have overflowed into the spill file";
-  for (int b = 1; b <= 3; ++b) rd_kafka_mock_broker_set_up(mock, b);
+  for (int b = 1; b <= 3; ++b) mock->SetBrokerUp(b);
   // The backlog drains: the queue, then the spill file.
   EventLogStats s;
   for (int i = 0; i < 300; ++i) {
@@ -463,9 +455,18 @@ TEST_F(BidderIntegration, PolicyHotSwapFromKafkaNeverGoesBackAndStaleFallsBack) 
   auto [status, body] = client.Do(http::verb::post, "/openrtb2/bid", Request("p1"));
   ASSERT_EQ(status, 200);
   EXPECT_NE(bidder_->Metrics().body.find("rtb_fallback_requests_total 1"), std::string::npos);
-  // A corrupt policy message is ignored: the last good table stays.
+  // Corrupt policy messages are ignored and counted: the last good table stays. One of them is
+  // a 100,000-deep array, which must not crash the feed (bounded before it is parsed).
   bidder_->events().LogRaw("rtb.policy", "policy", "{not json");
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  bidder_->events().LogRaw("rtb.policy", "policy",
+                           std::string(100000, '[') + std::string(100000, ']'));
+  std::string m;
+  for (int i = 0; i < 50; ++i) {
+    m = bidder_->Metrics().body;
+    if (m.find("rtb_policy_rejected_total{reason=\"invalid\"} 2") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_NE(m.find("rtb_policy_rejected_total{reason=\"invalid\"} 2"), std::string::npos) << m;
   EXPECT_EQ(bidder_->policy().Current()->table.version, 6u);
 }
 

@@ -66,6 +66,46 @@ TEST(BidLogic, AppliesTheDcmabFormulaPerAgentAndCluster) {
   EXPECT_EQ(d.bids[1].advertiser, 3u);
 }
 
+TEST(BidLogic, ClipsWithThePolicysAlphaRange) {
+  Predictor p;
+  auto clusters = std::make_shared<ClusterMap>();
+  PolicySnapshot snap;
+  snap.table = ActionTable(3, 1);
+  for (int i = 0; i < 3; ++i) snap.table.set(i, 0, -1.0);
+  snap.clusters = clusters;
+  snap.alpha_range = 0.5;  // the range the table was trained with, not the paper's 0.9
+  const Decision d = DecideBids(Banner(), Advertisers(), p, &snap, {});
+  ASSERT_EQ(d.bids.size(), 3u);
+  for (const Candidate& c : d.bids) {
+    EXPECT_DOUBLE_EQ(c.alpha, -0.5);
+    EXPECT_EQ(c.cpc, Micros::FromUnits(c.advertiser * 0.5));
+  }
+}
+
+TEST(BidLogic, CapsEachBidToTheBudgetLeftAsTheSimulatorDoes) {
+  Predictor p;
+  const double pctr = 1 / (1 + std::exp(4.0));
+  DecideOptions opt;
+  // Advertiser index 2 (bid 3.0) may still reserve 2,000 micros; the others are unlimited.
+  opt.budget_left = [](size_t k) -> int64_t { return k == 2 ? 2000 : 1'000'000'000; };
+  const Decision d = DecideBids(Banner(), Advertisers(), p, nullptr, opt);
+  ASSERT_EQ(d.bids.size(), 3u);
+  for (const Candidate& c : d.bids) {
+    if (c.advertiser_index != 2) {
+      EXPECT_EQ(c.cpc, Micros::FromUnits(c.advertiser));
+      continue;
+    }
+    EXPECT_EQ(c.cpc, CapBidToBudget(Micros::FromUnits(3.0), pctr, 2000, ChargeBasis::kExpected));
+    EXPECT_LT(c.cpc, Micros::FromUnits(3.0));
+    EXPECT_LE((c.price.value() + 999) / 1000, 2000);  // one impression fits the budget left
+  }
+  // Below the smallest budget that still bids, no cap: the reservation refuses it instead.
+  opt.budget_left = [](size_t) -> int64_t { return kMinBudgetLeftMicros - 1; };
+  for (const Candidate& c : DecideBids(Banner(), Advertisers(), p, nullptr, opt).bids) {
+    EXPECT_EQ(c.cpc, Micros::FromUnits(c.advertiser));
+  }
+}
+
 TEST(BidLogic, FloorsCurrencyBlocksAndFallback) {
   Predictor p;
   auto advs = Advertisers();

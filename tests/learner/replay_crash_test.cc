@@ -1,5 +1,5 @@
 // kill -9 of a writer, many times: every acknowledged transition is in the store afterwards,
-// intact, with no gaps, and the store reopens and continues (reliability.md target 4).
+// intact, with no gaps, and the store reopens and continues (docs/reliability.md target 4).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>

@@ -1,4 +1,4 @@
-// The other log formats of replay.md: raw iPinYou (header-ordered TSV), the engine's outcome
+// The other log formats of docs/replay.md: raw iPinYou (header-ordered TSV), the engine's outcome
 // events; Lin-Bid's b0 tuning; the pacing policy's table and strategy.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// The replay protocols of replay.md section 2, pinned on hand-made logs.
+// The replay protocols of docs/replay.md section 2, pinned on hand-made logs.
 #include "rtb/simulator/replay.h"
 
 #include <gtest/gtest.h>

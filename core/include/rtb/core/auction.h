@@ -1,4 +1,4 @@
-// The auction of dcmab.md section 3, as pure code shared by the simulator, replay and the
+// The auction of docs/dcmab.md section 3, as pure code shared by the simulator, replay and the
 // bidder's own ranking of its bids.
 //
 // Candidates are ranked by eCPM = bid_hat x pCTR (expected cost per impression, micros).

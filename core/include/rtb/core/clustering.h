@@ -1,4 +1,4 @@
-// Clustering by revenue with equal shares (dcmab.md section 1), as a pure function.
+// Clustering by revenue with equal shares (docs/dcmab.md section 1), as a pure function.
 //
 // Advertisers are ranked by revenue and cut into N clusters of about equal presences;
 // consumers are ranked by revenue and cut into L clusters of about equal request counts.
