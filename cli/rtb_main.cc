@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "demo.h"
 #include "replay_cmd.h"
 #include "rtb/bidder/bidder.h"
 #include "rtb/bidder/config.h"
@@ -18,6 +17,7 @@
 #include "rtb/core/log.h"
 #include "rtb/core/report.h"
 #include "rtb/core/rng.h"
+#include "rtb/demo/demo.h"
 #include "rtb/exchange/exchange.h"
 #include "rtb/simulator/config.h"
 #include "rtb/simulator/export.h"
@@ -60,7 +60,7 @@ rtb::Status InitLog(const std::string& sub, const LogArgs& a, const std::string&
   return rtb::log::Init(o);
 }
 
-using rtb::cli::ExeDir;
+using rtb::demo::ExeDir;
 
 // A default config path: as given when it exists relative to the working directory, else
 // relative to the source tree this binary was built from (build/<preset>/rtb).
@@ -356,12 +356,12 @@ int main(int argc, char** argv) {
   xs->add_flag("!--no-loss-notices", xa.x.send_loss_notices, "Send no loss notices");
 
   rtb::cli::ReplayArgs ra;
-  ra.config = DefaultConfig("configs/simulator/default.yaml");
+  ra.job.config = DefaultConfig("configs/simulator/default.yaml");
   auto* rp = app.add_subcommand(
       "replay", "Replay strategies or policies over logged auctions (docs/replay.md protocols)");
   rtb::cli::AddReplayOptions(rp, &ra);
 
-  rtb::cli::DemoArgs da;
+  rtb::demo::DemoArgs da;
   da.config = DefaultConfig("configs/demo/default.yaml");
   auto* dm = app.add_subcommand(
       "demo",
@@ -390,7 +390,7 @@ int main(int argc, char** argv) {
   if (s->parsed()) return RunSimulate(sim);
   if (g->parsed()) return RunGenerate(gen);
   if (xs->parsed()) return RunExchange(xa);
-  if (dm->parsed()) return rtb::cli::RunDemo(da);
+  if (dm->parsed()) return rtb::demo::RunDemo(da);
   if (rp->parsed()) return rtb::cli::RunReplay(ra);
   return 2;
 }

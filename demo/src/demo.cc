@@ -1,0 +1,580 @@
+// `rtb demo`, phase by phase (the list is in rtb/demo/demo.h).
+#include "rtb/demo/demo.h"
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "child.h"
+#include "demo_config.h"
+#include "demo_report.h"
+#include "rtb/core/action_table.h"
+#include "rtb/core/config.h"
+#include "rtb/core/metrics.h"
+#include "rtb/core/policy.h"
+#include "rtb/core/report.h"
+#include "rtb/core/rng.h"
+#include "rtb/core/step_marker.h"
+#include "rtb/exchange/exchange.h"
+#include "rtb/kafka/kafka.h"
+#include "rtb/learner/replay_store.h"
+#include "rtb/simulator/export.h"
+#include "rtb/simulator/simulate.h"
+#include "rtb/simulator/world.h"
+
+namespace rtb::demo {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+fs::path ExeDir() {
+  std::error_code ec;
+  fs::path p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path(".") : p.parent_path();
+}
+
+namespace {
+
+constexpr int kEventPartitions = 16;
+
+// What every phase reads: the configs, the output folder, the world.
+struct Setup {
+  DemoArgs args;
+  DemoConfig cfg;
+  std::vector<Chaos> chaos;
+  std::string sim_path;  // the world's simulator config
+  std::string out;       // absolute output folder
+  std::unique_ptr<sim::Scenario> sc;
+  sim::World world;
+  int N = 0, L = 0, T = 0;
+  Clock::time_point start = Clock::now();
+  bool quiet = false;
+  void Say(const std::string& s) const {
+    if (!quiet) std::fprintf(stderr, "rtb demo: %s\n", s.c_str());
+  }
+};
+
+// The embedded Kafka (librdkafka's mock cluster, alive as long as this process), the two
+// child processes and the exchange that plays against them.
+struct Services {
+  std::unique_ptr<kafka::MockCluster> kafka;
+  std::string bootstrap;
+  std::string listen;  // the bidder's host:port
+  std::unique_ptr<Child> bidder, learner;
+  std::unique_ptr<exchange::Exchange> exchange;
+  exchange::ExchangeConfig xc;
+  int bidder_exit = 0, learner_exit = 0;
+};
+
+// What the live days produced.
+struct Played {
+  std::vector<sim::Day> days;
+  std::vector<exchange::DayAccount> accounts;
+  std::vector<RunResult> manuals;  // manual bids on the same days, in the simulator
+  std::vector<std::string> chaos_log;
+};
+
+// What the learner recorded and what the events topic holds (phase 6).
+struct LoopRecord {
+  std::map<uint64_t, ActionTable> tables;  // every table published, by version
+  std::map<std::pair<int64_t, int>, json> learner_steps;
+  int64_t transitions = 0;
+  uint64_t imported = 0;  // offline transitions imported first
+  std::vector<std::string> missing, duplicated;
+  json partitions = json::array();
+  int64_t topic_messages = 0;
+};
+
+json OutcomeJson(const Outcome& o) {
+  auto num = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
+  json j;
+  j["revenue"] = o.revenue.units();
+  j["cost"] = o.cost.units();
+  j["budget"] = o.budget.units();
+  j["clicks"] = o.clicks;
+  j["conversions"] = o.conversions;
+  j["impressions"] = o.impressions;
+  j["roi"] = num(Roi(o));
+  j["cost_per_click"] = num(CostPerClick(o));
+  j["cost_over_budget"] = num(CostOverBudget(o));
+  return j;
+}
+
+// ---- 1. Prepare -------------------------------------------------------------------------
+
+Result<std::unique_ptr<Setup>> Prepare(const DemoArgs& args) {
+  auto s = std::make_unique<Setup>();
+  s->args = args;
+  s->quiet = args.quiet;
+  RTB_ASSIGN_OR_RETURN(s->cfg, LoadDemoConfig(args.config));
+  DemoConfig& cfg = s->cfg;
+  if (!args.out.empty()) cfg.out = args.out;
+  if (args.days > 0) cfg.days = args.days;
+  for (const auto& c : args.chaos) cfg.chaos.push_back(c);
+  RTB_ASSIGN_OR_RETURN(s->chaos, ParseChaos(cfg.chaos));
+  // The world: the learner config's simulator config (rtb-learner validates the rest).
+  RTB_ASSIGN_OR_RETURN(auto lcfg, ConfigFile::Load(cfg.learner_config));
+  std::string sim_rel = "../simulator/default.yaml";
+  ConfigMap root = lcfg->Root();
+  if (root.Has("simulator_config")) root.Get("simulator_config", &sim_rel);
+  fs::path sim_path = sim_rel;
+  if (sim_path.is_relative()) sim_path = fs::path(cfg.learner_config).parent_path() / sim_path;
+  s->sim_path = sim_path.lexically_normal().string();
+  RTB_ASSIGN_OR_RETURN(auto simcfg, sim::LoadSimulatorConfig(s->sim_path));
+
+  // Only an earlier demo's output (marked) is replaced; any other non-empty directory is an
+  // error, so a mistyped --out never deletes someone's files.
+  std::error_code ec;
+  if (fs::exists(cfg.out) && !fs::is_empty(cfg.out, ec)) {
+    if (!fs::exists(cfg.out + "/.rtb-demo")) {
+      return Status::InvalidArgument(
+          cfg.out + ": exists and is not an rtb demo output; choose another --out");
+    }
+    fs::remove_all(cfg.out, ec);
+  }
+  fs::create_directories(cfg.out + "/logs", ec);
+  if (!ec) std::ofstream(cfg.out + "/.rtb-demo") << "rtb demo output; rerunning replaces it\n";
+  if (ec) return Status::IoError(cfg.out + ": " + ec.message());
+  s->out = fs::absolute(cfg.out).lexically_normal().string();
+
+  s->Say("building the world from " + s->sim_path);
+  RTB_ASSIGN_OR_RETURN(s->sc, sim::BuildScenario(simcfg, "", "", false));
+  s->world = sim::GenerateWorld(s->sc->cfg.world, s->sc->cfg.seed);
+  s->N = s->sc->market.agents;
+  s->L = s->sc->market.clusters;
+  s->T = s->sc->market.steps;
+  return s;
+}
+
+// ---- 2. Pretrain ------------------------------------------------------------------------
+
+// DCMAB trained offline by the learner's own executable (LibTorch stays out of `rtb`); the
+// path of its best checkpoint, or "" when pre-training is off.
+Result<std::string> Pretrain(const Setup& s) {
+  if (!s.cfg.pretrain || s.args.episodes == 0) return std::string();
+  const std::string exe = (ExeDir() / "rtb-learner").string();
+  s.Say("pre-training DCMAB offline in the simulator (log: " + s.out + "/logs/pretrain.log)");
+  Child pre{"pretrain",
+            {exe, "train", "--config", s.cfg.learner_config, "--algo", "dcmab", "--seeds", "1",
+             "--out", s.out + "/pretrain", "--quiet"},
+            s.out + "/logs/pretrain.log"};
+  if (s.args.episodes > 0) {
+    pre.args.push_back("--episodes");
+    pre.args.push_back(std::to_string(s.args.episodes));
+  }
+  if (!pre.Start()) return Status::Internal("cannot start " + exe);
+  if (pre.Wait() != 0) {
+    return Status::Internal("pre-training failed; see " + s.out + "/logs/pretrain.log");
+  }
+  std::string best;
+  for (const auto& e : fs::recursive_directory_iterator(s.out + "/pretrain")) {
+    if (e.is_directory() && e.path().filename() == "best") best = e.path().string();
+  }
+  if (best.empty()) return Status::NotFound("pre-training left no best checkpoint");
+  return best;
+}
+
+// ---- 3. StartServices -------------------------------------------------------------------
+
+// The bidder's config: the base config's limits and paths, set to this demo's port, Kafka,
+// folders and the simulated world's hooks, then the world's advertisers (sim::ExportBidderWorld).
+Status WriteBidderConfig(const Setup& s, const Services& svc) {
+  std::ifstream in(s.cfg.bidder_config);
+  if (!in) return Status::NotFound(s.cfg.bidder_config + ": cannot open bidder config");
+  std::ostringstream base;
+  std::string line;
+  bool in_kafka = false;
+  auto key_of = [](const std::string& l) { return l.substr(0, l.find(':')); };
+  while (std::getline(in, line)) {
+    if (line.rfind("advertisers:", 0) == 0) break;
+    const std::string k = key_of(line);
+    if (!line.empty() && line[0] != ' ' && line[0] != '#') in_kafka = k == "kafka";
+    if (k == "listen") line = "listen: " + svc.listen;
+    if (k == "threads") line = "threads: " + std::to_string(s.cfg.bidder_threads);
+    if (k == "notice_base_url") line = "notice_base_url: http://" + svc.listen;
+    if (k == "max_bids_per_imp") {
+      line = "max_bids_per_imp: " + std::to_string(std::min(8, s.sc->cfg.auction.slots + 1));
+    }
+    if (k == "policy_max_age_s") line = "policy_max_age_s: 86400";
+    if (k == "state_path") line = "state_path: " + s.out + "/bidder/state";
+    if (k == "simulation_hooks") line = "simulation_hooks: true";
+    if (in_kafka && k == "  brokers") line = "  brokers: " + svc.bootstrap;
+    if (in_kafka && k == "  spill_path") line = "  spill_path: " + s.out + "/bidder/spill.jsonl";
+    base << line << "\n";
+  }
+  base << "advertisers: []\n";
+  RTB_RETURN_IF_ERROR(WriteFileAtomic(s.out + "/bidder-base.yaml", base.str()));
+  return sim::ExportBidderWorld(*s.sc, s.world, s.out + "/bidder", s.out + "/bidder-base.yaml");
+}
+
+Result<std::unique_ptr<Services>> StartServices(const Setup& s, const std::string& init_ckpt) {
+  auto svc = std::make_unique<Services>();
+  RTB_ASSIGN_OR_RETURN(svc->kafka, kafka::MockCluster::Start(3));
+  svc->bootstrap = svc->kafka->bootstrap();
+  // librdkafka 2.0.2's mock keeps the last 5 MB of each partition (rdkafka_mock.c); 16
+  // partitions of lz4 batches hold far more than a reader lagging one step behind needs.
+  RTB_RETURN_IF_ERROR(svc->kafka->CreateTopic("rtb.events", kEventPartitions, 3));
+  RTB_RETURN_IF_ERROR(svc->kafka->CreateTopic("rtb.policy", 1, 3));
+  RTB_RETURN_IF_ERROR(svc->kafka->CreateTopic("rtb.clock", 1, 3));
+  s.Say("embedded Kafka (mock cluster) at " + svc->bootstrap);
+  svc->listen = "127.0.0.1:" + std::to_string(FreePort());
+  RTB_RETURN_IF_ERROR(WriteBidderConfig(s, *svc));
+
+  svc->bidder = std::make_unique<Child>(
+      Child{"bidder",
+            {(ExeDir() / "rtb").string(), "serve", "--config", s.out + "/bidder/bidder.yaml"},
+            s.out + "/logs/bidder.log"});
+  std::vector<std::string> learner_args = {(ExeDir() / "rtb-learner").string(),
+                                           "learn",
+                                           "--config",
+                                           s.cfg.learner_config,
+                                           "--brokers",
+                                           svc->bootstrap,
+                                           "--state-dir",
+                                           s.out + "/learner"};
+  if (!init_ckpt.empty()) {
+    learner_args.push_back("--init");
+    learner_args.push_back(init_ckpt);
+  }
+  svc->learner =
+      std::make_unique<Child>(Child{"learner", learner_args, s.out + "/logs/learner.log"});
+  if (!svc->bidder->Start() || !svc->learner->Start()) {
+    return Status::Internal("cannot start the bidder and the learner");
+  }
+
+  svc->xc = s.cfg.exchange;
+  svc->xc.bidder = svc->listen;
+  svc->xc.brokers = svc->bootstrap;
+  RTB_ASSIGN_OR_RETURN(svc->exchange, exchange::Exchange::Create(svc->xc, *s.sc));
+  // Ready when the bidder answers and serves the learner's first table.
+  const auto deadline = Clock::now() + std::chrono::seconds(120);
+  for (;;) {
+    auto v = svc->exchange->BidderPolicyVersion();
+    if (v.ok() && *v >= 1) break;
+    if (!svc->bidder->Running()) return Status::Internal("the bidder exited; see logs/bidder.log");
+    if (!svc->learner->Running()) {
+      return Status::Internal("the learner exited; see logs/learner.log");
+    }
+    if (Clock::now() >= deadline)
+      return Status::Unavailable("bidder/learner not ready after 120 s");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  s.Say("bidder on " + svc->listen + " and learner running; playing " + std::to_string(s.cfg.days) +
+        " simulated days live");
+  return svc;
+}
+
+// ---- 4. PlayDays ------------------------------------------------------------------------
+
+Result<Played> PlayDays(const Setup& s, Services& svc) {
+  const sim::Scenario& sc = *s.sc;
+  Played p;
+  p.days.reserve(static_cast<size_t>(s.cfg.days));
+  for (int d = 0; d < s.cfg.days; ++d) {
+    p.days.push_back(
+        sim::GenerateDay(s.world, sc.cfg.day, Rng::Mix(sc.cfg.seed, s.cfg.first_day_seed + d)));
+    const sim::Day& day = p.days.back();
+    // Chaos during this day's steps: a timer kills the process halfway through the step.
+    std::vector<std::thread> timers;
+    std::vector<Chaos> todays;
+    for (const auto& c : s.chaos) {
+      if (c.day == d) todays.push_back(c);
+    }
+    auto on_step_start = [&](int step) {
+      for (const auto& c : todays) {
+        if (c.step != step) continue;
+        Child& victim = c.what == "kill-learner" ? *svc.learner : *svc.bidder;
+        const std::string what = c.what;
+        timers.emplace_back([&victim, what, d, step, &p] {
+          std::this_thread::sleep_for(std::chrono::milliseconds(400));
+          victim.Stop(SIGKILL, 0);
+          p.chaos_log.push_back(what + " (SIGKILL) during day " + std::to_string(d) + " step " +
+                                std::to_string(step) + "; restarted after 1 s");
+          std::this_thread::sleep_for(std::chrono::seconds(1));
+          victim.Start();
+        });
+      }
+    };
+    on_step_start(0);
+    auto acct = svc.exchange->PlayDay(day, d, [&](const exchange::StepAccount& sa) {
+      for (auto& t : timers) t.join();
+      timers.clear();
+      if (sa.marker.step + 1 < s.T) on_step_start(sa.marker.step + 1);
+    });
+    for (auto& t : timers) t.join();
+    if (!acct.ok()) return acct.status();
+    // Manual bids on the same day, same budgets, in the simulator's engine.
+    RunResult manual = sim::EvaluateTable(sc, day, sc.test_budgets, ActionTable(s.N, s.L));
+    const double lr = acct->total.revenue.units(), mr = manual.total.revenue.units();
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "day %d: learned revenue %.0f vs manual %.0f (%.2fx), spend %.1f%% vs %.1f%% of "
+                  "budget, %.1f s",
+                  d, lr, mr, mr > 0 ? lr / mr : 0.0,
+                  100.0 * acct->total.cost.units() / manual.total.budget.units(),
+                  100.0 * CostOverBudget(manual.total), acct->seconds);
+    s.Say(line);
+    p.accounts.push_back(*acct);
+    p.manuals.push_back(manual);
+  }
+  return p;
+}
+
+// ---- 5. StopServices --------------------------------------------------------------------
+
+void StopServices(Services& svc) {
+  svc.learner_exit = svc.learner->Stop(SIGTERM, 30000);
+  svc.bidder_exit = svc.bidder->Stop(SIGTERM, 30000);
+}
+
+// ---- 6. Check ---------------------------------------------------------------------------
+
+Result<LoopRecord> ReadLoopRecord(const Setup& s, const Services& svc) {
+  LoopRecord rec;
+  // Every table the learner published (policy topic). A failure leaves the tables read so far;
+  // the report then shows manual for the rest.
+  (void)kafka::ReadWholeTopic({.bootstrap = svc.bootstrap}, "rtb.policy", 10000,
+                              [&](int, int64_t, std::string_view v) {
+                                auto m = DecodePolicyMessage(v, "policy topic");
+                                if (m.ok()) rec.tables[m->table.version] = m->table;
+                              });
+  // The learner's replay store: one transition per step, and each step's totals.
+  json online = json::object();  // the learner's last consumer position
+  {
+    RTB_ASSIGN_OR_RETURN(auto store, learn::OpenRocksDbReplayStore(s.out + "/learner/replay"));
+    if (auto m = store->GetMeta("online"); m.ok()) online = json::parse(*m);
+    std::map<std::pair<int64_t, int>, int> seen;
+    // The offline pre-training transitions imported first are not the loop's.
+    if (auto im = store->GetMeta("imported"); im.ok()) rec.imported = std::stoull(*im);
+    for (uint64_t q = std::max(store->FirstSeq(), rec.imported); q < store->NextSeq(); ++q) {
+      RTB_ASSIGN_OR_RETURN(const learn::Transition t, store->Get(q));
+      ++seen[{static_cast<int64_t>(t.episode), static_cast<int>(t.step)}];
+      ++rec.transitions;
+    }
+    for (int d = 0; d < s.cfg.days; ++d) {
+      for (int st = 0; st < s.T; ++st) {
+        const auto it = seen.find({d, st});
+        const std::string name = std::to_string(d) + ":" + std::to_string(st);
+        if (it == seen.end()) rec.missing.push_back(name);
+        if (it != seen.end() && it->second > 1) rec.duplicated.push_back(name);
+        auto m = store->GetMeta("step:" + name);
+        if (m.ok()) rec.learner_steps[{d, st}] = json::parse(*m);
+      }
+    }
+  }
+  // Where the learner stopped reading vs. what the events topic holds, per partition.
+  kafka::Producer::Options qo;
+  qo.bootstrap = svc.bootstrap;
+  auto q = kafka::Producer::Create(std::move(qo));
+  for (int p = 0; q.ok() && p < kEventPartitions; ++p) {
+    const auto wm = (*q)->Watermarks("rtb.events", p, 5000);
+    const int64_t lo = wm.ok() ? wm->first : 0, hi = wm.ok() ? wm->second : 0;
+    rec.topic_messages += hi - lo;
+    const std::string k = std::to_string(p);
+    rec.partitions.push_back(
+        {{"partition", p},
+         {"high_watermark", hi},
+         {"learner_next_offset", online.contains("offsets") && online["offsets"].contains(k)
+                                     ? online["offsets"][k]
+                                     : json(nullptr)}});
+  }
+  return rec;
+}
+
+// ---- 7. Report --------------------------------------------------------------------------
+
+// One live day against manual bids, with its steps' tables, policy lags and bookkeeping check.
+json DayJson(const Setup& s, const Played& p, const LoopRecord& rec, int d,
+             const std::vector<Micros>& agent_budget, std::vector<double>* lags,
+             bool* totals_match) {
+  const sim::Scenario& sc = *s.sc;
+  const auto& acct = p.accounts[static_cast<size_t>(d)];
+  const RunResult& manual = p.manuals[static_cast<size_t>(d)];
+  json day;
+  day["day"] = d;
+  Outcome learned_total;
+  json by_agent = json::array();
+  for (int i = 0; i < s.N; ++i) {
+    Outcome o = acct.by_agent[static_cast<size_t>(i)];
+    o.budget = agent_budget[static_cast<size_t>(i)];
+    learned_total += o;
+    by_agent.push_back(OutcomeJson(o));
+  }
+  day["learned"] = OutcomeJson(learned_total);
+  day["learned"]["by_agent"] = by_agent;
+  // The simulator's engine playing the tables the bidder served, on the same day: how far the
+  // live loop (HTTP, budgets guarded by reservations, Kafka) is from the offline model.
+  std::vector<ActionTable> served;
+  for (int st = 0; st < s.T; ++st) {
+    auto it = rec.tables.find(1 + static_cast<uint64_t>(d) * s.T + st);
+    served.push_back(it == rec.tables.end() ? ActionTable(s.N, s.L) : it->second);
+  }
+  const RunResult ls =
+      sim::EvaluateTables(sc, p.days[static_cast<size_t>(d)], sc.test_budgets, served);
+  day["learned_in_simulator"] = OutcomeJson(ls.total);
+  day["learned_in_simulator"]["by_agent"] = json::array();
+  for (const auto& o : ls.rows) day["learned_in_simulator"]["by_agent"].push_back(OutcomeJson(o));
+  day["manual"] = OutcomeJson(manual.total);
+  day["manual"]["by_agent"] = json::array();
+  for (const auto& o : manual.rows) day["manual"]["by_agent"].push_back(OutcomeJson(o));
+  day["revenue_ratio"] = manual.total.revenue.value() > 0
+                             ? json(learned_total.revenue.units() / manual.total.revenue.units())
+                             : json(nullptr);
+  day["seconds"] = acct.seconds;
+  day["steps"] = json::array();
+  for (const auto& sa : acct.steps) {
+    json st;
+    st["step"] = sa.marker.step;
+    const uint64_t version = 1 + static_cast<uint64_t>(d) * s.T + sa.marker.step;
+    st["policy_version"] = version;
+    json tab = json::array();
+    auto it = rec.tables.find(version);
+    for (int i = 0; i < s.N; ++i) {
+      json row = json::array();
+      for (int j = 0; j < s.L; ++j)
+        row.push_back(it == rec.tables.end() ? 0.0 : it->second.at(i, j));
+      tab.push_back(row);
+    }
+    st["table"] = tab;
+    st["policy_lag_ms"] = sa.policy_lag_ms >= 0 ? json(sa.policy_lag_ms) : json(nullptr);
+    if (sa.policy_lag_ms >= 0) lags->push_back(sa.policy_lag_ms);
+    st["exchange"] = json::parse(EncodeStepMarker(sa.marker));
+    st["lost_requests"] = sa.lost_requests;
+    st["failed_notices"] = sa.failed_notices;
+    const auto lstep = rec.learner_steps.find({d, sa.marker.step});
+    bool match = false;
+    if (lstep != rec.learner_steps.end()) {
+      st["learner"] = lstep->second;
+      match = lstep->second["total_cost_micros"].get<int64_t>() == sa.marker.cost_micros &&
+              lstep->second["total_revenue_micros"].get<int64_t>() == sa.marker.revenue_micros;
+    }
+    st["learner_matches_exchange"] = match;
+    *totals_match = *totals_match && match;
+    day["steps"].push_back(st);
+  }
+  return day;
+}
+
+json BuildReport(const Setup& s, const Services& svc, const Played& p, const LoopRecord& rec,
+                 const std::string& init_ckpt) {
+  const sim::Scenario& sc = *s.sc;
+  json report;
+  report["title"] = "rtb demo: the closed loop, learned (live) vs manual bids";
+  report["kind"] = "demo";
+  report["days"] = json::array();
+  std::vector<Micros> agent_budget(static_cast<size_t>(s.N), Micros(0));
+  for (size_t k = 0; k < sc.test_budgets.size() && k < sc.market.agent_of.size(); ++k) {
+    agent_budget[sc.market.agent_of[k]] += sc.test_budgets[k];
+  }
+  report["replay_imported_offline_transitions"] = rec.imported;
+  std::vector<double> lags;
+  bool totals_match = true;
+  for (int d = 0; d < s.cfg.days; ++d) {
+    report["days"].push_back(DayJson(s, p, rec, d, agent_budget, &lags, &totals_match));
+  }
+  std::sort(lags.begin(), lags.end());
+  auto q = [&](double f) {
+    return lags.empty() ? 0.0
+                        : lags[std::min(lags.size() - 1, static_cast<size_t>(f * lags.size()))];
+  };
+  report["policy_lag_ms"] = {{"p50", q(0.5)},
+                             {"p90", q(0.9)},
+                             {"max", lags.empty() ? 0.0 : lags.back()},
+                             {"n", static_cast<int>(lags.size())}};
+  report["loop_check"] = {{"transitions", rec.transitions},
+                          {"expected_transitions", static_cast<int64_t>(s.cfg.days) * s.T},
+                          {"missing", rec.missing},
+                          {"duplicated", rec.duplicated},
+                          {"totals_match", totals_match},
+                          {"events_topic_messages", rec.topic_messages},
+                          {"events_partitions", rec.partitions}};
+  report["chaos"] = p.chaos_log;
+  report["processes"] = {{"learner_exit", svc.learner_exit}, {"bidder_exit", svc.bidder_exit}};
+  report["about"] = {
+      "Learned: the live loop. " + std::to_string(s.cfg.days) + " simulated days of the world in " +
+          s.sim_path +
+          " were played by `rtb exchange` against a real bidder (`rtb serve`, OpenRTB over HTTP) "
+          "whose action tables came from the online learner (`rtb learn`) over Kafka; revenue, "
+          "cost and clicks are the exchange's accounting (outcomes: " +
+          svc.xc.outcomes + ").",
+      "Manual: the same days' requests (same candidates, floors and budgets) run through the "
+      "simulator's GSP auction (`rtb simulate`'s engine) with manual bids, a = 0, expected "
+      "outcomes: the counterfactual for the same traffic.",
+      std::string("The learner started from ") +
+          (init_ckpt.empty() ? "fresh networks" : "DCMAB pre-trained offline (" + init_ckpt + ")") +
+          " and kept learning online: one transition per step, " +
+          "updates after each step, a new table published before the next step.",
+      "Budgets: each advertiser's daily budget is 1/3 of its cost under manual bids with no "
+      "budget (the paper's setting); COST = spend / budget.",
+      "Rerun: rtb demo --config " + s.args.config + " --out " + s.cfg.out};
+  return report;
+}
+
+// The events topic as a JSON-lines dump: what `rtb replay --format events` reads offline.
+json DumpEvents(const Setup& s, const Services& svc) {
+  std::ofstream dump(s.out + "/events.jsonl", std::ios::trunc);
+  int64_t dumped = 0, not_retained = 0;
+  const Status st = kafka::ReadWholeTopic(
+      {.bootstrap = svc.bootstrap}, "rtb.events", 30000,
+      [&](int, int64_t, std::string_view payload) {
+        dump << payload << '\n';
+        ++dumped;
+      },
+      &not_retained);
+  // The embedded mock cluster keeps about 5 MB per partition: on long runs the oldest events
+  // are gone before the dump (a real cluster's retention is a config value).
+  return {{"file", "events.jsonl"},
+          {"messages", dumped},
+          {"read_to_end", st.ok()},
+          {"messages_no_longer_retained", not_retained},
+          {"complete", st.ok() && not_retained == 0},
+          {"replay", "rtb replay --format events --log " + s.cfg.out +
+                         "/events.jsonl --strategy logged,manual"}};
+}
+
+Status WriteReport(const Setup& s, json& report, std::string* md) {
+  report["seconds"] = std::chrono::duration<double>(Clock::now() - s.start).count();
+  *md = RenderDemoMarkdown(report);
+  RTB_RETURN_IF_ERROR(WriteFileAtomic(s.cfg.out + "/report.json", report.dump(2) + "\n"));
+  RTB_RETURN_IF_ERROR(WriteFileAtomic(s.cfg.out + "/report.md", *md));
+  return WriteFileAtomic(s.cfg.out + "/report.html", RenderDemoHtml(report, *md));
+}
+
+Status Run(const DemoArgs& args) {
+  RTB_ASSIGN_OR_RETURN(const auto setup, Prepare(args));
+  const Setup& s = *setup;
+  RTB_ASSIGN_OR_RETURN(const std::string init_ckpt, Pretrain(s));
+  RTB_ASSIGN_OR_RETURN(const auto svc, StartServices(s, init_ckpt));
+  RTB_ASSIGN_OR_RETURN(const Played played, PlayDays(s, *svc));
+  StopServices(*svc);
+  RTB_ASSIGN_OR_RETURN(const LoopRecord rec, ReadLoopRecord(s, *svc));
+  json report = BuildReport(s, *svc, played, rec, init_ckpt);
+  report["events_dump"] = DumpEvents(s, *svc);
+  std::string md;
+  RTB_RETURN_IF_ERROR(WriteReport(s, report, &md));
+  std::printf("%s", md.c_str());
+  std::printf("\nwrote %s/report.{json,md,html} in %.0f s\n", s.cfg.out.c_str(),
+              report["seconds"].get<double>());
+  return Status::Ok();
+}
+
+}  // namespace
+
+int RunDemo(const DemoArgs& args) {
+  const Status st = Run(args);
+  if (st.ok()) return 0;
+  std::fprintf(stderr, "rtb demo: error: %s\n", st.message().c_str());
+  return 1;
+}
+
+}  // namespace rtb::demo

@@ -1,0 +1,65 @@
+#include "demo_config.h"
+
+#include <filesystem>
+
+#include "rtb/core/config.h"
+
+namespace rtb::demo {
+
+namespace fs = std::filesystem;
+
+Result<DemoConfig> LoadDemoConfig(const std::string& path) {
+  RTB_ASSIGN_OR_RETURN(auto file, ConfigFile::Load(path));
+  DemoConfig c;
+  ConfigMap root = file->Root();
+  root.Get("learner_config", &c.learner_config);
+  root.Get("bidder_config", &c.bidder_config);
+  root.Get("out", &c.out);
+  root.Get("days", &c.days);
+  root.Check(c.days >= 1 && c.days <= 365, "days", "must be between 1 and 365");
+  root.Get("pretrain", &c.pretrain);
+  root.Get("first_day_seed", &c.first_day_seed);
+  root.Get("bidder_threads", &c.bidder_threads);
+  root.Check(c.bidder_threads >= 1, "bidder_threads", "must be >= 1");
+  root.Get("chaos", &c.chaos);
+  ConfigMap e = root.Section("exchange");
+  e.Get("concurrency", &c.exchange.concurrency);
+  e.Check(c.exchange.concurrency >= 1, "concurrency", "must be >= 1");
+  e.Get("tmax_ms", &c.exchange.tmax_ms);
+  e.Get("io_timeout_ms", &c.exchange.io_timeout_ms);
+  e.Get("outcomes", &c.exchange.outcomes);
+  e.Check(c.exchange.outcomes == "expected" || c.exchange.outcomes == "sampled", "outcomes",
+          "must be expected or sampled");
+  e.Get("send_loss_notices", &c.exchange.send_loss_notices);
+  e.Get("policy_wait_ms", &c.exchange.policy_wait_ms);
+  e.Get("seed", &c.exchange.seed);
+  RTB_RETURN_IF_ERROR(file->Finish());
+  const fs::path dir = fs::path(path).parent_path();
+  for (std::string* p : {&c.learner_config, &c.bidder_config}) {
+    if (fs::path(*p).is_relative()) *p = (dir / *p).lexically_normal().string();
+  }
+  return c;
+}
+
+Result<std::vector<Chaos>> ParseChaos(const std::vector<std::string>& specs) {
+  std::vector<Chaos> out;
+  for (const auto& s : specs) {
+    const size_t at = s.find('@'), colon = s.find(':');
+    Chaos c;
+    c.what = s.substr(0, at);
+    if (at == std::string::npos || colon == std::string::npos || colon < at ||
+        (c.what != "kill-learner" && c.what != "kill-bidder")) {
+      return Status::InvalidArgument("chaos '" + s + "': want kill-learner@D:S or kill-bidder@D:S");
+    }
+    try {
+      c.day = std::stoll(s.substr(at + 1, colon - at - 1));
+      c.step = std::stoi(s.substr(colon + 1));
+    } catch (const std::exception&) {
+      return Status::InvalidArgument("chaos '" + s + "': day and step must be integers");
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace rtb::demo

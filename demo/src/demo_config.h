@@ -1,0 +1,38 @@
+// The demo's config (configs/demo/default.yaml; every field documented there and here) and
+// its chaos specs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rtb/core/status.h"
+#include "rtb/exchange/exchange.h"
+
+namespace rtb::demo {
+
+struct DemoConfig {
+  std::string learner_config = "learner.yaml";           // learner + world (relative to file)
+  std::string bidder_config = "../bidder/default.yaml";  // base bidder config (limits, paths)
+  std::string out = "out/demo";                          // report and every process's state
+  int days = 4;                                          // simulated days played live
+  bool pretrain = true;               // DCMAB trained offline first (learner config episodes)
+  uint64_t first_day_seed = 1000;     // live day k is the world's day Mix(seed, this + k)
+  int bidder_threads = 2;             // the bidder's I/O threads
+  exchange::ExchangeConfig exchange;  // section exchange (bidder, brokers: set by the demo)
+  std::vector<std::string> chaos;     // "kill-learner@D:S" / "kill-bidder@D:S": SIGKILL that
+                                      // process while step S of live day D is played, restart
+};
+
+Result<DemoConfig> LoadDemoConfig(const std::string& path);
+
+// One chaos event: SIGKILL `what` during step `step` of live day `day`, restart it 1 s later.
+struct Chaos {
+  std::string what;  // kill-learner | kill-bidder
+  int64_t day = 0;
+  int step = 0;
+};
+
+Result<std::vector<Chaos>> ParseChaos(const std::vector<std::string>& specs);
+
+}  // namespace rtb::demo
