@@ -1,0 +1,571 @@
+#include "rtb/simulator/replay_job.h"
+
+#include <cstdarg>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+
+#include "rtb/core/events.h"
+#include "rtb/core/text.h"
+#include "rtb/simulator/config.h"
+#include "rtb/simulator/ipinyou.h"
+#include "rtb/simulator/outcome_replay.h"
+#include "rtb/simulator/pacing.h"
+#include "rtb/simulator/replay.h"
+#include "rtb/simulator/simulate.h"
+
+namespace rtb::sim {
+namespace {
+
+using json = nlohmann::json;
+
+// printf into a string.
+void Appendf(std::string* out, const char* fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  *out += buf;
+}
+
+std::vector<std::string> SplitList(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string x; std::getline(ss, x, ',');) {
+    if (!x.empty()) out.push_back(x);
+  }
+  return out;
+}
+
+std::string Fmt(double v, const char* f = "%.6g") {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+// The counters every format reports per method in --json.
+json MethodJson(const std::string& name, const Outcome& o) {
+  return {{"name", name},
+          {"auctions", o.auctions},
+          {"impressions", o.impressions},
+          {"clicks", o.clicks},
+          {"conversions", o.conversions},
+          {"cost", o.cost.units()},
+          {"revenue", o.revenue.units()}};
+}
+
+// ---- single-bidder logs (rlb, ipinyou) --------------------------------------------------
+
+struct SingleLog {
+  std::vector<LoggedAuction> auctions;
+  int64_t skipped = 0;
+  std::string first_skipped;
+};
+
+struct Loaded {
+  SingleLog test, validation;
+  bool have_validation = false;
+  std::string validation_name;
+  CampaignInfo info;
+  std::vector<std::pair<std::string, std::string>> meta;
+};
+
+Result<Loaded> LoadSingle(const ReplayJob& a) {
+  Loaded L;
+  const bool skip = a.on_error == "skip";
+  if (a.format == "rlb") {
+    if (a.info.empty()) return Status::InvalidArgument("--format rlb needs --info");
+    RTB_ASSIGN_OR_RETURN(auto log, ReadCompactLog(a.log, {skip}));
+    L.test = {std::move(log.auctions), log.skipped, log.first_skipped};
+    RTB_ASSIGN_OR_RETURN(L.info, ReadCampaignInfo(a.info));
+    const std::string vname = !a.validation_log.empty() ? a.validation_log : a.train_log;
+    if (!vname.empty()) {
+      RTB_ASSIGN_OR_RETURN(auto v, ReadCompactLog(vname, {skip}));
+      L.validation = {std::move(v.auctions), v.skipped, v.first_skipped};
+      L.have_validation = true;
+      L.validation_name = vname;
+    }
+    L.meta.push_back({"campaign summary", a.info});
+    return L;
+  }
+  // Raw iPinYou.
+  IpinyouReadOptions ro;
+  ro.skip_malformed = skip;
+  ro.advertiser = a.advertiser;
+  RTB_ASSIGN_OR_RETURN(IpinyouLog test, ReadIpinyouLog(a.log, ro));
+  std::optional<IpinyouLog> train, validation;
+  if (!a.train_log.empty()) {
+    RTB_ASSIGN_OR_RETURN(train, ReadIpinyouLog(a.train_log, ro));
+  }
+  if (!a.validation_log.empty()) {
+    RTB_ASSIGN_OR_RETURN(validation, ReadIpinyouLog(a.validation_log, ro));
+  }
+  if (!test.has_pctr) {
+    if (!train) {
+      return Status::InvalidArgument(
+          a.log + " has no pctr column: give --train-log (the CTR model is fitted on it)");
+    }
+    if (train->feature_count == 0) {
+      return Status::InvalidArgument(a.train_log +
+                                     ": no feature column for the CTR model in the header");
+    }
+    CtrModel model(ro.hash_bits);
+    model.Fit(*train, 2, 0.05, 1e-6, a.seed);
+    model.Score(&test);
+    model.Score(&*train);
+    if (validation) model.Score(&*validation);
+    std::string feats;
+    for (const auto& f : train->feature_names) feats += (feats.empty() ? "" : " ") + f;
+    L.meta.push_back({"pCTR", "hashed logistic regression fitted on " + a.train_log + " (" + feats +
+                                  "); test log loss " + Fmt(model.LogLoss(test), "%.5f")});
+  } else {
+    L.meta.push_back({"pCTR", "the log's pctr column"});
+  }
+  if (a.protocol == "benchmark" && test.has_timestamp) SortByTime(&test);
+  if (!a.info.empty()) {
+    RTB_ASSIGN_OR_RETURN(L.info, ReadCampaignInfo(a.info));
+    L.meta.push_back({"campaign summary", a.info});
+  } else if (train) {
+    L.info = train->Totals();
+    const CampaignInfo t = test.Totals();
+    L.info.imp_test = t.imp_test;
+    L.info.clk_test = t.clk_test;
+    L.info.cost_test = t.cost_test;
+    L.meta.push_back({"campaign summary",
+                      "computed: training totals of " + a.train_log + ", test totals of " + a.log});
+  } else {
+    L.info = test.Totals();
+    L.meta.push_back({"campaign summary", "computed from the test log itself (no --train-log)"});
+  }
+  if (L.info.imp_train <= 0 || L.info.clk_train <= 0 || L.info.cost_train <= 0) {
+    return Status::InvalidArgument("the training totals need impressions, clicks and cost > 0");
+  }
+  if (!a.advertiser.empty()) {
+    L.meta.push_back({"advertiser", a.advertiser + " (" + std::to_string(test.filtered) +
+                                        " lines of others left out)"});
+  }
+  L.test = {std::move(test.auctions), test.skipped, test.first_skipped};
+  if (validation) {
+    L.validation = {std::move(validation->auctions), validation->skipped,
+                    validation->first_skipped};
+    L.have_validation = true;
+    L.validation_name = a.validation_log;
+  } else if (train) {
+    L.validation = {std::move(train->auctions), train->skipped, train->first_skipped};
+    L.have_validation = true;
+    L.validation_name = a.train_log;
+  }
+  return L;
+}
+
+struct MethodRun {
+  std::string name, description;
+  ReplayTotals totals;
+};
+
+Result<ReplayOutput> RunSingle(const ReplayJob& a) {
+  ReplayOutput out;
+  auto loaded = LoadSingle(a);
+  if (!loaded.ok()) return loaded.status();
+  Loaded& L = *loaded;
+  const std::vector<std::string> names = SplitList(a.strategy.empty() ? "lin" : a.strategy);
+  if (names.empty()) return Status::InvalidArgument("--strategy is empty");
+  const RlbProtocol rlb{a.c0, a.episode_size, a.max_bid};
+  const BenchmarkProtocol bench{a.budget_fraction};
+  auto run_on = [&](const std::vector<LoggedAuction>& log, BidStrategy& s) {
+    if (a.protocol == "rlb") return ReplayRlb(log, L.info, rlb, s);
+    return ReplayBenchmark(log, L.info, bench, s);
+  };
+  std::vector<std::pair<std::string, std::string>> meta = {
+      {"format", a.format}, {"log", a.log}, {"auctions", std::to_string(L.test.auctions.size())}};
+  std::string b0_note;
+  int64_t b0 = a.b0;
+  std::vector<MethodRun> runs;
+  for (const std::string& n : names) {
+    std::unique_ptr<BidStrategy> s;
+    std::optional<PacingTable> pacing;
+    if (n == "lin") {
+      if (b0 <= 0) {
+        // Tuned the RLB code's way: steps of 6 on the validation log under this protocol.
+        const auto& v = L.have_validation ? L.validation.auctions : L.test.auctions;
+        const B0Tuning t =
+            TuneLinB0([&](BidStrategy& st) { return run_on(v, st); }, L.info.CtrTrain());
+        b0 = t.b0;
+        b0_note =
+            std::to_string(b0) + " (tuned in steps of 6 up to 600 on " +
+            (L.have_validation ? L.validation_name : a.log + " itself: no validation log given") +
+            ", " + std::to_string(t.best.clicks) + " clicks there)";
+      } else if (b0_note.empty()) {
+        b0_note = std::to_string(b0) + " (given)";
+      }
+      s = LinBid(b0, L.info.CtrTrain());
+    } else if (n == "mcpc") {
+      s = McpcBid(L.info.EcpcTrain());
+    } else if (n == "const") {
+      s = ConstBid(a.const_bid);
+    } else if (n == "rand") {
+      s = RandBid(a.rand_max, a.seed);
+    } else if (n == "pacing") {
+      if (a.pacing.empty()) {
+        return Status::InvalidArgument("--strategy pacing needs --pacing <table.json>");
+      }
+      if (a.protocol != "rlb") {
+        return Status::InvalidArgument("the pacing policy plays the rlb protocol (episodes)");
+      }
+      auto t = ReadPacingTable(a.pacing);
+      if (!t.ok()) return t.status();
+      if (t->params.episode_size != a.episode_size) {
+        return Status::InvalidArgument(
+            a.pacing + " was trained on episodes of " + std::to_string(t->params.episode_size) +
+            " auctions; --episode-size is " + std::to_string(a.episode_size));
+      }
+      pacing = std::move(*t);
+      const PacingTable* tp = &*pacing;
+      s = std::make_unique<PacingStrategy>(
+          tp->params, [tp](const std::vector<float>& st) { return tp->Lookup(st); }, false);
+      meta.push_back({"pacing table", a.pacing + " (Lin-Bid b0 " + std::to_string(tp->params.b0) +
+                                          " x 1 + clip(a x " + Fmt(tp->params.bratio) +
+                                          ", +-0.9); " + std::to_string(tp->params.steps) +
+                                          " decisions per episode)"});
+    } else {
+      return Status::InvalidArgument("unknown strategy '" + n + "' for " + a.format +
+                                     " logs (lin, mcpc, const, rand, "
+                                     "pacing)");
+    }
+    MethodRun m{n, s->Describe(), run_on(L.test.auctions, *s)};
+    runs.push_back(std::move(m));
+  }
+  if (L.test.skipped > 0) {
+    out.warnings.push_back("skipped " + std::to_string(L.test.skipped) +
+                           " malformed lines (first: " + L.test.first_skipped + ")");
+  }
+  const std::string protocol_line =
+      a.protocol == "rlb"
+          ? "RLB code (episodes): N = " + std::to_string(a.episode_size) +
+                ", B = int(cpm_train x c0 x N) = " + std::to_string(runs[0].totals.budget) +
+                " per episode (c0 = " + Fmt(a.c0) + "), bid = min(bid, " +
+                std::to_string(a.max_bid) + ", budget left), win iff bid >= payprice"
+          : "benchmark paper (whole log in time order): budget = " + Fmt(a.budget_fraction) +
+                " x test cost = " + std::to_string(runs[0].totals.budget) +
+                ", win iff bid > payprice and bid >= slotprice, bid 0 once cost exceeds the budget";
+  {
+    const ReplayTotals& t = runs[0].totals;
+    json j = {{"format", a.format},
+              {"protocol", a.protocol},
+              {"strategy", runs[0].description},
+              {"auctions", t.auctions},
+              {"impressions", t.impressions},
+              {"clicks", t.clicks},
+              {"cost", t.cost},
+              {"budget", t.budget},
+              {"episodes", t.episodes},
+              {"win_rate", t.WinRate()},
+              {"cpm", t.Cpm()},
+              {"ecpc", t.Ecpc()},
+              {"expected_clicks", t.expected_clicks},
+              {"skipped_lines", L.test.skipped}};
+    if (!b0_note.empty()) j["b0"] = b0;
+    if (runs.size() > 1) {
+      json ms = json::array();
+      for (const auto& m : runs) {
+        ms.push_back({{"name", m.name},
+                      {"strategy", m.description},
+                      {"impressions", m.totals.impressions},
+                      {"clicks", m.totals.clicks},
+                      {"expected_clicks", m.totals.expected_clicks},
+                      {"cost", m.totals.cost},
+                      {"win_rate", m.totals.WinRate()},
+                      {"cpm", m.totals.Cpm()},
+                      {"ecpc", m.totals.Ecpc()}});
+      }
+      j["methods"] = ms;
+    }
+    out.json = j.dump();
+  }
+  {
+    Appendf(&out.text, "protocol: %s\nlog %s (%s)\n", protocol_line.c_str(), a.log.c_str(),
+            a.format.c_str());
+    for (const auto& m : runs) {
+      const auto& t = m.totals;
+      Appendf(&out.text,
+              "%-8s auctions %lld, impressions %lld, clicks %lld, cost %lld, win rate %.4f, CPM "
+              "%.2f, eCPC %.4f  [%s]\n",
+              m.name.c_str(), static_cast<long long>(t.auctions),
+              static_cast<long long>(t.impressions), static_cast<long long>(t.clicks),
+              static_cast<long long>(t.cost), t.WinRate(), t.Cpm(), t.Ecpc(),
+              m.description.c_str());
+    }
+  }
+  if (a.report) {
+    Report r;
+    r.kind = "replay";
+    r.title = "Replay of " + a.log + " (" + a.format + " log, " + a.protocol + " protocol)";
+    r.meta = meta;
+    r.meta.push_back({"protocol", protocol_line});
+    r.meta.insert(r.meta.end(), L.meta.begin(), L.meta.end());
+    if (!b0_note.empty()) r.meta.push_back({"Lin-Bid b0", b0_note});
+    r.meta.push_back({"skipped lines", std::to_string(L.test.skipped)});
+    r.row_label = "campaign";
+    r.row_names = {a.advertiser.empty() ? "campaign" : "advertiser " + a.advertiser};
+    std::string baseline = a.baseline;
+    if (baseline.empty()) {
+      baseline = names[0];
+      for (const auto& n : names)
+        if (n == "lin") baseline = "lin";
+    }
+    bool found = false;
+    for (const auto& m : runs) {
+      RunResult run;
+      run.rows = {ToOutcome(m.totals)};
+      run.total = run.rows[0];
+      r.methods.push_back({m.name, m.description, {run}});
+      found = found || m.name == baseline;
+    }
+    if (!found) {
+      return Status::InvalidArgument("--baseline " + baseline + " is not in --strategy");
+    }
+    r.baseline = baseline;
+    r.primary = names[0];
+    r.objective = "clicks";
+    r.relative_metrics = {"clicks", "impressions", "cost", "win_rate", "cpm", "cost_per_click"};
+    std::string expected =
+        "Expected clicks (sum of pCTR over won impressions; less noisy than "
+        "the logged clicks):";
+    for (const auto& m : runs)
+      expected += " " + m.name + " " + Fmt(m.totals.expected_clicks, "%.2f");
+    r.notes = {expected + ".", "Protocol: " + protocol_line + ".",
+               "Prices are the log's CPM unit: cost = sum of payprice / 1000 per impression "
+               "(shown in currency units); CPM = cost x 1000 / impressions = mean payprice.",
+               "Clicks are the logged clicks of the won impressions; the logs carry no order "
+               "value, so revenue, ROI and CPA are n/a.",
+               "Relative columns are percentages of the baseline (" + baseline + ")."};
+    out.report = std::move(r);
+  }
+  return out;
+}
+
+// ---- full-information logs -------------------------------------------------------------
+
+Result<ReplayOutput> RunFull(const ReplayJob& a) {
+  ReplayOutput out;
+  auto cfg = LoadSimulatorConfig(a.config);
+  if (!cfg.ok()) return cfg.status();
+  const std::string train = a.train_log.empty() ? a.log : a.train_log;
+  auto sc = BuildScenario(*cfg, train, a.log, a.progress);
+  if (!sc.ok()) return sc.status();
+  SimulateOptions opt;
+  std::vector<std::string> policies =
+      a.policies.empty() ? std::vector<std::string>{"manual"} : a.policies;
+  opt.policy = policies[0];
+  opt.more_policies.assign(policies.begin() + 1, policies.end());
+  opt.kind = "replay";
+  opt.config_path = a.config;
+  opt.progress = a.progress;
+  opt.extra_meta = {
+      {"log", a.log},
+      {"clusters built on",
+       train + (a.train_log.empty() ? " (no --train-log: the log itself)" : "")},
+      {"protocol", "full information: GSP over eCPM re-run on every logged candidate"}};
+  auto r = Simulate(**sc, opt);
+  if (!r.ok()) return r.status();
+  {
+    json ms = json::array();
+    for (const auto& m : r->methods) {
+      const Outcome& o = m.runs[0].total;
+      json j = MethodJson(m.name, o);
+      j["budget"] = o.budget.units();
+      j["roi"] = Roi(o);
+      ms.push_back(std::move(j));
+    }
+    const Outcome& o = r->methods[0].runs[0].total;
+    json j = {{"format", "full"},       {"protocol", "full-information"}, {"policy", policies[0]},
+              {"auctions", o.auctions}, {"impressions", o.impressions},   {"clicks", o.clicks},
+              {"cost", o.cost.units()}, {"revenue", o.revenue.units()},   {"methods", ms}};
+    out.json = j.dump();
+  }
+  {
+    for (const auto& m : r->methods) {
+      const Outcome& o = m.runs[0].total;
+      Appendf(&out.text, "%-20s impressions %lld, clicks %.1f, cost %.2f, revenue %.2f, ROI %.3f\n",
+              m.name.c_str(), static_cast<long long>(o.impressions), o.clicks, o.cost.units(),
+              o.revenue.units(), Roi(o));
+    }
+  }
+  if (a.report) out.report = std::move(*r);
+  return out;
+}
+
+// ---- the engine's outcome events -------------------------------------------------------
+
+Result<ReplayOutput> RunEvents(const ReplayJob& a, const TopicReader& topic) {
+  ReplayOutput out;
+  const bool skip = a.on_error == "skip";
+  OutcomeLog log;
+  std::string source;
+  if (!a.brokers.empty()) {
+    source = "topic " + a.topic + " at " + a.brokers;
+    OutcomeLogBuilder b;
+    std::unique_ptr<std::ofstream> dump;
+    if (!a.dump.empty()) dump = std::make_unique<std::ofstream>(a.dump, std::ios::trunc);
+    Status bad = Status::Ok();
+    int64_t not_retained = 0;
+    if (!topic) return Status::InvalidArgument("events from Kafka need a topic reader");
+    const Status st = topic(
+        [&](int32_t p, int64_t off, std::string_view payload) {
+          if (dump) *dump << payload << '\n';
+          auto e = DecodeEvent(payload);
+          if (e.ok()) {
+            b.Add(*e);
+            return;
+          }
+          const std::string where = a.topic + "[" + std::to_string(p) + "]@" + std::to_string(off) +
+                                    ": " + e.status().message();
+          if (!skip && bad.ok()) bad = Status::InvalidArgument(where);
+          b.AddMalformed(where);
+        },
+        &not_retained);
+    if (!st.ok()) return st;
+    if (not_retained > 0) {
+      out.warnings.push_back("the brokers no longer hold the first " +
+                             std::to_string(not_retained) + " messages of " + a.topic +
+                             " (retention); the replay covers the rest");
+      source += " (" + std::to_string(not_retained) + " oldest messages no longer retained)";
+    }
+    if (!bad.ok()) return bad;
+    log = b.Finish();
+  } else {
+    source = a.log;
+    auto text = ReadWholeFile(a.log, "events dump");
+    if (!text.ok()) return text.status();
+    auto l = ParseOutcomeDump(*text, a.log, skip);
+    if (!l.ok()) return l.status();
+    log = std::move(*l);
+  }
+  if (log.skipped > 0) {
+    out.warnings.push_back("skipped " + std::to_string(log.skipped) +
+                           " malformed events (first: " + log.first_skipped + ")");
+  }
+  int64_t adv = -1;
+  if (!a.advertiser.empty()) {
+    try {
+      adv = std::stoll(a.advertiser);
+    } catch (const std::exception&) {
+      return Status::InvalidArgument("--advertiser must be an advertiser id");
+    }
+  }
+  const std::vector<std::string> names =
+      SplitList(a.strategy.empty() ? "logged,manual" : a.strategy);
+  if (names.empty()) return Status::InvalidArgument("--strategy is empty");
+  struct Run {
+    std::string name;
+    OutcomeReplayResult r;
+  };
+  std::vector<Run> runs;
+  for (const auto& n : names) {
+    auto s = OutcomeStrategy(n);
+    if (!s.ok()) return s.status();
+    runs.push_back({n, ReplayOutcomes(log, *s, adv)});
+  }
+  {
+    json ms = json::array();
+    for (const auto& r : runs) {
+      json j = MethodJson(r.name, r.r.total);
+      j["unknown"] = r.r.unknown;
+      ms.push_back(std::move(j));
+    }
+    const Outcome& o = runs[0].r.total;
+    json j = {{"format", "events"},
+              {"protocol", "outcomes"},
+              {"strategy", runs[0].name},
+              {"auctions", o.auctions},
+              {"impressions", o.impressions},
+              {"clicks", o.clicks},
+              {"conversions", o.conversions},
+              {"cost", o.cost.units()},
+              {"revenue", o.revenue.units()},
+              {"unknown", runs[0].r.unknown},
+              {"events", log.events},
+              {"duplicates", log.duplicates},
+              {"orphans", log.orphans},
+              {"skipped", log.skipped},
+              {"methods", ms}};
+    out.json = j.dump();
+  }
+  {
+    Appendf(&out.text,
+            "%lld events from %s: %zu bids, %lld duplicates dropped, %lld orphan notices\n",
+            static_cast<long long>(log.events), source.c_str(), log.bids.size(),
+            static_cast<long long>(log.duplicates), static_cast<long long>(log.orphans));
+    for (const auto& r : runs) {
+      const Outcome& o = r.r.total;
+      Appendf(
+          &out.text,
+          "%-10s bids %lld, impressions %lld, clicks %.0f, conversions %.0f, cost %.2f, revenue "
+          "%.2f, unknown %lld\n",
+          r.name.c_str(), static_cast<long long>(o.auctions), static_cast<long long>(o.impressions),
+          o.clicks, o.conversions, o.cost.units(), o.revenue.units(),
+          static_cast<long long>(r.r.unknown));
+    }
+  }
+  if (a.report) {
+    Report rep;
+    rep.kind = "replay";
+    rep.title = "Replay of the engine's outcome events (" + source + ")";
+    rep.meta = {{"source", source},
+                {"events", std::to_string(log.events)},
+                {"bids", std::to_string(log.bids.size())},
+                {"duplicates dropped", std::to_string(log.duplicates)},
+                {"orphan notices", std::to_string(log.orphans)},
+                {"skipped", std::to_string(log.skipped)},
+                {"protocol", "outcomes (known outcomes only; replay.md section 3)"}};
+    rep.row_label = "advertiser";
+    std::vector<int64_t> advs;
+    for (const auto& [id, o] : runs[0].r.by_advertiser) advs.push_back(id);
+    for (const int64_t id : advs) rep.row_names.push_back("advertiser " + std::to_string(id));
+    for (const auto& r : runs) {
+      RunResult run;
+      for (const int64_t id : advs) {
+        const auto it = r.r.by_advertiser.find(id);
+        run.rows.push_back(it == r.r.by_advertiser.end() ? Outcome{} : it->second);
+      }
+      run.total = r.r.total;
+      rep.methods.push_back(
+          {r.name,
+           r.name + ": " + std::to_string(r.r.unknown) + " lost bids raised (unknown)",
+           {run}});
+    }
+    rep.baseline = a.baseline.empty() ? names[0] : a.baseline;
+    rep.relative_metrics = {
+        "revenue", "roi", "clicks", "conversions", "impressions", "cost", "cost_per_conversion"};
+    rep.primary = names[0];
+    rep.notes = {
+        "Protocol: outcomes. A bid the log shows won at clearing price p wins again iff the new "
+        "bid >= p (and pays p, with the logged clicks, conversions and value); a lost bid stays "
+        "lost. When the new bid is above a lost one the outcome is unknown (a lost auction's "
+        "market price is not logged): those are counted as lost, so raising bids is a lower "
+        "bound.",
+        "manual = the logged bid with the learned action undone: bid / (1 + alpha)."};
+    out.report = std::move(rep);
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<ReplayOutput> RunReplayJob(const ReplayJob& a, const TopicReader& topic) {
+  if (a.format == "events") {
+    if (a.log.empty() == a.brokers.empty()) {
+      return Status::InvalidArgument("--format events needs --log <dump> or --brokers");
+    }
+    return RunEvents(a, topic);
+  }
+  if (a.log.empty()) return Status::InvalidArgument("--log is required");
+  if (a.format == "full") return RunFull(a);
+  return RunSingle(a);
+}
+
+}  // namespace rtb::sim
