@@ -193,6 +193,22 @@ UpdateStats MultiAgentLearner::Update(const std::vector<std::vector<Transition>>
   return stats;
 }
 
+Result<UpdateStats> UpdateFromReplay(MultiAgentLearner& learner, ReplayStore& replay,
+                                     const HyperParams& hp, int updates, Rng& sample_rng) {
+  UpdateStats last;
+  if (replay.Size() < static_cast<uint64_t>(hp.warmup_transitions)) return last;
+  const int draws = hp.shared_minibatch ? 1 : learner.normalizer().agents;
+  for (int u = 0; u < updates; ++u) {
+    std::vector<std::vector<Transition>> batches;
+    for (int b = 0; b < draws; ++b) {
+      RTB_ASSIGN_OR_RETURN(auto mb, replay.Sample(static_cast<size_t>(hp.batch_size), sample_rng));
+      batches.push_back(std::move(mb));
+    }
+    last = learner.Update(batches);
+  }
+  return last;
+}
+
 UpdateStats MultiAgentLearner::UpdateOnPolicy(const std::vector<Transition>& ep) {
   Impl& m = *impl_;
   UpdateStats stats;

@@ -6,7 +6,9 @@
 #include <vector>
 
 #include "exact_mlp.h"
-#include "rtb/learner/agents.h"
+#include "rtb/learner/algo_spec.h"
+#include "rtb/learner/state.h"
+#include "rtb/learner/transition.h"
 
 namespace rtb::learn {
 
@@ -62,6 +64,11 @@ struct Batch {
   torch::Tensor live;    // [B'] int64
 };
 Batch MakeBatch(const std::vector<Transition>& ts);
+
+// The critic's layer-1 input width (s, and d when it sees it) and the width of the actions
+// joined at its layer 2.
+int CriticStateDim(const AlgoSpec& spec, const Normalizer& n);
+int CriticActionDim(const AlgoSpec& spec, const Normalizer& n);
 
 // Actor inputs [B*L, 2NL+L+2] for state s [B, Ds]: [g, x_j] for j = 1..L.
 torch::Tensor ActorInputs(const torch::Tensor& s, int N, int L);

@@ -352,23 +352,17 @@ Status OnlineLearner::CloseStep(const StepMarker& marker, int64_t marker_offset,
   const bool done = key.step + 1 >= steps_per_day;
   const sim::Observation after =
       sim::MakeObservation(sc_.market, done ? T_ : key.step + 1, st_.g_cost, st_.g_revenue, st_.d);
-  Transition tr;
-  tr.s = s;
-  tr.d = norm_.EncodeD(before);
-  tr.a = a;
-  tr.r = norm_.EncodeRewards(rewards, budgets_, spec_.coordinated);
-  if (done && cfg_.delivery_penalty > 0) {
-    const auto gap =
-        norm_.DeliveryShortfall(after, budgets_, cfg_.delivery_target, spec_.coordinated);
-    for (size_t i = 0; i < tr.r.size(); ++i) {
-      tr.r[i] -= static_cast<float>(cfg_.delivery_penalty) * gap[i];
-    }
-  }
-  tr.s2 = norm_.EncodeState(after, budgets_);
-  tr.d2 = norm_.EncodeD(after);
-  tr.done = done ? 1 : 0;
-  tr.episode = static_cast<uint64_t>(key.day);
-  tr.step = static_cast<uint32_t>(key.step);
+  const Transition tr =
+      BuildTransition(norm_,
+                      {.s = s,
+                       .before = &before,
+                       .a = a,
+                       .rewards = rewards,
+                       .after = &after,
+                       .done = done,
+                       .episode = static_cast<uint64_t>(key.day),
+                       .step = static_cast<uint32_t>(key.step)},
+                      budgets_, spec_.coordinated, {cfg_.delivery_target, cfg_.delivery_penalty});
 
   // 1. The transition, the consumer position after it, and the step's totals: one write.
   st_.clock_offset = marker_offset + 1;
@@ -387,19 +381,8 @@ Status OnlineLearner::CloseStep(const StepMarker& marker, int64_t marker_offset,
   CommitOffsets();  // only now: the events up to here are in a durable transition
 
   // 2. Algorithm 1, lines 10-15: K updates of every agent on minibatches from the replay.
-  UpdateStats us;
-  if (replay_->Size() >= static_cast<uint64_t>(cfg_.hp.warmup_transitions)) {
-    for (int u = 0; u < on_.updates_per_step; ++u) {
-      std::vector<std::vector<Transition>> batches;
-      const int draws = cfg_.hp.shared_minibatch ? 1 : N_;
-      for (int b = 0; b < draws; ++b) {
-        RTB_ASSIGN_OR_RETURN(auto mb,
-                             replay_->Sample(static_cast<size_t>(cfg_.hp.batch_size), sample_rng_));
-        batches.push_back(std::move(mb));
-      }
-      us = learner_.Update(batches);
-    }
-  }
+  RTB_ASSIGN_OR_RETURN(const UpdateStats us, UpdateFromReplay(learner_, *replay_, cfg_.hp,
+                                                              on_.updates_per_step, sample_rng_));
   if (done) learner_.EndEpisode();
 
   // 3. The next step's table a[i][j] = mu_i([g, x_j]) from the state now (plus noise); a new

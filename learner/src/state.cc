@@ -110,4 +110,26 @@ Result<Normalizer> Normalizer::FromJson(const std::string& text) {
   }
 }
 
+Transition BuildTransition(const Normalizer& norm, const PlayedStep& p,
+                           const std::vector<double>& agent_budgets, bool coordinated,
+                           const DeliveryTerm& delivery) {
+  Transition tr;
+  tr.s = p.s;
+  tr.d = norm.EncodeD(*p.before);
+  tr.a = p.a;
+  tr.r = norm.EncodeRewards(p.rewards, agent_budgets, coordinated);
+  if (p.done && delivery.penalty > 0) {
+    const auto gap = norm.DeliveryShortfall(*p.after, agent_budgets, delivery.target, coordinated);
+    for (size_t i = 0; i < tr.r.size(); ++i) {
+      tr.r[i] -= static_cast<float>(delivery.penalty) * gap[i];
+    }
+  }
+  tr.s2 = norm.EncodeState(*p.after, agent_budgets);
+  tr.d2 = norm.EncodeD(*p.after);
+  tr.done = p.done ? 1 : 0;
+  tr.episode = p.episode;
+  tr.step = p.step;
+  return tr;
+}
+
 }  // namespace rtb::learn

@@ -106,6 +106,7 @@ Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const
   const auto t0 = std::chrono::steady_clock::now();
   const int N = sc.market.agents, L = sc.market.clusters;
   const Normalizer norm = MakeNormalizer(sc.market, cfg.roi_scale);
+  const DeliveryTerm delivery{cfg.delivery_target, cfg.delivery_penalty};
   MultiAgentLearner learner(spec, cfg.hp, norm, seed);
   RunOutput out;
   if (!spec.trains()) {
@@ -162,44 +163,32 @@ Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const
           *envs[static_cast<size_t>(ep * cfg.hp.rollouts_per_episode + k) % envs.size()];
       const std::vector<double> budgets = env.AgentBudgets();
       sim::Observation obs = env.Reset(Rng::Mix(seed, static_cast<uint64_t>(ep) * 1000 + k));
-      std::vector<float> s = norm.EncodeState(obs, budgets), d = norm.EncodeD(obs);
+      std::vector<float> s = norm.EncodeState(obs, budgets);
       for (int t = 0;; ++t) {
+        // Act with exploration noise, step the day.
         const std::vector<float> a = learner.Act(s, /*explore=*/true);
         const sim::StepResult res = env.Step(TableOf(a, N, L));
-        Transition tr;
-        tr.s = s;
-        tr.d = d;
-        tr.a = a;
-        tr.r = norm.EncodeRewards(res.rewards, budgets, spec.coordinated);
-        if (res.done && cfg.delivery_penalty > 0) {
-          const auto gap =
-              norm.DeliveryShortfall(res.next, budgets, cfg.delivery_target, spec.coordinated);
-          for (size_t i = 0; i < tr.r.size(); ++i) {
-            tr.r[i] -= static_cast<float>(cfg.delivery_penalty) * gap[i];
-          }
-        }
-        tr.s2 = norm.EncodeState(res.next, budgets);
-        tr.d2 = norm.EncodeD(res.next);
-        tr.done = res.done ? 1 : 0;
-        tr.episode = static_cast<uint64_t>(ep);
-        tr.step = static_cast<uint32_t>(t);
+        // Store the transition.
+        const Transition tr = BuildTransition(norm,
+                                              {.s = s,
+                                               .before = &obs,
+                                               .a = a,
+                                               .rewards = res.rewards,
+                                               .after = &res.next,
+                                               .done = res.done,
+                                               .episode = static_cast<uint64_t>(ep),
+                                               .step = static_cast<uint32_t>(t)},
+                                              budgets, spec.coordinated, delivery);
         if (spec.off_policy()) RTB_RETURN_IF_ERROR(replay->Append(tr).status());
         episode_ts.push_back(tr);
-        if (spec.off_policy() &&
-            replay->Size() >= static_cast<uint64_t>(cfg.hp.warmup_transitions)) {
-          for (int u = 0; u < cfg.hp.updates_per_step; ++u) {
-            std::vector<std::vector<Transition>> batches;
-            const int draws = cfg.hp.shared_minibatch ? 1 : N;
-            for (int b = 0; b < draws; ++b) {
-              RTB_ASSIGN_OR_RETURN(
-                  auto mb, replay->Sample(static_cast<size_t>(cfg.hp.batch_size), sample_rng));
-              batches.push_back(std::move(mb));
-            }
-            learner.Update(batches);
-          }
+        // Update every agent's critic, actor and targets (Algorithm 1, lines 10-15).
+        if (spec.off_policy()) {
+          RTB_RETURN_IF_ERROR(
+              UpdateFromReplay(learner, *replay, cfg.hp, cfg.hp.updates_per_step, sample_rng)
+                  .status());
         }
         s = tr.s2;
-        d = tr.d2;
+        obs = res.next;
         if (res.done) break;
       }
     }

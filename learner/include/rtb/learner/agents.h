@@ -16,38 +16,15 @@
 #include <string>
 #include <vector>
 
+#include "rtb/core/rng.h"
 #include "rtb/core/status.h"
+#include "rtb/learner/algo_spec.h"
 #include "rtb/learner/config.h"
+#include "rtb/learner/replay_store.h"
 #include "rtb/learner/state.h"
 #include "rtb/learner/transition.h"
 
 namespace rtb::learn {
-
-enum class Algo { kManual, kBandit, kA2c, kDdpg, kDcmab, kDcmabCoord, kPartial };
-
-struct AlgoSpec {
-  Algo algo = Algo::kDcmab;
-  std::string name = "dcmab";
-  bool joint_actions = true;  // critic sees every agent's actions (else only its own)
-  bool critic_sees_d = true;  // d joins the critic's state at layer 1
-  bool use_targets = true;    // target networks for the critic target (Eq. 9)
-  bool coordinated = false;   // r_i = total revenue
-  double gamma = 0.99;
-  std::vector<bool> learns;  // per agent
-  bool off_policy() const { return algo != Algo::kA2c && algo != Algo::kManual; }
-  bool trains() const { return algo != Algo::kManual; }
-};
-
-// The method names `rtb train --algo` accepts, in report order.
-const std::vector<std::string>& AllAlgoNames();
-Result<AlgoSpec> MakeAlgoSpec(const std::string& name, int agents,
-                              const std::vector<int>& learning_agents, const HyperParams& hp);
-
-struct UpdateStats {
-  double critic_loss = 0;
-  double actor_loss = 0;
-  int updates = 0;
-};
 
 class MultiAgentLearner {
  public:
@@ -91,6 +68,13 @@ class MultiAgentLearner {
  private:
   std::unique_ptr<Impl> impl_;
 };
+
+// Algorithm 1, lines 10-15, as both learners run it after storing a step's transition:
+// `updates` times, every learning agent is updated on minibatches of hp.batch_size sampled from
+// the replay memory (one shared by all agents, or one per agent: hp.shared_minibatch). Nothing
+// happens before the memory holds hp.warmup_transitions. Returns the last update's losses.
+Result<UpdateStats> UpdateFromReplay(MultiAgentLearner& learner, ReplayStore& replay,
+                                     const HyperParams& hp, int updates, Rng& sample_rng);
 
 // The allocator settings for a program that trains (rtb/core/memory.h): LibTorch allocates
 // each update's activations and gradients (~1 MB tensors at batch 256) afresh; with glibc's

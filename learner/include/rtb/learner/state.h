@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "rtb/core/status.h"
+#include "rtb/learner/transition.h"
 #include "rtb/simulator/env.h"
 
 namespace rtb::learn {
@@ -45,5 +46,31 @@ struct Normalizer {
 };
 
 Normalizer MakeNormalizer(const sim::Market& m, double roi_scale);
+
+// One played step, as the offline trainer (the simulated environment) and the online learner
+// (the bidders' events) both see it.
+struct PlayedStep {
+  std::vector<float> s;            // the normalised state the actions were computed from
+  const sim::Observation* before;  // the raw observation at the step's start (its d)
+  std::vector<float> a;            // the executed (noisy) actions a^q
+  std::vector<double> rewards;     // revenue per agent in the step, currency units
+  const sim::Observation* after;   // the raw observation at the step's end
+  bool done = false;               // the day's last step
+  uint64_t episode = 0;
+  uint32_t step = 0;
+};
+
+// The delivery term (LearnerConfig::delivery_target, delivery_penalty): at the day's last step
+// r_i -= penalty x max(0, target - cost_i / budget_i).
+struct DeliveryTerm {
+  double target = 0.995;
+  double penalty = 0.0;  // 0 = none
+};
+
+// The transition of docs/dcmab.md section 5, normalised: (s^q, d, a^q, r, s^q', d', done).
+// The one builder both learners use.
+Transition BuildTransition(const Normalizer& norm, const PlayedStep& p,
+                           const std::vector<double>& agent_budgets, bool coordinated,
+                           const DeliveryTerm& delivery);
 
 }  // namespace rtb::learn
