@@ -2,14 +2,16 @@
 # loopback port with the default bidder config, budgets a benchmark cannot exhaust, state and
 # spill in a temporary directory, and any further sed expressions given as arguments
 # (e.g. -e "s#^bench_endpoints: .*#bench_endpoints: true#"). Sets T (the directory), PORT,
-# PID and BODY (the request fixture); the server and T go at exit.
+# PID and BODY (the request fixture); the server and T go at exit. RTB (default
+# build/release/rtb) is the server binary and BIDDER_CONFIG (default configs/bidder/default.yaml)
+# its base config: another build's, to compare two versions.
 start_bench_server() {
   T=$(mktemp -d)
   PORT=$((20000 + RANDOM % 20000))
   sed -e "s#^state_path: .*#state_path: $T/state#" -e "s#^  spill_path: .*#  spill_path: $T/spill.jsonl#" \
       -e "s#daily_budget: .*#daily_budget: 1000000000.0#" "$@" \
-      configs/bidder/default.yaml >"$T/bench.yaml"
-  build/release/rtb serve --config "$T/bench.yaml" --listen 127.0.0.1:$PORT >"$T/log" 2>&1 &
+      "${BIDDER_CONFIG:-configs/bidder/default.yaml}" >"$T/bench.yaml"
+  "${RTB:-build/release/rtb}" serve --config "$T/bench.yaml" --listen 127.0.0.1:$PORT >"$T/log" 2>&1 &
   PID=$!
   trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf "$T"' EXIT
   for _ in $(seq 50); do curl -sf http://127.0.0.1:$PORT/healthz >/dev/null && break; sleep 0.1; done

@@ -163,16 +163,15 @@ Producer::~Producer() {
   if (rk_ != nullptr) rd_kafka_destroy(rk_);
 }
 
-Status Producer::Produce(std::string_view topic, int32_t partition, std::string_view key,
+Status Producer::Produce(const std::string& topic, int32_t partition, std::string_view key,
                          std::string_view payload, void* opaque) {
-  const std::string t(topic);
   const rd_kafka_resp_err_t e = rd_kafka_producev(
-      rk_, RD_KAFKA_V_TOPIC(t.c_str()), RD_KAFKA_V_PARTITION(partition),
+      rk_, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_PARTITION(partition),
       RD_KAFKA_V_KEY(key.data(), key.size()),
       RD_KAFKA_V_VALUE(const_cast<char*>(payload.data()), payload.size()),
       RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(opaque), RD_KAFKA_V_END);
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    return Status::Unavailable("produce to " + t + ": " + rd_kafka_err2str(e));
+    return Status::Unavailable("produce to " + topic + ": " + rd_kafka_err2str(e));
   }
   return Status::Ok();
 }

@@ -106,7 +106,7 @@ class Producer {
 
   // Hands one message to librdkafka's queue (copied; never blocks). kUnavailable when the
   // queue is full or the client refuses it; `opaque` comes back in the delivery report.
-  Status Produce(std::string_view topic, int32_t partition, std::string_view key,
+  Status Produce(const std::string& topic, int32_t partition, std::string_view key,
                  std::string_view payload, void* opaque = nullptr);
   // Serves delivery reports for up to timeout_ms; returns how many were served.
   int Poll(int timeout_ms);
