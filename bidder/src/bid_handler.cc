@@ -163,10 +163,13 @@ HttpResult Bidder::HandleBid(std::string_view body, int64_t received_us, Request
     b.adomain = cr.adomain;
     b.w = cr.w;
     b.h = cr.h;
-    const auto& urls = m.notice_urls[c.advertiser_index];
-    b.nurl = urls[0];
-    b.burl = urls[1];
-    b.lurl = urls[2];
+    // Notice URLs signed over this bid's identity and terms (notice_sign.h).
+    const std::string sig = m.signer->Sign({req->id, imp.id, a.id, c.price, now_ms, req->test});
+    const std::string query =
+        SignedNoticeQuery(req->id, imp.id, a.id, c.price, now_ms, req->test, sig);
+    b.nurl = NoticeUrl(m.cfg.notice_base_url, NoticeType::kWin, query);
+    b.burl = NoticeUrl(m.cfg.notice_base_url, NoticeType::kBilling, query);
+    b.lurl = NoticeUrl(m.cfg.notice_base_url, NoticeType::kLoss, query);
     b.adm = cr.markup;
     sb->bids.push_back(std::move(b));
   }

@@ -13,11 +13,34 @@
 
 namespace rtb::bidder {
 
-Key128 BidKey(std::string_view auction, std::string_view imp, uint32_t advertiser) {
-  thread_local std::string buf;  // no allocation per bid
+namespace {
+// "<length>:<bytes>": a field that cannot run into the next one, whatever bytes it holds.
+void AppendField(std::string* out, std::string_view v) {
+  char len[24];
+  const auto n = static_cast<size_t>(std::to_chars(len, len + sizeof len, v.size()).ptr - len);
+  out->append(len, n).append(1, ':').append(v);
+}
+}  // namespace
+
+std::string BidIdentity(std::string_view auction, std::string_view imp, uint32_t advertiser) {
+  std::string s;
+  BidIdentityInto(auction, imp, advertiser, &s);
+  return s;
+}
+
+void BidIdentityInto(std::string_view auction, std::string_view imp, uint32_t advertiser,
+                     std::string* out) {
+  out->clear();
+  AppendField(out, auction);
+  AppendField(out, imp);
   char adv[16];
   const auto len = static_cast<size_t>(std::to_chars(adv, adv + sizeof adv, advertiser).ptr - adv);
-  buf.assign(auction).append(1, '|').append(imp).append(1, '|').append(adv, len);
+  out->append(adv, len);
+}
+
+Key128 BidKey(std::string_view auction, std::string_view imp, uint32_t advertiser) {
+  thread_local std::string buf;  // no allocation per bid
+  BidIdentityInto(auction, imp, advertiser, &buf);
   return HashKey(buf);
 }
 
@@ -86,12 +109,22 @@ Result<std::unique_ptr<Bidder>> Bidder::Create(const BidderConfig& cfg) {
   m->days = std::make_unique<DayLedgers>(&m->cfg, m->state.get());
   for (size_t k = 0; k < cfg.advertisers.size(); ++k) {
     m->index_of[cfg.advertisers[k].id] = k;
-    const uint32_t id = cfg.advertisers[k].id;
-    m->notice_urls.push_back({NoticeUrl(cfg.notice_base_url, NoticeType::kWin, id),
-                              NoticeUrl(cfg.notice_base_url, NoticeType::kBilling, id),
-                              NoticeUrl(cfg.notice_base_url, NoticeType::kLoss, id)});
     m->agents = std::max(m->agents, cfg.advertisers[k].agent + 1);
   }
+  // The notice secret: the config's, or this bidder's own, made once and kept.
+  std::string secret = cfg.notice_secret;
+  if (secret.empty()) {
+    auto kept = m->state->GetMeta("notice_secret");
+    if (kept.ok()) {
+      secret = *kept;
+    } else if (kept.status().code() == Status::Code::kNotFound) {
+      RTB_ASSIGN_OR_RETURN(secret, RandomSecret());
+      RTB_RETURN_IF_ERROR(m->state->PutMeta("notice_secret", secret));
+    } else {
+      return kept.status();
+    }
+  }
+  RTB_ASSIGN_OR_RETURN(m->signer, NoticeSigner::Create(secret));
   m->days->Get(NowUnixMs() / kDayMs);
   auto clusters = std::make_shared<ClusterMap>();
   clusters->default_cluster = cfg.default_cluster;

@@ -19,14 +19,20 @@
 #include "rtb/bidder/budget.h"
 #include "rtb/bidder/metrics.h"
 #include "rtb/bidder/notice.h"
+#include "rtb/bidder/notice_sign.h"
 #include "rtb/bidder/policy_feed.h"
 #include "rtb/bidder/predictor.h"
 #include "rtb/bidder/state_store.h"
 
 namespace rtb::bidder {
 
+// One bid's identity as bytes that no two bids share whatever their ids hold:
+// "<len>:<auction id><len>:<imp id><advertiser id>" (lengths in decimal).
+std::string BidIdentity(std::string_view auction, std::string_view imp, uint32_t advertiser);
+void BidIdentityInto(std::string_view auction, std::string_view imp, uint32_t advertiser,
+                     std::string* out);
 // The key of one bid's state (its budget reservation and its bid record), as the bid path and
-// the notices for that bid both name it: "<auction id>|<imp id>|<advertiser id>", hashed.
+// the notices for that bid both name it: BidIdentity, hashed.
 Key128 BidKey(std::string_view auction, std::string_view imp, uint32_t advertiser);
 
 // Budget days: the UTC date of the wall clock, or day n of the simulated clock (ext.sim.t /
@@ -57,10 +63,22 @@ class DayLedgers {
 
 constexpr int kNoBidReasons = 7;
 constexpr int kNoticeTypes = 5;
-// A notice's result (the Prometheus label).
-enum NoticeResult { kApplied, kDuplicate, kInvalidPrice, kAboveBid, kError, kNoticeResults };
-inline constexpr const char* kNoticeResultNames[] = {"applied", "duplicate", "invalid_price",
-                                                     "above_bid", "error"};
+// A notice's result (the Prometheus label): applied; a repeat; a price that is not one; a
+// price above the signed bid; the state store failed; a signature that does not match (not a
+// bid of ours, or altered); after the billing window; a charge the budget cannot take.
+enum NoticeResult {
+  kApplied,
+  kDuplicate,
+  kInvalidPrice,
+  kAboveBid,
+  kError,
+  kForged,
+  kLate,
+  kOverBudget,
+  kNoticeResults
+};
+inline constexpr const char* kNoticeResultNames[] = {
+    "applied", "duplicate", "invalid_price", "above_bid", "error", "forged", "late", "over_budget"};
 
 struct BidderCounters {
   Counter requests_bid, requests_notice, requests_other, bad_requests, bids;
@@ -87,8 +105,7 @@ struct Bidder::Impl {
   std::unique_ptr<PolicyFeed> feed;
   std::string instance;
   std::atomic<uint64_t> seq{0};
-  // nurl, burl and lurl of every advertiser (index order): fixed by the config, built once.
-  std::vector<std::array<std::string, 3>> notice_urls;
+  std::unique_ptr<NoticeSigner> signer;  // signs and checks notice URLs
   BidderCounters counters;
 
   bool shut = false;

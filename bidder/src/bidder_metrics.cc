@@ -63,6 +63,7 @@ HttpResult Bidder::Metrics() const {
   line("rtb_kafka_events{state=\"spilled\"} %llu\n", (unsigned long long)s.spilled);
   line("rtb_kafka_events{state=\"resent\"} %llu\n", (unsigned long long)s.resent);
   line("rtb_kafka_events{state=\"dropped\"} %llu\n", (unsigned long long)s.dropped);
+  line("rtb_kafka_events{state=\"dead_lettered\"} %llu\n", (unsigned long long)s.dead_lettered);
   o += "# HELP rtb_kafka_queue Events waiting in the producer queue and in the spill file.\n"
        "# TYPE rtb_kafka_queue gauge\n";
   line("rtb_kafka_queue{where=\"producer\"} %llu\n", (unsigned long long)s.queued);

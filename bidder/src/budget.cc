@@ -90,8 +90,7 @@ int BudgetLedger::ExpireBefore(int64_t now_ms, int max_per_shard) {
   return n;
 }
 
-Micros BudgetLedger::Reserved(const std::string& key) const {
-  const Key128 k = HashKey(key);
+Micros BudgetLedger::Reserved(Key128 k) const {
   Shard& sh = ShardOf(k);
   std::lock_guard<std::mutex> l(sh.mu);
   const Reservation* r = sh.open.Find(k);

@@ -43,7 +43,11 @@ Result<BidderConfig> LoadBidderConfig(const std::string& path) {
   root.Get("reservation_timeout_ms", &c.reservation_timeout_ms);
   root.Check(c.reservation_timeout_ms >= 1, "reservation_timeout_ms", "must be positive");
   root.Get("bid_record_ttl_ms", &c.bid_record_ttl_ms);
-  root.Check(c.bid_record_ttl_ms >= 1, "bid_record_ttl_ms", "must be positive");
+  root.Check(c.bid_record_ttl_ms >= c.reservation_timeout_ms, "bid_record_ttl_ms",
+             "must be at least reservation_timeout_ms");
+  root.Get("notice_secret", &c.notice_secret);
+  root.Check(c.notice_secret.empty() || c.notice_secret.size() >= 16, "notice_secret",
+             "must be empty (generated) or at least 16 characters");
   root.Get("expected_bids_per_second", &c.expected_bids_per_second);
   // At most 2^32 bid records (~256 GiB): a larger product is a typo, not a plan.
   root.Check(c.expected_bids_per_second >= 0 &&

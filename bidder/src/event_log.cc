@@ -22,11 +22,13 @@ struct EventLog::Impl {
 
   std::mutex spill_mu;    // guards spill file writes and the resend swap
   FILE* spill = nullptr;  // GUARDED_BY(spill_mu)
-  std::atomic<uint64_t> logged{0}, acked{0}, spilled{0}, resent{0}, dropped{0}, spill_pending{0};
+  std::atomic<uint64_t> logged{0}, acked{0}, spilled{0}, resent{0}, dropped{0}, spill_pending{0},
+      dead_lettered{0};
   std::function<void(const std::string&)> settled;  // outbox hook (set before traffic)
   // Spilling happens per event on the bid path: a few lines a minute, the rest counted.
   log::RateLimit spill_warnings{3, std::chrono::seconds(60)};
   log::RateLimit drop_errors{3, std::chrono::seconds(60)};
+  log::RateLimit dead_warnings{3, std::chrono::seconds(60)};
 
   void Settle(std::string* outbox_id) {
     if (outbox_id == nullptr) return;
@@ -60,19 +62,55 @@ struct EventLog::Impl {
     }
   }
 
-  // Hands one message to librdkafka; false when its queue is full. On success librdkafka owns
-  // outbox_id until the delivery report.
-  bool Produce(const std::string& topic, const std::string& key, const char* payload, size_t len,
-               std::string* outbox_id = nullptr) {
-    return producer
-        ->Produce(topic, kafka::kAnyPartition, key, std::string_view(payload, len), outbox_id)
-        .ok();
+  // An event no broker will ever take (too large): to the dead-letter file (spill path +
+  // ".dead", one "reason<TAB>topic<TAB>key<TAB>payload" line each), counted, never re-sent, so
+  // that it cannot hold up the events behind it.
+  void DeadLetter(const std::string& reason, const std::string& topic, const std::string& key,
+                  const char* payload, size_t len) {
+    std::lock_guard<std::mutex> l(spill_mu);
+    FILE* f = std::fopen((cfg.spill_path + ".dead").c_str(), "a");
+    const bool ok =
+        f != nullptr &&
+        std::fprintf(f, "%s\t%s\t%s\t", reason.c_str(), topic.c_str(), key.c_str()) > 0 &&
+        std::fwrite(payload, 1, len, f) == len && std::fputc('\n', f) != EOF;
+    if (f != nullptr) std::fclose(f);
+    (ok ? dead_lettered : dropped).fetch_add(1);
+    uint64_t skipped = 0;
+    if (dead_warnings.Allow(&skipped)) {
+      log::Get("events").error(
+          "an event Kafka will never take ({}) went to {}.dead ({} more since)", reason,
+          cfg.spill_path, skipped);
+    }
   }
 
-  // A delivery report (on the poller thread): acked, or spilled when it failed for good.
+  // Hands one message to librdkafka: kOk (librdkafka owns outbox_id until the delivery report),
+  // kUnavailable (queue full: spill it) or kInvalidArgument (never: dead-letter it).
+  Status Produce(const std::string& topic, const std::string& key, const char* payload, size_t len,
+                 std::string* outbox_id = nullptr) {
+    return producer->Produce(topic, kafka::kAnyPartition, key, std::string_view(payload, len),
+                             outbox_id);
+  }
+  // Produce, or else the spill file (or the dead-letter file when no broker will take it).
+  void ProduceOrSpill(const std::string& topic, const std::string& key, const char* payload,
+                      size_t len, std::string* outbox_id) {
+    const Status st = Produce(topic, key, payload, len, outbox_id);
+    if (st.ok()) return;
+    if (st.code() == Status::Code::kInvalidArgument) {
+      DeadLetter(st.message(), topic, key, payload, len);
+    } else {
+      Spill(topic, key, payload, len);
+    }
+    Settle(outbox_id);
+  }
+
+  // A delivery report (on the poller thread): acked, or spilled when it failed for good (or
+  // dead-lettered when it can never be delivered).
   void Delivered(const kafka::Delivery& d) {
     if (d.ok) {
       acked.fetch_add(1);
+    } else if (d.permanent) {
+      DeadLetter(std::string(d.error), std::string(d.topic), std::string(d.key), d.payload.data(),
+                 d.payload.size());
     } else {
       Spill(std::string(d.topic), std::string(d.key), d.payload.data(), d.payload.size());
     }
@@ -106,8 +144,13 @@ struct EventLog::Impl {
       const size_t t2 = t1 == std::string::npos ? t1 : line.find('\t', t1 + 1);
       if (t2 == std::string::npos) continue;  // a torn last line from a crash: nothing to send
       const std::string topic = line.substr(0, t1), key = line.substr(t1 + 1, t2 - t1 - 1);
-      if (!full && Produce(topic, key, line.data() + t2 + 1, line.size() - t2 - 1)) {
+      const Status st = full ? Status::Unavailable("")
+                             : Produce(topic, key, line.data() + t2 + 1, line.size() - t2 - 1);
+      if (st.ok()) {
         resent.fetch_add(1);
+      } else if (st.code() == Status::Code::kInvalidArgument) {
+        // Never sendable: out of the way, so the lines behind it still go.
+        DeadLetter(st.message(), topic, key, line.data() + t2 + 1, line.size() - t2 - 1);
       } else {
         full = true;
         rest.push_back(line);
@@ -193,19 +236,13 @@ void EventLog::Log(const Event& e) {
 
 void EventLog::LogRaw(const std::string& topic, const std::string& key,
                       const std::string& payload) {
-  if (!impl_->Produce(topic, key, payload.data(), payload.size())) {
-    impl_->Spill(topic, key, payload.data(), payload.size());
-  }
+  impl_->ProduceOrSpill(topic, key, payload.data(), payload.size(), nullptr);
 }
 
 void EventLog::LogOutboxed(const std::string& topic, const std::string& key,
                            const std::string& payload, const std::string& outbox_id) {
   impl_->logged.fetch_add(1);
-  auto* id = new std::string(outbox_id);
-  if (!impl_->Produce(topic, key, payload.data(), payload.size(), id)) {
-    impl_->Spill(topic, key, payload.data(), payload.size());
-    impl_->Settle(id);
-  }
+  impl_->ProduceOrSpill(topic, key, payload.data(), payload.size(), new std::string(outbox_id));
 }
 
 void EventLog::SetSettledHook(std::function<void(const std::string&)> settled) {
@@ -223,6 +260,7 @@ EventLogStats EventLog::Stats() const {
   s.dropped = impl_->dropped.load();
   s.queued = impl_->producer ? static_cast<uint64_t>(impl_->producer->QueueLength()) : 0;
   s.spill_pending = impl_->spill_pending.load();
+  s.dead_lettered = impl_->dead_lettered.load();
   return s;
 }
 

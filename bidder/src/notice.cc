@@ -3,6 +3,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "rtb/core/text.h"
+
 namespace rtb::bidder {
 
 const char* NoticeTypeName(NoticeType t) {
@@ -120,7 +122,7 @@ Result<Notice> ParseNotice(std::string_view target) {
   else
     return Status::InvalidArgument("unknown notice type");
   std::string_view query = q == std::string_view::npos ? "" : target.substr(q + 1);
-  std::string price_raw, value_raw, adv_raw, loss_raw, t_raw;
+  std::string price_raw, value_raw, adv_raw, loss_raw, t_raw, bp_raw, ts_raw;
   bool has_price = false, has_value = false;
   while (!query.empty()) {
     const size_t amp = query.find('&');
@@ -149,12 +151,26 @@ Result<Notice> ParseNotice(std::string_view target) {
       loss_raw = v;
     else if (k == "t")
       t_raw = v;
+    else if (k == "bp")
+      bp_raw = v;
+    else if (k == "ts")
+      ts_raw = v;
+    else if (k == "x")
+      n.test = v == "1";
+    else if (k == "sig")
+      n.sig = v;
   }
   if (n.auction_id.empty() || n.auction_id.find("${") != std::string::npos) {
     return Status::InvalidArgument("notice needs auction");
   }
   if (n.imp_id.empty() || n.imp_id.find("${") != std::string::npos) {
     return Status::InvalidArgument("notice needs imp");
+  }
+  // Ids go into events as JSON strings: the bidder's own ids are at most kMaxNoticeIdBytes of
+  // UTF-8 (the request decoder's limit), anything else is not a notice for a bid of ours.
+  for (const std::string* id : {&n.auction_id, &n.imp_id, &n.bid_id}) {
+    if (id->size() > kMaxNoticeIdBytes) return Status::InvalidArgument("notice id too long");
+    if (!IsValidUtf8(*id)) return Status::InvalidArgument("notice id is not UTF-8");
   }
   uint32_t adv = 0;
   auto [p, ec] = std::from_chars(adv_raw.data(), adv_raw.data() + adv_raw.size(), adv);
@@ -180,6 +196,14 @@ Result<Notice> ParseNotice(std::string_view target) {
     }
     n.sim_ms = t;
   }
+  // The signed terms: integers as the bidder wrote them (a bad one fails the signature).
+  int64_t bp = -1, ts = -1;
+  auto parse_int = [](const std::string& s, int64_t* out) {
+    const auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
+    return !s.empty() && r.ec == std::errc() && r.ptr == s.data() + s.size();
+  };
+  if (parse_int(bp_raw, &bp) && bp >= 0) n.bid_price = Micros(bp);
+  if (parse_int(ts_raw, &ts) && ts >= 0) n.bid_ms = ts;
   if (!loss_raw.empty()) {
     int code = 0;
     auto [lp, lec] = std::from_chars(loss_raw.data(), loss_raw.data() + loss_raw.size(), code);
@@ -188,10 +212,49 @@ Result<Notice> ParseNotice(std::string_view target) {
   return n;
 }
 
-std::string NoticeUrl(const std::string& base, NoticeType type, uint32_t advertiser) {
-  std::string u = base + "/notice/" + NoticeTypeName(type) +
-                  "?auction=${AUCTION_ID}&imp=${AUCTION_IMP_ID}&bid=${AUCTION_BID_ID}&adv=" +
-                  std::to_string(advertiser) + "&price=${AUCTION_PRICE}";
+void UrlEncodeInto(std::string_view in, std::string* out) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  for (const char c : in) {
+    const auto u = static_cast<unsigned char>(c);
+    if ((u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9') || c == '-' ||
+        c == '_' || c == '.' || c == '~') {
+      out->push_back(c);
+    } else {
+      out->push_back('%');
+      out->push_back(kHex[u >> 4]);
+      out->push_back(kHex[u & 15]);
+    }
+  }
+}
+
+std::string SignedNoticeQuery(std::string_view auction, std::string_view imp, uint32_t advertiser,
+                              Micros bid_price, int64_t bid_ms, bool test, std::string_view sig) {
+  std::string q;
+  q.reserve(96 + 3 * (auction.size() + imp.size()) + sig.size());
+  q += "auction=";
+  UrlEncodeInto(auction, &q);
+  q += "&imp=";
+  UrlEncodeInto(imp, &q);
+  q += "&adv=";
+  q += std::to_string(advertiser);
+  q += "&bp=";
+  q += std::to_string(bid_price.value());
+  q += "&ts=";
+  q += std::to_string(bid_ms);
+  q += test ? "&x=1&sig=" : "&x=0&sig=";
+  q += sig;
+  return q;
+}
+
+std::string NoticeUrl(const std::string& base, NoticeType type, std::string_view signed_query) {
+  std::string u;
+  u.reserve(base.size() + signed_query.size() + 64);
+  u += base;
+  u += "/notice/";
+  u += NoticeTypeName(type);
+  u += '?';
+  u += signed_query;
+  u += "&price=${AUCTION_PRICE}";
   if (type == NoticeType::kLoss) u += "&loss=${AUCTION_LOSS}";
   return u;
 }

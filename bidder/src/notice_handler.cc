@@ -1,6 +1,18 @@
-// The notice path: win, billing, loss, click and conversion notices. Each notice is applied
-// once (its de-duplication key and its event go into the state store in one write, and the
-// event leaves through the store's outbox); billing settles the bid's reservation.
+// The notice path: win, billing, loss, click and conversion notices.
+//
+// A notice counts only for a bid this bidder made: its URL carries the bid's terms signed at bid
+// time (notice_sign.h), and a notice whose signature does not match is refused (403, counted
+// "forged"). The money rules, in the order they are checked:
+//   - a price above the signed bid price, or no valid price, is not charged;
+//   - a win or billing later than the billing window (reservation_timeout_ms after the bid) is
+//     refused ("late");
+//   - a test=1 bid's notices never touch a budget;
+//   - a billing settles the bid's reservation; without one (a restart, or a loss notice that
+//     came first) it is charged only if the budget can still take it ("over_budget"
+//     otherwise).
+// So an advertiser's booked spend never exceeds its budget (bidder/README.md states the bound).
+// Each notice is applied once (its de-duplication key, the spend and its event go into the
+// state store in one write, and the event leaves through the store's outbox).
 #include "bidder_impl.h"
 
 namespace rtb::bidder {
@@ -26,12 +38,24 @@ HttpResult Bidder::HandleNotice(std::string_view target) {
   }
   const size_t k = it->second;
   const int t = static_cast<int>(n->type);
-  const Key128 key = BidKey(n->auction_id, n->imp_id, n->advertiser);
-  // Once per bid: (type, auction, imp, advertiser). Several seats can win one impression on a
-  // multi-slot exchange (the simulated GSP sells 3 slots per request).
-  const std::string once = std::string(NoticeTypeName(n->type)) + "/" + n->auction_id + "/" +
-                           n->imp_id + "/" + std::to_string(n->advertiser);
   auto count = [&](NoticeResult result) { m.counters.notices[t][result].Inc(); };
+
+  // Only for a bid of ours: the signed terms must match.
+  if (!n->bid_price || n->bid_ms < 0 ||
+      !m.signer->Verify(
+          {n->auction_id, n->imp_id, n->advertiser, *n->bid_price, n->bid_ms, n->test}, n->sig)) {
+    count(kForged);
+    res.status = 403;
+    res.body = "not a notice for a bid of this bidder (signature)\n";
+    return res;
+  }
+
+  const Key128 key = BidKey(n->auction_id, n->imp_id, n->advertiser);
+  // Once per bid: (type, auction, imp, advertiser), length-prefixed so that no two bids' keys
+  // meet. Several seats can win one impression on a multi-slot exchange (the simulated GSP
+  // sells 3 slots per request).
+  const std::string once = std::string(NoticeTypeName(n->type)) + "/" +
+                           BidIdentity(n->auction_id, n->imp_id, n->advertiser);
 
   Event e;
   e.type = NoticeTypeName(n->type);
@@ -41,72 +65,77 @@ HttpResult Bidder::HandleNotice(std::string_view target) {
   e.imp_id = n->imp_id;
   e.advertiser = n->advertiser;
   e.agent = m.cfg.advertisers[k].agent;
+  e.test = n->test;
   e.sim_ms = m.cfg.simulation_hooks ? n->sim_ms : -1;
-  const int64_t day = DayOf(e.ts_ms, e.sim_ms);
+  // The bid's budget day (a billing after midnight still settles the day of its bid).
+  const int64_t day = DayOf(e.sim_ms >= 0 ? e.ts_ms : n->bid_ms, e.sim_ms);
   BudgetLedger& ledger = *m.days->Get(day);
   const std::string day_name = DayName(day);
-  Micros charge(0);
-  bool rejected = false;  // a billing price we refuse to book
   const std::optional<BidRecord> bid = m.bid_records.Find(key);
   if (bid) e.cluster = bid->cluster;
-  if (n->type == NoticeType::kBilling || n->type == NoticeType::kWin) {
+
+  const bool money = n->type == NoticeType::kBilling || n->type == NoticeType::kWin;
+  NoticeResult refused = kApplied;  // a win or billing we do not book
+  Micros charge(0);
+  if (money) {
     if (!n->price) {
       e.reason = n->invalid_price;
-      rejected = true;
-    } else if (bid && n->price->value() > bid->price_cpm) {
+      refused = kInvalidPrice;
+    } else if (*n->price > *n->bid_price) {
       e.reason = "above_bid";
-      rejected = true;
+      refused = kAboveBid;
+    } else if (e.ts_ms - n->bid_ms > m.cfg.reservation_timeout_ms) {
+      e.reason = "late";
+      refused = kLate;
     } else {
-      // A bid we no longer remember (after a restart, or older than an hour) is booked as
-      // billed, since the exchange charges it; the event says it could not be checked.
-      if (!bid) e.reason = "unverified";
       e.price_micros = n->price->value();
-      if (n->type == NoticeType::kBilling) charge = Micros((n->price->value() + 500) / 1000);
+      if (n->type == NoticeType::kBilling && !n->test) {
+        charge = Micros((n->price->value() + 500) / 1000);
+      }
     }
   } else if (n->type == NoticeType::kConversion && n->value) {
     e.price_micros = n->value->value();
   } else if (n->type == NoticeType::kLoss) {
     e.reason = std::to_string(n->loss_code);
   }
+
+  // A charge without an open reservation (a restart, or the loss notice came first) takes
+  // budget now, or is refused.
+  bool took_budget = false;
+  if (charge.value() > 0 && ledger.Reserved(key).value() == 0) {
+    if (!ledger.TryReserve(k, key, charge, e.ts_ms, e.ts_ms + m.cfg.reservation_timeout_ms)) {
+      e.reason = "over_budget";
+      refused = kOverBudget;
+      charge = Micros(0);
+    } else {
+      took_budget = true;
+    }
+  }
+  if (n->type == NoticeType::kBilling && refused == kApplied && !n->test) e.charged = true;
+
   OutboxEntry ob;
   ob.eid = e.eid;
   ob.topic = m.events->events_topic();
   ob.key = e.Key();
-  if (n->type == NoticeType::kBilling && rejected) {
-    // Not charged, counted; still de-duplicated so a retry is not counted twice.
-    ob.payload = EncodeEvent(e);
-    auto r = m.state->ApplyOnce(once, n->advertiser, day_name, Micros(0), &ob);
-    if (!r.ok()) {
-      count(kError);
-      res.status = 503;
-      return res;
-    }
-    if (!*r) {
-      count(kDuplicate);
-      return res;
-    }
-    count(e.reason == "above_bid" ? kAboveBid : kInvalidPrice);
-    m.events->LogOutboxed(ob.topic, ob.key, ob.payload, ob.eid);
-    return res;
-  }
-  if (n->type == NoticeType::kBilling) e.charged = true;  // if applied (below)
   ob.payload = EncodeEvent(e);
+  // Refused notices are still de-duplicated, so that a retry is not counted twice.
   auto applied = m.state->ApplyOnce(once, n->advertiser, day_name, charge, &ob);
-  if (!applied.ok()) {
-    count(kError);
-    res.status = 503;
+  if (!applied.ok() || !*applied) {
+    if (took_budget) ledger.Release(key);
+    count(applied.ok() ? kDuplicate : kError);  // a repeated notice changes nothing
+    if (!applied.ok()) res.status = 503;
     return res;
   }
-  if (!*applied) {
-    count(kDuplicate);  // a repeated notice changes nothing
-    return res;
+  if (refused != kApplied) {
+    count(refused);
+  } else {
+    if (n->type == NoticeType::kBilling && !n->test) {
+      ledger.Settle(k, key, charge);
+    } else if (n->type == NoticeType::kLoss) {
+      ledger.Release(key);
+    }
+    count(kApplied);
   }
-  if (n->type == NoticeType::kBilling) {
-    ledger.Settle(k, key, charge);
-  } else if (n->type == NoticeType::kLoss) {
-    ledger.Release(key);
-  }
-  count(kApplied);
   m.events->LogOutboxed(ob.topic, ob.key, ob.payload, ob.eid);
   return res;
 }

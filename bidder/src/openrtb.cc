@@ -109,6 +109,10 @@ Result<BidRequest> RequestDecoder::Decode(std::string_view body) {
   if (root["id"].get_string().get(id) || id.empty()) {
     return Status::InvalidArgument("request.id must be a non-empty string");
   }
+  if (id.size() > m.limits.max_id_bytes) {
+    return Status::InvalidArgument("request.id longer than " +
+                                   std::to_string(m.limits.max_id_bytes) + " bytes");
+  }
   r.id = std::string(id);
   array imps;
   if (root["imp"].get_array().get(imps))
@@ -121,6 +125,10 @@ Result<BidRequest> RequestDecoder::Decode(std::string_view body) {
     std::string_view iid;
     if (io["id"].get_string().get(iid) || iid.empty()) {
       return Status::InvalidArgument("imp.id must be a non-empty string");
+    }
+    if (iid.size() > m.limits.max_id_bytes) {
+      return Status::InvalidArgument("imp.id longer than " + std::to_string(m.limits.max_id_bytes) +
+                                     " bytes");
     }
     imp.id = std::string(iid);
     object banner, tmp;
@@ -199,6 +207,10 @@ Result<BidRequest> RequestDecoder::Decode(std::string_view body) {
   if (GetObject(root, "user", &user)) {
     GetString(user, "id", &r.user_id);
     GetString(user, "buyeruid", &r.buyeruid);
+    if (r.user_id.size() > m.limits.max_id_bytes || r.buyeruid.size() > m.limits.max_id_bytes) {
+      return Status::InvalidArgument("user.id / buyeruid longer than " +
+                                     std::to_string(m.limits.max_id_bytes) + " bytes");
+    }
     if (!GetString(user, "consent", &r.consent) && GetObject(user, "ext", &ext)) {
       GetString(ext, "consent", &r.consent);
     }

@@ -33,6 +33,19 @@ Status PolicyFeed::Apply(std::string_view payload) {
     rejected_invalid_.fetch_add(1);
     return msg.status();
   }
+  // Sane bounds: a version near 2^64 would block every later table for good, and a table
+  // from the future would never go stale.
+  const int64_t now = NowUnixMs();
+  if (msg->table.version > kMaxPolicyVersion) {
+    rejected_invalid_.fetch_add(1);
+    return Status::Corruption("policy version " + std::to_string(msg->table.version) +
+                              " is above " + std::to_string(kMaxPolicyVersion));
+  }
+  if (msg->table.created_unix_ms > now + kMaxClockSkewMs) {
+    rejected_invalid_.fetch_add(1);
+    return Status::Corruption("policy created_unix_ms " +
+                              std::to_string(msg->table.created_unix_ms) + " is in the future");
+  }
   auto snap = std::make_unique<PolicySnapshot>();
   const uint64_t version = msg->table.version;
   snap->table = std::move(msg->table);

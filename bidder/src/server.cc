@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <boost/asio.hpp>
@@ -11,6 +12,8 @@
 #include <optional>
 #include <thread>
 #include <vector>
+
+#include "rtb/core/log.h"
 
 namespace rtb::bidder {
 
@@ -30,6 +33,10 @@ struct Server::Impl {
   size_t next_ioc = 0;  // round-robin over iocs for accepted connections (acceptor thread only)
   std::optional<tcp::acceptor> acceptor;
   std::optional<net::steady_timer> ticker;
+  std::optional<net::steady_timer> backoff;  // accept retries when out of descriptors
+  static constexpr int kAcceptBackoffMs = 50;
+  log::RateLimit accept_warnings{3, std::chrono::seconds(60)};
+  std::atomic<uint64_t> accept_backoffs{0};
   std::optional<net::signal_set> signals;
   std::vector<std::thread> threads;
   std::atomic<int> connections{0};
@@ -153,6 +160,22 @@ void Server::Impl::Accept() {
   next_ioc = (next_ioc + 1) % iocs.size();
   acceptor->async_accept(target, [this](beast::error_code ec, tcp::socket s) {
     if (stopped.load()) return;
+    if (ec == net::error::no_descriptors || ec == net::error::no_buffer_space ||
+        ec == net::error::no_memory) {
+      // Out of file descriptors (EMFILE/ENFILE) or memory: the pending connection stays in the
+      // backlog, so accepting again at once would spin. Back off, say so (rate-limited), retry.
+      uint64_t skipped = 0;
+      if (accept_warnings.Allow(&skipped)) {
+        log::Get("server").warn("accept: {}; retrying in {} ms ({} more since)", ec.message(),
+                                kAcceptBackoffMs, skipped);
+      }
+      ++accept_backoffs;
+      backoff->expires_after(std::chrono::milliseconds(kAcceptBackoffMs));
+      backoff->async_wait([this](beast::error_code) {
+        if (!stopped.load()) Accept();
+      });
+      return;
+    }
     if (!ec) {
       if (connections.load() >= bidder.config().max_connections) {
         beast::error_code ignored;
@@ -184,7 +207,27 @@ Result<int> Server::Start() {
   } catch (const std::exception&) {
     return Status::InvalidArgument("bad listen port in " + m.listen);
   }
+  // Every connection holds a descriptor: max_connections must fit the process's limit, with room
+  // for RocksDB, Kafka and the spill files. Raise the soft limit to the hard one if needed;
+  // beyond it, refuse to start rather than fail on the 1,000th client.
+  constexpr rlim_t kReserve = 256;
+  const rlim_t want = static_cast<rlim_t>(m.bidder.config().max_connections) + kReserve;
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < want) {
+    if (lim.rlim_max >= want || lim.rlim_max == RLIM_INFINITY) {
+      lim.rlim_cur = want;
+      ::setrlimit(RLIMIT_NOFILE, &lim);
+      log::Get("server").info("raised the open-file limit to {} for max_connections {}", want,
+                              m.bidder.config().max_connections);
+    } else {
+      return Status::InvalidArgument(
+          "max_connections " + std::to_string(m.bidder.config().max_connections) + " needs " +
+          std::to_string(want) + " file descriptors; the limit is " + std::to_string(lim.rlim_max) +
+          " (ulimit -n): lower max_connections or raise it");
+    }
+  }
   m.acceptor.emplace(*m.iocs[0]);
+  m.backoff.emplace(*m.iocs[0]);
   const tcp::endpoint ep(addr, static_cast<unsigned short>(port));
   m.acceptor->open(ep.protocol(), ec);
   if (!ec) m.acceptor->set_option(net::socket_base::reuse_address(true), ec);

@@ -60,9 +60,14 @@ Result<bool> StateStore::ApplyOnce(const std::string& key, uint32_t adv, const s
   if (spend.value() != 0) {
     std::string cur;
     const std::string sk = SpendKey(adv, day);
-    int64_t total = 0;
+    int64_t total = 0, next = 0;
     if (impl_->db->Get(rocksdb::ReadOptions(), sk, &cur).ok()) total = Decode(cur);
-    b.Put(sk, Encode(total + spend.value()));
+    // Checked: a spend that would overflow (or go negative) is refused, never wrapped.
+    if (spend.value() < 0 || __builtin_add_overflow(total, spend.value(), &next)) {
+      return Status::InvalidArgument("spend of advertiser " + std::to_string(adv) +
+                                     " would overflow");
+    }
+    b.Put(sk, Encode(next));
   }
   st = impl_->db->Write(rocksdb::WriteOptions(), &b);
   if (!st.ok()) return Status::IoError("bidder state: " + st.ToString());
@@ -91,6 +96,22 @@ Micros StateStore::Spent(uint32_t adv, const std::string& day) const {
   std::string v;
   if (impl_->db->Get(rocksdb::ReadOptions(), SpendKey(adv, day), &v).ok()) return Micros(Decode(v));
   return Micros(0);
+}
+
+Result<std::string> StateStore::GetMeta(const std::string& key) const {
+  std::string v;
+  const auto st = impl_->db->Get(rocksdb::ReadOptions(), "meta/" + key, &v);
+  if (st.IsNotFound()) return Status::NotFound(key);
+  if (!st.ok()) return Status::IoError("bidder state: " + st.ToString());
+  return v;
+}
+
+Status StateStore::PutMeta(const std::string& key, const std::string& value) {
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  const auto st = impl_->db->Put(wo, "meta/" + key, value);
+  if (!st.ok()) return Status::IoError("bidder state: " + st.ToString());
+  return Status::Ok();
 }
 
 }  // namespace rtb::bidder

@@ -27,7 +27,11 @@ Result<ActionTable> ActionTableFromJson(const nlohmann::json& j, const std::stri
     return Status::Corruption(source + ": action table " + what);
   };
   if (!j.is_object()) return bad("must be a JSON object");
-  if (j.value("format", "") != "rtb.action_table") return bad("has no format \"rtb.action_table\"");
+  // (Field types checked before reading: nlohmann's value() throws on a mismatch.)
+  if (!j.contains("format") || !j["format"].is_string() ||
+      j["format"].get<std::string>() != "rtb.action_table") {
+    return bad("has no format \"rtb.action_table\"");
+  }
   if (!j.contains("schema_version") || !j["schema_version"].is_number_integer() ||
       j["schema_version"].get<int>() != 1) {
     return bad("has an unsupported schema_version (expected 1)");

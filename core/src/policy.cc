@@ -17,7 +17,8 @@ Result<ClusterMap> ClusterMapFromJson(const nlohmann::json& j, const std::string
     return Status::Corruption(source + ": cluster map " + what);
   };
   if (!j.is_object()) return bad("must be a JSON object");
-  if (j.value("format", "") != "rtb.cluster_map" || !j.contains("schema_version") ||
+  if (!j.contains("format") || !j["format"].is_string() ||
+      j["format"].get<std::string>() != "rtb.cluster_map" || !j.contains("schema_version") ||
       !j["schema_version"].is_number_integer() || j["schema_version"].get<int>() != 1) {
     return bad("is not an rtb.cluster_map schema_version 1 object");
   }
@@ -116,8 +117,9 @@ Result<ClusterMap> LoadClusterMap(const std::string& path) {
 
 std::string SerializeClusterMap(const ClusterMap& m) { return ClusterMapToJson(m).dump() + "\n"; }
 
-Result<PolicyMessage> DecodePolicyMessage(std::string_view bytes, const std::string& source,
-                                          const PolicyLimits& limits) {
+namespace {
+Result<PolicyMessage> DecodeChecked(std::string_view bytes, const std::string& source,
+                                    const PolicyLimits& limits) {
   RTB_ASSIGN_OR_RETURN(nlohmann::json j,
                        ParseBounded(bytes, source, limits.max_bytes, limits.max_depth));
   auto bad = [&](const std::string& what) {
@@ -150,6 +152,18 @@ Result<PolicyMessage> DecodePolicyMessage(std::string_view bytes, const std::str
     if (f.contains("step") && f["step"].is_number_integer()) m.for_step = f["step"].get<int64_t>();
   }
   return m;
+}
+}  // namespace
+
+Result<PolicyMessage> DecodePolicyMessage(std::string_view bytes, const std::string& source,
+                                          const PolicyLimits& limits) {
+  // Every field's type is checked before it is read; should a library call still throw, the
+  // message is refused here (exceptions stop at the module edge).
+  try {
+    return DecodeChecked(bytes, source, limits);
+  } catch (const std::exception& e) {
+    return Status::Corruption(source + ": policy message " + e.what());
+  }
 }
 
 std::string EncodePolicyMessage(const PolicyMessage& m) {

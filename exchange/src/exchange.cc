@@ -273,7 +273,9 @@ void Exchange::Impl::PlayRequest(Conn& conn, const sim::Day& day, int64_t day_in
     ++out.impressions;
     if (Notice(conn, burl + t, loc)) out.cost += Micros((clearing_cpm + 500) / 1000);
     const double pctr = day.pctr[o.cand], pcvr = day.pcvr[o.cand];
-    const std::string who = "?auction=" + id + "&imp=1&adv=" + std::to_string(o.adv);
+    // Clicks and conversions name the bid with the signed query of its billing URL.
+    const size_t q = burl.find('?');
+    const std::string who = q == std::string::npos ? "?" : burl.substr(q);
     int64_t value = 0;
     if (cfg.outcomes == "expected") {
       out.clicks += pctr;

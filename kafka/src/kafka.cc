@@ -42,6 +42,12 @@ void LogLine(const rd_kafka_t*, int level, const char* fac, const char* buf) {
 }
 
 // A conf with the client options applied; nullptr and *err on a refused property.
+// Errors that retrying the same message cannot cure.
+bool Permanent(rd_kafka_resp_err_t e) {
+  return e == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE || e == RD_KAFKA_RESP_ERR_INVALID_MSG_SIZE ||
+         e == RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE || e == RD_KAFKA_RESP_ERR_INVALID_MSG;
+}
+
 rd_kafka_conf_t* MakeConf(const ClientOptions& o, Status* err) {
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   char errstr[512];
@@ -136,6 +142,7 @@ void DeliveryReport(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
   Delivery d;
   d.ok = m->err == RD_KAFKA_RESP_ERR_NO_ERROR;
   if (!d.ok) d.error = rd_kafka_err2str(m->err);
+  d.permanent = !d.ok && Permanent(m->err);
   d.topic = m->rkt ? rd_kafka_topic_name(m->rkt) : "";
   d.key = {static_cast<const char*>(m->key), m->key != nullptr ? m->key_len : 0};
   d.payload = {static_cast<const char*>(m->payload), m->payload != nullptr ? m->len : 0};
@@ -171,7 +178,8 @@ Status Producer::Produce(const std::string& topic, int32_t partition, std::strin
       RD_KAFKA_V_VALUE(const_cast<char*>(payload.data()), payload.size()),
       RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_OPAQUE(opaque), RD_KAFKA_V_END);
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    return Status::Unavailable("produce to " + topic + ": " + rd_kafka_err2str(e));
+    const std::string why = "produce to " + topic + ": " + rd_kafka_err2str(e);
+    return Permanent(e) ? Status::InvalidArgument(why) : Status::Unavailable(why);
   }
   return Status::Ok();
 }

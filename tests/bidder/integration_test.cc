@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -25,6 +26,25 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
+
+// Every bid's signed billing URL (path and query), by (auction id, advertiser id): what an
+// exchange keeps from the responses to send the notices. Filled by Client::Do.
+std::mutex g_burls_mu;
+std::map<std::pair<std::string, uint32_t>, std::string> g_burls;
+
+void RememberBids(const std::string& response_body) {
+  const auto j = nlohmann::json::parse(response_body, nullptr, false);
+  if (!j.is_object() || !j.contains("seatbid")) return;
+  std::lock_guard<std::mutex> l(g_burls_mu);
+  for (const auto& sb : j["seatbid"]) {
+    for (const auto& b : sb["bid"]) {
+      std::string burl = b["burl"].get<std::string>();
+      burl = burl.substr(burl.find("/notice/"));
+      g_burls[{j["id"].get<std::string>(),
+               static_cast<uint32_t>(std::stoul(b["cid"].get<std::string>()))}] = burl;
+    }
+  }
+}
 
 struct Client {
   explicit Client(int port) : stream(ioc) {
@@ -43,6 +63,7 @@ struct Client {
     beast::flat_buffer buf;
     http::response<http::string_body> res;
     http::read(stream, buf, res);
+    if (verb == http::verb::post && res.result_int() == 200) RememberBids(res.body());
     return {res.result_int(), res.body()};
   }
   net::io_context ioc;
@@ -134,10 +155,22 @@ class BidderIntegration : public ::testing::Test {
   int port_ = 0;
 };
 
+// The notice of `type` for the bid of `adv` on `auction`, from its signed billing URL, with the
+// exchange's price substituted (as an exchange sends it).
 std::string Notice(const std::string& type, const std::string& auction, uint32_t adv,
                    const std::string& price) {
-  return "/notice/" + type + "?auction=" + auction + "&imp=1&bid=b&adv=" + std::to_string(adv) +
-         "&price=" + price;
+  std::string u;
+  {
+    std::lock_guard<std::mutex> l(g_burls_mu);
+    auto it = g_burls.find({auction, adv});
+    EXPECT_NE(it, g_burls.end()) << "no bid of " << adv << " on " << auction;
+    if (it == g_burls.end()) return "/notice/" + type + "?auction=" + auction;
+    u = it->second;
+  }
+  u.replace(0, std::string("/notice/billing").size(), "/notice/" + type);
+  const size_t p = u.find("${AUCTION_PRICE}");
+  if (p != std::string::npos) u.replace(p, std::string("${AUCTION_PRICE}").size(), price);
+  return u;
 }
 
 // /proc/self/task/<tid>/stat: the fields after the parenthesised command name.
@@ -323,8 +356,7 @@ TEST_F(BidderIntegration, EventsOnTheTopicMatchWhatWasSentOnePerEvent) {
     client.Do(http::verb::get, Notice("billing", id, adv, "0.001"));
     client.Do(http::verb::get, Notice("billing", id, adv, "0.001"));  // duplicate
     client.Do(http::verb::get, Notice("click", id, adv, ""));
-    client.Do(http::verb::get, "/notice/conversion?auction=" + id +
-                                   "&imp=1&adv=" + std::to_string(adv) + "&value=12.5");
+    client.Do(http::verb::get, Notice("conversion", id, adv, "") + "&value=12.5");
   }
   const auto stats = bidder_->events().Stats();
   const auto events = ReadEvents(bidder_->events().bootstrap(), "rtb.events", stats.logged, 15000);
@@ -456,17 +488,20 @@ TEST_F(BidderIntegration, PolicyHotSwapFromKafkaNeverGoesBackAndStaleFallsBack) 
   ASSERT_EQ(status, 200);
   EXPECT_NE(bidder_->Metrics().body.find("rtb_fallback_requests_total 1"), std::string::npos);
   // Corrupt policy messages are ignored and counted: the last good table stays. One of them is
-  // a 100,000-deep array, which must not crash the feed (bounded before it is parsed).
+  // a 100,000-deep array, which must not crash the feed (bounded before it is parsed); then a
+  // version near 2^64 (it would block every later table) and a table from the future.
   bidder_->events().LogRaw("rtb.policy", "policy", "{not json");
   bidder_->events().LogRaw("rtb.policy", "policy",
                            std::string(100000, '[') + std::string(100000, ']'));
+  publish(~uint64_t{0}, NowUnixMs(), 0.1);
+  publish(7, NowUnixMs() + 3'600'000, 0.1);
   std::string m;
   for (int i = 0; i < 50; ++i) {
     m = bidder_->Metrics().body;
-    if (m.find("rtb_policy_rejected_total{reason=\"invalid\"} 2") != std::string::npos) break;
+    if (m.find("rtb_policy_rejected_total{reason=\"invalid\"} 4") != std::string::npos) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  EXPECT_NE(m.find("rtb_policy_rejected_total{reason=\"invalid\"} 2"), std::string::npos) << m;
+  EXPECT_NE(m.find("rtb_policy_rejected_total{reason=\"invalid\"} 4"), std::string::npos) << m;
   EXPECT_EQ(bidder_->policy().Current()->table.version, 6u);
 }
 
@@ -496,5 +531,235 @@ TEST_F(BidderIntegration, HostileBodiesGet400AndTheServerKeepsServing) {
   EXPECT_EQ(c.Do(http::verb::get, "/nope").first, 404);
 }
 
+// ---- Money-safe notices (each test names the defect it pins) ------------------------------
+
+std::string RequestWithImp(const std::string& id, const std::string& imp, int test = 0) {
+  return R"({"id":")" + id + R"(","imp":[{"id":")" + imp +
+         R"(","banner":{"w":300,"h":250},"bidfloor":0.01}],)" +
+         R"("site":{"domain":"news.example"},"user":{"id":"u-)" + id + R"("},"tmax":500,"test":)" +
+         std::to_string(test) + "}";
+}
+
+// The first bid's advertiser in a 200 response.
+uint32_t FirstAdvertiser(const std::string& body) {
+  const auto j = nlohmann::json::parse(body);
+  return static_cast<uint32_t>(std::stoul(j["seatbid"][0]["bid"][0]["cid"].get<std::string>()));
+}
+
+Micros TotalSpent(const Bidder& b, size_t advertisers) {
+  Micros total(0);
+  for (size_t k = 0; k < advertisers; ++k) total += b.Spent(k);
+  return total;
+}
+
+std::string Replace(std::string s, const std::string& from, const std::string& to) {
+  const size_t p = s.find(from);
+  if (p != std::string::npos) s.replace(p, from.size(), to);
+  return s;
+}
+
+// Regression: a billing notice for an auction never bid on was charged at any price, and an
+// altered imp id charged 100x the bid.
+TEST_F(BidderIntegration, ForgedAlteredAndNeverBidNoticesAreRefusedAndNeverCharged) {
+  Start(TestConfig(dir_));
+  Client client(port_);
+  auto [status, body] = client.Do(http::verb::post, "/openrtb2/bid", Request("f1"));
+  ASSERT_EQ(status, 200);
+  const uint32_t adv = FirstAdvertiser(body);
+  const std::string real = Notice("billing", "f1", adv, "0.001");
+  int forged = 0;
+  auto refused = [&](const std::string& target) {
+    EXPECT_EQ(client.Do(http::verb::get, target).first, 403) << target;
+    ++forged;
+  };
+  refused("/notice/billing?auction=never-bid&imp=1&adv=1&price=1000000");
+  refused(Replace(real, "&imp=1&", "&imp=2&"));  // another impression
+  refused(Replace(real, "&x=0&", "&x=1&"));      // claims a test bid
+  refused(Replace(real, "&adv=" + std::to_string(adv) + "&",
+                  "&adv=" + std::to_string(adv % 3 + 1) + "&"));
+  const size_t bp = real.find("&bp=") + 4;
+  refused(real.substr(0, bp) + "9" + real.substr(bp));  // a higher signed price
+  for (int i = 0; i < 200; ++i) {
+    refused("/notice/billing?auction=x" + std::to_string(i) + "&imp=1&adv=1&bp=9000000000&ts=1" +
+            "&x=0&sig=00000000000000000000000000000000&price=9000000");
+  }
+  EXPECT_EQ(TotalSpent(*bidder_, 3).value(), 0);
+  // A price above the (signed) bid on the real URL: answered, never charged.
+  EXPECT_EQ(client.Do(http::verb::get, Notice("billing", "f1", adv, "999999")).first, 200);
+  EXPECT_EQ(TotalSpent(*bidder_, 3).value(), 0);
+  const std::string m = bidder_->Metrics().body;
+  EXPECT_NE(m.find("rtb_notices_total{type=\"billing\",result=\"forged\"} " +
+                   std::to_string(forged) + "\n"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("rtb_notices_total{type=\"billing\",result=\"above_bid\"} 1\n"),
+            std::string::npos);
+}
+
+// Regression: de-duplication keys "<type>/<auction>/<imp>/<adv>" collided when ids held '/':
+// auction "col", imp "x/1" made the billing of auction "col/x", imp "1" a duplicate.
+TEST_F(BidderIntegration, NoticeKeysOfIdsWithSlashesDoNotCollide) {
+  Start(TestConfig(dir_));
+  Client client(port_);
+  ASSERT_EQ(client.Do(http::verb::post, "/openrtb2/bid", RequestWithImp("col", "x/1")).first, 200);
+  ASSERT_EQ(client.Do(http::verb::post, "/openrtb2/bid", RequestWithImp("col/x", "1")).first, 200);
+  std::string a, b;
+  {
+    std::lock_guard<std::mutex> l(g_burls_mu);
+    a = g_burls.at({"col", 3});
+    b = g_burls.at({"col/x", 3});
+  }
+  a = Replace(a, "${AUCTION_PRICE}", "0.001");
+  b = Replace(b, "${AUCTION_PRICE}", "0.001");
+  EXPECT_EQ(client.Do(http::verb::get, a).first, 200);
+  EXPECT_EQ(client.Do(http::verb::get, b).first, 200);
+  EXPECT_EQ(bidder_->Spent(2).value(), 2);  // both charged: 1 micro each
+  const std::string m = bidder_->Metrics().body;
+  EXPECT_NE(m.find("rtb_notices_total{type=\"billing\",result=\"applied\"} 2\n"), std::string::npos)
+      << m;
+}
+
+// A small budget: about three impressions at the default bid (CPM 9 units = 9,000 micros each).
+BidderConfig SmallBudget(const std::string& dir, int window_ms) {
+  BidderConfig c = TestConfig(dir);
+  c.reservation_timeout_ms = window_ms;
+  c.bid_record_ttl_ms = window_ms;
+  for (auto& a : c.advertisers) {
+    a.bid = Micros::FromUnits(0.5);
+    a.daily_budget = Micros(30'000);
+  }
+  return c;
+}
+
+// Bids `n` requests; returns each bid's billing URL at its own bid price.
+std::vector<std::string> BidAndKeepBillingUrls(Client& client, const std::string& prefix, int n) {
+  std::vector<std::string> urls;
+  for (int i = 0; i < n; ++i) {
+    const std::string id = prefix + std::to_string(i);
+    auto [status, body] = client.Do(http::verb::post, "/openrtb2/bid", Request(id));
+    if (status != 200) continue;
+    const auto j = nlohmann::json::parse(body);
+    for (const auto& sb : j["seatbid"]) {
+      for (const auto& b : sb["bid"]) {
+        char price[32];
+        std::snprintf(price, sizeof price, "%.6f", b["price"].get<double>());
+        urls.push_back(Notice(
+            "billing", id, static_cast<uint32_t>(std::stoul(b["cid"].get<std::string>())), price));
+      }
+    }
+  }
+  return urls;
+}
+
+// Regression: billing after the reservation timed out was charged although newer bids had
+// reserved the budget again (three rounds of bids, then every billing: 9.0 spent of 3.0).
+TEST_F(BidderIntegration, LateBillingIsRefusedAndSpendStaysWithinTheBudget) {
+  const BidderConfig cfg = SmallBudget(dir_, 400);
+  Start(cfg);
+  Client client(port_);
+  std::vector<std::string> all;
+  for (int round = 0; round < 3; ++round) {
+    auto urls = BidAndKeepBillingUrls(client, "late" + std::to_string(round) + "-", 12);
+    EXPECT_FALSE(urls.empty());
+    all.insert(all.end(), urls.begin(), urls.end());
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));  // past the billing window
+    bidder_->Tick();
+  }
+  for (const auto& u : all) EXPECT_EQ(client.Do(http::verb::get, u).first, 200);
+  for (size_t k = 0; k < 3; ++k) {
+    EXPECT_LE(bidder_->Spent(k), cfg.advertisers[k].daily_budget) << "advertiser " << k;
+  }
+  EXPECT_EQ(TotalSpent(*bidder_, 3).value(), 0);  // every billing came after its window
+  EXPECT_NE(bidder_->Metrics().body.find("result=\"late\"} " + std::to_string(all.size())),
+            std::string::npos);
+}
+
+// The same across a restart: the reservations of the bids before it are gone, newer bids take
+// the budget, and the old bids' billing (within their window) finds no budget left.
+TEST_F(BidderIntegration, BillingAfterARestartNeverTakesSpendPastTheBudget) {
+  const BidderConfig cfg = SmallBudget(dir_, 60000);
+  Start(cfg);
+  std::vector<std::string> before;
+  {
+    Client client(port_);
+    before = BidAndKeepBillingUrls(client, "pre-", 12);
+  }
+  server_.reset();
+  bidder_.reset();
+  Start(cfg);
+  Client client(port_);
+  const auto after = BidAndKeepBillingUrls(client, "post-", 12);
+  for (const auto& u : after) EXPECT_EQ(client.Do(http::verb::get, u).first, 200);
+  for (const auto& u : before) EXPECT_EQ(client.Do(http::verb::get, u).first, 200);
+  for (size_t k = 0; k < 3; ++k) {
+    EXPECT_LE(bidder_->Spent(k), cfg.advertisers[k].daily_budget) << "advertiser " << k;
+    EXPECT_GT(bidder_->Spent(k).value(), 0);
+  }
+  EXPECT_NE(bidder_->Metrics().body.find("result=\"over_budget\"}"), std::string::npos);
+}
+
+// test=1 requests bid but never touch a budget, and neither do their notices.
+TEST_F(BidderIntegration, TestRequestsAndTheirNoticesNeverTouchABudget) {
+  Start(TestConfig(dir_));
+  Client client(port_);
+  auto [status, body] = client.Do(http::verb::post, "/openrtb2/bid", Request("t1", 1));
+  ASSERT_EQ(status, 200);
+  const uint32_t adv = FirstAdvertiser(body);
+  EXPECT_EQ(bidder_->Reserved(adv - 1).value(), 0);
+  EXPECT_EQ(client.Do(http::verb::get, Notice("billing", "t1", adv, "0.5")).first, 200);
+  EXPECT_EQ(TotalSpent(*bidder_, 3).value(), 0);
+}
+
+// Regression: a 1 MB request id was answered 200 and its 1 MB events blocked the spill file
+// (here 300 KB, under the default body limit).
+TEST_F(BidderIntegration, OversizedIdsAreRefused) {
+  Start(TestConfig(dir_));
+  Client client(port_);
+  auto [status, body] =
+      client.Do(http::verb::post, "/openrtb2/bid", Request(std::string(300 << 10, 'i')));
+  EXPECT_EQ(status, 400);
+  EXPECT_NE(body.find("request.id longer than"), std::string::npos) << body.substr(0, 200);
+  auto [s2, b2] = client.Do(http::verb::post, "/openrtb2/bid", Request("fine"));
+  EXPECT_EQ(s2, 200);
+  // Invalid UTF-8 in a notice's ids never reaches an event: refused before anything else.
+  const std::string u = Notice("billing", "fine", FirstAdvertiser(b2), "0.001");
+  EXPECT_EQ(client.Do(http::verb::get, Replace(u, "auction=fine", "auction=utf8-%FF%FE")).first,
+            400);
+}
+
+// Regression: one event Kafka could not take (too large) stopped the re-send of the spill file
+// at its line forever. It now goes to the dead-letter file with its reason; the rest drains.
+TEST(EventLogSpill, AnEventKafkaCannotTakeIsDeadLetteredAndTheRestIsResent) {
+  const std::string dir = ::testing::TempDir() + "/spill_dead_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  KafkaConfig k;
+  k.spill_path = dir + "/spill.jsonl";
+  k.partitions = 2;
+  {
+    std::ofstream f(k.spill_path);
+    f << k.events_topic << "\t1\t{\"a\":1}\n";
+    f << k.events_topic << "\t1\t{\"big\":\"" << std::string(2 << 20, 'x') << "\"}\n";
+    f << k.events_topic << "\t1\t{\"a\":2}\n";
+  }
+  auto log = EventLog::Open(k);
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  EventLogStats s;
+  for (int i = 0; i < 100; ++i) {
+    s = (*log)->Stats();
+    if (s.resent == 2 && s.dead_lettered == 1 && s.spill_pending == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(s.resent, 2u);
+  EXPECT_EQ(s.dead_lettered, 1u);
+  EXPECT_EQ(s.spill_pending, 0u);
+  (*log)->Shutdown();
+  std::ifstream dead(k.spill_path + ".dead");
+  std::string line;
+  ASSERT_TRUE(std::getline(dead, line));
+  EXPECT_NE(line.find("too large"), std::string::npos) << line.substr(0, 200);
+  EXPECT_FALSE(std::getline(dead, line));
+  std::filesystem::remove_all(dir);
+}
 }  // namespace
 }  // namespace rtb::bidder

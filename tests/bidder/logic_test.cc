@@ -12,6 +12,7 @@
 #include "rtb/bidder/budget.h"
 #include "rtb/bidder/config.h"
 #include "rtb/bidder/notice.h"
+#include "rtb/bidder/notice_sign.h"
 #include "rtb/core/bid.h"
 
 namespace rtb::bidder {
@@ -261,12 +262,70 @@ TEST(Notice, ParsesPricesExactlyAndRefusesBadOnes) {
   EXPECT_EQ(loss->loss_code, 102);
 }
 
-TEST(Notice, UrlsCarryTheOpenRtbMacros) {
-  const std::string u = NoticeUrl("http://h:1", NoticeType::kLoss, 9);
-  for (const char* m : {"${AUCTION_ID}", "${AUCTION_IMP_ID}", "${AUCTION_BID_ID}",
-                        "${AUCTION_PRICE}", "${AUCTION_LOSS}", "adv=9"}) {
+TEST(Notice, UrlsCarryTheSignedBidAndTheExchangesMacros) {
+  const std::string q = SignedNoticeQuery("a&b=c", "imp 1", 9, Micros(1234), 77, false, "ab12");
+  const std::string u = NoticeUrl("http://h:1", NoticeType::kLoss, q);
+  for (const char* m : {"auction=a%26b%3Dc", "imp=imp%201", "adv=9", "bp=1234", "ts=77", "x=0",
+                        "sig=ab12", "${AUCTION_PRICE}", "${AUCTION_LOSS}"}) {
     EXPECT_NE(u.find(m), std::string::npos) << m;
   }
+  // The signed terms come back as they went out, the ids decoded.
+  auto n = ParseNotice(u.substr(u.find("/notice/")));
+  ASSERT_TRUE(n.ok()) << n.status().message();
+  EXPECT_EQ(n->auction_id, "a&b=c");
+  EXPECT_EQ(n->imp_id, "imp 1");
+  EXPECT_EQ(n->bid_price, Micros(1234));
+  EXPECT_EQ(n->bid_ms, 77);
+  EXPECT_FALSE(n->test);
+  EXPECT_EQ(n->sig, "ab12");
+}
+
+TEST(NoticeSigner, SignsTheBidsIdentityAndTermsAndNothingElseVerifies) {
+  auto s = NoticeSigner::Create("a secret of sixteen+ bytes");
+  ASSERT_TRUE(s.ok());
+  const SignedBid b{"auction-1", "1", 7, Micros(2'500'000), 1'700'000'000'000, false};
+  const std::string sig = (*s)->Sign(b);
+  EXPECT_EQ(sig.size(), 32u);
+  EXPECT_TRUE((*s)->Verify(b, sig));
+  // Every field is signed: change any one and the signature no longer matches.
+  SignedBid x = b;
+  x.auction = "auction-2";
+  EXPECT_FALSE((*s)->Verify(x, sig));
+  x = b;
+  x.imp = "2";
+  EXPECT_FALSE((*s)->Verify(x, sig));
+  x = b;
+  x.advertiser = 8;
+  EXPECT_FALSE((*s)->Verify(x, sig));
+  x = b;
+  x.price_cpm = Micros(2'500'001);
+  EXPECT_FALSE((*s)->Verify(x, sig));
+  x = b;
+  x.bid_unix_ms += 1;
+  EXPECT_FALSE((*s)->Verify(x, sig));
+  x = b;
+  x.test = true;
+  EXPECT_FALSE((*s)->Verify(x, sig));
+  // Length-prefixed: moving a byte between ids changes the signed input.
+  EXPECT_NE((*s)->Sign({"col", "x/1", 7, Micros(1), 1, false}),
+            (*s)->Sign({"col/x", "1", 7, Micros(1), 1, false}));
+  // Another secret, another signature.
+  auto other = NoticeSigner::Create("another secret, also long");
+  ASSERT_TRUE(other.ok());
+  EXPECT_FALSE((*other)->Verify(b, sig));
+  EXPECT_FALSE(NoticeSigner::Create("short").ok());
+  auto r1 = RandomSecret(), r2 = RandomSecret();
+  ASSERT_TRUE(r1.ok() && r2.ok());
+  EXPECT_EQ(r1->size(), 64u);
+  EXPECT_NE(*r1, *r2);
+}
+
+TEST(Notice, IdsMustBeUtf8AndShort) {
+  // Regression: invalid UTF-8 went raw into the event, which the learner then rejected.
+  EXPECT_FALSE(ParseNotice("/notice/billing?auction=utf8-%FF%FE&imp=1&adv=1&price=1").ok());
+  EXPECT_TRUE(ParseNotice("/notice/billing?auction=caf%C3%A9&imp=1&adv=1&price=1").ok());
+  const std::string long_id(300, 'a');
+  EXPECT_FALSE(ParseNotice("/notice/billing?auction=" + long_id + "&imp=1&adv=1&price=1").ok());
 }
 
 }  // namespace

@@ -76,6 +76,10 @@ TEST(PolicyMessage, RejectsBadInputWithAReason) {
                R"("users":{"u":4}}})",
            std::string(
                R"({"table":{"format":"rtb.action_table","schema_version":1,"actions":[[2.0]]}})"),
+           // Found by the policy fuzzer: a number where a string belongs threw from nlohmann.
+           std::string(R"({"table":{"format":2,"schema_version":1,"actions":[[0.1]]}})"),
+           R"({"table":)" + table +
+               R"(,"clusters":{"format":2,"schema_version":1,"clusters":1,"users":{}}})",
        }) {
     auto m = DecodePolicyMessage(bad, "topic");
     EXPECT_FALSE(m.ok()) << bad;

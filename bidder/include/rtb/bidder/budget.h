@@ -59,7 +59,8 @@ class BudgetLedger {
   static constexpr int kShards = 256;
   static constexpr size_t kShardInitialSize = 256;
   // The reserved amount of an outstanding key (0 = none).
-  Micros Reserved(const std::string& key) const;
+  Micros Reserved(const std::string& key) const { return Reserved(HashKey(key)); }
+  Micros Reserved(Key128 key) const;
 
   Micros budget(size_t adv) const { return Micros(budget_[adv]); }
   Micros spent(size_t adv) const { return Micros(slots_[adv].spent.load()); }

@@ -66,17 +66,24 @@ struct BidderConfig {
   bool pin_threads = true;
   std::string bid_path = "/openrtb2/bid";                 // where bid requests are POSTed
   std::string notice_base_url = "http://127.0.0.1:8080";  // base of nurl/burl/lurl
-  std::string currency = "USD";        // the only currency bid in; other floors: no bid
-  size_t max_body_bytes = 1 << 20;     // larger bodies: 413/400
-  size_t max_header_bytes = 8192;      // larger headers: 431/400
-  size_t max_json_depth = 32;          // deeper JSON: 400 (the depth bomb)
-  int read_timeout_ms = 5000;          // per read; slow clients are disconnected
-  int max_connections = 1024;          // beyond it new connections are closed
-  int tmax_network_ms = 10;            // taken off tmax for the network; no bid if no time
-  int max_bids_per_imp = 3;            // bids per impression (one per seat), by eCPM
-  int reservation_timeout_ms = 10000;  // a reservation not settled by then is released
-  int bid_record_ttl_ms = 60000;       // bids are remembered this long to check notice prices; a
-                                       // later billing is booked, flagged "unverified"
+  std::string currency = "USD";     // the only currency bid in; other floors: no bid
+  size_t max_body_bytes = 1 << 20;  // larger bodies: 413/400
+  size_t max_header_bytes = 8192;   // larger headers: 431/400
+  size_t max_json_depth = 32;       // deeper JSON: 400 (the depth bomb)
+  int read_timeout_ms = 5000;       // per read; slow clients are disconnected
+  int max_connections = 1024;       // beyond it new connections are closed
+  int tmax_network_ms = 10;         // taken off tmax for the network; no bid if no time
+  int max_bids_per_imp = 3;         // bids per impression (one per seat), by eCPM
+  // The billing window: a bid's reservation is held until its billing or loss notice, or this
+  // long after the bid; a win or billing notice later than this is refused ("late") and
+  // counted. Raise it for exchanges that bill later; each bid/s held costs memory.
+  int reservation_timeout_ms = 60000;
+  int bid_record_ttl_ms = 60000;  // bids remembered (cluster, price) for their notices; at
+                                  // least reservation_timeout_ms
+  // The key that signs every notice URL (HMAC-SHA-256, notice_sign.h), at least 16 characters.
+  // Empty: a random one, made at the first start and kept in the state store. Bidders that
+  // take each other's notices set the same one.
+  std::string notice_secret;
   // Sizes the bid-record tables at start for this many bids per second over bid_record_ttl_ms
   // (up to ~110 bytes of memory per bid: 50,000 with the 60 s default took 347 MB of RSS at
   // start), so a bidder restarted under full traffic does not grow them, and fault their

@@ -6,9 +6,11 @@
 // spilled too. The producer is idempotent (acks=all, in-order, no duplicates from retries) and its
 // message timeout is infinite, so during a broker outage events wait in the queue and then in the
 // spill file, and nothing is dropped. The same thread re-sends the spill file once the
-// brokers are reachable again. Shutdown() flushes for flush_timeout_ms, then purges what is
-// left into the spill file. Every event ends acked, spilled (and re-sent later) or counted as
-// dropped (only if the spill file cannot be written).
+// brokers are reachable again. An event no broker will ever take (larger than
+// message.max.bytes) goes to the dead-letter file (spill path + ".dead") with its reason
+// instead, so it never holds up the events behind it. Shutdown() flushes for flush_timeout_ms, then
+// purges what is left into the spill file. Every event ends acked, spilled (and re-sent later) or
+// counted as dropped (only if the spill file cannot be written).
 //
 // With no brokers configured it starts librdkafka's mock cluster in-process (real Kafka
 // protocol over TCP on 127.0.0.1; bootstrap() tells kcat where).
@@ -35,6 +37,7 @@ struct EventLogStats {
   uint64_t dropped = 0;        // lost: the spill file could not be written
   uint64_t queued = 0;         // in librdkafka's queue now
   uint64_t spill_pending = 0;  // lines in the spill file not yet re-sent
+  uint64_t dead_lettered = 0;  // never deliverable (too large): in the dead-letter file
 };
 
 class EventLog {

@@ -1,9 +1,12 @@
 // Win, billing, loss, click and conversion notices: the URLs the bidder puts in nurl / burl /
-// lurl (with the exchange's ${AUCTION_*} macros) and their parsing. Pure functions.
+// lurl (signed, with the exchange's ${AUCTION_*} macros for what only the exchange knows) and
+// their parsing. Pure functions.
 //
-//   <base>/notice/<type>?auction=${AUCTION_ID}&imp=${AUCTION_IMP_ID}&bid=${AUCTION_BID_ID}
-//       &adv=<advertiser>&price=${AUCTION_PRICE}[&loss=${AUCTION_LOSS}][&value=<order value>]
-//       [&t=<simulated ms, appended by rtb exchange>]
+//   <base>/notice/<type>?auction=<auction id>&imp=<imp id>&adv=<advertiser>&bp=<bid CPM micros>
+//       &ts=<bid unix ms>&x=<test 0|1>&sig=<signature, notice_sign.h>&price=${AUCTION_PRICE}
+//       [&loss=${AUCTION_LOSS}][&value=<order value>][&t=<simulated ms, from rtb exchange>]
+//
+// Ids are percent-encoded. Click and conversion notices carry the same signed query.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +20,9 @@
 namespace rtb::bidder {
 
 enum class NoticeType { kWin, kBilling, kLoss, kClick, kConversion };
+
+// The longest auction, imp or bid id a notice may carry (the request decoder's limit).
+inline constexpr size_t kMaxNoticeIdBytes = 256;
 const char* NoticeTypeName(NoticeType t);
 
 struct Notice {
@@ -29,13 +35,25 @@ struct Notice {
   int loss_code = -1;
   std::optional<Micros> value;  // conversion value
   int64_t sim_ms = -1;          // `t`: simulated clock of the auction (rtb exchange); -1 = none
+  // The signed terms of the bid (notice_sign.h); a notice without them is not ours.
+  std::optional<Micros> bid_price;  // `bp`: the CPM price bid, micros
+  int64_t bid_ms = -1;              // `ts`: when the bid was made, Unix ms
+  bool test = false;                // `x`: the bid answered a test=1 request
+  std::string sig;                  // `sig`
 };
 
 // Parses "/notice/<type>?query". Errors: unknown type, missing auction/imp/adv, bad adv.
 Result<Notice> ParseNotice(std::string_view target);
 
-// The notice URL template for a bid; macros are left for the exchange to substitute.
-std::string NoticeUrl(const std::string& base, NoticeType type, uint32_t advertiser);
+// The signed query of one bid, without the leading '?': auction, imp, adv, bp, ts, x, sig.
+std::string SignedNoticeQuery(std::string_view auction, std::string_view imp, uint32_t advertiser,
+                              Micros bid_price, int64_t bid_ms, bool test, std::string_view sig);
+// The notice URL of a bid: base + "/notice/<type>?" + its signed query + the macros the
+// exchange substitutes (price; loss reason for loss notices).
+std::string NoticeUrl(const std::string& base, NoticeType type, std::string_view signed_query);
+
+// Percent-encoding of a query value (unreserved characters kept).
+void UrlEncodeInto(std::string_view in, std::string* out);
 
 // Percent-decoding of a query value; false on a malformed escape.
 bool UrlDecode(std::string_view in, std::string* out);

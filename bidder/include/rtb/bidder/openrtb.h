@@ -75,6 +75,9 @@ struct DecodeLimits {
   size_t max_bytes = 1 << 20;  // larger bodies are refused before parsing
   size_t max_depth = 32;       // JSON nesting; the 100K-level depth bomb fails fast
   size_t max_imps = 64;
+  // request.id, imp.id, user.id / buyeruid: longer ones are refused (400). Ids go into every
+  // event and notice URL; a 1 MB id would make an event Kafka cannot take.
+  size_t max_id_bytes = 256;
   bool sim_hints = false;  // read ext.sim (the simulated exchange's ground truth)
   size_t max_sim_candidates = 256;
 };

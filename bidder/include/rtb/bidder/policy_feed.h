@@ -27,6 +27,12 @@ struct PolicyFeedOptions {
 
 class PolicyFeed {
  public:
+  // Versions above this are refused (the learner numbers steps from 1: 2^48 steps is ~32
+  // billion years of hourly steps), and so are tables made more than kMaxClockSkewMs ahead
+  // of this bidder's clock.
+  static constexpr uint64_t kMaxPolicyVersion = uint64_t{1} << 48;
+  static constexpr int64_t kMaxClockSkewMs = 10 * 60 * 1000;
+
   // Starts the thread. `holder` and `default_clusters` must outlive the feed.
   static Result<std::unique_ptr<PolicyFeed>> Start(
       PolicyFeedOptions opt, PolicyHolder* holder,

@@ -32,6 +32,9 @@ class StateStore {
   // Outbox entries left by an earlier run (to re-send at start).
   std::vector<OutboxEntry> Outbox() const;
   Micros Spent(uint32_t adv, const std::string& day) const;
+  // The value of meta key `key` (kNotFound when absent), and setting it (durably).
+  Result<std::string> GetMeta(const std::string& key) const;
+  Status PutMeta(const std::string& key, const std::string& value);
 
  private:
   struct Impl;

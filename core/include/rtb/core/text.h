@@ -61,6 +61,9 @@ class JsonWriter {
 };
 
 // s with <, >, & and " escaped for HTML text and attribute values.
+// Whether s is well-formed UTF-8 (no overlong forms, no surrogates, at most U+10FFFF).
+bool IsValidUtf8(std::string_view s);
+
 std::string HtmlEscape(std::string_view s);
 
 // Parses all of s as a number (integer or floating point); false on any leftover or error.

@@ -91,6 +91,8 @@ class Message {
 struct Delivery {
   bool ok = false;
   std::string_view error;  // why not, when !ok
+  // The brokers will never take this message (too large for them): retrying cannot help.
+  bool permanent = false;
   std::string_view topic, key, payload;
   void* opaque = nullptr;  // the Produce() call's opaque
 };
@@ -105,7 +107,8 @@ class Producer {
   ~Producer();
 
   // Hands one message to librdkafka's queue (copied; never blocks). kUnavailable when the
-  // queue is full or the client refuses it; `opaque` comes back in the delivery report.
+  // queue is full or the client cannot take it now; kInvalidArgument when no broker ever will
+  // (larger than message.max.bytes); `opaque` comes back in the delivery report.
   Status Produce(const std::string& topic, int32_t partition, std::string_view key,
                  std::string_view payload, void* opaque = nullptr);
   // Serves delivery reports for up to timeout_ms; returns how many were served.
