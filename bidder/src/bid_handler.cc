@@ -145,7 +145,7 @@ HttpResult Bidder::HandleBid(std::string_view body, int64_t received_us, Request
   for (const Candidate& c : sent) {
     const Advertiser& a = m.cfg.advertisers[c.advertiser_index];
     const Creative& cr = a.creatives[c.creative_index];
-    const std::string seat = "adv-" + std::to_string(a.id);
+    const std::string& seat = m.seat_of[c.advertiser_index];
     auto sb = std::find_if(resp.seatbid.begin(), resp.seatbid.end(),
                            [&](const SeatBid& s) { return s.seat == seat; });
     if (sb == resp.seatbid.end()) {
@@ -154,12 +154,14 @@ HttpResult Bidder::HandleBid(std::string_view body, int64_t received_us, Request
     }
     const Imp& imp = req->imps[c.imp_index];
     Bid b;
-    b.id = req->id + "-" + imp.id + "-" + std::to_string(a.id);
+    b.id.reserve(req->id.size() + imp.id.size() + 12);
+    b.id.append(req->id).append(1, '-').append(imp.id).append(1, '-').append(
+        m.cid_of[c.advertiser_index]);
     b.impid = imp.id;
     b.price = c.price;
     b.adid = cr.crid;
     b.crid = cr.crid;
-    b.cid = std::to_string(a.id);
+    b.cid = m.cid_of[c.advertiser_index];
     b.adomain = cr.adomain;
     b.w = cr.w;
     b.h = cr.h;

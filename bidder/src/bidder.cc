@@ -110,6 +110,8 @@ Result<std::unique_ptr<Bidder>> Bidder::Create(const BidderConfig& cfg) {
   for (size_t k = 0; k < cfg.advertisers.size(); ++k) {
     m->index_of[cfg.advertisers[k].id] = k;
     m->agents = std::max(m->agents, cfg.advertisers[k].agent + 1);
+    m->cid_of.push_back(std::to_string(cfg.advertisers[k].id));
+    m->seat_of.push_back("adv-" + m->cid_of.back());
   }
   // The notice secret: the config's, or this bidder's own, made once and kept.
   std::string secret = cfg.notice_secret;

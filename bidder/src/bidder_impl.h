@@ -106,6 +106,8 @@ struct Bidder::Impl {
   std::string instance;
   std::atomic<uint64_t> seq{0};
   std::unique_ptr<NoticeSigner> signer;  // signs and checks notice URLs
+  // Per advertiser (index order), fixed by the config: its seat name and its id as a string.
+  std::vector<std::string> seat_of, cid_of;
   BidderCounters counters;
 
   bool shut = false;

@@ -1,8 +1,13 @@
 #include "rtb/bidder/notice_sign.h"
 
+// SHA-256's low-level interface: its context is a plain struct, so the key's precomputed
+// inner and outer states are copied per signature with no allocation and no provider lookup
+// (the EVP interface took 360 ns a signature, this one a third of that: bench_bidder).
+#define OPENSSL_SUPPRESS_DEPRECATED
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
+#include <openssl/sha.h>
 
 #include <cstring>
 
@@ -45,27 +50,20 @@ std::string Hex(const unsigned char* p, size_t n) {
 }  // namespace
 
 // HMAC (RFC 2104) over SHA-256 with the key's inner and outer states hashed once: a signature
-// then costs two SHA-256 runs over the message and one block, no key schedule.
+// then costs the message's blocks and one outer block, no key schedule.
 struct NoticeSigner::Impl {
-  EVP_MD_CTX* inner = nullptr;  // SHA-256 state after (key ^ ipad)
-  EVP_MD_CTX* outer = nullptr;  // SHA-256 state after (key ^ opad)
-  ~Impl() {
-    EVP_MD_CTX_free(inner);
-    EVP_MD_CTX_free(outer);
-  }
+  SHA256_CTX inner{};  // after (key ^ ipad)
+  SHA256_CTX outer{};  // after (key ^ opad)
   void Mac(const SignedBid& b, unsigned char out[kDigest]) const {
     thread_local std::string msg;
     Encode(b, &msg);
-    EVP_MD_CTX* c = EVP_MD_CTX_new();
     unsigned char h[kDigest];
-    unsigned int n = 0;
-    EVP_MD_CTX_copy_ex(c, inner);
-    EVP_DigestUpdate(c, msg.data(), msg.size());
-    EVP_DigestFinal_ex(c, h, &n);
-    EVP_MD_CTX_copy_ex(c, outer);
-    EVP_DigestUpdate(c, h, sizeof h);
-    EVP_DigestFinal_ex(c, out, &n);
-    EVP_MD_CTX_free(c);
+    SHA256_CTX c = inner;
+    SHA256_Update(&c, msg.data(), msg.size());
+    SHA256_Final(h, &c);
+    c = outer;
+    SHA256_Update(&c, h, sizeof h);
+    SHA256_Final(out, &c);
   }
 };
 
@@ -91,13 +89,8 @@ Result<std::unique_ptr<NoticeSigner>> NoticeSigner::Create(std::string_view secr
     opad[i] = key[i] ^ 0x5c;
   }
   auto impl = std::make_unique<Impl>();
-  impl->inner = EVP_MD_CTX_new();
-  impl->outer = EVP_MD_CTX_new();
-  if (impl->inner == nullptr || impl->outer == nullptr ||
-      EVP_DigestInit_ex(impl->inner, EVP_sha256(), nullptr) != 1 ||
-      EVP_DigestUpdate(impl->inner, ipad, kBlock) != 1 ||
-      EVP_DigestInit_ex(impl->outer, EVP_sha256(), nullptr) != 1 ||
-      EVP_DigestUpdate(impl->outer, opad, kBlock) != 1) {
+  if (SHA256_Init(&impl->inner) != 1 || SHA256_Update(&impl->inner, ipad, kBlock) != 1 ||
+      SHA256_Init(&impl->outer) != 1 || SHA256_Update(&impl->outer, opad, kBlock) != 1) {
     return Status::Internal("cannot set up HMAC-SHA-256");
   }
   OPENSSL_cleanse(key, sizeof key);

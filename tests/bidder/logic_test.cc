@@ -285,7 +285,12 @@ TEST(NoticeSigner, SignsTheBidsIdentityAndTermsAndNothingElseVerifies) {
   ASSERT_TRUE(s.ok());
   const SignedBid b{"auction-1", "1", 7, Micros(2'500'000), 1'700'000'000'000, false};
   const std::string sig = (*s)->Sign(b);
-  EXPECT_EQ(sig.size(), 32u);
+  // Standard HMAC-SHA-256 (Python's hmac module on the same encoded bytes), first 128 bits;
+  // a key longer than a block is hashed first.
+  EXPECT_EQ(sig, "37f2b40fe2169718eeee27536aa16aab");
+  auto long_key = NoticeSigner::Create(std::string(100, 'x'));
+  ASSERT_TRUE(long_key.ok());
+  EXPECT_EQ((*long_key)->Sign(b), "2b1ef7ab412ba35c7061de42aafbb3c0");
   EXPECT_TRUE((*s)->Verify(b, sig));
   // Every field is signed: change any one and the signature no longer matches.
   SignedBid x = b;
