@@ -8,6 +8,7 @@
 # full, bare, full, ...) and compared by their medians: on a shared 2-core machine one pair of
 # runs can differ by 15% from the next.
 # Usage: bench/run_load_bench.sh [SECONDS=10] [CONNECTIONS=16] [ROUNDS=5]   (after scripts/build.sh)
+# RATE=<req/s> in the environment paces the latency runs at that rate (default: half the peak).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-10}
@@ -57,7 +58,8 @@ FULL=$(echo $FULLS | median)
 echo "peak, bare server (fixed 204), median of $ROUNDS:        $BARE req/s"
 echo "peak, full bid path + Kafka logging, median of $ROUNDS:  $FULL req/s"
 awk -v f="$FULL" -v b="$BARE" 'BEGIN {printf "ratio full / bare (medians): %.2f\n", f/b}'
-HALF=$(awk -v f="$FULL" 'BEGIN {printf "%d", f/2}')
+# RATE (req/s) paces the latency runs at a fixed rate instead (to compare two builds at one rate).
+HALF=${RATE:-$(awk -v f="$FULL" 'BEGIN {printf "%d", f/2}')}
 echo "at half the full path's peak ($HALF req/s, paced, $CONNS connections), $ROUNDS rounds;"
 echo "each round also runs the bare server at the same rate: the latency that the machine, the"
 echo "kernel and the load generator (on the same 2 cores) add without any bid logic:"
