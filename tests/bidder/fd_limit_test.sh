@@ -17,9 +17,9 @@ base() {  # max_connections -> config file
   echo "$T/bidder-$1.yaml"
 }
 cfg=$(base 4096)
-( ulimit -n 256; exec "$RTB" serve --config "$cfg" --listen 127.0.0.1:$PORT ) >"$T/refused.log" 2>&1
+( ulimit -n 256; exec timeout 10 "$RTB" serve --config "$cfg" --listen 127.0.0.1:$PORT ) >"$T/refused.log" 2>&1
 rc=$?
-[[ $rc -ne 0 ]] || fail "started with max_connections 4096 under ulimit -n 256"
+[[ $rc -ne 0 && $rc -ne 124 ]] || fail "started with max_connections 4096 under ulimit -n 256 (exit $rc)"
 grep -q "max_connections 4096 needs" "$T/refused.log" || fail "no reason given: $(cat "$T/refused.log")"
 echo "ok: refused to start: $(grep -o 'max_connections 4096 needs.*' "$T/refused.log" | head -1)"
 
@@ -50,7 +50,7 @@ time.sleep(1.0)
 c0 = cpu(); time.sleep(3.0); c1 = cpu()
 share = (c1 - c0) / hz / 3.0
 print(f"server CPU with descriptors exhausted: {100 * share:.0f}% of a core")
-if share > 0.5:
+if share > 0.25:
     print("FAIL: the accept loop spins"); sys.exit(1)
 for s in socks: s.close()
 time.sleep(0.5)
