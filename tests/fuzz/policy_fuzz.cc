@@ -13,7 +13,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!m.ok()) return 0;
   const std::string again = rtb::EncodePolicyMessage(*m);
   auto m2 = rtb::DecodePolicyMessage(again, "fuzz");
-  if (!m2.ok()) __builtin_trap();  // what we encode we must read back
+  if (!m2.ok()) __builtin_trap();                                // what we encode we must read back
   if (rtb::EncodePolicyMessage(*m2) != again) __builtin_trap();  // and to the same message
   if (m2->table.version != m->table.version || m2->alpha_range != m->alpha_range) __builtin_trap();
   return 0;
