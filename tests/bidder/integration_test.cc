@@ -698,6 +698,81 @@ TEST_F(BidderIntegration, BillingAfterARestartNeverTakesSpendPastTheBudget) {
   EXPECT_NE(bidder_->Metrics().body.find("result=\"over_budget\"}"), std::string::npos);
 }
 
+// Forged, altered, replayed, late and after-restart notices, all at once from four threads:
+// every advertiser's booked spend stays within its budget and equals the sum of the charged
+// billing events on the events topic.
+TEST_F(BidderIntegration, MixedHostileNoticesAtOnceKeepSpendWithinBudgetAndEqualToTheEvents) {
+  const BidderConfig cfg = SmallBudget(dir_, 1500);
+  Start(cfg);
+  std::vector<std::string> before_restart, late;
+  {
+    Client client(port_);
+    before_restart = BidAndKeepBillingUrls(client, "mix-pre-", 12);
+  }
+  server_.reset();
+  bidder_.reset();
+  Start(cfg);
+  std::vector<std::string> fresh;
+  {
+    Client client(port_);
+    late = BidAndKeepBillingUrls(client, "mix-late-", 6);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1700));  // past their window
+    bidder_->Tick();
+    fresh = BidAndKeepBillingUrls(client, "mix-new-", 12);
+  }
+  ASSERT_FALSE(fresh.empty());
+  // The mix: every real billing twice (a replay), each real one altered two ways, forgeries.
+  std::vector<std::string> mix;
+  for (const auto* set : {&before_restart, &late, &fresh}) {
+    for (const auto& u : *set) {
+      mix.push_back(u);
+      mix.push_back(u);
+      mix.push_back(Replace(u, "&imp=1&", "&imp=9&"));
+      const size_t bp = u.find("&bp=") + 4;
+      mix.push_back(u.substr(0, bp) + "1" + u.substr(bp));
+    }
+  }
+  for (int i = 0; i < 40; ++i) {
+    mix.push_back("/notice/billing?auction=forged" + std::to_string(i) +
+                  "&imp=1&adv=1&bp=5000000&ts=1&x=0&sig=0123&price=5");
+  }
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> senders;
+  for (int t = 0; t < 4; ++t) {
+    senders.emplace_back([&] {
+      Client c(port_);
+      for (size_t k = next.fetch_add(1); k < mix.size(); k = next.fetch_add(1)) {
+        const int status = c.Do(http::verb::get, mix[k]).first;
+        EXPECT_TRUE(status == 200 || status == 403) << status << " " << mix[k];
+      }
+    });
+  }
+  for (auto& t : senders) t.join();
+  // Booked spend: within the budget, and equal to the charged billing events on the topic
+  // (read once every event is acknowledged; the embedded cluster goes with the bidder).
+  EventLogStats stats;
+  for (int i = 0; i < 100; ++i) {
+    stats = bidder_->events().Stats();
+    if (stats.acked == stats.logged) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(stats.acked, stats.logged);
+  const auto events = ReadEvents(bidder_->events().bootstrap(), "rtb.events", stats.logged, 15000);
+  ASSERT_EQ(events.size(), stats.logged);
+  std::map<int64_t, int64_t> charged;  // advertiser -> micros
+  for (const auto& e : events) {
+    if (e.type == "billing" && e.charged) charged[e.advertiser] += (e.price_micros + 500) / 1000;
+  }
+  int64_t total = 0;
+  for (size_t k = 0; k < 3; ++k) {
+    const Micros spent = bidder_->Spent(k);
+    EXPECT_LE(spent, cfg.advertisers[k].daily_budget) << "advertiser " << k;
+    EXPECT_EQ(spent.value(), charged[cfg.advertisers[k].id]) << "advertiser " << k;
+    total += spent.value();
+  }
+  EXPECT_GT(total, 0);
+}
+
 // test=1 requests bid but never touch a budget, and neither do their notices.
 TEST_F(BidderIntegration, TestRequestsAndTheirNoticesNeverTouchABudget) {
   Start(TestConfig(dir_));
