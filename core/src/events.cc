@@ -1,7 +1,9 @@
 #include "rtb/core/events.h"
 
 #include <charconv>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 #include "rtb/core/text.h"
 
@@ -65,31 +67,79 @@ std::string EncodeEvent(const Event& e) {
   return std::move(w).Take();
 }
 
+namespace {
+
+// An integer field in [lo, hi], or `def` when absent. A float, a string or a value out of range
+// throws (nlohmann converts a float to an integer with a plain cast: undefined behaviour out of
+// range, found by the event fuzzer).
+int64_t IntField(const nlohmann::json& j, const char* k, int64_t def, int64_t lo, int64_t hi) {
+  if (!j.contains(k)) return def;
+  const auto& v = j[k];
+  if (!v.is_number_integer()) throw std::invalid_argument(std::string(k) + " is not an integer");
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (hi < 0 || u > static_cast<uint64_t>(hi)) {
+      throw std::out_of_range(std::string(k) + " out of range");
+    }
+    return static_cast<int64_t>(u);
+  }
+  const int64_t x = v.get<int64_t>();
+  if (x < lo || x > hi) throw std::out_of_range(std::string(k) + " out of range");
+  return x;
+}
+
+double NumberField(const nlohmann::json& j, const char* k) {
+  if (!j.contains(k)) return 0.0;
+  if (!j[k].is_number()) throw std::invalid_argument(std::string(k) + " is not a number");
+  return j[k].get<double>();
+}
+
+}  // namespace
+
 Result<Event> DecodeEvent(std::string_view json) {
+  constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kI64Min = std::numeric_limits<int64_t>::min();
+  constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+  constexpr int64_t kIntMin = std::numeric_limits<int>::min();
   try {
     const auto j = nlohmann::json::parse(json);
-    if (j.value("v", 0) != 1) return Status::Corruption("event: unsupported version");
+    if (!j.is_object()) return Status::Corruption("event: not an object");
+    if (IntField(j, "v", 0, kI64Min, kI64Max) != 1) {
+      return Status::Corruption("event: unsupported version");
+    }
     Event e;
     e.type = j.at("type").get<std::string>();
     e.eid = j.at("eid").get<std::string>();
-    e.ts_ms = j.at("ts").get<int64_t>();
+    if (!j.contains("ts")) return Status::Corruption("event: no ts");
+    e.ts_ms = IntField(j, "ts", 0, kI64Min, kI64Max);
     e.auction_id = j.value("auction", "");
     e.imp_id = j.value("imp", "");
-    e.advertiser = j.value("adv", int64_t{-1});
-    e.agent = j.value("agent", -1);
-    e.cluster = j.value("cluster", -1);
-    e.price_micros = j.value("price_micros", int64_t{0});
-    e.cpc_micros = j.value("cpc_micros", int64_t{0});
-    e.pctr = j.value("pctr", 0.0);
-    e.pcvr = j.value("pcvr", 0.0);
-    e.alpha = j.value("alpha", 0.0);
-    e.policy_version = j.value("policy_version", uint64_t{0});
+    e.advertiser = IntField(j, "adv", -1, kI64Min, kI64Max);
+    e.agent = static_cast<int>(IntField(j, "agent", -1, kIntMin, kIntMax));
+    e.cluster = static_cast<int>(IntField(j, "cluster", -1, kIntMin, kIntMax));
+    e.price_micros = IntField(j, "price_micros", 0, kI64Min, kI64Max);
+    e.cpc_micros = IntField(j, "cpc_micros", 0, kI64Min, kI64Max);
+    e.pctr = NumberField(j, "pctr");
+    e.pcvr = NumberField(j, "pcvr");
+    e.alpha = NumberField(j, "alpha");
+    e.policy_version = static_cast<uint64_t>(IntField(j, "policy_version", 0, 0, kI64Max));
     e.manual_fallback = j.value("manual_fallback", false);
     e.test = j.value("test", false);
     e.reason = j.value("reason", "");
     e.charged = j.value("charged", false);
-    e.sim_ms = j.value("sim_ms", int64_t{-1});
-    if (j.contains("computed")) e.computed = j["computed"].get<std::vector<int>>();
+    e.sim_ms = IntField(j, "sim_ms", -1, kI64Min, kI64Max);
+    if (j.contains("computed")) {
+      const auto& c = j["computed"];
+      if (!c.is_array()) return Status::Corruption("event: computed is not an array");
+      for (const auto& x : c) {
+        if (!x.is_number_integer() || (x.is_number_unsigned() && x.get<uint64_t>() > kIntMax) ||
+            (!x.is_number_unsigned() &&
+             (x.get<int64_t>() < kIntMin || x.get<int64_t>() > kIntMax))) {
+          return Status::Corruption("event: computed holds a non-integer or out-of-range value");
+        }
+        e.computed.push_back(static_cast<int>(x.get<int64_t>()));
+      }
+    }
     return e;
   } catch (const std::exception& ex) {
     return Status::Corruption(std::string("event: ") + ex.what());

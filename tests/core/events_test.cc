@@ -53,3 +53,27 @@ TEST(StepMarkers, RoundTripAndRangeChecks) {
 
 }  // namespace
 }  // namespace rtb
+
+namespace rtb {
+namespace {
+
+// Found by the event fuzzer: a number out of an integer field's range (nlohmann casts a float
+// to int: undefined behaviour) must be refused, not converted.
+TEST(Events, OutOfRangeOrFloatIntegersAreRefused) {
+  const std::string ok = R"({"v":1,"type":"bid","eid":"e","ts":1,"agent":2})";
+  ASSERT_TRUE(DecodeEvent(ok).ok());
+  for (const std::string& bad : {
+           std::string(R"({"v":)") + std::string(150, '6') + "}",
+           std::string(R"({"v":1,"type":"bid","eid":"e","ts":1,"agent":1e300})"),
+           std::string(R"({"v":1,"type":"bid","eid":"e","ts":1,"agent":4294967296})"),
+           std::string(R"({"v":1,"type":"bid","eid":"e","ts":1.5})"),
+           std::string(R"({"v":1,"type":"bid","eid":"e","ts":1,"computed":[1,2.5]})"),
+           std::string(R"({"v":1,"type":"bid","eid":"e","ts":1,"policy_version":-1})"),
+           std::string(R"({"v":1,"type":"bid","eid":"e","ts":1,"pctr":"x"})"),
+       }) {
+    EXPECT_FALSE(DecodeEvent(bad).ok()) << bad.substr(0, 80);
+  }
+}
+
+}  // namespace
+}  // namespace rtb
