@@ -6,7 +6,7 @@ set -euo pipefail
 PKGS=(
   build-essential cmake ninja-build pkg-config lld git python3 curl
   clang libclang-rt-14-dev
-  libboost1.81-dev
+  libboost1.81-dev libboost-url1.81-dev prometheus-cpp-dev
   libtorch-dev libopenblas0-openmp libblas-dev
   librocksdb-dev librdkafka-dev libspdlog-dev libsimdjson-dev
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev

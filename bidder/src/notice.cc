@@ -23,15 +23,23 @@ const char* NoticeTypeName(NoticeType t) {
   return "unknown";
 }
 
+namespace {
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+}  // namespace
+
 bool UrlDecode(std::string_view in, std::string* out) {
   out->clear();
   for (size_t i = 0; i < in.size(); ++i) {
     if (in[i] == '%') {
       if (i + 2 >= in.size()) return false;
-      int v = 0;
-      auto [p, ec] = std::from_chars(in.data() + i + 1, in.data() + i + 3, v, 16);
-      if (ec != std::errc() || p != in.data() + i + 3) return false;
-      out->push_back(static_cast<char>(v));
+      const int hi = HexDigit(in[i + 1]), lo = HexDigit(in[i + 2]);
+      if (hi < 0 || lo < 0) return false;  // "%-1", "%g0", "%4" are not escapes
+      out->push_back(static_cast<char>(hi * 16 + lo));
       i += 2;
     } else if (in[i] == '+') {
       out->push_back(' ');

@@ -159,6 +159,19 @@ TEST(BidLogic, SimulationHintsReplaceCandidatesAndPredictionsAndCountComputation
   EXPECT_EQ(d2.computed, (std::vector<int>{0, 1, 0}));
 }
 
+TEST(Notice, UrlDecodeTakesOnlyTwoHexDigitEscapes) {
+  std::string out;
+  ASSERT_TRUE(UrlDecode("a%2Fb%2fc+d%41", &out));
+  EXPECT_EQ(out, "a/b/c dA");
+  ASSERT_TRUE(UrlDecode("%00%FF", &out));
+  EXPECT_EQ(out, std::string("\0\xff", 2));
+  // A sign, a non-hex digit or a short escape is malformed, not a byte.
+  for (const char* bad : {"%-1", "%+f", "%g0", "%4", "%", "ab%4"}) {
+    EXPECT_FALSE(UrlDecode(bad, &out)) << bad;
+  }
+  EXPECT_FALSE(ParseNotice("/notice/billing?auction=a%-1&imp=1&adv=3&price=1.5").ok());
+}
+
 TEST(Notice, SimulatedClockParameter) {
   auto n = ParseNotice("/notice/billing?auction=a&imp=1&adv=3&price=1.5&t=86400123");
   ASSERT_TRUE(n.ok());

@@ -3,19 +3,22 @@
 // Kept in a std::unordered_map<std::string, ...> it cost three allocations per bid (node, key,
 // the expiry queue's copy of the key) and a rehash of a whole shard, node by node, on the bid
 // path at every doubling. This table stores a 128-bit hash of the key instead of the key, in
-// one flat array with linear probing: no allocation per entry, a slot of the key plus the value
-// (40 bytes for the bidder's), at most 50-75% full (per shard, see StaggeredMaxLoad), and a
-// doubling only moves plain slots.
+// boost::unordered_flat_map (open addressing, SIMD-probed groups: no allocation per entry, one
+// flat array of key + value, 40 bytes for the bidder's). bench/bench_libs.cc measured it 2.1x
+// faster than the hand-written linear-probing table it replaced, at the same bytes per entry.
+// Around it, two rules of the bidder's own: a fill limit per shard (StaggeredMaxLoad) that
+// decides when the table doubles, and a halving once the table is 1/8 full, so that the memory
+// of a traffic peak comes back when the peak's entries expire.
 //
 // Not thread-safe: callers shard and lock (BudgetLedger, Bidder).
 #pragma once
 
 #include <algorithm>
+#include <boost/unordered/unordered_flat_map.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 #include <utility>
-#include <vector>
 
 namespace rtb::bidder {
 
@@ -25,7 +28,7 @@ struct Key128 {
   uint64_t a = 0, b = 0;
   bool operator==(const Key128&) const = default;
 };
-Key128 HashKey(std::string_view key);  // never {0, 0} (the empty slot)
+Key128 HashKey(std::string_view key);  // never {0, 0}
 
 // The largest fill, between 1/2 and 3/4, of shard `shard` of `shards`. A sharded table whose
 // keys spread evenly fills its shards at the same pace: with one fill limit for all, every shard
@@ -42,89 +45,49 @@ class FlatTable {
   // Room for `expected` entries before the first doubling; doubles once more than max_load
   // (0.5..0.75, clamped) of the slots would be full.
   explicit FlatTable(size_t expected = 0, double max_load = 0.625)
-      : load_num_(static_cast<size_t>(kLoadDen * std::clamp(max_load, 0.5, 0.75))),
-        min_capacity_(CapacityFor(expected)) {
-    Rehash(min_capacity_);
+      : max_load_(std::clamp(max_load, 0.5, 0.75)) {
+    Rehash(static_cast<size_t>(static_cast<double>(std::max<size_t>(expected, 1)) / max_load_));
+    min_capacity_ = capacity();
   }
 
-  size_t size() const { return size_; }
-  size_t capacity() const { return slots_.size(); }
+  size_t size() const { return m_.size(); }
+  size_t capacity() const { return m_.bucket_count(); }
 
   V* Find(Key128 k) {
-    for (size_t i = Home(k);; i = (i + 1) & mask_) {
-      Slot& s = slots_[i];
-      if (s.k == k) return &s.v;
-      if (Empty(s)) return nullptr;
-    }
+    auto it = m_.find(k);
+    return it == m_.end() ? nullptr : &it->second;
   }
   // Inserts (k, v) unless k is present; returns the entry and whether it was inserted.
   std::pair<V*, bool> Emplace(Key128 k, const V& v) {
-    if ((size_ + 1) * kLoadDen > slots_.size() * load_num_) Rehash(2 * slots_.size());
-    for (size_t i = Home(k);; i = (i + 1) & mask_) {
-      Slot& s = slots_[i];
-      if (s.k == k) return {&s.v, false};
-      if (Empty(s)) {
-        s.k = k;
-        s.v = v;
-        ++size_;
-        return {&s.v, true};
-      }
-    }
+    if (m_.size() >= grow_at_) Rehash(2 * capacity() + 1);  // twice the groups of 15 slots
+    auto [it, inserted] = m_.try_emplace(k, v);
+    return {&it->second, inserted};
   }
-  // Removes k; false if absent. Backward-shift deletion: no tombstones, probes stay short.
-  // Halves the array once it is less than 1/8 full (never below the initial size), so the
-  // memory of a traffic peak comes back when the peak's entries expire.
+  // Removes k; false if absent. Halves the array once it is less than 1/8 full (never below
+  // the initial size).
   bool Erase(Key128 k) {
-    size_t i = Home(k);
-    for (;; i = (i + 1) & mask_) {
-      if (slots_[i].k == k) break;
-      if (Empty(slots_[i])) return false;
-    }
-    for (size_t j = (i + 1) & mask_; !Empty(slots_[j]); j = (j + 1) & mask_) {
-      const size_t h = Home(slots_[j].k);
-      // slots_[j] may move back to the hole at i unless its home lies cyclically in (i, j].
-      const bool stays = i <= j ? (i < h && h <= j) : (i < h || h <= j);
-      if (!stays) {
-        slots_[i] = slots_[j];
-        i = j;
-      }
-    }
-    slots_[i] = Slot{};
-    --size_;
-    if (size_ * 8 < slots_.size() && slots_.size() > min_capacity_) Rehash(slots_.size() / 2);
+    if (m_.erase(k) == 0) return false;
+    if (m_.size() * 8 < capacity() && capacity() > min_capacity_) Rehash(capacity() / 2);
     return true;
   }
 
  private:
-  struct Slot {
-    Key128 k;
-    V v{};
+  // The key is already a hash: its second word is used as is (is_avalanching: boost does not
+  // mix it again).
+  struct Hash {
+    using is_avalanching = void;
+    size_t operator()(const Key128& k) const { return static_cast<size_t>(k.b); }
   };
-  static constexpr size_t kLoadDen = 1024;  // the fill limit is load_num_ / kLoadDen
-  static bool Empty(const Slot& s) { return s.k.a == 0 && s.k.b == 0; }
-  size_t Home(Key128 k) const { return static_cast<size_t>(k.b) & mask_; }
-  size_t CapacityFor(size_t n) const {
-    size_t c = 16;
-    while (c * load_num_ < n * kLoadDen) c *= 2;
-    return c;
-  }
-  void Rehash(size_t capacity) {
-    std::vector<Slot> old(capacity);
-    old.swap(slots_);
-    mask_ = capacity - 1;
-    for (const Slot& s : old) {
-      if (Empty(s)) continue;
-      size_t i = Home(s.k);
-      while (!Empty(slots_[i])) i = (i + 1) & mask_;
-      slots_[i] = s;
-    }
+
+  void Rehash(size_t slots) {
+    m_.rehash(slots);
+    grow_at_ = static_cast<size_t>(static_cast<double>(capacity()) * max_load_);
   }
 
-  size_t load_num_;
-  size_t min_capacity_;
-  std::vector<Slot> slots_;
-  size_t mask_ = 0;
-  size_t size_ = 0;
+  double max_load_;
+  size_t grow_at_ = 0;  // doubles before an insert that would hold more than this
+  size_t min_capacity_ = 0;
+  boost::unordered_flat_map<Key128, V, Hash> m_;
 };
 
 }  // namespace rtb::bidder
