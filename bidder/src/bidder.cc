@@ -170,9 +170,17 @@ Result<std::unique_ptr<Bidder>> Bidder::Create(const BidderConfig& cfg) {
 constexpr int kSweepPerShard = 128;
 
 void Bidder::Tick() {
+  Impl& m = *impl_;
   const int64_t now = NowUnixMs();
-  impl_->days->ExpireBefore(now, kSweepPerShard);
-  impl_->bid_records.Expire(now, kSweepPerShard);
+  m.days->ExpireBefore(now, kSweepPerShard);
+  m.bid_records.Expire(now, kSweepPerShard);
+  // Hourly (and at the first tick): the dedupe keys of bids older than the retention go, a
+  // whole hour at a time; notices of those bids are refused from now on (HandleNotice).
+  if (now >= m.next_retention_ms) {
+    m.next_retention_ms = now + Impl::kHourMs;
+    const Status st = m.state->ForgetNoticesBefore((now - m.RetentionMs()) / Impl::kHourMs);
+    if (!st.ok()) log::Get("bidder").warn("notice retention: {}", st.message());
+  }
 }
 
 HttpResult Bidder::Health() const {

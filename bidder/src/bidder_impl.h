@@ -109,6 +109,11 @@ struct Bidder::Impl {
   // Per advertiser (index order), fixed by the config: its seat name and its id as a string.
   std::vector<std::string> seat_of, cid_of;
   BidderCounters counters;
+  int64_t next_retention_ms = 0;  // when Tick next forgets expired dedupe keys (Tick's thread)
+
+  // A notice's dedupe key is kept this long after its bid; older notices are refused.
+  int64_t RetentionMs() const { return int64_t{cfg.notice_retention_hours} * kHourMs; }
+  static constexpr int64_t kHourMs = 3'600'000;
 
   bool shut = false;
   std::mutex shut_mu;

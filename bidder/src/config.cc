@@ -36,6 +36,8 @@ Result<BidderConfig> LoadBidderConfig(const std::string& path) {
   root.Check(c.read_timeout_ms >= 1, "read_timeout_ms", "must be positive");
   root.Get("max_connections", &c.max_connections);
   root.Check(c.max_connections >= 1, "max_connections", "must be positive");
+  root.Get("max_connections_per_client", &c.max_connections_per_client);
+  root.Check(c.max_connections_per_client >= 1, "max_connections_per_client", "must be positive");
   root.Get("tmax_network_ms", &c.tmax_network_ms);
   root.Get("max_bids_per_imp", &c.max_bids_per_imp);
   root.Check(c.max_bids_per_imp >= 1 && c.max_bids_per_imp <= 100, "max_bids_per_imp",
@@ -48,6 +50,12 @@ Result<BidderConfig> LoadBidderConfig(const std::string& path) {
   root.Get("notice_secret", &c.notice_secret);
   root.Check(c.notice_secret.empty() || c.notice_secret.size() >= 16, "notice_secret",
              "must be empty (generated) or at least 16 characters");
+  root.Get("notice_retention_hours", &c.notice_retention_hours);
+  root.Check(
+      c.notice_retention_hours >= 1 && c.notice_retention_hours <= 24 * 366 &&
+          int64_t{c.notice_retention_hours} * 3'600'000 >= c.reservation_timeout_ms,
+      "notice_retention_hours",
+      "must be between 1 and 8784, and at least the billing window (reservation_timeout_ms)");
   root.Get("expected_bids_per_second", &c.expected_bids_per_second);
   // At most 2^32 bid records (~256 GiB): a larger product is a typo, not a plan.
   root.Check(c.expected_bids_per_second >= 0 &&

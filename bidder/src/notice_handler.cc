@@ -5,7 +5,8 @@
 // "forged"). The money rules, in the order they are checked:
 //   - a price above the signed bid price, or no valid price, is not charged;
 //   - a win or billing later than the billing window (reservation_timeout_ms after the bid) is
-//     refused ("late");
+//     refused ("late"); so is any notice later than notice_retention_hours, whose dedupe key
+//     may be gone (410, not logged);
 //   - a test=1 bid's notices never touch a budget;
 //   - a billing settles the bid's reservation; without one (a restart, or a loss notice that
 //     came first) it is charged only if the budget can still take it ("over_budget"
@@ -47,6 +48,14 @@ HttpResult Bidder::HandleNotice(std::string_view target) {
     count(kForged);
     res.status = 403;
     res.body = "not a notice for a bid of this bidder (signature)\n";
+    return res;
+  }
+
+  // Past the retention its dedupe key may have been deleted: applying it could count it twice.
+  if (NowUnixMs() - n->bid_ms > m.RetentionMs()) {
+    count(kLate);
+    res.status = 410;
+    res.body = "notice of a bid older than notice_retention_hours\n";
     return res;
   }
 
@@ -119,7 +128,8 @@ HttpResult Bidder::HandleNotice(std::string_view target) {
   ob.key = e.Key();
   ob.payload = EncodeEvent(e);
   // Refused notices are still de-duplicated, so that a retry is not counted twice.
-  auto applied = m.state->ApplyOnce(once, n->advertiser, day_name, charge, &ob);
+  auto applied =
+      m.state->ApplyOnce(n->bid_ms / Impl::kHourMs, once, n->advertiser, day_name, charge, &ob);
   if (!applied.ok() || !*applied) {
     if (took_budget) ledger.Release(key);
     count(applied.ok() ? kDuplicate : kError);  // a repeated notice changes nothing

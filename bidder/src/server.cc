@@ -9,8 +9,10 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <cstdio>
+#include <mutex>
 #include <optional>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "rtb/core/log.h"
@@ -41,6 +43,27 @@ struct Server::Impl {
   std::vector<std::thread> threads;
   std::atomic<int> connections{0};
   std::atomic<bool> stopped{false};
+  // Open connections per client address (max_connections_per_client): added at accept, removed
+  // when the session ends (on its I/O thread). Per connection, never per request.
+  std::mutex clients_mu;
+  std::unordered_map<net::ip::address, int> per_client;  // GUARDED_BY(clients_mu)
+  log::RateLimit client_cap_warnings{3, std::chrono::seconds(60)};
+
+  // Whether `client` may open one more connection (and counts it if so).
+  bool AdmitClient(const net::ip::address& client) {
+    const int cap =
+        std::min(bidder.config().max_connections_per_client, bidder.config().max_connections);
+    std::lock_guard<std::mutex> l(clients_mu);
+    int& n = per_client[client];
+    if (n >= cap) return false;
+    ++n;
+    return true;
+  }
+  void ReleaseClient(const net::ip::address& client) {
+    std::lock_guard<std::mutex> l(clients_mu);
+    auto it = per_client.find(client);
+    if (it != per_client.end() && --it->second <= 0) per_client.erase(it);
+  }
 
   Impl(Bidder& b, std::string l) : bidder(b), listen(std::move(l)) {
     for (int t = 0; t < std::max(1, b.config().threads); ++t) {
@@ -75,13 +98,17 @@ RequestDecoder& Decoder(const DecodeLimits& limits) {
 class Session : public std::enable_shared_from_this<Session> {
  public:
   static constexpr size_t kReadBufferBytes = 16 * 1024;
-  Session(tcp::socket&& s, Server::Impl& srv) : stream_(std::move(s)), srv_(srv) {
+  Session(tcp::socket&& s, net::ip::address client, Server::Impl& srv)
+      : stream_(std::move(s)), client_(std::move(client)), srv_(srv) {
     srv_.connections.fetch_add(1);
     // Beast reads at most max(512, free capacity) bytes per call: with room for a typical
     // request (headers and a few-KB body) one recvmsg reads it whole instead of 2-3.
     buffer_.reserve(kReadBufferBytes);
   }
-  ~Session() { srv_.connections.fetch_sub(1); }
+  ~Session() {
+    srv_.ReleaseClient(client_);
+    srv_.connections.fetch_sub(1);
+  }
 
   void Run() {
     net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->Read(); });
@@ -150,6 +177,7 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
+  net::ip::address client_;  // counted in srv_.per_client while the session lives
   Server::Impl& srv_;
 };
 
@@ -177,12 +205,23 @@ void Server::Impl::Accept() {
       return;
     }
     if (!ec) {
-      if (connections.load() >= bidder.config().max_connections) {
-        beast::error_code ignored;
-        s.close(ignored);  // over the connection cap
+      beast::error_code peer_ec;
+      const tcp::endpoint peer = s.remote_endpoint(peer_ec);
+      beast::error_code ignored;
+      if (peer_ec || connections.load() >= bidder.config().max_connections) {
+        s.close(ignored);  // over the connection cap (or already gone)
+      } else if (!AdmitClient(peer.address())) {
+        s.close(ignored);  // over this client's cap
+        uint64_t skipped = 0;
+        if (client_cap_warnings.Allow(&skipped)) {
+          log::Get("server").warn(
+              "client {} is at max_connections_per_client ({}): new connection closed ({} more "
+              "since)",
+              peer.address().to_string(), bidder.config().max_connections_per_client, skipped);
+        }
       } else {
         s.set_option(tcp::no_delay(true), ec);
-        std::make_shared<Session>(std::move(s), *this)->Run();
+        std::make_shared<Session>(std::move(s), peer.address(), *this)->Run();
       }
     }
     Accept();

@@ -4,6 +4,8 @@
 #include <rocksdb/iterator.h>
 #include <rocksdb/write_batch.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
@@ -33,6 +35,13 @@ Result<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path) {
 }
 
 namespace {
+// "notice/<hour, 10 digits>/<key>": sorted by the bid's hour, so old hours are one range.
+std::string NoticePrefix(int64_t hour) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "notice/%010lld/",
+                static_cast<long long>(std::clamp<int64_t>(hour, 0, 9'999'999'999)));
+  return buf;
+}
 std::string SpendKey(uint32_t adv, const std::string& day) {
   return "spend/" + day + "/" + std::to_string(adv);
 }
@@ -44,11 +53,12 @@ int64_t Decode(const std::string& v) {
 std::string Encode(int64_t x) { return std::string(reinterpret_cast<const char*>(&x), sizeof x); }
 }  // namespace
 
-Result<bool> StateStore::ApplyOnce(const std::string& key, uint32_t adv, const std::string& day,
-                                   Micros spend, const OutboxEntry* outbox) {
+Result<bool> StateStore::ApplyOnce(int64_t bid_hour, const std::string& key, uint32_t adv,
+                                   const std::string& day, Micros spend,
+                                   const OutboxEntry* outbox) {
   std::lock_guard<std::mutex> l(impl_->mu);
   std::string v;
-  const std::string nk = "notice/" + key;
+  const std::string nk = NoticePrefix(bid_hour) + key;
   auto st = impl_->db->Get(rocksdb::ReadOptions(), nk, &v);
   if (st.ok()) return false;
   if (!st.IsNotFound()) return Status::IoError("bidder state: " + st.ToString());
@@ -90,6 +100,15 @@ std::vector<OutboxEntry> StateStore::Outbox() const {
                    v.substr(t1 + 1, t2 - t1 - 1), v.substr(t2 + 1)});
   }
   return out;
+}
+
+Status StateStore::ForgetNoticesBefore(int64_t hour) {
+  const std::string from = NoticePrefix(0), to = NoticePrefix(hour);
+  if (from >= to) return Status::Ok();
+  const auto st =
+      impl_->db->DeleteRange(rocksdb::WriteOptions(), impl_->db->DefaultColumnFamily(), from, to);
+  if (!st.ok()) return Status::IoError("bidder state: " + st.ToString());
+  return Status::Ok();
 }
 
 Micros StateStore::Spent(uint32_t adv, const std::string& day) const {

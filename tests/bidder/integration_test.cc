@@ -16,8 +16,11 @@
 #include <thread>
 
 #include "rtb/bidder/bidder.h"
+#include "rtb/bidder/notice.h"
+#include "rtb/bidder/notice_sign.h"
 #include "rtb/bidder/server.h"
 #include "rtb/core/events.h"
+#include "rtb/kafka/kafka.h"
 
 namespace rtb::bidder {
 namespace {
@@ -505,6 +508,70 @@ TEST_F(BidderIntegration, PolicyHotSwapFromKafkaNeverGoesBackAndStaleFallsBack) 
   EXPECT_EQ(bidder_->policy().Current()->table.version, 6u);
 }
 
+// A bidder (re)started on a policy topic that already holds poison serves the last good table
+// before it, or manual bids if there is none, and reports each rejection in /metrics.
+TEST_F(BidderIntegration, ABidderStartedOnAPoisonedPolicyTopicServesAndReportsIt) {
+  auto mock = kafka::MockCluster::Start(1);
+  ASSERT_TRUE(mock.ok()) << mock.status().message();
+  BidderConfig cfg = TestConfig(dir_);
+  cfg.kafka.brokers = (*mock)->bootstrap();
+  ASSERT_TRUE((*mock)->CreateTopic(cfg.kafka.events_topic, 4, 1).ok());
+  ASSERT_TRUE((*mock)->CreateTopic(cfg.kafka.policy_topic, 1, 1).ok());
+  kafka::Producer::Options po;
+  po.bootstrap = (*mock)->bootstrap();
+  auto producer = kafka::Producer::Create(std::move(po));
+  ASSERT_TRUE(producer.ok()) << producer.status().message();
+  auto send = [&](const std::string& payload) {
+    ASSERT_TRUE((*producer)->Produce(cfg.kafka.policy_topic, 0, "policy", payload).ok());
+    ASSERT_TRUE((*producer)->Flush(10000).ok());
+  };
+  auto wait_metric = [&](const std::string& line) {
+    std::string m;
+    for (int i = 0; i < 100; ++i) {
+      m = bidder_->Metrics().body;
+      if (m.find(line) != std::string::npos) return m;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ADD_FAILURE() << "no '" << line << "' in\n" << m;
+    return m;
+  };
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+
+  // Only poison on the topic: manual bids.
+  send(deep);
+  send("{not json");
+  Start(cfg);
+  std::string m = wait_metric("rtb_policy_rejected_total{reason=\"invalid\"} 2");
+  EXPECT_NE(m.find("rtb_policy_version 0"), std::string::npos);
+  EXPECT_NE(m.find("rtb_policy_fallback 1"), std::string::npos);
+  {
+    Client client(port_);
+    EXPECT_EQ(client.Do(http::verb::post, "/openrtb2/bid", Request("poison-1")).first, 200);
+  }
+  EXPECT_NE(bidder_->Metrics().body.find("rtb_fallback_requests_total 1"), std::string::npos);
+  server_.reset();
+  bidder_.reset();
+
+  // A good table, then more poison after it: the restarted bidder serves the good one.
+  ActionTable t(3, 1);
+  t.set(0, 0, -0.5);
+  t.version = 9;
+  t.created_unix_ms = NowUnixMs();
+  nlohmann::json msg;
+  msg["table"] = nlohmann::json::parse(SerializeActionTable(t));
+  send(msg.dump());
+  send(deep);
+  Start(cfg);
+  m = wait_metric("rtb_policy_rejected_total{reason=\"invalid\"} 3");
+  EXPECT_NE(m.find("rtb_policy_version 9"), std::string::npos) << m;
+  EXPECT_NE(m.find("rtb_policy_fallback 0"), std::string::npos);
+  Client client(port_);
+  EXPECT_EQ(client.Do(http::verb::post, "/openrtb2/bid", Request("poison-2")).first, 200);
+  EXPECT_NE(bidder_->Metrics().body.find("rtb_fallback_requests_total 0"), std::string::npos);
+  server_.reset();  // before the cluster they talk to
+  bidder_.reset();
+}
+
 TEST_F(BidderIntegration, HostileBodiesGet400AndTheServerKeepsServing) {
   BidderConfig cfg = TestConfig(dir_);
   cfg.max_body_bytes = 64 * 1024;
@@ -800,6 +867,74 @@ TEST_F(BidderIntegration, OversizedIdsAreRefused) {
   const std::string u = Notice("billing", "fine", FirstAdvertiser(b2), "0.001");
   EXPECT_EQ(client.Do(http::verb::get, Replace(u, "auction=fine", "auction=utf8-%FF%FE")).first,
             400);
+}
+
+// Dedupe keys are kept notice_retention_hours after their bid. A notice of an older bid is
+// refused (410, counted late, not logged, never charged): its key may be gone. Within the
+// retention, a click long after the billing window still counts, once.
+TEST_F(BidderIntegration, NoticesPastTheRetentionAreRefusedAndThoseWithinItCountOnce) {
+  BidderConfig cfg = TestConfig(dir_);
+  cfg.notice_secret = "retention test secret, 32 chars.";
+  cfg.notice_retention_hours = 1;
+  Start(cfg);
+  Client client(port_);
+  auto signer = NoticeSigner::Create(cfg.notice_secret);
+  ASSERT_TRUE(signer.ok());
+  const Micros bid_price = Micros::FromUnits(0.5);
+  auto url = [&](NoticeType type, const std::string& auction, int64_t age_ms) {
+    const int64_t ts = NowUnixMs() - age_ms;
+    const std::string sig = (*signer)->Sign({auction, "1", 1, bid_price, ts, false});
+    const std::string q = SignedNoticeQuery(auction, "1", 1, bid_price, ts, false, sig);
+    return Replace(Replace(NoticeUrl("", type, q), "${AUCTION_PRICE}", "0.4"), "${AUCTION_LOSS}",
+                   "102");
+  };
+  const std::string old_billing = url(NoticeType::kBilling, "old", 2 * 3'600'000);
+  auto [s1, b1] = client.Do(http::verb::get, old_billing);
+  EXPECT_EQ(s1, 410);
+  EXPECT_NE(b1.find("notice_retention_hours"), std::string::npos) << b1;
+  EXPECT_EQ(client.Do(http::verb::get, url(NoticeType::kClick, "old", 2 * 3'600'000)).first, 410);
+  EXPECT_EQ(TotalSpent(*bidder_, 3).value(), 0);
+  // Half an hour after its bid: a billing is late (refused, 200), a click counts, once.
+  EXPECT_EQ(client.Do(http::verb::get, url(NoticeType::kBilling, "recent", 1'800'000)).first, 200);
+  const std::string click = url(NoticeType::kClick, "recent", 1'800'000);
+  EXPECT_EQ(client.Do(http::verb::get, click).first, 200);
+  EXPECT_EQ(client.Do(http::verb::get, click).first, 200);
+  EXPECT_EQ(TotalSpent(*bidder_, 3).value(), 0);
+  const std::string m = bidder_->Metrics().body;
+  EXPECT_NE(m.find("type=\"billing\",result=\"late\"} 2"), std::string::npos) << m;
+  EXPECT_NE(m.find("type=\"click\",result=\"late\"} 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("type=\"click\",result=\"applied\"} 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("type=\"click\",result=\"duplicate\"} 1"), std::string::npos) << m;
+}
+
+// One client address holds at most max_connections_per_client connections; another
+// connection from it is closed at once, and a slot freed is a slot to use again.
+TEST_F(BidderIntegration, OneClientCannotHoldMoreThanItsConnectionCap) {
+  BidderConfig cfg = TestConfig(dir_);
+  cfg.max_connections_per_client = 3;
+  Start(cfg);
+  std::vector<std::unique_ptr<Client>> held;
+  for (int i = 0; i < 3; ++i) {
+    held.push_back(std::make_unique<Client>(port_));
+    EXPECT_EQ(held.back()->Do(http::verb::get, "/healthz").first, 200);
+  }
+  auto fourth_answers = [&] {
+    try {
+      Client c(port_);
+      return c.Do(http::verb::get, "/healthz").first == 200;
+    } catch (const std::exception&) {
+      return false;  // closed by the server
+    }
+  };
+  EXPECT_FALSE(fourth_answers());
+  for (auto& c : held) EXPECT_EQ(c->Do(http::verb::get, "/healthz").first, 200);  // unaffected
+  held.pop_back();
+  bool answered = false;
+  for (int i = 0; i < 50 && !answered; ++i) {  // the server sees the close a moment later
+    answered = fourth_answers();
+    if (!answered) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(answered);
 }
 
 // Regression: one event Kafka could not take (too large) stopped the re-send of the spill file

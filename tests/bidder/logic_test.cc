@@ -13,6 +13,7 @@
 #include "rtb/bidder/config.h"
 #include "rtb/bidder/notice.h"
 #include "rtb/bidder/notice_sign.h"
+#include "rtb/bidder/state_store.h"
 #include "rtb/core/bid.h"
 
 namespace rtb::bidder {
@@ -157,6 +158,35 @@ TEST(BidLogic, SimulationHintsReplaceCandidatesAndPredictionsAndCountComputation
   const Decision d2 = DecideBids(r, advs, p, nullptr, opt);
   EXPECT_TRUE(d2.bids.empty());
   EXPECT_EQ(d2.computed, (std::vector<int>{0, 1, 0}));
+}
+
+// Dedupe keys live under their bid's hour; forgetting the hours before H drops exactly those
+// keys (and nothing else: spend, newer keys and the outbox stay), across a reopen.
+TEST(StateStore, ForgetsTheDedupeKeysOfOldHoursOnly) {
+  const std::string dir = ::testing::TempDir() + "/state_retention_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  {
+    auto s = StateStore::Open(dir);
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    StateStore& st = **s;
+    EXPECT_TRUE(*st.ApplyOnce(100, "billing/a", 1, "d", Micros(5)));
+    EXPECT_TRUE(*st.ApplyOnce(101, "billing/b", 1, "d", Micros(7)));
+    EXPECT_TRUE(*st.ApplyOnce(5'000'000, "billing/c", 1, "d", Micros(0)));
+    EXPECT_FALSE(*st.ApplyOnce(100, "billing/a", 1, "d", Micros(5)));  // seen
+    ASSERT_TRUE(st.ForgetNoticesBefore(100).ok());                     // hour 100 is kept
+    EXPECT_FALSE(*st.ApplyOnce(100, "billing/a", 1, "d", Micros(5)));
+    ASSERT_TRUE(st.ForgetNoticesBefore(101).ok());
+    EXPECT_EQ(st.Spent(1, "d").value(), 12);  // spend is not a dedupe key
+  }
+  auto s = StateStore::Open(dir);
+  ASSERT_TRUE(s.ok());
+  EXPECT_TRUE(*(*s)->ApplyOnce(100, "billing/a", 1, "d", Micros(0)));   // forgotten
+  EXPECT_FALSE(*(*s)->ApplyOnce(101, "billing/b", 1, "d", Micros(0)));  // kept
+  EXPECT_FALSE(*(*s)->ApplyOnce(5'000'000, "billing/c", 1, "d", Micros(0)));
+  ASSERT_TRUE((*s)->ForgetNoticesBefore(-3).ok());  // nothing before the first hour
+  EXPECT_FALSE(*(*s)->ApplyOnce(101, "billing/b", 1, "d", Micros(0)));
+  s->reset();
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Notice, UrlDecodeTakesOnlyTwoHexDigitEscapes) {

@@ -72,8 +72,12 @@ struct BidderConfig {
   size_t max_json_depth = 32;       // deeper JSON: 400 (the depth bomb)
   int read_timeout_ms = 5000;       // per read; slow clients are disconnected
   int max_connections = 1024;       // beyond it new connections are closed
-  int tmax_network_ms = 10;         // taken off tmax for the network; no bid if no time
-  int max_bids_per_imp = 3;         // bids per impression (one per seat), by eCPM
+  // Connections open at once from one client address; beyond it that client's new connections
+  // are closed (one misbehaving client cannot take every slot). Above max_connections it is
+  // max_connections.
+  int max_connections_per_client = 512;
+  int tmax_network_ms = 10;  // taken off tmax for the network; no bid if no time
+  int max_bids_per_imp = 3;  // bids per impression (one per seat), by eCPM
   // The billing window: a bid's reservation is held until its billing or loss notice, or this
   // long after the bid; a win or billing notice later than this is refused ("late") and
   // counted. Raise it for exchanges that bill later; each bid/s held costs memory.
@@ -84,6 +88,11 @@ struct BidderConfig {
   // Empty: a random one, made at the first start and kept in the state store. Bidders that
   // take each other's notices set the same one.
   std::string notice_secret;
+  // How long a notice's de-duplication key is kept, counted from its bid (hours, at least the
+  // billing window). Notices of older bids (a click or conversion days later) are refused
+  // ("late", 410) and not logged, so dropping the keys can never book one twice; the keys
+  // themselves are deleted by the hour (StateStore::ForgetNoticesBefore).
+  int notice_retention_hours = 168;
   // Sizes the bid-record tables at start for this many bids per second over bid_record_ttl_ms
   // (up to ~110 bytes of memory per bid: 50,000 with the 60 s default took 347 MB of RSS at
   // start), so a bidder restarted under full traffic does not grow them, and fault their

@@ -1,6 +1,8 @@
 // Durable bidder state on RocksDB: spend per advertiser and day, and notice de-duplication.
 // A notice is applied once per (type, auction id, imp id, advertiser), also across a restart: the
-// dedupe key and the spend it books are written in one WriteBatch (all or nothing).
+// dedupe key and the spend it books are written in one WriteBatch (all or nothing). Dedupe keys
+// are filed under the hour of their bid, and the hours past the retention are deleted whole
+// (ForgetNoticesBefore).
 #pragma once
 
 #include <cstdint>
@@ -21,12 +23,16 @@ class StateStore {
  public:
   static Result<std::unique_ptr<StateStore>> Open(const std::string& path);
   ~StateStore();
-  // Marks (key) seen and adds `spend` to advertiser `adv` on `day` in one batch. Returns false
-  // (and changes nothing) if the key was seen before.
+  // Marks (key) of a bid made in hour `bid_hour` (unix ms / 3,600,000) seen and adds `spend`
+  // to advertiser `adv` on `day` in one batch. Returns false (and changes nothing) if the key
+  // was seen before.
   // `outbox` (optional): an event to keep in the same batch until Kafka or the spill file has
   // it (transactional outbox: a notice's event survives kill -9 of the bidder).
-  Result<bool> ApplyOnce(const std::string& key, uint32_t adv, const std::string& day, Micros spend,
-                         const OutboxEntry* outbox = nullptr);
+  Result<bool> ApplyOnce(int64_t bid_hour, const std::string& key, uint32_t adv,
+                         const std::string& day, Micros spend, const OutboxEntry* outbox = nullptr);
+  // Deletes the dedupe keys of bids made before hour `hour` (one range deletion; RocksDB's
+  // compactions then drop the data). The caller refuses notices of those bids from then on.
+  Status ForgetNoticesBefore(int64_t hour);
   // Drops an outbox entry (its event reached Kafka or the spill file).
   void ForgetOutbox(const std::string& eid);
   // Outbox entries left by an earlier run (to re-send at start).
