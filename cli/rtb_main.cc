@@ -107,6 +107,8 @@ struct GenerateArgs {
   int64_t seed = -1;
   std::string rlb_out;  // also a synthetic single-campaign log in the RLB format
   int64_t rlb_lines = 156000;
+  // The two full-information days into `out`: asked for with --out, or when nothing else is.
+  bool full_logs = true;
 };
 
 int RunGenerate(const GenerateArgs& a) {
@@ -138,17 +140,19 @@ int RunGenerate(const GenerateArgs& a) {
     std::printf("wrote %s/{train,validation,test}.txt and campaign.json (%lld lines each)\n",
                 a.rlb_out.c_str(), static_cast<long long>(a.rlb_lines));
   }
-  std::error_code ec;
-  fs::create_directories(a.out, ec);
-  if (ec) return Fail(rtb::Status::IoError(a.out + ": " + ec.message()));
   const auto world = rtb::sim::GenerateWorld(cfg->world, cfg->seed);
-  const auto train = rtb::sim::GenerateDay(world, cfg->day, rtb::Rng::Mix(cfg->seed, 1));
-  const auto test = rtb::sim::GenerateDay(world, cfg->day, rtb::Rng::Mix(cfg->seed, 2));
-  if (auto st = rtb::sim::WriteFullLog(train, a.out + "/train.tsv"); !st.ok()) return Fail(st);
-  if (auto st = rtb::sim::WriteFullLog(test, a.out + "/test.tsv"); !st.ok()) return Fail(st);
-  std::printf("wrote %s/train.tsv (%zu requests, %zu candidates) and %s/test.tsv (%zu, %zu)\n",
-              a.out.c_str(), train.requests(), train.candidates(), a.out.c_str(), test.requests(),
-              test.candidates());
+  if (a.full_logs) {
+    std::error_code ec;
+    fs::create_directories(a.out, ec);
+    if (ec) return Fail(rtb::Status::IoError(a.out + ": " + ec.message()));
+    const auto train = rtb::sim::GenerateDay(world, cfg->day, rtb::Rng::Mix(cfg->seed, 1));
+    const auto test = rtb::sim::GenerateDay(world, cfg->day, rtb::Rng::Mix(cfg->seed, 2));
+    if (auto st = rtb::sim::WriteFullLog(train, a.out + "/train.tsv"); !st.ok()) return Fail(st);
+    if (auto st = rtb::sim::WriteFullLog(test, a.out + "/test.tsv"); !st.ok()) return Fail(st);
+    std::printf("wrote %s/train.tsv (%zu requests, %zu candidates) and %s/test.tsv (%zu, %zu)\n",
+                a.out.c_str(), train.requests(), train.candidates(), a.out.c_str(), test.requests(),
+                test.candidates());
+  }
   if (!a.bidder_out.empty()) {
     auto sc = rtb::sim::BuildScenario(*cfg, "", "", false);
     if (!sc.ok()) return Fail(sc.status());
@@ -302,7 +306,9 @@ int main(int argc, char** argv) {
       "Write the training and test days as full-information logs (schemas/fulllog-v1.md)");
   g->add_option("--config", gen.config, "Simulator config (YAML)")->capture_default_str();
   g->add_option("--seed", gen.seed, "Seed (default: the config's)");
-  g->add_option("--out", gen.out, "Output directory for train.tsv and test.tsv")
+  g->add_option("--out", gen.out,
+                "Output directory for train.tsv and test.tsv (written unless only --rlb-out or "
+                "--bidder-out is given)")
       ->capture_default_str();
   gen.bidder_config = DefaultConfig("configs/bidder/default.yaml");
   g->add_option("--bidder-out", gen.bidder_out,
@@ -388,7 +394,12 @@ int main(int argc, char** argv) {
     if (auto st = InitLog(sub->get_name(), la, ""); !st.ok()) return Fail(st);
   }
   if (s->parsed()) return RunSimulate(sim);
-  if (g->parsed()) return RunGenerate(gen);
+  if (g->parsed()) {
+    // --rlb-out or --bidder-out alone writes only what it names.
+    gen.full_logs =
+        g->get_option("--out")->count() > 0 || (gen.rlb_out.empty() && gen.bidder_out.empty());
+    return RunGenerate(gen);
+  }
   if (xs->parsed()) return RunExchange(xa);
   if (dm->parsed()) return rtb::demo::RunDemo(da);
   if (rp->parsed()) return rtb::cli::RunReplay(ra);

@@ -11,7 +11,8 @@ PKGS=(
   librocksdb-dev librdkafka-dev libspdlog-dev libsimdjson-dev
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libssl-dev kcat wrk python3-torch
+  libssl-dev libjemalloc-dev kcat wrk python3-torch
+  chromium fonts-dejavu-core
 )
 
 missing=()

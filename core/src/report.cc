@@ -13,6 +13,7 @@
 #include <functional>
 #include <sstream>
 
+#include "rtb/core/report_doc.h"
 #include "rtb/core/text.h"
 
 namespace rtb {
@@ -24,27 +25,33 @@ struct MetricDef {
   const char* key;    // JSON / CSV key
   const char* label;  // human label
   std::function<double(const Outcome&)> get;
-  bool money;     // shown with two decimals in Markdown/HTML
+  bool money;     // in the report's currency
   bool relative;  // shown relative to the baseline
+  doc::Fmt fmt;   // how Markdown/HTML show it
 };
 
 const std::vector<MetricDef>& Metrics() {
+  using doc::Fmt;
   static const std::vector<MetricDef> defs = {
-      {"revenue", "revenue", [](const Outcome& o) { return o.revenue.units(); }, true, true},
-      {"cost", "cost", [](const Outcome& o) { return o.cost.units(); }, true, true},
-      {"budget", "budget", [](const Outcome& o) { return o.budget.units(); }, true, false},
-      {"cost_over_budget", "COST (cost/budget)", CostOverBudget, false, true},
-      {"roi", "ROI (revenue/cost)", Roi, false, true},
-      {"cost_per_click", "cost per click (paper's CPA)", CostPerClick, false, true},
-      {"clicks", "clicks", [](const Outcome& o) { return o.clicks; }, false, true},
-      {"conversions", "conversions", [](const Outcome& o) { return o.conversions; }, false, true},
-      {"cost_per_conversion", "cost per conversion", CostPerConversion, false, true},
+      {"revenue", "revenue", [](const Outcome& o) { return o.revenue.units(); }, true, true,
+       Fmt::kMoney},
+      {"cost", "spend", [](const Outcome& o) { return o.cost.units(); }, true, true, Fmt::kMoney},
+      {"budget", "budget", [](const Outcome& o) { return o.budget.units(); }, true, false,
+       Fmt::kMoney},
+      {"cost_over_budget", "COST (spend / budget)", CostOverBudget, false, true, Fmt::kPercent},
+      {"roi", "ROI (revenue / spend)", Roi, false, true, Fmt::kRatio},
+      {"cost_per_click", "cost per click", CostPerClick, true, true, Fmt::kMoney},
+      {"clicks", "clicks", [](const Outcome& o) { return o.clicks; }, false, true, Fmt::kCount},
+      {"conversions", "conversions", [](const Outcome& o) { return o.conversions; }, false, true,
+       Fmt::kCount},
+      {"cost_per_conversion", "cost per conversion", CostPerConversion, true, true, Fmt::kMoney},
       {"impressions", "impressions",
-       [](const Outcome& o) { return static_cast<double>(o.impressions); }, false, true},
+       [](const Outcome& o) { return static_cast<double>(o.impressions); }, false, true,
+       Fmt::kCount},
       {"auctions", "auctions", [](const Outcome& o) { return static_cast<double>(o.auctions); },
-       false, false},
-      {"win_rate", "win rate", WinRate, false, true},
-      {"cpm", "CPM", Cpm, false, true},
+       false, false, Fmt::kCount},
+      {"win_rate", "win rate", WinRate, false, true, Fmt::kPercent},
+      {"cpm", "CPM", Cpm, true, true, Fmt::kMoney},
   };
   return defs;
 }
@@ -76,36 +83,6 @@ std::string Num(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.10g", v);
   return buf;
-}
-
-std::string Fixed(double v, int decimals) {
-  if (!std::isfinite(v)) return "n/a";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-
-std::string Human(const MetricDef& def, double v) {
-  if (!std::isfinite(v)) return "n/a";
-  if (def.money) return Fixed(v, 2);
-  if (std::string(def.key) == "cost_over_budget" || std::string(def.key) == "win_rate") {
-    return Fixed(100 * v, 1) + "%";
-  }
-  if (std::abs(v) >= 1000) return Fixed(v, 0);
-  if (std::abs(v) >= 10) return Fixed(v, 1);
-  return Fixed(v, 3);
-}
-
-std::string HumanStat(const MetricDef& def, const MeanStd& s, bool with_std) {
-  std::string out = Human(def, s.mean);
-  if (with_std && s.n > 1) {
-    if (std::string(def.key) == "cost_over_budget" || std::string(def.key) == "win_rate") {
-      out += " ± " + Fixed(100 * s.std, 1) + "%";
-    } else {
-      out += " ± " + Human(def, s.std);
-    }
-  }
-  return out;
 }
 
 std::string JsonString(const std::string& s) {
@@ -179,233 +156,246 @@ std::string JsonArray(const std::vector<double>& v) {
   return out + "]";
 }
 
-// ---------- SVG charts ----------
+// ---------- the report as a document (report_doc.h renders it) ----------
 
-const char* kPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
-                          "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
-
-struct Line {
-  std::string name;
-  std::vector<double> x, y;
-  int color = 0;
-  bool dashed = false;
-};
-
-std::string NiceTick(double v) {
-  if (std::abs(v) >= 1000) return Fixed(v, 0);
-  if (std::abs(v) >= 10) return Fixed(v, 0);
-  if (std::abs(v) >= 1) return Fixed(v, 1);
-  return Fixed(v, 2);
+// A metric's column: its label, with the currency for money.
+doc::Column MetricColumn(const Report& r, const MetricDef& d) {
+  return {d.money ? std::string(d.label) + " (" + r.currency + ")" : d.label, d.fmt,
+          d.fmt == doc::Fmt::kPercent ? 1 : 2};
 }
 
-std::string LineChart(const std::string& title, const std::string& xl, const std::string& yl,
-                      const std::vector<Line>& lines) {
-  const double W = 720, H = 340, L = 70, R = 180, T = 36, B = 50;
-  double x0 = INFINITY, x1 = -INFINITY, y0 = 0, y1 = -INFINITY;
-  for (const auto& l : lines) {
-    for (size_t i = 0; i < l.x.size(); ++i) {
-      if (!std::isfinite(l.y[i])) continue;
-      x0 = std::min(x0, l.x[i]);
-      x1 = std::max(x1, l.x[i]);
-      y0 = std::min(y0, l.y[i]);
-      y1 = std::max(y1, l.y[i]);
-    }
-  }
-  if (!std::isfinite(x0) || x1 <= x0) x0 = 0, x1 = 1;
-  if (!(y1 > y0)) y1 = y0 + 1;
-  y1 *= 1.05;
-  auto px = [&](double x) { return L + (x - x0) / (x1 - x0) * (W - L - R); };
-  auto py = [&](double y) { return H - B - (y - y0) / (y1 - y0) * (H - T - B); };
-  std::ostringstream o;
-  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
-    << "\" viewBox=\"0 0 " << W << " " << H << "\" role=\"img\" aria-label=\"" << HtmlEscape(title)
-    << "\">\n";
-  o << "<text x=\"" << W / 2 - R / 2 << "\" y=\"20\" text-anchor=\"middle\" font-weight=\"bold\">"
-    << HtmlEscape(title) << "</text>\n";
-  for (int t = 0; t <= 4; ++t) {
-    const double yv = y0 + (y1 - y0) * t / 4, xv = x0 + (x1 - x0) * t / 4;
-    o << "<line x1=\"" << L << "\" x2=\"" << W - R << "\" y1=\"" << Fixed(py(yv), 1) << "\" y2=\""
-      << Fixed(py(yv), 1) << "\" stroke=\"#ddd\"/>\n";
-    o << "<text x=\"" << L - 6 << "\" y=\"" << Fixed(py(yv) + 4, 1)
-      << "\" text-anchor=\"end\" font-size=\"11\">" << NiceTick(yv) << "</text>\n";
-    o << "<text x=\"" << Fixed(px(xv), 1) << "\" y=\"" << H - B + 16
-      << "\" text-anchor=\"middle\" font-size=\"11\">" << NiceTick(xv) << "</text>\n";
-  }
-  o << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << H - 10
-    << "\" text-anchor=\"middle\" font-size=\"12\">" << HtmlEscape(xl) << "</text>\n";
-  o << "<text transform=\"translate(16," << (T + H - B) / 2
-    << ") rotate(-90)\" text-anchor=\"middle\" font-size=\"12\">" << HtmlEscape(yl) << "</text>\n";
-  o << "<rect x=\"" << L << "\" y=\"" << T << "\" width=\"" << W - L - R << "\" height=\""
-    << H - T - B << "\" fill=\"none\" stroke=\"#888\"/>\n";
-  int legend = 0;
-  for (const auto& l : lines) {
-    std::string pts;
-    for (size_t i = 0; i < l.x.size(); ++i) {
-      if (!std::isfinite(l.y[i])) continue;
-      pts += Fixed(px(l.x[i]), 1) + "," + Fixed(py(l.y[i]), 1) + " ";
-    }
-    const char* color = kPalette[l.color % 10];
-    o << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"2\""
-      << (l.dashed ? " stroke-dasharray=\"6 4\"" : "") << " points=\"" << pts << "\"/>\n";
-    const double ly = T + 8 + 16 * legend++;
-    o << "<line x1=\"" << W - R + 10 << "\" x2=\"" << W - R + 34 << "\" y1=\"" << ly << "\" y2=\""
-      << ly << "\" stroke=\"" << color << "\" stroke-width=\"2\""
-      << (l.dashed ? " stroke-dasharray=\"6 4\"" : "") << "/>\n";
-    o << "<text x=\"" << W - R + 40 << "\" y=\"" << ly + 4 << "\" font-size=\"11\">"
-      << HtmlEscape(l.name) << "</text>\n";
-  }
-  o << "</svg>\n";
-  return o.str();
+bool Unavailable(const Report& r, const MetricDef& d) {
+  return std::find(r.unavailable.begin(), r.unavailable.end(), d.key) != r.unavailable.end();
 }
 
-std::string BarChart(const std::string& title, const std::string& yl,
-                     const std::vector<std::string>& groups, const std::vector<std::string>& series,
-                     const std::vector<std::vector<double>>& values /* [series][group] */) {
-  const double W = 720, H = 340, L = 70, R = 180, T = 36, B = 50;
-  double y1 = 0;
-  for (const auto& s : values) {
-    for (double v : s) {
-      if (std::isfinite(v)) y1 = std::max(y1, v);
-    }
-  }
-  if (y1 <= 0) y1 = 1;
-  y1 *= 1.05;
-  auto py = [&](double y) { return H - B - y / y1 * (H - T - B); };
-  const double gw = (W - L - R) / std::max<size_t>(groups.size(), 1);
-  const double bw = gw * 0.8 / std::max<size_t>(series.size(), 1);
-  std::ostringstream o;
-  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
-    << "\" viewBox=\"0 0 " << W << " " << H << "\" role=\"img\" aria-label=\"" << HtmlEscape(title)
-    << "\">\n";
-  o << "<text x=\"" << W / 2 - R / 2 << "\" y=\"20\" text-anchor=\"middle\" font-weight=\"bold\">"
-    << HtmlEscape(title) << "</text>\n";
-  for (int t = 0; t <= 4; ++t) {
-    const double yv = y1 * t / 4;
-    o << "<line x1=\"" << L << "\" x2=\"" << W - R << "\" y1=\"" << Fixed(py(yv), 1) << "\" y2=\""
-      << Fixed(py(yv), 1) << "\" stroke=\"#ddd\"/>\n";
-    o << "<text x=\"" << L - 6 << "\" y=\"" << Fixed(py(yv) + 4, 1)
-      << "\" text-anchor=\"end\" font-size=\"11\">" << NiceTick(yv) << "</text>\n";
-  }
-  o << "<text transform=\"translate(16," << (T + H - B) / 2
-    << ") rotate(-90)\" text-anchor=\"middle\" font-size=\"12\">" << HtmlEscape(yl) << "</text>\n";
-  for (size_t g = 0; g < groups.size(); ++g) {
-    const double gx = L + gw * g + gw * 0.1;
-    for (size_t s = 0; s < series.size(); ++s) {
-      const double v = std::isfinite(values[s][g]) ? values[s][g] : 0;
-      o << "<rect x=\"" << Fixed(gx + bw * s, 1) << "\" y=\"" << Fixed(py(v), 1) << "\" width=\""
-        << Fixed(bw - 1, 1) << "\" height=\"" << Fixed(H - B - py(v), 1) << "\" fill=\""
-        << kPalette[s % 10] << "\"><title>"
-        << HtmlEscape(series[s] + ", " + groups[g] + ": " + Fixed(v, 2)) << "</title></rect>\n";
-    }
-    o << "<text x=\"" << Fixed(gx + gw * 0.4, 1) << "\" y=\"" << H - B + 16
-      << "\" text-anchor=\"middle\" font-size=\"11\">" << HtmlEscape(groups[g]) << "</text>\n";
-  }
-  for (size_t s = 0; s < series.size(); ++s) {
-    const double ly = T + 8 + 16 * s;
-    o << "<rect x=\"" << W - R + 10 << "\" y=\"" << ly - 6
-      << "\" width=\"24\" height=\"10\" fill=\"" << kPalette[s % 10] << "\"/>\n";
-    o << "<text x=\"" << W - R + 40 << "\" y=\"" << ly + 4 << "\" font-size=\"11\">"
-      << HtmlEscape(series[s]) << "</text>\n";
-  }
-  o << "</svg>\n";
-  return o.str();
+doc::Value StatValue(const Report& r, const MethodResult& m, int row, const MetricDef& d) {
+  if (Unavailable(r, d)) return doc::Value::Num(kNaN);
+  const MeanStd st = Stat(m, row, d);
+  return doc::Value::Num(st.mean, MultiRun(r) && st.n > 1 ? st.std : kNaN);
 }
 
-// Markdown / HTML share these tables: a grid of strings with a header row.
-struct Table {
-  std::vector<std::string> header;
-  std::vector<std::vector<std::string>> rows;
-};
+std::string RunsNote(const Report& r) {
+  size_t runs = 0;
+  for (const auto& m : r.methods) runs = std::max(runs, m.runs.size());
+  return runs > 1 ? " (mean ± std over " + std::to_string(runs) + " runs)" : "";
+}
 
-Table RevenueTable(const Report& r) {
-  Table t;
-  t.header.push_back("method");
-  for (const auto& n : r.row_names) t.header.push_back(n);
-  t.header.push_back("total");
-  const MetricDef& rev = Metric(r.objective);
-  const bool ms = MultiRun(r);
-  for (const auto& m : r.methods) {
-    std::vector<std::string> row{m.name};
-    for (int i = 0; i < RowCount(r); ++i) row.push_back(HumanStat(rev, Stat(m, i, rev), ms));
-    row.push_back(HumanStat(rev, Stat(m, -1, rev), ms));
+doc::Table ObjectiveTable(const Report& r) {
+  const MetricDef& obj = Metric(r.objective);
+  doc::Table t;
+  t.columns.push_back({"method", doc::Fmt::kText});
+  doc::Column c = MetricColumn(r, obj);
+  for (const auto& n : r.row_names) t.columns.push_back({n, c.fmt, c.decimals});
+  // One row: its total is the row.
+  if (RowCount(r) > 1) t.columns.push_back({"total", c.fmt, c.decimals});
+  for (const auto& [name, values] : r.extra_totals) {
+    t.columns.push_back({name, doc::Fmt::kNumber, 1});
+  }
+  for (size_t k = 0; k < r.methods.size(); ++k) {
+    const MethodResult& m = r.methods[k];
+    std::vector<doc::Value> row{doc::Value::Text(m.name)};
+    for (int i = 0; i < RowCount(r); ++i) row.push_back(StatValue(r, m, i, obj));
+    if (RowCount(r) > 1) row.push_back(StatValue(r, m, -1, obj));
+    for (const auto& [name, values] : r.extra_totals) {
+      row.push_back(doc::Value::Num(k < values.size() ? values[k] : kNaN));
+    }
     t.rows.push_back(row);
   }
   return t;
 }
 
-Table RelativeTable(const Report& r) {
-  Table t;
+// Every column relative to the baseline's total (baseline = 100%); spend relative to the
+// baseline's spend is the delivery.
+doc::Table RelativeTable(const Report& r) {
   const MethodResult* base = r.Find(r.baseline);
-  const std::vector<std::string> keys =
+  std::vector<std::string> keys =
       r.relative_metrics.empty()
           ? std::vector<std::string>{"revenue", "roi", "cost_per_click", "cost_per_conversion"}
           : r.relative_metrics;
-  t.header = {"method"};
-  for (const auto& k : keys) t.header.push_back(Metric(k).key == k ? Metric(k).label : k);
-  t.header.push_back("COST (cost/budget)");
+  if (std::find(keys.begin(), keys.end(), "cost") == keys.end()) keys.push_back("cost");
+  doc::Table t;
+  t.columns.push_back({"method", doc::Fmt::kText});
+  for (const auto& k : keys) {
+    const MetricDef& d = Metric(k);
+    t.columns.push_back(
+        {(k == "cost" ? std::string("spend (delivery)") : std::string(d.key == k ? d.label : k)),
+         doc::Fmt::kPoints, 1});
+  }
   for (const auto& m : r.methods) {
-    std::vector<std::string> row{m.name};
+    std::vector<doc::Value> row{doc::Value::Text(m.name)};
     for (const auto& key : keys) {
       const MetricDef& d = Metric(key);
-      const double pct = base ? PercentOf(Stat(m, -1, d).mean, Stat(*base, -1, d).mean) : kNaN;
-      row.push_back(std::isfinite(pct) ? Fixed(pct, 1) + "%" : "n/a");
+      row.push_back(doc::Value::Num(base && !Unavailable(r, d)
+                                        ? PercentOf(Stat(m, -1, d).mean, Stat(*base, -1, d).mean)
+                                        : kNaN));
     }
-    row.push_back(HumanStat(Metric("cost_over_budget"), Stat(m, -1, Metric("cost_over_budget")),
-                            MultiRun(r)));
     t.rows.push_back(row);
   }
   return t;
 }
 
-Table DetailTable(const Report& r, const MethodResult& m) {
-  Table t;
-  t.header.push_back(r.row_label);
+doc::Table DetailTable(const Report& r, const MethodResult& m) {
+  doc::Table t;
+  t.columns.push_back({r.row_label, doc::Fmt::kText});
   const std::vector<std::string> keys = {"revenue",          "cost",        "budget",
                                          "cost_over_budget", "roi",         "cost_per_click",
                                          "clicks",           "conversions", "cost_per_conversion",
                                          "impressions",      "win_rate",    "cpm"};
-  for (const auto& k : keys) t.header.push_back(Metric(k).label);
-  const bool ms = m.runs.size() > 1;
-  for (int i = 0; i <= RowCount(r); ++i) {
+  for (const auto& k : keys) t.columns.push_back(MetricColumn(r, Metric(k)));
+  // One row and its total say the same: the total alone.
+  const bool one = RowCount(r) == 1;
+  for (int i = one ? RowCount(r) : 0; i <= RowCount(r); ++i) {
     const int row = i == RowCount(r) ? -1 : i;
-    std::vector<std::string> cells{row < 0 ? "total" : r.row_names[static_cast<size_t>(row)]};
-    for (const auto& k : keys) cells.push_back(HumanStat(Metric(k), Stat(m, row, Metric(k)), ms));
+    std::vector<doc::Value> cells{
+        doc::Value::Text(row < 0 ? "total" : r.row_names[static_cast<size_t>(row)])};
+    for (const auto& k : keys) cells.push_back(StatValue(r, m, row, Metric(k)));
     t.rows.push_back(cells);
   }
   return t;
 }
 
-std::string MdTable(const Table& t) {
-  std::ostringstream o;
-  o << "|";
-  for (const auto& h : t.header) o << " " << h << " |";
-  o << "\n|";
-  for (size_t i = 0; i < t.header.size(); ++i) o << (i ? "---:|" : "---|");
-  o << "\n";
-  for (const auto& row : t.rows) {
-    o << "|";
-    for (const auto& c : row) o << " " << c << " |";
-    o << "\n";
-  }
-  return o.str();
-}
-
-std::string HtmlTable(const Table& t) {
-  std::ostringstream o;
-  o << "<table>\n<tr>";
-  for (const auto& h : t.header) o << "<th>" << HtmlEscape(h) << "</th>";
-  o << "</tr>\n";
-  for (const auto& row : t.rows) {
-    o << "<tr>";
-    for (size_t i = 0; i < row.size(); ++i) {
-      o << (i ? "<td class=\"n\">" : "<td>") << HtmlEscape(row[i]) << "</td>";
+doc::Document BuildDocument(const Report& r) {
+  doc::Document d;
+  d.title = r.title;
+  if (!r.meta.empty()) d.Add(doc::KeyValues{r.meta});
+  const MetricDef& obj = Metric(r.objective);
+  const std::string objective = Capitalized(obj.label);
+  const std::string runs = RunsNote(r);
+  d.Add(doc::Heading{2, objective + " per " + r.row_label + runs});
+  d.Add(ObjectiveTable(r));
+  if (RowCount(r) > 1) {
+    doc::Chart c;
+    c.kind = doc::Chart::Kind::kBar;
+    c.title = objective + " per " + r.row_label;
+    c.x.title = r.row_label;
+    c.y.title = MetricColumn(r, obj).title;
+    c.y.fmt = obj.fmt;
+    c.categories = r.row_names;
+    for (const auto& m : r.methods) {
+      doc::Series s;
+      s.name = m.name;
+      for (int i = 0; i < RowCount(r); ++i) s.y.push_back(Stat(m, i, obj).mean);
+      c.series.push_back(s);
     }
-    o << "</tr>\n";
+    d.Add(c);
+  } else if (r.methods.size() > 1) {  // one row: one bar per method
+    doc::Chart c;
+    c.kind = doc::Chart::Kind::kBar;
+    c.title = objective + " per method";
+    c.x.title = "method";
+    c.y.title = MetricColumn(r, obj).title;
+    c.y.fmt = obj.fmt;
+    doc::Series s;
+    s.name = objective;
+    for (const auto& m : r.methods) {
+      c.categories.push_back(m.name);
+      s.y.push_back(Stat(m, -1, obj).mean);
+    }
+    c.series.push_back(s);
+    d.Add(c);
   }
-  o << "</table>\n";
-  return o.str();
+  if (r.methods.size() > 1 && r.Find(r.baseline) != nullptr) {
+    d.Add(doc::Heading{2, "Totals relative to " + r.baseline + " (" + r.baseline + " = 100%)"});
+    d.Add(RelativeTable(r));
+  }
+  // Budget burn: the primary method (solid) against the baseline (dashed), one colour per row.
+  {
+    doc::Chart c;
+    c.title = "Cumulative spend over the day";
+    c.x.title = "hour of the day";
+    c.x.whole = true;
+    c.x.min = 0;
+    c.x.max = 24;
+    c.y.title = "spend (% of the daily budget)";
+    c.y.fmt = doc::Fmt::kPoints;
+    c.y.max = 100;
+    std::vector<const MethodResult*> shown;
+    if (const MethodResult* p = r.Find(r.primary)) shown.push_back(p);
+    if (const MethodResult* b = r.Find(r.baseline); b && r.baseline != r.primary) {
+      shown.push_back(b);
+    }
+    std::vector<std::string> styles;
+    for (size_t mi = 0; mi < shown.size(); ++mi) {
+      const MethodResult& m = *shown[mi];
+      if (m.runs.empty() || m.runs[0].budget_burn.empty()) continue;
+      styles.push_back(m.name + (mi == 0 ? " solid" : " dashed"));
+      const auto& burn = m.runs[0].budget_burn;
+      for (size_t i = 0; i < burn.size(); ++i) {
+        doc::Series s;
+        s.name = m.name + ", " + (i < r.row_names.size() ? r.row_names[i] : "");
+        s.color = static_cast<int>(i);
+        s.dashed = mi > 0;
+        s.markers = false;
+        s.x.push_back(0);
+        s.y.push_back(0);
+        for (size_t b = 0; b < burn[i].size(); ++b) {
+          s.x.push_back(static_cast<double>(b + 1) * r.burn_bucket_minutes / 60.0);
+          s.y.push_back(100 * burn[i][b]);
+        }
+        c.series.push_back(s);
+      }
+    }
+    if (!c.series.empty()) {
+      c.references.push_back({"daily budget (100%)", 100});
+      d.Add(doc::Heading{2, "Budget burn per " + r.row_label});
+      if (styles.size() > 1) {
+        d.Add(doc::Paragraph{"One colour per " + r.row_label + "; " + styles[0] + ", " + styles[1] +
+                             (shown.size() > 1 && !MultiRun(r) ? "." : " (first run).")});
+      }
+      d.Add(c);
+    }
+  }
+  // Learning curves, with the baseline's test revenue as a reference line.
+  {
+    doc::Chart c;
+    c.title = "Test revenue per " + r.curve_label + runs;
+    c.x.title = r.curve_label;
+    c.x.whole = true;
+    c.y.title = "test revenue (" + r.currency + ")";
+    c.y.fmt = doc::Fmt::kMoney;
+    int color = 0;
+    for (const auto& m : r.methods) {
+      if (m.runs.empty() || m.runs[0].curve.empty()) continue;
+      if (m.runs[0].curve.size() == 1) {  // a method that does not learn: a level, not a curve
+        c.references.push_back({m.name + " (test revenue)", MeanCurve(m, nullptr)[0]});
+        continue;
+      }
+      doc::Series s;
+      s.name = m.name;
+      s.color = color++;
+      s.y = MeanCurve(m, nullptr);
+      s.markers = s.y.size() <= 60;
+      for (size_t e = 0; e < s.y.size(); ++e) s.x.push_back(static_cast<double>(e + 1));
+      c.series.push_back(s);
+    }
+    if (!c.series.empty()) {
+      if (const MethodResult* b = r.Find(r.baseline);
+          b != nullptr && (b->runs.empty() || b->runs[0].curve.empty())) {
+        c.references.push_back({r.baseline + " (its test revenue)", Stat(*b, -1, obj).mean});
+      }
+      d.Add(doc::Heading{2, "Learning curves"});
+      d.Add(c);
+    }
+  }
+  for (const auto& m : r.methods) {
+    d.Add(doc::Heading{2, m.name + ": every metric per " + r.row_label + runs});
+    if (!m.description.empty()) d.Add(doc::Paragraph{m.description});
+    d.Add(DetailTable(r, m));
+  }
+  if (!r.row_info.empty()) {
+    d.Add(doc::Heading{2, Capitalized(r.row_label) + "s"});
+    doc::Bullets b;
+    for (size_t i = 0; i < r.row_info.size() && i < r.row_names.size(); ++i) {
+      b.items.push_back(r.row_names[i] + ": " + r.row_info[i].second);
+    }
+    d.Add(b);
+  }
+  if (!r.notes.empty()) {
+    d.Add(doc::Heading{2, "Notes"});
+    d.Add(doc::Bullets{r.notes});
+  }
+  return d;
 }
-
 }  // namespace
 
 const MethodResult* Report::Find(const std::string& name) const {
@@ -482,144 +472,9 @@ std::string RenderCsv(const Report& r) {
   return o.str();
 }
 
-std::string RenderMarkdown(const Report& r) {
-  std::ostringstream o;
-  o << "# " << r.title << "\n\n";
-  for (const auto& [k, v] : r.meta) o << "- " << k << ": " << v << "\n";
-  const std::string mean_note = MultiRun(r) ? " (mean ± std over runs)" : "";
-  o << "\n## " << Capitalized(Metric(r.objective).label) << " per " << r.row_label << mean_note
-    << "\n\n"
-    << MdTable(RevenueTable(r));
-  o << "\n## Totals relative to " << r.baseline << " (" << r.baseline << " = 100%)\n\n"
-    << MdTable(RelativeTable(r));
-  for (const auto& m : r.methods) {
-    o << "\n## " << m.name << ": every metric per " << r.row_label << mean_note << "\n\n";
-    if (!m.description.empty()) o << m.description << "\n\n";
-    o << MdTable(DetailTable(r, m));
-  }
-  if (!r.row_info.empty()) {
-    o << "\n## " << r.row_label << "s\n\n";
-    for (size_t i = 0; i < r.row_info.size() && i < r.row_names.size(); ++i) {
-      o << "- " << r.row_names[i] << ": " << r.row_info[i].second << "\n";
-    }
-  }
-  if (!r.notes.empty()) {
-    o << "\n## Notes\n\n";
-    for (const auto& n : r.notes) o << "- " << n << "\n";
-  }
-  return o.str();
-}
+std::string RenderMarkdown(const Report& r) { return doc::RenderMarkdown(BuildDocument(r)); }
 
-std::string RenderHtml(const Report& r) {
-  std::ostringstream o;
-  o << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>"
-    << HtmlEscape(r.title) << "</title>\n<style>\n"
-    << "body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}\n"
-    << "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px}"
-    << "th{background:#f3f3f3}td.n{text-align:right;font-variant-numeric:tabular-nums}\n"
-    << "svg{display:block;margin:1em 0}\n</style>\n</head>\n<body>\n";
-  o << "<h1>" << HtmlEscape(r.title) << "</h1>\n<ul>\n";
-  for (const auto& [k, v] : r.meta) {
-    o << "<li><b>" << HtmlEscape(k) << "</b>: " << HtmlEscape(v) << "</li>\n";
-  }
-  o << "</ul>\n";
-  const std::string mean_note = MultiRun(r) ? " (mean ± std over runs)" : "";
-  const std::string objective = Capitalized(Metric(r.objective).label);
-  o << "<h2>" << HtmlEscape(objective) << " per " << HtmlEscape(r.row_label) << mean_note
-    << "</h2>\n"
-    << HtmlTable(RevenueTable(r));
-  // Revenue bars: groups = rows, series = methods.
-  {
-    std::vector<std::string> series;
-    std::vector<std::vector<double>> vals;
-    for (const auto& m : r.methods) {
-      series.push_back(m.name);
-      std::vector<double> v;
-      for (int i = 0; i < RowCount(r); ++i) v.push_back(Stat(m, i, Metric(r.objective)).mean);
-      vals.push_back(v);
-    }
-    o << BarChart(objective + " per " + r.row_label, Metric(r.objective).label, r.row_names, series,
-                  vals);
-  }
-  o << "<h2>Totals relative to " << HtmlEscape(r.baseline) << "</h2>\n"
-    << HtmlTable(RelativeTable(r));
-  // Budget burn: one line per (method, row) for methods that recorded it.
-  {
-    // The primary method (solid) against the baseline (dashed): one line per row each.
-    std::vector<Line> lines;
-    std::vector<const MethodResult*> shown;
-    if (const MethodResult* p = r.Find(r.primary)) shown.push_back(p);
-    if (const MethodResult* b = r.Find(r.baseline); b && r.baseline != r.primary)
-      shown.push_back(b);
-    int mi = 0;
-    for (const MethodResult* mp : shown) {
-      const MethodResult& m = *mp;
-      if (!m.runs.empty() && !m.runs[0].budget_burn.empty()) {
-        const auto& burn = m.runs[0].budget_burn;
-        for (size_t i = 0; i < burn.size(); ++i) {
-          Line l;
-          l.name = m.name + ", " + (i < r.row_names.size() ? r.row_names[i] : "");
-          l.color = static_cast<int>(i);
-          l.dashed = mi > 0;
-          l.x.push_back(0);
-          l.y.push_back(0);
-          for (size_t b = 0; b < burn[i].size(); ++b) {
-            l.x.push_back((b + 1) * r.burn_bucket_minutes / 60.0);
-            l.y.push_back(100 * burn[i][b]);
-          }
-          lines.push_back(l);
-        }
-        ++mi;
-      }
-    }
-    if (!lines.empty()) {
-      o << "<h2>Budget burn per " << HtmlEscape(r.row_label) << "</h2>\n"
-        << LineChart("Cumulative spend over the day (solid: " + r.primary +
-                         ", dashed: " + r.baseline + ")",
-                     "hour of the day", "% of budget spent", lines);
-    }
-  }
-  // Learning curves.
-  {
-    std::vector<Line> lines;
-    int c = 0;
-    for (const auto& m : r.methods) {
-      if (m.runs.empty() || m.runs[0].curve.empty()) continue;
-      Line l;
-      l.name = m.name;
-      l.color = c++;
-      l.y = MeanCurve(m, nullptr);
-      for (size_t e = 0; e < l.y.size(); ++e) l.x.push_back(static_cast<double>(e + 1));
-      lines.push_back(l);
-    }
-    if (!lines.empty()) {
-      o << "<h2>Learning curves</h2>\n"
-        << LineChart("Test revenue per " + r.curve_label + " (mean over runs)", r.curve_label,
-                     "test revenue", lines);
-    }
-  }
-  for (const auto& m : r.methods) {
-    o << "<h2>" << HtmlEscape(m.name) << ": every metric per " << HtmlEscape(r.row_label)
-      << mean_note << "</h2>\n";
-    if (!m.description.empty()) o << "<p>" << HtmlEscape(m.description) << "</p>\n";
-    o << HtmlTable(DetailTable(r, m));
-  }
-  if (!r.row_info.empty()) {
-    o << "<h2>" << HtmlEscape(r.row_label) << "s</h2>\n<ul>\n";
-    for (size_t i = 0; i < r.row_info.size() && i < r.row_names.size(); ++i) {
-      o << "<li>" << HtmlEscape(r.row_names[i]) << ": " << HtmlEscape(r.row_info[i].second)
-        << "</li>\n";
-    }
-    o << "</ul>\n";
-  }
-  if (!r.notes.empty()) {
-    o << "<h2>Notes</h2>\n<ul>\n";
-    for (const auto& n : r.notes) o << "<li>" << HtmlEscape(n) << "</li>\n";
-    o << "</ul>\n";
-  }
-  o << "</body>\n</html>\n";
-  return o.str();
-}
+std::string RenderHtml(const Report& r) { return doc::RenderHtml(BuildDocument(r)); }
 
 Status WriteFileAtomic(const std::string& path, const std::string& data) {
   const std::string tmp = path + ".tmp";
@@ -648,7 +503,23 @@ Status WriteFileAtomic(const std::string& path, const std::string& data) {
   return Status::Ok();
 }
 
-Status WriteReportFiles(const Report& r, const std::string& dir) {
+Report WithShownPaths(Report r) {
+  auto fix = [](std::string& s) { s = doc::ShownPaths(s); };
+  fix(r.title);
+  fix(r.primary);
+  fix(r.baseline);
+  for (auto& kv : r.meta) fix(kv.second);
+  for (auto& kv : r.row_info) fix(kv.second);
+  for (auto& n : r.notes) fix(n);
+  for (auto& m : r.methods) {
+    fix(m.name);
+    fix(m.description);
+  }
+  return r;
+}
+
+Status WriteReportFiles(const Report& report, const std::string& dir) {
+  const Report r = WithShownPaths(report);
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Status::IoError(dir + ": cannot create directory (" + ec.message() + ")");

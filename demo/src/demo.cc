@@ -502,7 +502,7 @@ json BuildReport(const Setup& s, const Services& svc, const Played& p, const Loo
   report["processes"] = {{"learner_exit", svc.learner_exit}, {"bidder_exit", svc.bidder_exit}};
   report["about"] = {
       "Learned: the live loop. " + std::to_string(s.cfg.days) + " simulated days of the world in " +
-          s.sim_path +
+          doc::ShownPath(s.sim_path) +
           " were played by `rtb exchange` against a real bidder (`rtb serve`, OpenRTB over HTTP) "
           "whose action tables came from the online learner (`rtb learn`) over Kafka; revenue, "
           "cost and clicks are the exchange's accounting (outcomes: " +
@@ -511,12 +511,16 @@ json BuildReport(const Setup& s, const Services& svc, const Played& p, const Loo
       "simulator's GSP auction (`rtb simulate`'s engine) with manual bids, a = 0, expected "
       "outcomes: the counterfactual for the same traffic.",
       std::string("The learner started from ") +
-          (init_ckpt.empty() ? "fresh networks" : "DCMAB pre-trained offline (" + init_ckpt + ")") +
+          (init_ckpt.empty() ? "fresh networks"
+                             : "DCMAB pre-trained offline (" +
+                                   fs::path(init_ckpt).lexically_relative(s.out).string() + ")") +
           " and kept learning online: one transition per step, " +
           "updates after each step, a new table published before the next step.",
       "Budgets: each advertiser's daily budget is 1/3 of its cost under manual bids with no "
       "budget (the paper's setting); COST = spend / budget.",
-      "Rerun: rtb demo --config " + s.args.config + " --out " + s.cfg.out};
+      "Rerun: rtb demo --config " + doc::ShownPath(s.args.config) + " --out " +
+          doc::ShownPath(s.cfg.out)};
+  if (!init_ckpt.empty()) report["pretrain_report"] = "pretrain/report.html";
   return report;
 }
 
@@ -538,7 +542,7 @@ json DumpEvents(const Setup& s, const Services& svc) {
           {"read_to_end", st.ok()},
           {"messages_no_longer_retained", not_retained},
           {"complete", st.ok() && not_retained == 0},
-          {"replay", "rtb replay --format events --log " + s.cfg.out +
+          {"replay", "rtb replay --format events --log " + doc::ShownPath(s.cfg.out) +
                          "/events.jsonl --strategy logged,manual"}};
 }
 
@@ -547,7 +551,7 @@ Status WriteReport(const Setup& s, json& report, std::string* md) {
   *md = RenderDemoMarkdown(report);
   RTB_RETURN_IF_ERROR(WriteFileAtomic(s.cfg.out + "/report.json", report.dump(2) + "\n"));
   RTB_RETURN_IF_ERROR(WriteFileAtomic(s.cfg.out + "/report.md", *md));
-  return WriteFileAtomic(s.cfg.out + "/report.html", RenderDemoHtml(report, *md));
+  return WriteFileAtomic(s.cfg.out + "/report.html", RenderDemoHtml(report));
 }
 
 Status Run(const DemoArgs& args) {

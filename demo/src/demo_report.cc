@@ -1,10 +1,14 @@
+// The demo report as a document (core's report_doc.h renders it, as every other report): the
+// answer first (learned against manual per day, with the ratio and the delivery), then the
+// budget burn per agent over the day, then the action tables served as heat maps, then the
+// loop's bookkeeping.
 #include "demo_report.h"
 
+#include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <sstream>
+#include <map>
 
-#include "rtb/core/text.h"
+#include "rtb/core/report_doc.h"
 
 namespace rtb::demo {
 
@@ -12,138 +16,228 @@ using nlohmann::json;
 
 namespace {
 
-std::string Fmt(double v, int prec = 2) {
-  if (!std::isfinite(v)) return "n/a";
-  char b[48];
-  std::snprintf(b, sizeof b, "%.*f", prec, v);
-  return b;
+double Num(const json& v) {
+  return v.is_number() ? v.get<double>() : std::numeric_limits<double>::quiet_NaN();
 }
+doc::Value V(const json& v) { return doc::Value::Num(Num(v)); }
+
+std::string Money(double v) { return doc::Format(doc::Value::Num(v), doc::Fmt::kMoney); }
 
 }  // namespace
 
-std::string RenderDemoMarkdown(const json& r) {
-  std::ostringstream o;
-  o << "# " << r["title"].get<std::string>() << "\n\n";
-  for (const auto& line : r["about"]) o << "- " << line.get<std::string>() << "\n";
-  o << "\n## Learned (live) vs manual, per day\n\n"
-    << "| day | learned revenue | manual revenue | ratio | learned COST | manual COST | learned "
-       "ROI | manual ROI | learned CPC | manual CPC | learned clicks | manual clicks |\n"
-    << "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
-  for (const auto& d : r["days"]) {
-    const auto& l = d["learned"];
-    const auto& m = d["manual"];
-    auto pct = [](const json& v) {
-      return v.is_null() ? std::string("n/a") : Fmt(100.0 * v.get<double>(), 1) + "%";
-    };
-    auto num = [](const json& v) {
-      return v.is_null() ? std::string("n/a") : Fmt(v.get<double>());
-    };
-    o << "| " << d["day"].get<int64_t>() << " | " << Fmt(l["revenue"].get<double>()) << " | "
-      << Fmt(m["revenue"].get<double>()) << " | " << num(d["revenue_ratio"]) << "x | "
-      << pct(l["cost_over_budget"]) << " | " << pct(m["cost_over_budget"]) << " | " << num(l["roi"])
-      << " | " << num(m["roi"]) << " | " << num(l["cost_per_click"]) << " | "
-      << num(m["cost_per_click"]) << " | " << Fmt(l["clicks"].get<double>(), 1) << " | "
-      << Fmt(m["clicks"].get<double>(), 1) << " |\n";
+doc::Document BuildDemoDocument(const json& r, const std::string& currency) {
+  using doc::Fmt;
+  doc::Document d;
+  d.title = r.value("title", "rtb demo");
+  const json& days = r["days"];
+  const std::string cur = " (" + currency + ")";
+
+  // 1. The answer.
+  double learned = 0, manual = 0, l_cost = 0, m_cost = 0, budget = 0;
+  for (const auto& day : days) {
+    learned += Num(day["learned"]["revenue"]);
+    manual += Num(day["manual"]["revenue"]);
+    l_cost += Num(day["learned"]["cost"]);
+    m_cost += Num(day["manual"]["cost"]);
+    budget += Num(day["learned"]["budget"]);
   }
-  o << "\nPer agent (learned / manual revenue, COST):\n\n| day | agent | learned revenue | manual "
-       "revenue | learned COST | manual COST |\n|---|---|---|---|---|---|\n";
-  for (const auto& d : r["days"]) {
-    for (size_t i = 0; i < d["learned"]["by_agent"].size(); ++i) {
-      const auto& l = d["learned"]["by_agent"][i];
-      const auto& m = d["manual"]["by_agent"][i];
-      auto pct = [](const json& v) {
-        return v.is_null() ? std::string("n/a") : Fmt(100.0 * v.get<double>(), 1) + "%";
-      };
-      o << "| " << d["day"].get<int64_t>() << " | " << i + 1 << " | "
-        << Fmt(l["revenue"].get<double>()) << " | " << Fmt(m["revenue"].get<double>()) << " | "
-        << pct(l["cost_over_budget"]) << " | " << pct(m["cost_over_budget"]) << " |\n";
+  const double ratio = manual > 0 ? learned / manual : doc::kNone;
+  d.Add(doc::Paragraph{
+      "Over " + std::to_string(days.size()) + " simulated day" + (days.size() == 1 ? "" : "s") +
+      ", learned bidding (live: bidder, learner and Kafka) earned " + Money(learned) + " " +
+      currency + " against " + Money(manual) + " " + currency +
+      " for manual bids on the same traffic: " + doc::Format(doc::Value::Num(ratio), Fmt::kRatio) +
+      ". It spent " +
+      doc::Format(doc::Value::Num(budget > 0 ? l_cost / budget : doc::kNone), Fmt::kPercent, 1) +
+      " of the budgets (manual " +
+      doc::Format(doc::Value::Num(budget > 0 ? m_cost / budget : doc::kNone), Fmt::kPercent, 1) +
+      ")."});
+
+  d.Add(doc::Heading{2, "Learned (live) against manual, per day"});
+  doc::Table t;
+  t.columns = {{"day", Fmt::kCount},
+               {"learned revenue" + cur, Fmt::kMoney},
+               {"manual revenue" + cur, Fmt::kMoney},
+               {"learned / manual", Fmt::kRatio},
+               {"learned delivery (COST)", Fmt::kPercent, 1},
+               {"manual delivery (COST)", Fmt::kPercent, 1},
+               {"learned ROI", Fmt::kRatio},
+               {"manual ROI", Fmt::kRatio},
+               {"learned cost per click" + cur, Fmt::kMoney},
+               {"manual cost per click" + cur, Fmt::kMoney},
+               {"learned clicks", Fmt::kCount},
+               {"manual clicks", Fmt::kCount}};
+  doc::Chart rev;
+  rev.title = "Revenue per day";
+  rev.x.title = "simulated day";
+  rev.x.whole = true;
+  rev.y.title = "revenue" + cur;
+  rev.y.fmt = Fmt::kMoney;
+  doc::Series ls{"learned (live loop)"}, ms{"manual bids (same traffic)"};
+  ms.color = 1;
+  for (const auto& day : days) {
+    const json &l = day["learned"], &m = day["manual"];
+    const double k = Num(day["day"]);
+    t.rows.push_back({doc::Value::Num(k), V(l["revenue"]), V(m["revenue"]), V(day["revenue_ratio"]),
+                      V(l["cost_over_budget"]), V(m["cost_over_budget"]), V(l["roi"]), V(m["roi"]),
+                      V(l["cost_per_click"]), V(m["cost_per_click"]), V(l["clicks"]),
+                      V(m["clicks"])});
+    ls.x.push_back(k), ls.y.push_back(Num(l["revenue"]));
+    ms.x.push_back(k), ms.y.push_back(Num(m["revenue"]));
+  }
+  d.Add(t);
+  rev.series = {ls, ms};
+  if (days.size() > 1) d.Add(rev);
+
+  doc::Table agents;
+  agents.caption = "Per agent";
+  agents.columns = {{"day", Fmt::kCount},
+                    {"agent", Fmt::kText},
+                    {"learned revenue" + cur, Fmt::kMoney},
+                    {"manual revenue" + cur, Fmt::kMoney},
+                    {"learned delivery (COST)", Fmt::kPercent, 1},
+                    {"manual delivery (COST)", Fmt::kPercent, 1}};
+  for (const auto& day : days) {
+    for (size_t i = 0; i < day["learned"]["by_agent"].size(); ++i) {
+      const json &l = day["learned"]["by_agent"][i], &m = day["manual"]["by_agent"][i];
+      agents.rows.push_back({V(day["day"]), doc::Value::Text("agent " + std::to_string(i + 1)),
+                             V(l["revenue"]), V(m["revenue"]), V(l["cost_over_budget"]),
+                             V(m["cost_over_budget"])});
     }
   }
-  o << "\n## Action tables served (a[i][j], version = 1 + day x T + step)\n\n| day:step | version "
-       "| table (agent rows, cluster columns) | policy lag (ms) | learner = exchange |\n"
-       "|---|---|---|---|---|\n";
-  for (const auto& d : r["days"]) {
-    for (const auto& s : d["steps"]) {
-      o << "| " << d["day"].get<int64_t>() << ":" << s["step"].get<int>() << " | "
-        << s["policy_version"].get<uint64_t>() << " | ";
-      for (const auto& row : s["table"]) {
-        o << "[";
-        for (size_t j = 0; j < row.size(); ++j) o << (j ? " " : "") << Fmt(row[j].get<double>());
-        o << "]";
+  d.Add(agents);
+
+  // 2. Budget burn per agent over each day: the learner's per-step spend (agent x cluster),
+  // cumulated, against the agent's budget.
+  if (!days.empty()) {
+    doc::Chart burn;
+    burn.title = "Cumulative spend over the day, learned (live)";
+    burn.x.title = "hour of the simulated day";
+    burn.x.whole = true;
+    burn.x.min = 0;
+    burn.y.title = "spend (% of the agent's daily budget)";
+    burn.y.fmt = Fmt::kPoints;
+    burn.y.max = 100;
+    burn.references.push_back({"daily budget (100%)", 100});
+    const size_t n_agents = days[0]["learned"]["by_agent"].size();
+    for (const auto& day : days) {
+      const int dn = day["day"].get<int>();
+      for (size_t i = 0; i < n_agents; ++i) {
+        doc::Series s;
+        s.name = "day " + std::to_string(dn) + ", agent " + std::to_string(i + 1);
+        s.color = static_cast<int>(i);
+        s.dashed = dn != days.back()["day"].get<int>();  // earlier days dashed
+        s.markers = false;
+        const double b = Num(day["learned"]["by_agent"][i]["budget"]);
+        double spent = 0;
+        s.x.push_back(0), s.y.push_back(0);
+        for (const auto& st : day["steps"]) {
+          if (!st.contains("learner") || !st.contains("exchange")) continue;
+          const auto& cost = st["learner"]["cost_micros"];
+          const size_t L = n_agents > 0 ? cost.size() / n_agents : 0;
+          for (size_t j = 0; j < L; ++j) spent += Num(cost[i * L + j]) / 1e6;
+          const double hours = (Num(st["step"]) + 1) * Num(st["exchange"]["step_ms"]) / 3.6e6;
+          s.x.push_back(hours);
+          s.y.push_back(b > 0 ? 100 * spent / b : doc::kNone);
+        }
+        if (s.x.size() > 1) burn.series.push_back(s);
       }
-      o << " | "
-        << (s["policy_lag_ms"].is_null() ? "n/a" : Fmt(s["policy_lag_ms"].get<double>(), 1))
-        << " | " << (s["learner_matches_exchange"].get<bool>() ? "yes" : "NO") << " |\n";
+    }
+    if (!burn.series.empty()) {
+      d.Add(doc::Heading{2, "Budget burn per agent"});
+      d.Add(doc::Paragraph{"One colour per agent; the last day solid, earlier days dashed."});
+      d.Add(burn);
     }
   }
-  const auto& lag = r["policy_lag_ms"];
-  o << "\n## Policy lag\n\nFrom the exchange's step-end marker to the bidder serving the next "
-       "table: p50 "
-    << Fmt(lag["p50"].get<double>(), 1) << " ms, p90 " << Fmt(lag["p90"].get<double>(), 1)
-    << " ms, max " << Fmt(lag["max"].get<double>(), 1) << " ms over " << lag["n"].get<int>()
-    << " steps.\n";
-  const auto& lc = r["loop_check"];
-  o << "\n## Loop bookkeeping\n\n- transitions in the replay store: "
-    << lc["transitions"].get<int64_t>() << " (expected "
-    << lc["expected_transitions"].get<int64_t>() << "), missing steps: " << lc["missing"].size()
-    << ", duplicated steps: " << lc["duplicated"].size()
-    << "\n- per-step cost and revenue, learner vs exchange: "
-    << (lc["totals_match"].get<bool>() ? "equal in every step" : "DIFFER (see report.json)")
-    << "\n";
-  if (!r["chaos"].empty()) {
-    o << "\n## Chaos\n\n";
-    for (const auto& c : r["chaos"]) o << "- " << c.get<std::string>() << "\n";
+
+  // 3. The action tables served, one heat map per step.
+  d.Add(doc::Heading{2, "Action tables served"});
+  d.Add(doc::Paragraph{
+      "a[i][j] per agent (row) and consumer cluster (column), as the bidder served it at each "
+      "step: the bid is the manual bid x (1 + clip(a x bratio)). Orange raises the bid, blue "
+      "lowers it. Version = 1 + day x T + step."});
+  doc::Table steps;
+  steps.caption = "Steps";
+  steps.columns = {{"day", Fmt::kCount},
+                   {"step", Fmt::kCount},
+                   {"policy version", Fmt::kCount},
+                   {"policy lag (ms)", Fmt::kNumber, 1},
+                   {"learner = exchange", Fmt::kText}};
+  for (const auto& day : days) {
+    for (const auto& st : day["steps"]) {
+      doc::Grid g;
+      g.caption = "day " + std::to_string(day["day"].get<int>()) + ", step " +
+                  std::to_string(st["step"].get<int>()) + " (version " +
+                  std::to_string(st["policy_version"].get<uint64_t>()) + ")";
+      g.row_title = "agent";
+      g.column_title = "cluster";
+      for (const auto& row : st["table"]) {
+        std::vector<double> v;
+        for (const auto& x : row) v.push_back(Num(x));
+        g.values.push_back(v);
+      }
+      for (size_t i = 0; i < g.values.size(); ++i) g.rows.push_back(std::to_string(i + 1));
+      for (size_t j = 0; !g.values.empty() && j < g.values[0].size(); ++j) {
+        g.columns.push_back(std::to_string(j + 1));
+      }
+      d.Add(g);
+      steps.rows.push_back(
+          {V(day["day"]), V(st["step"]), V(st["policy_version"]), V(st["policy_lag_ms"]),
+           doc::Value::Text(st["learner_matches_exchange"].get<bool>() ? "yes" : "NO")});
+    }
   }
-  return o.str();
+  d.Add(steps);
+
+  // 4. The loop's bookkeeping.
+  const json& lag = r["policy_lag_ms"];
+  const json& lc = r["loop_check"];
+  d.Add(doc::Heading{2, "Loop bookkeeping"});
+  doc::KeyValues kv;
+  kv.items = {{"policy lag (step end to the next table served)",
+               "p50 " + doc::Format(V(lag["p50"]), Fmt::kNumber, 1) + " ms, p90 " +
+                   doc::Format(V(lag["p90"]), Fmt::kNumber, 1) + " ms, max " +
+                   doc::Format(V(lag["max"]), Fmt::kNumber, 1) + " ms over " +
+                   std::to_string(lag.value("n", 0)) + " steps"},
+              {"transitions in the replay store",
+               doc::Grouped(Num(lc["transitions"]), 0) + " (expected " +
+                   doc::Grouped(Num(lc["expected_transitions"]), 0) + ")"},
+              {"missing / duplicated steps", std::to_string(lc["missing"].size()) + " / " +
+                                                 std::to_string(lc["duplicated"].size())},
+              {"per-step spend and revenue, learner against exchange",
+               lc["totals_match"].get<bool>() ? "equal in every step" : "DIFFER (see report.json)"},
+              {"events on the topic", doc::Grouped(Num(lc["events_topic_messages"]), 0)}};
+  if (r.contains("events_dump")) {
+    const json& e = r["events_dump"];
+    kv.items.push_back({"events dumped for offline replay",
+                        doc::Grouped(Num(e["messages"]), 0) + " in events.jsonl" +
+                            (e.value("complete", false) ? "" : " (not complete, see report.json)") +
+                            "; replay: " + doc::ShownPaths(e.value("replay", ""))});
+  }
+  d.Add(kv);
+  if (!r["chaos"].empty()) {
+    d.Add(doc::Heading{2, "Chaos"});
+    doc::Bullets b;
+    for (const auto& c : r["chaos"]) b.items.push_back(c.get<std::string>());
+    d.Add(b);
+  }
+  d.Add(doc::Heading{2, "How this was made"});
+  doc::Bullets about;
+  for (const auto& line : r["about"])
+    about.items.push_back(doc::ShownPaths(line.get<std::string>()));
+  d.Add(about);
+  if (r.value("pretrain_report", std::string()).size() > 0) {
+    d.Add(doc::Link{"the pre-training report", r["pretrain_report"].get<std::string>(),
+                    "The offline pre-training the learner started from: "});
+  }
+  return d;
 }
 
-std::string RenderDemoHtml(const json& r, const std::string& md) {
-  // The revenue chart (SVG), then the Markdown body as preformatted text sections.
-  std::vector<double> learned, manual;
-  for (const auto& d : r["days"]) {
-    learned.push_back(d["learned"]["revenue"].get<double>());
-    manual.push_back(d["manual"]["revenue"].get<double>());
-  }
-  double hi = 1;
-  for (double v : learned) hi = std::max(hi, v);
-  for (double v : manual) hi = std::max(hi, v);
-  const double W = 640, H = 260, pad = 40;
-  auto x = [&](size_t k) {
-    return pad + (learned.size() > 1 ? (W - 2 * pad) * k / (learned.size() - 1.0) : 0);
-  };
-  auto y = [&](double v) { return H - pad - (H - 2 * pad) * v / (hi * 1.1); };
-  auto line = [&](const std::vector<double>& v, const char* color) {
-    std::string s =
-        "<polyline fill='none' stroke-width='2' stroke='" + std::string(color) + "' points='";
-    for (size_t k = 0; k < v.size(); ++k) s += Fmt(x(k), 1) + "," + Fmt(y(v[k]), 1) + " ";
-    s += "'/>";
-    for (size_t k = 0; k < v.size(); ++k) {
-      s += "<circle r='3' fill='" + std::string(color) + "' cx='" + Fmt(x(k), 1) + "' cy='" +
-           Fmt(y(v[k]), 1) + "'/>";
-    }
-    return s;
-  };
-  std::string svg = "<svg width='" + Fmt(W, 0) + "' height='" + Fmt(H, 0) +
-                    "' xmlns='http://www.w3.org/2000/svg'><rect width='100%' height='100%' "
-                    "fill='white' stroke='#ccc'/>";
-  svg += line(manual, "#888") + line(learned, "#1a7f37");
-  svg += "<text x='" + Fmt(pad, 0) +
-         "' y='20' font-size='12'>daily revenue: learned (green, "
-         "live loop) vs manual (grey, same traffic)</text>";
-  for (size_t k = 0; k < learned.size(); ++k) {
-    svg += "<text font-size='11' x='" + Fmt(x(k) - 10, 1) + "' y='" + Fmt(H - 12, 0) + "'>day " +
-           std::to_string(k) + "</text>";
-  }
-  svg += "</svg>";
-  std::string h = "<!doctype html><html><head><meta charset='utf-8'><title>";
-  h += HtmlEscape(r["title"].get<std::string>());
-  h += "</title><style>body{font-family:sans-serif;max-width:1100px;margin:2em auto}pre{"
-       "background:#f6f8fa;padding:1em;overflow-x:auto}</style></head><body><h1>";
-  h += HtmlEscape(r["title"].get<std::string>());
-  h += "</h1>" + svg + "<pre>";
-  h += HtmlEscape(md);
-  h += "</pre></body></html>\n";
-  return h;
+std::string RenderDemoMarkdown(const json& r, const std::string& currency) {
+  return doc::RenderMarkdown(BuildDemoDocument(r, currency));
+}
+
+std::string RenderDemoHtml(const json& r, const std::string& currency) {
+  return doc::RenderHtml(BuildDemoDocument(r, currency));
 }
 
 }  // namespace rtb::demo

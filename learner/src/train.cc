@@ -15,6 +15,7 @@
 
 #include "rtb/core/log.h"
 #include "rtb/core/progress.h"
+#include "rtb/core/report_doc.h"
 #include "rtb/learner/replay_store.h"
 #include "rtb/learner/state.h"
 #include "rtb/simulator/env.h"
@@ -352,20 +353,22 @@ Result<Report> RunTraining(const LearnerConfig& cfg_in, const TrainOptions& opt)
   Report r;
   r.kind = "train";
   r.title = "Learned bidding vs manual bids on the simulated test day";
-  r.meta = {
-      {"config", opt.config_path},
-      {"simulator config", cfg.simulator_config},
-      {"seeds", std::to_string(cfg.seeds) + " (base seed " + std::to_string(cfg.base_seed) + ")"},
-      {"episodes", "at most " + std::to_string(cfg.episodes) + ", stop after " +
-                       std::to_string(cfg.patience) + " without a better training score"},
-      {"evaluation",
-       "deterministic policy (no noise) on the test day; the model with the best score on " +
-           (sc.validation.empty()
-                ? std::string("the training days")
-                : std::to_string(sc.validation.size()) + " held-out validation day(s)")},
-      {"budget",
-       "fraction of each advertiser's cost under manual bids with unlimited "
-       "budget, per day"}};
+  r.meta = {{"config", doc::ShownPath(opt.config_path)},
+            {"simulator config", doc::ShownPath(cfg.simulator_config)},
+            {"seeds", std::to_string(cfg.seeds) + (cfg.seeds == 1 ? " seed" : " seeds") +
+                          " (base seed " + std::to_string(cfg.base_seed) + ")"},
+            {"episodes", cfg.patience < cfg.episodes
+                             ? "at most " + std::to_string(cfg.episodes) + ", stopping after " +
+                                   std::to_string(cfg.patience) + " without a better training score"
+                             : std::to_string(cfg.episodes)},
+            {"evaluation",
+             "deterministic policy (no noise) on the test day; the model with the best score on " +
+                 (sc.validation.empty()
+                      ? std::string("the training days")
+                      : std::to_string(sc.validation.size()) + " held-out validation day(s)")},
+            {"budget",
+             "fraction of each advertiser's cost under manual bids with unlimited "
+             "budget, per day"}};
   sim::DescribeAgents(sc.market, &r);
   r.baseline = "manual";
   r.primary = algos.size() > 1 ? algos[1] : "manual";
@@ -375,7 +378,8 @@ Result<Report> RunTraining(const LearnerConfig& cfg_in, const TrainOptions& opt)
     mr.name = specs[m].name;
     mr.description = specs[m].name == "manual"
                          ? "manual bids (a = 0)"
-                         : "trained on the training day, " + std::to_string(cfg.seeds) + " seeds";
+                         : "trained on the training day, " + std::to_string(cfg.seeds) +
+                               (cfg.seeds == 1 ? " seed" : " seeds");
     for (auto& j : jobs) {
       if (j.method != m) continue;
       if (!j.result.ok()) return j.result.status();
@@ -395,16 +399,19 @@ Result<Report> RunTraining(const LearnerConfig& cfg_in, const TrainOptions& opt)
       }
     }
   }
-  r.notes = {
-      "Each method trains on the training day and is evaluated on the test day (same world, "
-      "another draw) with its deterministic policy; mean and std are over seeds.",
-      "The action table is recomputed at every step from the current state: a[i][j] = "
-      "mu_i([g, x_j]). action_table.json (per method) is seed 0's table for the first step; "
-      "<method>/seed<k>/action_table_step<t>.json hold every step's table.",
-      "Deviations from the paper: one shared minibatch per update for all agents "
-      "(hyper.shared_minibatch); A2C's critic is a state-value V_i(s); x_j carries the "
-      "history of the coming step's hour; d joins the critic at layer 1.",
-      "cost per click is the paper's CPA; COST is cost / budget."};
+  r.notes = {cfg.seeds > 1
+                 ? "Each method trains on the training day and is evaluated on the test day "
+                   "(same world, another draw) with its deterministic policy; mean and std "
+                   "are over seeds."
+                 : "Each method trains on the training day and is evaluated on the test day "
+                   "(same world, another draw) with its deterministic policy.",
+             "The action table is recomputed at every step from the current state: a[i][j] = "
+             "mu_i([g, x_j]). action_table.json (per method) is seed 0's table for the first step; "
+             "<method>/seed<k>/action_table_step<t>.json hold every step's table.",
+             "Deviations from the paper: one shared minibatch per update for all agents "
+             "(hyper.shared_minibatch); A2C's critic is a state-value V_i(s); x_j carries the "
+             "history of the coming step's hour; d joins the critic at layer 1.",
+             "cost per click is the paper's CPA; COST is spend / budget."};
   return r;
 }
 

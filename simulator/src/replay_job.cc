@@ -332,6 +332,10 @@ Result<ReplayOutput> RunSingle(const ReplayJob& a) {
     r.primary = names[0];
     r.objective = "clicks";
     r.relative_metrics = {"clicks", "impressions", "cost", "win_rate", "cpm", "cost_per_click"};
+    r.unavailable = {"revenue", "roi", "cost_per_conversion", "conversions"};
+    std::vector<double> expected_clicks;
+    for (const auto& m : runs) expected_clicks.push_back(m.totals.expected_clicks);
+    r.extra_totals = {{"expected clicks", expected_clicks}};
     std::string expected =
         "Expected clicks (sum of pCTR over won impressions; less noisy than "
         "the logged clicks):";

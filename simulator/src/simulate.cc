@@ -6,11 +6,22 @@
 #include <filesystem>
 
 #include "rtb/core/progress.h"
+#include "rtb/core/report_doc.h"
 #include "rtb/simulator/engine.h"
 #include "rtb/simulator/fulllog.h"
 
 namespace rtb::sim {
 namespace {
+
+// A policy spec as a report shows it: "table:/abs/dir/t.json" -> "table:dir/t.json" (the path
+// relative to the working directory, or its last two components).
+std::string ShownPolicy(const std::string& spec) {
+  const size_t slash = spec.find('/');
+  if (slash == std::string::npos) return spec;
+  const size_t colon = spec.rfind(':', slash);
+  const size_t at = colon == std::string::npos ? 0 : colon + 1;
+  return spec.substr(0, at) + doc::ShownPath(spec.substr(at));
+}
 
 std::string Pct(double x) {
   char buf[32];
@@ -185,21 +196,28 @@ Result<Report> Simulate(const Scenario& sc, const SimulateOptions& opt) {
     RTB_ASSIGN_OR_RETURN(ActionTable t, ResolvePolicy(name, N, L));
     policies.emplace_back(name, std::move(t));
   }
-  std::string names = opt.policy;
-  for (const auto& m : opt.more_policies) names += ", " + m;
+  // Policies other than manual bids, as the report names them (a file by its path relative
+  // to the working directory, never a machine's absolute path).
+  std::string names;
+  for (const auto& [name, table] : policies) {
+    if (name == "manual") continue;
+    names += (names.empty() ? "" : ", ") + ShownPolicy(name);
+  }
 
   Progress p(opt.kind, static_cast<int>(policies.size()) + 2, opt.progress);
   Report r;
   r.kind = opt.kind;
-  r.title = (opt.kind == "replay" ? "Full-information replay of the " : "Simulated ") + opt.day +
-            " day: " + names + " vs manual bids";
+  r.title =
+      (opt.kind == "replay" ? "Full-information replay of the " : "Simulated ") + opt.day +
+      " day: " +
+      (names.empty() ? "manual bids, with budgets and without" : names + " against manual bids");
   r.meta = {
-      {"config", opt.config_path.empty() ? "(built-in defaults)" : opt.config_path},
+      {"config", opt.config_path.empty() ? "(built-in defaults)" : doc::ShownPath(opt.config_path)},
       {"seed", std::to_string(sc.cfg.seed)},
       {"day", opt.day},
-      {"policy", opt.policy},
-      {"requests", std::to_string(day.requests())},
-      {"candidates", std::to_string(day.candidates())},
+      {"policy", names.empty() ? "manual" : names},
+      {"requests", doc::Grouped(static_cast<double>(day.requests()), 0)},
+      {"candidates", doc::Grouped(static_cast<double>(day.candidates()), 0)},
       {"slots per request", std::to_string(sc.cfg.auction.slots)},
       {"steps", std::to_string(day.steps) + " x " + std::to_string(day.step_ms / 60000) + " min"},
       {"agents x consumer clusters", std::to_string(N) + " x " + std::to_string(L)},
@@ -209,16 +227,18 @@ Result<Report> Simulate(const Scenario& sc, const SimulateOptions& opt) {
   r.meta.insert(r.meta.end(), opt.extra_meta.begin(), opt.extra_meta.end());
   DescribeAgents(sc.market, &r);
   r.baseline = "manual";
-  r.primary = opt.policy == "manual" ? "manual" : opt.policy;
+  r.primary = opt.policy == "manual" ? "manual" : ShownPolicy(opt.policy);
 
   AuctionEngine limited(day, sc.market, sc.cfg.auction, sc.cfg.market.alpha_range, budgets,
                         sc.cfg.burn_buckets);
   r.burn_bucket_minutes = limited.burn_bucket_minutes();
   int done = 0;
   for (const auto& [name, table] : policies) {
+    if (name == "manual") continue;  // the baseline below
     limited.Reset(sc.cfg.seed);
     limited.RunToEnd(table);
-    r.methods.push_back({name, "the policy under test, with budgets", {RunOf(limited, {})}});
+    r.methods.push_back(
+        {ShownPolicy(name), "the policy under test, with budgets", {RunOf(limited, {})}});
     p.Update(++done);
   }
   limited.Reset(sc.cfg.seed);

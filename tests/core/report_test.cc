@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "rtb/core/report_doc.h"
+
 namespace rtb {
 namespace {
 
@@ -88,6 +90,88 @@ TEST(Report, RenderingIsDeterministicAndComplete) {
   EXPECT_NE(html.find("Learning curves"), std::string::npos);
   const std::string csv = RenderCsv(r);
   EXPECT_NE(csv.find("learned,total,2,60,"), std::string::npos) << csv;
+}
+
+TEST(ReportDoc, TicksAreRoundAndCoverTheData) {
+  using doc::NiceTicks;
+  EXPECT_EQ(NiceTicks(0, 5036), (std::vector<double>{0, 2000, 4000, 6000}));
+  EXPECT_EQ(NiceTicks(0, 100), (std::vector<double>{0, 20, 40, 60, 80, 100}));
+  EXPECT_EQ(NiceTicks(0, 24, 8, true), (std::vector<double>{0, 5, 10, 15, 20, 25}));
+  EXPECT_EQ(NiceTicks(1, 20, 8, true), (std::vector<double>{0, 5, 10, 15, 20}));
+  EXPECT_EQ(NiceTicks(1, 3, 8, true), (std::vector<double>{1, 2, 3}));  // whole episodes
+  EXPECT_EQ(NiceTicks(0, 1.05), (std::vector<double>{0, 0.25, 0.5, 0.75, 1, 1.25}));
+  EXPECT_EQ(NiceTicks(-0.64, 0.9), (std::vector<double>{-1, -0.5, 0, 0.5, 1}));
+  const auto flat = NiceTicks(7, 7);  // one value: still an axis
+  EXPECT_GE(flat.size(), 2u);
+  EXPECT_LE(flat.front(), 7);
+  EXPECT_GE(flat.back(), 7);
+}
+
+TEST(ReportDoc, OneFormatPerKindOfNumber) {
+  using doc::Fmt;
+  using doc::Format;
+  using doc::Value;
+  EXPECT_EQ(doc::Grouped(1050921, 0), "1,050,921");
+  EXPECT_EQ(doc::Grouped(-1234.5, 2), "-1,234.50");
+  EXPECT_EQ(doc::Grouped(999, 0), "999");
+  EXPECT_EQ(Format(Value::Num(441.6), Fmt::kCount), "442");
+  EXPECT_EQ(Format(Value::Num(21.0), Fmt::kCount), "21");
+  EXPECT_EQ(Format(Value::Num(12345.678), Fmt::kMoney), "12,345.68");
+  EXPECT_EQ(Format(Value::Num(0.999), Fmt::kPercent, 1), "99.9%");
+  EXPECT_EQ(Format(Value::Num(337.2), Fmt::kPoints, 1), "337.2%");
+  EXPECT_EQ(Format(Value::Num(2.304), Fmt::kRatio), "2.30x");
+  EXPECT_EQ(Format(Value::Num(doc::kNone), Fmt::kMoney), "n/a");
+  EXPECT_EQ(Format(Value::Num(30, 14.142), Fmt::kMoney), "30.00 ± 14.14");
+  EXPECT_EQ(Format(Value::Text("agent 1"), Fmt::kMoney), "agent 1");
+}
+
+TEST(ReportDoc, NoAbsolutePathIsShown) {
+  EXPECT_EQ(doc::ShownPath("/work/x/out/demo/pretrain", "/work/x"), "out/demo/pretrain");
+  EXPECT_EQ(doc::ShownPath("/tmp/tmp.abc/rlb/test.txt", "/work/x"), "rlb/test.txt");
+  EXPECT_EQ(doc::ShownPath("configs/a.yaml", "/work/x"), "configs/a.yaml");
+  EXPECT_EQ(doc::ShownPaths("Replay of /tmp/t.1/rlb/test.txt (rlb log), see /work/x/a/b.json.",
+                            "/work/x"),
+            "Replay of rlb/test.txt (rlb log), see a/b.json.");
+  EXPECT_EQ(doc::ShownPaths("http://127.0.0.1:8080/notice and 1/3 budget", "/w"),
+            "http://127.0.0.1:8080/notice and 1/3 budget");
+  Report r = Sample();
+  r.title = "Replay of /tmp/t.1/rlb/test.txt";
+  r.meta = {{"config", "/root/w/configs/simulator/default.yaml"}};
+  const Report shown = WithShownPaths(r);
+  EXPECT_EQ(shown.title, "Replay of rlb/test.txt");
+  EXPECT_EQ(RenderHtml(shown).find("/tmp/"), std::string::npos);
+  EXPECT_EQ(RenderHtml(shown).find("/root/"), std::string::npos);
+}
+
+TEST(ReportDoc, HtmlHasRealTablesAndLabelledCharts) {
+  const std::string html = RenderHtml(Sample());
+  EXPECT_EQ(html.find("<pre>"), std::string::npos);
+  EXPECT_EQ(html.find("|---"), std::string::npos);
+  EXPECT_NE(html.find("<table>"), std::string::npos);
+  // Every chart: two axis titles and tick labels; a legend for its two series.
+  size_t charts = 0;
+  for (size_t at = html.find("<svg"); at != std::string::npos; at = html.find("<svg", at + 1)) {
+    const std::string svg = html.substr(at, html.find("</svg>", at) - at);
+    ++charts;
+    size_t titles = 0;
+    for (size_t p = svg.find("axis-title"); p != std::string::npos;
+         p = svg.find("axis-title", p + 1)) {
+      ++titles;
+    }
+    EXPECT_EQ(titles, 2u) << svg.substr(0, 300);
+    EXPECT_NE(svg.find("class=\"tick\""), std::string::npos);
+    EXPECT_NE(svg.find("class=\"legend\""), std::string::npos);
+  }
+  EXPECT_EQ(charts, 2u);  // revenue bars, learning curves (no burn data in the sample)
+  // The learning curve's reference: manual's test revenue, drawn as a line.
+  EXPECT_NE(html.find("class=\"reference\""), std::string::npos);
+  // The relative table is relative: no absolute COST in it.
+  const std::string md = RenderMarkdown(Sample());
+  const size_t rel = md.find("## Totals relative to manual");
+  ASSERT_NE(rel, std::string::npos);
+  const std::string rel_table = md.substr(rel, md.find("\n## ", rel + 1) - rel);
+  EXPECT_EQ(rel_table.find("COST"), std::string::npos) << rel_table;
+  EXPECT_NE(rel_table.find("spend (delivery)"), std::string::npos) << rel_table;
 }
 
 TEST(Report, NanIsNullInJson) {

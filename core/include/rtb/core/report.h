@@ -51,14 +51,26 @@ struct Report {
   // Columns of the table relative to the baseline (metric keys); empty = revenue, ROI, cost
   // per click, cost per conversion. COST (cost/budget) is always shown as is.
   std::vector<std::string> relative_metrics;
+  std::string currency = "USD";  // the unit of every money column and axis
+  // Metrics (keys) the source does not have (a log without order values has no revenue):
+  // shown "n/a", not 0.
+  std::vector<std::string> unavailable;
+  // More totals per method, shown beside the objective's (name, one value per method in
+  // `methods` order), e.g. expected clicks in a replay.
+  std::vector<std::pair<std::string, std::vector<double>>> extra_totals;
 
   const MethodResult* Find(const std::string& name) const;
 };
 
 std::string RenderJson(const Report& r);
 std::string RenderCsv(const Report& r);
+// Markdown and HTML are two renderings of one document (report_doc.h).
 std::string RenderMarkdown(const Report& r);
 std::string RenderHtml(const Report& r);
+
+// The report with every absolute path in its texts shown relative (report_doc.h ShownPaths):
+// what WriteReportFiles renders.
+Report WithShownPaths(Report r);
 
 // Writes report.json, report.csv, report.md and report.html into dir (created if needed).
 // Each file is written to a temporary name and renamed, so a failure leaves no half-written
