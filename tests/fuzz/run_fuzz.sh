@@ -4,6 +4,7 @@
 # Usage: tests/fuzz/run_fuzz.sh [SECONDS=20] [OUT=build/fuzz] [RUNS]   (RUNS: stop each target
 # after that many inputs instead, e.g. 10000000)
 # A longer run: tests/fuzz/run_fuzz.sh 3600   (crashes are written to OUT/crash-*)
+# TARGETS="openrtb event" runs only those targets.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 SECONDS_EACH=${1:-20}
@@ -13,7 +14,7 @@ mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 FLAGS="-std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
        -I$SRC/core/include -I$SRC/bidder/include"
-CORE="$SRC/core/src/bid.cc $SRC/core/src/status.cc $SRC/core/src/action_table.cc $SRC/core/src/report.cc $SRC/core/src/text.cc $SRC/core/src/events.cc
+CORE="$SRC/core/src/bid.cc $SRC/core/src/status.cc $SRC/core/src/action_table.cc $SRC/core/src/report.cc $SRC/core/src/report_doc.cc $SRC/core/src/text.cc $SRC/core/src/events.cc
       $SRC/core/src/metrics.cc $SRC/core/src/policy.cc"
 build() {  # name, sources...
   local name=$1; shift
@@ -26,7 +27,7 @@ build openrtb_fuzz "$SRC/tests/fuzz/openrtb_fuzz.cc" "$SRC/bidder/src/openrtb.cc
 build notice_fuzz "$SRC/tests/fuzz/notice_fuzz.cc" "$SRC/bidder/src/notice.cc" $CORE
 build policy_fuzz "$SRC/tests/fuzz/policy_fuzz.cc" $CORE
 build event_fuzz "$SRC/tests/fuzz/event_fuzz.cc" $CORE
-for t in openrtb notice policy event; do
+for t in ${TARGETS:-openrtb notice policy event}; do
   corpus="$OUT/corpus-$t"
   mkdir -p "$corpus"
   cp -n "$SRC/tests/fuzz/corpus/$t/"* "$corpus/" 2>/dev/null || true
