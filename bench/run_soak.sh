@@ -64,7 +64,7 @@ while kill -0 $LG 2>/dev/null; do
 done
 wait $LG || true
 echo "loadgen: $(cat "$T/loadgen.out")"
-wait $NC
+wait $NC || { echo "FAIL: the notice client stopped (exit $?)"; exit 1; }
 # Kafka delivery settles (linger, acks) before the counts are read.
 for _ in $(seq 60); do
   [[ $(metric 'rtb_kafka_queue\{where="producer"\}') == 0 && $(metric 'rtb_kafka_queue\{where="spill"\}') == 0 ]] && break

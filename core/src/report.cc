@@ -261,7 +261,8 @@ doc::Document BuildDocument(const Report& r) {
   const MetricDef& obj = Metric(r.objective);
   const std::string objective = Capitalized(obj.label);
   const std::string runs = RunsNote(r);
-  d.Add(doc::Heading{2, objective + " per " + r.row_label + runs});
+  d.Add(doc::Heading{2, objective + " per " + r.row_label +
+                           (obj.money ? " (" + r.currency + ")" : std::string()) + runs});
   d.Add(ObjectiveTable(r));
   if (RowCount(r) > 1) {
     doc::Chart c;
