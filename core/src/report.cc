@@ -38,8 +38,8 @@ const std::vector<MetricDef>& Metrics() {
       {"cost", "spend", [](const Outcome& o) { return o.cost.units(); }, true, true, Fmt::kMoney},
       {"budget", "budget", [](const Outcome& o) { return o.budget.units(); }, true, false,
        Fmt::kMoney},
-      {"cost_over_budget", "COST (spend / budget)", CostOverBudget, false, true, Fmt::kPercent},
-      {"roi", "ROI (revenue / spend)", Roi, false, true, Fmt::kRatio},
+      {"cost_over_budget", "COST", CostOverBudget, false, true, Fmt::kPercent},
+      {"roi", "ROI", Roi, false, true, Fmt::kRatio},
       {"cost_per_click", "cost per click", CostPerClick, true, true, Fmt::kMoney},
       {"clicks", "clicks", [](const Outcome& o) { return o.clicks; }, false, true, Fmt::kCount},
       {"conversions", "conversions", [](const Outcome& o) { return o.conversions; }, false, true,
@@ -185,7 +185,9 @@ doc::Table ObjectiveTable(const Report& r) {
   doc::Table t;
   t.columns.push_back({"method", doc::Fmt::kText});
   doc::Column c = MetricColumn(r, obj);
-  for (const auto& n : r.row_names) t.columns.push_back({n, c.fmt, c.decimals});
+  for (const auto& n : r.row_names) {
+    t.columns.push_back({RowCount(r) == 1 ? c.title : n, c.fmt, c.decimals});  // one row: the metric
+  }
   // One row: its total is the row.
   if (RowCount(r) > 1) t.columns.push_back({"total", c.fmt, c.decimals});
   for (const auto& [name, values] : r.extra_totals) {
@@ -262,7 +264,7 @@ doc::Document BuildDocument(const Report& r) {
   const std::string objective = Capitalized(obj.label);
   const std::string runs = RunsNote(r);
   d.Add(doc::Heading{2, objective + " per " + r.row_label +
-                           (obj.money ? " (" + r.currency + ")" : std::string()) + runs});
+                            (obj.money ? " (" + r.currency + ")" : std::string()) + runs});
   d.Add(ObjectiveTable(r));
   if (RowCount(r) > 1) {
     doc::Chart c;
@@ -305,8 +307,7 @@ doc::Document BuildDocument(const Report& r) {
     c.title = "Cumulative spend over the day";
     c.x.title = "hour of the day";
     c.x.whole = true;
-    c.x.min = 0;
-    c.x.max = 24;
+    c.x.min = 0;  // to the day's end: the last bucket
     c.y.title = "spend (% of the daily budget)";
     c.y.fmt = doc::Fmt::kPoints;
     c.y.max = 100;
@@ -378,8 +379,16 @@ doc::Document BuildDocument(const Report& r) {
       d.Add(c);
     }
   }
+  bool defined = false;
   for (const auto& m : r.methods) {
     d.Add(doc::Heading{2, m.name + ": every metric per " + r.row_label + runs});
+    if (!defined) {
+      d.Add(
+          doc::Paragraph{"ROI = revenue / spend; COST = spend / budget (the budget's "
+                         "delivery); cost per click is the paper's CPA; win rate = "
+                         "impressions / auctions; CPM = spend per 1,000 impressions."});
+      defined = true;
+    }
     if (!m.description.empty()) d.Add(doc::Paragraph{m.description});
     d.Add(DetailTable(r, m));
   }

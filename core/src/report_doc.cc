@@ -36,6 +36,11 @@ int StepDecimals(double step) {
 
 std::string TickLabel(double v, const Axis& a, double step) {
   if (std::abs(v) < step * 1e-9) v = 0;
+  if (v == 0) {
+    return a.fmt == Fmt::kPercent || a.fmt == Fmt::kPoints ? "0%"
+           : a.fmt == Fmt::kRatio                          ? "0x"
+                                                           : "0";
+  }
   switch (a.fmt) {
     case Fmt::kPercent:
       return Fixed(100 * v, StepDecimals(100 * step)) + "%";
@@ -487,11 +492,11 @@ std::string RenderHtml(const Document& d) {
   o << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
     << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>"
     << HtmlEscape(d.title) << "</title>\n<style>\n"
-    << "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;"
+    << "body{font-family:system-ui,sans-serif;max-width:1160px;margin:2em auto;padding:0 1em;"
        "color:#222;line-height:1.45}\n"
     << "h1{font-size:1.6em}h2{margin-top:1.8em;border-bottom:1px solid #ddd}\n"
     << ".tw{overflow-x:auto;margin:1em 0}table{border-collapse:collapse}"
-       "td,th{border:1px solid #ccc;padding:4px 9px;text-align:left}"
+       "td,th{border:1px solid #ccc;padding:3px 6px;text-align:left;font-size:14px}"
        "th{background:#f3f3f3}.n{text-align:right;font-variant-numeric:tabular-nums}"
        "caption{text-align:left;font-weight:bold;padding:4px 0}\n"
     << "dl.kv{display:grid;grid-template-columns:max-content auto;gap:2px 14px}"

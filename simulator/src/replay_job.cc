@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "rtb/core/events.h"
+#include "rtb/core/report_doc.h"
 #include "rtb/core/text.h"
 #include "rtb/simulator/config.h"
 #include "rtb/simulator/ipinyou.h"
@@ -181,7 +182,7 @@ Result<ReplayOutput> RunSingle(const ReplayJob& a) {
     return ReplayBenchmark(log, L.info, bench, s);
   };
   std::vector<std::pair<std::string, std::string>> meta = {
-      {"format", a.format}, {"log", a.log}, {"auctions", std::to_string(L.test.auctions.size())}};
+      {"format", a.format}, {"log", a.log}, {"auctions", doc::Grouped(static_cast<double>(L.test.auctions.size()), 0)}};
   std::string b0_note;
   int64_t b0 = a.b0;
   std::vector<MethodRun> runs;
