@@ -467,21 +467,31 @@ std::string ShownPath(const std::string& path, const std::string& base) {
 }
 
 std::string ShownPaths(const std::string& text, const std::string& base) {
+  namespace fs = std::filesystem;
   std::string out;
   size_t i = 0;
   while (i < text.size()) {
     const bool starts =
-        text[i] == '/' && (i + 1 < text.size() && text[i + 1] != '/') &&
+        text[i] == '/' && i + 1 < text.size() &&
+        std::string_view(" /\t\n").find(text[i + 1]) == std::string_view::npos &&
         (i == 0 || std::string_view(" (\"'=[\t\n").find(text[i - 1]) != std::string_view::npos);
-    if (!starts) {
+    size_t j = i;
+    if (starts) {
+      while (j < text.size() &&
+             std::string_view(" \t\n,;)\"']").find(text[j]) == std::string_view::npos)
+        ++j;
+    }
+    // A path of this machine: two components or more, and it (or its folder) exists. Not
+    // "/ 1000", not a URL path such as "/openrtb2/bid".
+    const std::string token = text.substr(i, j - i);
+    std::error_code ec;
+    const bool path = starts && token.find('/', 1) != std::string::npos &&
+                      (fs::exists(token, ec) || fs::exists(fs::path(token).parent_path(), ec));
+    if (!path) {
       out += text[i++];
       continue;
     }
-    size_t j = i;
-    while (j < text.size() &&
-           std::string_view(" \t\n,;)\"']").find(text[j]) == std::string_view::npos)
-      ++j;
-    out += ShownPath(text.substr(i, j - i), base);
+    out += ShownPath(token, base);
     i = j;
   }
   return out;

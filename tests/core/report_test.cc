@@ -1,7 +1,10 @@
 #include "rtb/core/report.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "rtb/core/report_doc.h"
@@ -129,18 +132,29 @@ TEST(ReportDoc, NoAbsolutePathIsShown) {
   EXPECT_EQ(doc::ShownPath("/work/x/out/demo/pretrain", "/work/x"), "out/demo/pretrain");
   EXPECT_EQ(doc::ShownPath("/tmp/tmp.abc/rlb/test.txt", "/work/x"), "rlb/test.txt");
   EXPECT_EQ(doc::ShownPath("configs/a.yaml", "/work/x"), "configs/a.yaml");
-  EXPECT_EQ(doc::ShownPaths("Replay of /tmp/t.1/rlb/test.txt (rlb log), see /work/x/a/b.json.",
-                            "/work/x"),
-            "Replay of rlb/test.txt (rlb log), see a/b.json.");
-  EXPECT_EQ(doc::ShownPaths("http://127.0.0.1:8080/notice and 1/3 budget", "/w"),
-            "http://127.0.0.1:8080/notice and 1/3 budget");
+  // Paths of this machine (they exist) in texts: shown relative or by their last components.
+  const std::string dir =
+      std::filesystem::absolute(::testing::TempDir() + "/shown_" + std::to_string(::getpid()))
+          .lexically_normal()
+          .string();
+  std::filesystem::create_directories(dir + "/rlb");
+  std::ofstream(dir + "/rlb/test.txt") << "x";
+  const std::string log = dir + "/rlb/test.txt";
+  EXPECT_EQ(
+      doc::ShownPaths("Replay of " + log + " (rlb log), see " + dir + "/rlb/out.json.", "/nowhere"),
+      "Replay of rlb/test.txt (rlb log), see rlb/out.json.");
+  // Not paths: division, fractions, URLs and URL paths.
+  for (const char* text : {"cost = sum of payprice / 1000 per impression", "1/3 of the budget",
+                           "http://127.0.0.1:8080/notice", "POST /openrtb2/bid answers"}) {
+    EXPECT_EQ(doc::ShownPaths(text, "/w"), text);
+  }
   Report r = Sample();
-  r.title = "Replay of /tmp/t.1/rlb/test.txt";
-  r.meta = {{"config", "/root/w/configs/simulator/default.yaml"}};
+  r.title = "Replay of " + log;
+  r.meta = {{"config", log}};
   const Report shown = WithShownPaths(r);
   EXPECT_EQ(shown.title, "Replay of rlb/test.txt");
-  EXPECT_EQ(RenderHtml(shown).find("/tmp/"), std::string::npos);
-  EXPECT_EQ(RenderHtml(shown).find("/root/"), std::string::npos);
+  EXPECT_EQ(RenderHtml(shown).find(dir), std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ReportDoc, HtmlHasRealTablesAndLabelledCharts) {

@@ -153,8 +153,9 @@ std::vector<double> NiceTicks(double lo, double hi, int target = 5, bool whole =
 // lies under it, else its last two components. A report never carries a machine's absolute
 // path.
 std::string ShownPath(const std::string& path, const std::string& base = "");
-// Every absolute path in a text (a word starting with '/' after a space, a bracket, a quote or
-// '=', or at the start) replaced by its ShownPath.
+// Every absolute path of this machine in a text (a word starting with '/' after a space, a
+// bracket, a quote or '=', or at the start, with two components or more, that exists or whose
+// folder exists) replaced by its ShownPath.
 std::string ShownPaths(const std::string& text, const std::string& base = "");
 
 }  // namespace rtb::doc
