@@ -38,7 +38,9 @@ def main():
         r.read()
         return r.status
 
-    spend = collections.Counter()  # advertiser id -> micros the bidder must have booked
+    # (UTC day of the bid, advertiser id) -> micros the bidder must have booked: a billing is
+    # booked on its bid's day, so a run across midnight books on two days.
+    spend = collections.Counter()
     expect = collections.Counter()  # billing result -> count the bidder must report
     statuses = collections.Counter()
     late = collections.deque()  # (due, url): billings held past the window
@@ -63,17 +65,19 @@ def main():
                     url = burl.replace("${AUCTION_PRICE}", str(clear))
                     micros = int(clear * 1000000)
                     charge = (micros + 500) // 1000  # the bidder's CPM -> one impression
+                    ts = int(burl.split("ts=", 1)[1].split("&", 1)[0])
+                    key = (ts // 86400000, adv)
                     fate = rng.random()
                     if fate < 0.6:
                         statuses["billing %d" % get(url)] += 1
                         expect["applied"] += 1
-                        spend[adv] += charge
+                        spend[key] += charge
                     elif fate < 0.7:
                         statuses["billing %d" % get(url)] += 1
                         statuses["duplicate %d" % get(url)] += 1
                         expect["applied"] += 1
                         expect["duplicate"] += 1
-                        spend[adv] += charge
+                        spend[key] += charge
                     elif fate < 0.8:
                         late.append((time.time() + window_ms / 1000.0 + 2.0, url))
                         expect["late"] += 1
@@ -92,7 +96,7 @@ def main():
         time.sleep(max(0.0, late[0][0] - time.time()))
         statuses["late %d" % get(late.popleft()[1])] += 1
     result = {"requests": n, "statuses": dict(statuses), "billing": dict(expect),
-              "spend_micros": {str(k): v for k, v in sorted(spend.items())}}
+              "spend_micros": {"%d/%d" % k: v for k, v in sorted(spend.items())}}
     with open(out, "w") as f:
         json.dump(result, f, indent=1, sort_keys=True)
 
