@@ -51,6 +51,18 @@ TEST(StepMarkers, RoundTripAndRangeChecks) {
   EXPECT_FALSE(DecodeStepMarker("garbage").ok());
 }
 
+// Regression (event fuzzer): alpha -0.0 was written "-0", read back as the integer 0, and
+// written "0": what the encoder writes must read back to the same bytes.
+TEST(Events, NegativeZeroEncodesAsZeroAndRoundTrips) {
+  auto e = DecodeEvent(R"({"v":1,"type":"bid","eid":"7","ts":1,"alpha":-0.0E5,"pctr":-0.0})");
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  const std::string once = EncodeEvent(*e);
+  EXPECT_EQ(once.find("-0"), std::string::npos) << once;
+  auto again = DecodeEvent(once);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(EncodeEvent(*again), once);
+}
+
 }  // namespace
 }  // namespace rtb
 

@@ -47,6 +47,7 @@ class JsonWriter {
   void Int(int64_t v) { p_ = std::to_chars(p_, p_ + kMaxNumber, v).ptr; }
   // As printf's %.9g: std::to_chars with a precision is specified that way.
   void Dbl9(double v) {
+    if (v == 0) v = 0;  // -0.0 as 0: JSON readers take "-0" as the integer 0
     p_ = std::to_chars(p_, p_ + kMaxNumber, v, std::chars_format::general, 9).ptr;
   }
   void Bool(bool v) { Raw(v ? std::string_view("true") : std::string_view("false")); }
