@@ -186,7 +186,8 @@ doc::Table ObjectiveTable(const Report& r) {
   t.columns.push_back({"method", doc::Fmt::kText});
   doc::Column c = MetricColumn(r, obj);
   for (const auto& n : r.row_names) {
-    t.columns.push_back({RowCount(r) == 1 ? c.title : n, c.fmt, c.decimals});  // one row: the metric
+    t.columns.push_back(
+        {RowCount(r) == 1 ? c.title : n, c.fmt, c.decimals});  // one row: the metric
   }
   // One row: its total is the row.
   if (RowCount(r) > 1) t.columns.push_back({"total", c.fmt, c.decimals});

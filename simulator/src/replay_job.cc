@@ -182,7 +182,9 @@ Result<ReplayOutput> RunSingle(const ReplayJob& a) {
     return ReplayBenchmark(log, L.info, bench, s);
   };
   std::vector<std::pair<std::string, std::string>> meta = {
-      {"format", a.format}, {"log", a.log}, {"auctions", doc::Grouped(static_cast<double>(L.test.auctions.size()), 0)}};
+      {"format", a.format},
+      {"log", a.log},
+      {"auctions", doc::Grouped(static_cast<double>(L.test.auctions.size()), 0)}};
   std::string b0_note;
   int64_t b0 = a.b0;
   std::vector<MethodRun> runs;
