@@ -17,21 +17,8 @@ ROUNDS=${3:-5}
 LOADGEN=build/release/bench/loadgen
 source bench/bench_server.sh
 start_bench_server -e "s#^bench_endpoints: .*#bench_endpoints: true#"
-# Every request carries its own auction id (the last 16 characters of the body's top-level
-# "id": 8 hex digits of the start second, 8 of a counter), as an exchange's requests do: bid
-# records and budget reservations are per auction, so a repeated id would leave them at one.
-cat >"$T/post.lua" <<'LUA'
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-local f = io.open(os.getenv("BODY"), "rb"); local body = f:read("*a"); f:close()
-local pre, id, post = body:match('^(.-"id"%s*:%s*")([^"]*)(".*)$')
-pre = pre .. id:sub(1, #id - 16)
-local run, n = os.time(), 0
-request = function()
-  n = n + 1
-  return wrk.format(nil, nil, nil, pre .. string.format("%08x%08x", run, n) .. post)
-end
-LUA
+# Every request carries its own auction id (bench_server.sh, write_unique_id_lua).
+write_unique_id_lua "$T/post.lua"
 peak() {  # path -> requests/s
   BODY="$BODY" wrk -t1 -c"$CONNS" -d"${SECS}s" -s "$T/post.lua" "http://127.0.0.1:$PORT$1" | awk '/Requests\/sec/ {print $2}'
 }

@@ -28,18 +28,7 @@ start_bench_server -e "s#^reservation_timeout_ms: .*#reservation_timeout_ms: $WI
 metric() { curl -s http://127.0.0.1:$PORT/metrics | sed -nE "s/^$1 ([0-9.e+-]+)\$/\\1/p" | head -1; }
 rss_mb() { awk '/VmRSS/ {printf "%.0f", $2 / 1024}' /proc/$PID/status; }
 
-cat >"$T/post.lua" <<'LUA'
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-local f = io.open(os.getenv("BODY"), "rb"); local body = f:read("*a"); f:close()
-local pre, id, post = body:match('^(.-"id"%s*:%s*")([^"]*)(".*)$')
-pre = pre .. id:sub(1, #id - 16)
-local run, n = os.time(), 0
-request = function()
-  n = n + 1
-  return wrk.format(nil, nil, nil, pre .. string.format("%08x%08x", run, n) .. post)
-end
-LUA
+write_unique_id_lua "$T/post.lua"
 PEAKS=""
 for _ in 1 2 3; do
   PEAKS="$PEAKS $(BODY="$BODY" wrk -t1 -c16 -d10s -s "$T/post.lua" "http://127.0.0.1:$PORT/openrtb2/bid" | awk '/Requests\/sec/ {print $2}')"
