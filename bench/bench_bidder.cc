@@ -103,8 +103,8 @@ BENCHMARK(BM_EncodeEvent);
 // One bid's notice signature (HMAC-SHA-256 over its terms), and its three notice URLs.
 void BM_SignNotice(benchmark::State& state) {
   auto signer = rtb::bidder::NoticeSigner::Create("a benchmark secret, long enough");
-  const rtb::bidder::SignedBid b{"1234567893-r17",  "1",  7, rtb::Micros(2'500'000),
-                                 1'700'000'000'000, false};
+  const rtb::bidder::SignedBid b{"1234567893-r17",  "1",   7, rtb::Micros(2'500'000),
+                                 1'700'000'000'000, false, 3};
   for (auto _ : state) benchmark::DoNotOptimize((*signer)->Sign(b));
 }
 BENCHMARK(BM_SignNotice);
@@ -112,9 +112,9 @@ BENCHMARK(BM_SignNotice);
 void BM_NoticeUrls(benchmark::State& state) {
   using rtb::bidder::NoticeType;
   for (auto _ : state) {
-    const std::string q = rtb::bidder::SignedNoticeQuery("1234567893-r17", "1", 7,
-                                                         rtb::Micros(2'500'000), 1'700'000'000'000,
-                                                         false, "0123456789abcdef0123456789abcdef");
+    const std::string q = rtb::bidder::SignedNoticeQuery(
+        {"1234567893-r17", "1", 7, rtb::Micros(2'500'000), 1'700'000'000'000, false, 3},
+        "0123456789abcdef0123456789abcdef");
     benchmark::DoNotOptimize(rtb::bidder::NoticeUrl("http://127.0.0.1:8080", NoticeType::kWin, q));
     benchmark::DoNotOptimize(
         rtb::bidder::NoticeUrl("http://127.0.0.1:8080", NoticeType::kBilling, q));

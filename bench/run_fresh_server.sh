@@ -2,7 +2,7 @@
 # A freshly started bidder under steady traffic: RUNS paced runs of 10 s at RATE requests/s
 # (unique auction ids, as bench/run_load_bench.sh sends), each printing the load generator's
 # p99, the page faults taken per thread group in that run, and the server's RSS. A young
-# server grows its per-bid tables to their working size in the first bid_record_ttl_ms (60 s);
+# server grows its per-bid tables to their working size in the first reservation_timeout_ms (60 s);
 # the page faults on rtb-io-* (request) threads show what that growth costs the bid path.
 # Usage: bench/run_fresh_server.sh [RUNS=7] [RATE=23000] [EXPECTED_BIDS_PER_SECOND=0]
 #   (after scripts/build.sh; the third argument sets expected_bids_per_second)

@@ -23,7 +23,6 @@ OUT=out/soak
 mkdir -p "$OUT"
 source bench/bench_server.sh
 start_bench_server -e "s#^reservation_timeout_ms: .*#reservation_timeout_ms: $WINDOW_MS#" \
-  -e "s#^bid_record_ttl_ms: .*#bid_record_ttl_ms: $WINDOW_MS#" \
   -e "0,/daily_budget: 1000000000.0/s/daily_budget: 1000000000.0/daily_budget: $BUDGET1/"
 metric() { curl -s http://127.0.0.1:$PORT/metrics | sed -nE "s/^$1 ([0-9.e+-]+)\$/\\1/p" | head -1; }
 rss_mb() { awk '/VmRSS/ {printf "%.0f", $2 / 1024}' /proc/$PID/status; }
@@ -43,12 +42,12 @@ echo "server RSS after the peak runs: $(rss_mb) MB"
 LG=$!
 python3 bench/soak_notices.py $PORT "$BODY" "$SECS" $WINDOW_MS "$SEED" "$T/notices.json" &
 NC=$!
-echo "minute,rss_mb,requests,bids,logged,acked,open_reservations,bid_records" >"$OUT/rss.csv"
+echo "minute,rss_mb,requests,bids,logged,acked,open_reservations,reservation_slots" >"$OUT/rss.csv"
 t0=$(date +%s)
 while kill -0 $LG 2>/dev/null; do
   sleep 30
   m=$(( ($(date +%s) - t0) / 60 ))
-  echo "$(awk -v s=$(( $(date +%s) - t0 )) 'BEGIN {printf "%.1f", s / 60}'),$(rss_mb),$(metric 'rtb_requests_total\{endpoint="bid"\}'),$(metric rtb_bids_total),$(metric 'rtb_kafka_events\{state="logged"\}'),$(metric 'rtb_kafka_events\{state="acked"\}'),$(metric 'rtb_bid_state\{kind="open_reservations"\}'),$(metric 'rtb_bid_state\{kind="bid_records"\}')" >>"$OUT/rss.csv"
+  echo "$(awk -v s=$(( $(date +%s) - t0 )) 'BEGIN {printf "%.1f", s / 60}'),$(rss_mb),$(metric 'rtb_requests_total\{endpoint="bid"\}'),$(metric rtb_bids_total),$(metric 'rtb_kafka_events\{state="logged"\}'),$(metric 'rtb_kafka_events\{state="acked"\}'),$(metric 'rtb_bid_state\{kind="open_reservations"\}'),$(metric 'rtb_bid_state\{kind="reservation_slots"\}')" >>"$OUT/rss.csv"
   (( m % 5 == 0 )) && tail -1 "$OUT/rss.csv" | awk -F, '{printf "  minute %s: RSS %s MB, %s requests, %s bids, events logged %s acked %s\n", $1, $2, $3, $4, $5, $6}'
 done
 wait $LG || true

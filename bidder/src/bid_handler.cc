@@ -128,7 +128,6 @@ HttpResult Bidder::HandleBid(std::string_view body, int64_t received_us, Request
         budget_limited = true;
         continue;
       }
-      m.bid_records.Record(key, c.price, c.cluster, now_ms);
     }
     ++per_imp[c.imp_index];
     sent.push_back(c);
@@ -166,9 +165,8 @@ HttpResult Bidder::HandleBid(std::string_view body, int64_t received_us, Request
     b.w = cr.w;
     b.h = cr.h;
     // Notice URLs signed over this bid's identity and terms (notice_sign.h).
-    const std::string sig = m.signer->Sign({req->id, imp.id, a.id, c.price, now_ms, req->test});
-    const std::string query =
-        SignedNoticeQuery(req->id, imp.id, a.id, c.price, now_ms, req->test, sig);
+    const SignedBid signed_bid{req->id, imp.id, a.id, c.price, now_ms, req->test, c.cluster};
+    const std::string query = SignedNoticeQuery(signed_bid, m.signer->Sign(signed_bid));
     b.nurl = NoticeUrl(m.cfg.notice_base_url, NoticeType::kWin, query);
     b.burl = NoticeUrl(m.cfg.notice_base_url, NoticeType::kBilling, query);
     b.lurl = NoticeUrl(m.cfg.notice_base_url, NoticeType::kLoss, query);

@@ -69,7 +69,12 @@ BudgetLedger* DayLedgers::Get(int64_t day) {
       budgets.push_back(a.daily_budget);
       spent.push_back(state_->Spent(a.id, name));
     }
-    it = ledgers_.emplace(day, std::make_unique<BudgetLedger>(budgets, spent)).first;
+    // The first day's tables are sized for the expected traffic (a bidder restarted under
+    // load); later days grow theirs from small.
+    const int64_t expected = ledgers_.empty() ? int64_t{cfg_->expected_bids_per_second} *
+                                                    cfg_->reservation_timeout_ms / 1000
+                                              : 0;
+    it = ledgers_.emplace(day, std::make_unique<BudgetLedger>(budgets, spent, expected)).first;
   }
   if (day > cur_day_.load()) {
     cur_ledger_.store(it->second.get());
@@ -173,7 +178,6 @@ void Bidder::Tick() {
   Impl& m = *impl_;
   const int64_t now = NowUnixMs();
   m.days->ExpireBefore(now, kSweepPerShard);
-  m.bid_records.Expire(now, kSweepPerShard);
   // Hourly (and at the first tick): the dedupe keys of bids older than the retention go, a
   // whole hour at a time; notices of those bids are refused from now on (HandleNotice).
   if (now >= m.next_retention_ms) {

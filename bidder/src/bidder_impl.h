@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "rtb/bidder/bid_logic.h"
-#include "rtb/bidder/bid_records.h"
 #include "rtb/bidder/bidder.h"
 #include "rtb/bidder/budget.h"
 #include "rtb/bidder/metrics.h"
@@ -89,15 +88,13 @@ struct BidderCounters {
 };
 
 struct Bidder::Impl {
-  explicit Impl(const BidderConfig& c)
-      : cfg(c), bid_records(c.expected_bids_per_second, c.bid_record_ttl_ms) {}
+  explicit Impl(const BidderConfig& c) : cfg(c) {}
 
   BidderConfig cfg;
   Predictor predictor;
   std::unordered_map<uint32_t, size_t> index_of;  // advertiser id -> index
   int agents = 0;
   std::unique_ptr<StateStore> state;
-  BidRecords bid_records;
   std::unique_ptr<DayLedgers> days;  // after `state`
   std::unique_ptr<EventLog> events;
   PolicyHolder policy;

@@ -49,13 +49,10 @@ HttpResult Bidder::Metrics() const {
     line("rtb_budget_micros{advertiser=\"%u\",kind=\"reserved\"} %lld\n", id,
          (long long)ledger.reserved(k).value());
   }
-  const auto [records, slots] = m.bid_records.Size();
-  o +=
-      "# HELP rtb_bid_state Per-bid state held: open reservations (today's ledger), bid "
-      "records kept to check notices, and the slots of their tables.\n# TYPE rtb_bid_state gauge\n";
+  o += "# HELP rtb_bid_state Per-bid state held: open reservations of today's ledger and the "
+       "slots of their tables.\n# TYPE rtb_bid_state gauge\n";
   line("rtb_bid_state{kind=\"open_reservations\"} %lld\n", (long long)ledger.outstanding());
-  line("rtb_bid_state{kind=\"bid_records\"} %zu\n", records);
-  line("rtb_bid_state{kind=\"bid_record_slots\"} %zu\n", slots);
+  line("rtb_bid_state{kind=\"reservation_slots\"} %zu\n", ledger.capacity());
   const EventLogStats s = m.events->Stats();
   o += "# HELP rtb_kafka_events Events by delivery state.\n# TYPE rtb_kafka_events counter\n";
   line("rtb_kafka_events{state=\"logged\"} %llu\n", (unsigned long long)s.logged);

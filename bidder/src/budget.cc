@@ -1,11 +1,18 @@
 #include "rtb/bidder/budget.h"
 
+#include <algorithm>
+
 namespace rtb::bidder {
 
-BudgetLedger::BudgetLedger(std::vector<Micros> budgets, std::vector<Micros> spent)
+BudgetLedger::BudgetLedger(std::vector<Micros> budgets, std::vector<Micros> spent,
+                           int64_t expected_open)
     : slots_(new Slot[budgets.size()]) {
+  // Each shard sized for its share, plus 1/8 for an uneven spread; the fill limits are
+  // staggered (StaggeredMaxLoad) so that the shards do not double together.
+  const auto initial =
+      static_cast<size_t>(std::max<int64_t>(kShardInitialSize, expected_open / kShards * 9 / 8));
   for (int i = 0; i < kShards; ++i) {
-    shards_[i].open = FlatTable<Reservation>(kShardInitialSize, StaggeredMaxLoad(i, kShards));
+    shards_[i].open = FlatTable<Reservation>(initial, StaggeredMaxLoad(i, kShards));
   }
   for (size_t k = 0; k < budgets.size(); ++k) {
     budget_.push_back(budgets[k].value());
@@ -95,6 +102,15 @@ Micros BudgetLedger::Reserved(Key128 k) const {
   std::lock_guard<std::mutex> l(sh.mu);
   const Reservation* r = sh.open.Find(k);
   return Micros(r == nullptr ? 0 : r->amount);
+}
+
+size_t BudgetLedger::capacity() const {
+  size_t slots = 0;
+  for (const Shard& sh : shards_) {
+    std::lock_guard<std::mutex> l(sh.mu);
+    slots += sh.open.capacity();
+  }
+  return slots;
 }
 
 }  // namespace rtb::bidder

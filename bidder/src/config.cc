@@ -44,9 +44,6 @@ Result<BidderConfig> LoadBidderConfig(const std::string& path) {
              "must be between 1 and 100");
   root.Get("reservation_timeout_ms", &c.reservation_timeout_ms);
   root.Check(c.reservation_timeout_ms >= 1, "reservation_timeout_ms", "must be positive");
-  root.Get("bid_record_ttl_ms", &c.bid_record_ttl_ms);
-  root.Check(c.bid_record_ttl_ms >= c.reservation_timeout_ms, "bid_record_ttl_ms",
-             "must be at least reservation_timeout_ms");
   root.Get("notice_secret", &c.notice_secret);
   root.Check(c.notice_secret.empty() || c.notice_secret.size() >= 16, "notice_secret",
              "must be empty (generated) or at least 16 characters");
@@ -57,12 +54,12 @@ Result<BidderConfig> LoadBidderConfig(const std::string& path) {
       "notice_retention_hours",
       "must be between 1 and 8784, and at least the billing window (reservation_timeout_ms)");
   root.Get("expected_bids_per_second", &c.expected_bids_per_second);
-  // At most 2^32 bid records (~256 GiB): a larger product is a typo, not a plan.
-  root.Check(c.expected_bids_per_second >= 0 &&
-                 static_cast<int64_t>(c.expected_bids_per_second) * c.bid_record_ttl_ms / 1000 <=
-                     (int64_t{1} << 32),
+  // At most 2^32 open reservations (~256 GiB): a larger product is a typo, not a plan.
+  root.Check(c.expected_bids_per_second >= 0 && static_cast<int64_t>(c.expected_bids_per_second) *
+                                                        c.reservation_timeout_ms / 1000 <=
+                                                    (int64_t{1} << 32),
              "expected_bids_per_second",
-             "must be >= 0, and times bid_record_ttl_ms at most 2^32 bids");
+             "must be >= 0, and times reservation_timeout_ms at most 2^32 bids");
   root.Get("policy_max_age_s", &c.policy_max_age_s);
   root.Get("policy_path", &c.policy_path);
   root.Get("clusters_path", &c.clusters_path);

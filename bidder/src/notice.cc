@@ -130,7 +130,7 @@ Result<Notice> ParseNotice(std::string_view target) {
   else
     return Status::InvalidArgument("unknown notice type");
   std::string_view query = q == std::string_view::npos ? "" : target.substr(q + 1);
-  std::string price_raw, value_raw, adv_raw, loss_raw, t_raw, bp_raw, ts_raw;
+  std::string price_raw, value_raw, adv_raw, loss_raw, t_raw, bp_raw, ts_raw, c_raw;
   bool has_price = false, has_value = false;
   while (!query.empty()) {
     const size_t amp = query.find('&');
@@ -165,6 +165,8 @@ Result<Notice> ParseNotice(std::string_view target) {
       ts_raw = v;
     else if (k == "x")
       n.test = v == "1";
+    else if (k == "c")
+      c_raw = v;
     else if (k == "sig")
       n.sig = v;
   }
@@ -212,6 +214,8 @@ Result<Notice> ParseNotice(std::string_view target) {
   };
   if (parse_int(bp_raw, &bp) && bp >= 0) n.bid_price = Micros(bp);
   if (parse_int(ts_raw, &ts) && ts >= 0) n.bid_ms = ts;
+  int64_t c = 0;
+  if (parse_int(c_raw, &c) && c >= -1 && c <= INT32_MAX) n.cluster = static_cast<int32_t>(c);
   if (!loss_raw.empty()) {
     int code = 0;
     auto [lp, lec] = std::from_chars(loss_raw.data(), loss_raw.data() + loss_raw.size(), code);
@@ -235,21 +239,22 @@ void UrlEncodeInto(std::string_view in, std::string* out) {
   }
 }
 
-std::string SignedNoticeQuery(std::string_view auction, std::string_view imp, uint32_t advertiser,
-                              Micros bid_price, int64_t bid_ms, bool test, std::string_view sig) {
+std::string SignedNoticeQuery(const SignedBid& bid, std::string_view sig) {
   std::string q;
-  q.reserve(96 + 3 * (auction.size() + imp.size()) + sig.size());
+  q.reserve(112 + 3 * (bid.auction.size() + bid.imp.size()) + sig.size());
   q += "auction=";
-  UrlEncodeInto(auction, &q);
+  UrlEncodeInto(bid.auction, &q);
   q += "&imp=";
-  UrlEncodeInto(imp, &q);
+  UrlEncodeInto(bid.imp, &q);
   q += "&adv=";
-  q += std::to_string(advertiser);
+  q += std::to_string(bid.advertiser);
   q += "&bp=";
-  q += std::to_string(bid_price.value());
+  q += std::to_string(bid.price_cpm.value());
   q += "&ts=";
-  q += std::to_string(bid_ms);
-  q += test ? "&x=1&sig=" : "&x=0&sig=";
+  q += std::to_string(bid.bid_unix_ms);
+  q += bid.test ? "&x=1&c=" : "&x=0&c=";
+  q += std::to_string(bid.cluster);
+  q += "&sig=";
   q += sig;
   return q;
 }

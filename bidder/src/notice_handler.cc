@@ -42,9 +42,10 @@ HttpResult Bidder::HandleNotice(std::string_view target) {
   auto count = [&](NoticeResult result) { m.counters.notices[t][result].Inc(); };
 
   // Only for a bid of ours: the signed terms must match.
-  if (!n->bid_price || n->bid_ms < 0 ||
+  if (!n->bid_price || n->bid_ms < 0 || !n->cluster ||
       !m.signer->Verify(
-          {n->auction_id, n->imp_id, n->advertiser, *n->bid_price, n->bid_ms, n->test}, n->sig)) {
+          {n->auction_id, n->imp_id, n->advertiser, *n->bid_price, n->bid_ms, n->test, *n->cluster},
+          n->sig)) {
     count(kForged);
     res.status = 403;
     res.body = "not a notice for a bid of this bidder (signature)\n";
@@ -80,8 +81,7 @@ HttpResult Bidder::HandleNotice(std::string_view target) {
   const int64_t day = DayOf(e.sim_ms >= 0 ? e.ts_ms : n->bid_ms, e.sim_ms);
   BudgetLedger& ledger = *m.days->Get(day);
   const std::string day_name = DayName(day);
-  const std::optional<BidRecord> bid = m.bid_records.Find(key);
-  if (bid) e.cluster = bid->cluster;
+  e.cluster = *n->cluster;
 
   const bool money = n->type == NoticeType::kBilling || n->type == NoticeType::kWin;
   NoticeResult refused = kApplied;  // a win or billing we do not book

@@ -26,7 +26,7 @@ void PutU64(std::string* out, uint64_t v) {
 // The signed bytes: fixed-width integers and length-prefixed strings, version first.
 void Encode(const SignedBid& b, std::string* out) {
   out->clear();
-  out->push_back('\x01');
+  out->push_back('\x02');
   PutU64(out, b.auction.size());
   out->append(b.auction);
   PutU64(out, b.imp.size());
@@ -35,6 +35,7 @@ void Encode(const SignedBid& b, std::string* out) {
   PutU64(out, static_cast<uint64_t>(b.price_cpm.value()));
   PutU64(out, static_cast<uint64_t>(b.bid_unix_ms));
   out->push_back(b.test ? '\x01' : '\x00');
+  PutU64(out, static_cast<uint64_t>(static_cast<int64_t>(b.cluster)));
 }
 
 std::string Hex(const unsigned char* p, size_t n) {

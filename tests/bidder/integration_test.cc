@@ -325,16 +325,11 @@ TEST_F(BidderIntegration, ScriptedMixMatchesTheTopicAndSpendCountsBillingOnce) {
     EXPECT_EQ(bidder_->Spent(k - 1).value(), expected_spend[k]) << "advertiser " << k;
   }
   // Every reservation was settled (billing) or released (loss) but the AUDIT auction's, which
-  // stay open until they time out; every budgeted bid is remembered for its notices.
+  // stay open until they time out.
   const std::string metrics = bidder_->Metrics().body;
   const std::string open_line =
       "rtb_bid_state{kind=\"open_reservations\"} " + std::to_string(j["seatbid"].size()) + "\n";
   EXPECT_NE(metrics.find(open_line), std::string::npos) << metrics;
-  const std::string records_line =
-      "rtb_bid_state{kind=\"bid_records\"} " +
-      std::to_string(bids - static_cast<int>(nlohmann::json::parse(tbody)["seatbid"].size())) +
-      "\n";
-  EXPECT_NE(metrics.find(records_line), std::string::npos) << metrics;
   bidder_->Shutdown();
   const auto stats = bidder_->events().Stats();
   EXPECT_EQ(stats.acked, stats.logged);
@@ -375,6 +370,18 @@ TEST_F(BidderIntegration, EventsOnTheTopicMatchWhatWasSentOnePerEvent) {
   EXPECT_EQ(by_type["click"], 25);
   EXPECT_EQ(by_type["conversion"], 25);
   EXPECT_EQ(by_type["bid"], 75);
+  // Every notice's event carries the cluster its bid was made for (a signed term of its URL).
+  std::map<std::pair<std::string, uint32_t>, int> bid_cluster;
+  for (const auto& e : events) {
+    if (e.type == "bid") bid_cluster[{e.auction_id, e.advertiser}] = e.cluster;
+  }
+  for (const auto& e : events) {
+    if (e.type == "bid" || e.type == "nobid") continue;
+    const auto it = bid_cluster.find({e.auction_id, e.advertiser});
+    ASSERT_NE(it, bid_cluster.end()) << e.type << " " << e.auction_id;
+    EXPECT_GE(e.cluster, 0);
+    EXPECT_EQ(e.cluster, it->second) << e.type << " " << e.auction_id;
+  }
   for (const auto& e : events) {
     if (e.type == "conversion") {
       EXPECT_EQ(e.price_micros, 12'500'000);
@@ -690,7 +697,6 @@ TEST_F(BidderIntegration, NoticeKeysOfIdsWithSlashesDoNotCollide) {
 BidderConfig SmallBudget(const std::string& dir, int window_ms) {
   BidderConfig c = TestConfig(dir);
   c.reservation_timeout_ms = window_ms;
-  c.bid_record_ttl_ms = window_ms;
   for (auto& a : c.advertisers) {
     a.bid = Micros::FromUnits(0.5);
     a.daily_budget = Micros(30'000);
@@ -883,8 +889,8 @@ TEST_F(BidderIntegration, NoticesPastTheRetentionAreRefusedAndThoseWithinItCount
   const Micros bid_price = Micros::FromUnits(0.5);
   auto url = [&](NoticeType type, const std::string& auction, int64_t age_ms) {
     const int64_t ts = NowUnixMs() - age_ms;
-    const std::string sig = (*signer)->Sign({auction, "1", 1, bid_price, ts, false});
-    const std::string q = SignedNoticeQuery(auction, "1", 1, bid_price, ts, false, sig);
+    const SignedBid bid{auction, "1", 1, bid_price, ts, false, 0};
+    const std::string q = SignedNoticeQuery(bid, (*signer)->Sign(bid));
     return Replace(Replace(NoticeUrl("", type, q), "${AUCTION_PRICE}", "0.4"), "${AUCTION_LOSS}",
                    "102");
   };

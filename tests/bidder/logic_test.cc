@@ -306,10 +306,11 @@ TEST(Notice, ParsesPricesExactlyAndRefusesBadOnes) {
 }
 
 TEST(Notice, UrlsCarryTheSignedBidAndTheExchangesMacros) {
-  const std::string q = SignedNoticeQuery("a&b=c", "imp 1", 9, Micros(1234), 77, false, "ab12");
+  const std::string q =
+      SignedNoticeQuery({"a&b=c", "imp 1", 9, Micros(1234), 77, false, 4}, "ab12");
   const std::string u = NoticeUrl("http://h:1", NoticeType::kLoss, q);
   for (const char* m : {"auction=a%26b%3Dc", "imp=imp%201", "adv=9", "bp=1234", "ts=77", "x=0",
-                        "sig=ab12", "${AUCTION_PRICE}", "${AUCTION_LOSS}"}) {
+                        "c=4", "sig=ab12", "${AUCTION_PRICE}", "${AUCTION_LOSS}"}) {
     EXPECT_NE(u.find(m), std::string::npos) << m;
   }
   // The signed terms come back as they went out, the ids decoded.
@@ -320,20 +321,27 @@ TEST(Notice, UrlsCarryTheSignedBidAndTheExchangesMacros) {
   EXPECT_EQ(n->bid_price, Micros(1234));
   EXPECT_EQ(n->bid_ms, 77);
   EXPECT_FALSE(n->test);
+  EXPECT_EQ(n->cluster, 4);
   EXPECT_EQ(n->sig, "ab12");
+  // A cluster that is not an int32 is not a signed term: no cluster, so no valid notice.
+  for (const char* bad : {"c=x", "c=-2", "c=4294967296", "c="}) {
+    auto b = ParseNotice("/notice/win?auction=a&imp=1&adv=1&" + std::string(bad));
+    ASSERT_TRUE(b.ok()) << bad;
+    EXPECT_FALSE(b->cluster.has_value()) << bad;
+  }
 }
 
 TEST(NoticeSigner, SignsTheBidsIdentityAndTermsAndNothingElseVerifies) {
   auto s = NoticeSigner::Create("a secret of sixteen+ bytes");
   ASSERT_TRUE(s.ok());
-  const SignedBid b{"auction-1", "1", 7, Micros(2'500'000), 1'700'000'000'000, false};
+  const SignedBid b{"auction-1", "1", 7, Micros(2'500'000), 1'700'000'000'000, false, 3};
   const std::string sig = (*s)->Sign(b);
   // Standard HMAC-SHA-256 (Python's hmac module on the same encoded bytes), first 128 bits;
   // a key longer than a block is hashed first.
-  EXPECT_EQ(sig, "37f2b40fe2169718eeee27536aa16aab");
+  EXPECT_EQ(sig, "1888b200afd4df1f910be2595b1e0d7a");
   auto long_key = NoticeSigner::Create(std::string(100, 'x'));
   ASSERT_TRUE(long_key.ok());
-  EXPECT_EQ((*long_key)->Sign(b), "2b1ef7ab412ba35c7061de42aafbb3c0");
+  EXPECT_EQ((*long_key)->Sign(b), "7eb37dcfca94fc182c46bb5a935b7e90");
   EXPECT_TRUE((*s)->Verify(b, sig));
   // Every field is signed: change any one and the signature no longer matches.
   SignedBid x = b;
@@ -353,6 +361,9 @@ TEST(NoticeSigner, SignsTheBidsIdentityAndTermsAndNothingElseVerifies) {
   EXPECT_FALSE((*s)->Verify(x, sig));
   x = b;
   x.test = true;
+  EXPECT_FALSE((*s)->Verify(x, sig));
+  x = b;
+  x.cluster = 4;
   EXPECT_FALSE((*s)->Verify(x, sig));
   // Length-prefixed: moving a byte between ids changes the signed input.
   EXPECT_NE((*s)->Sign({"col", "x/1", 7, Micros(1), 1, false}),
@@ -432,13 +443,13 @@ TEST(BidderConfig, ExpectedBidRateIsCheckedAndSizesTheBidRecordTables) {
     auto cfg = LoadDefaultWith("expected_bids_per_second: 0",
                                "expected_bids_per_second: " + std::to_string(rate));
     EXPECT_TRUE(cfg.ok());
-    cfg->bid_record_ttl_ms = 1000;
+    cfg->reservation_timeout_ms = 1000;
     cfg->state_path = ::testing::TempDir() + "/bidder_presize_" + std::to_string(rate);
     std::filesystem::remove_all(cfg->state_path);
     auto b = Bidder::Create(*cfg);
     EXPECT_TRUE(b.ok()) << b.status().message();
     const std::string m = (*b)->Metrics().body;
-    const std::string key = "rtb_bid_state{kind=\"bid_record_slots\"} ";
+    const std::string key = "rtb_bid_state{kind=\"reservation_slots\"} ";
     const size_t at = m.find(key);
     EXPECT_NE(at, std::string::npos) << m;
     (*b)->Shutdown();

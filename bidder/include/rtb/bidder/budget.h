@@ -25,8 +25,10 @@ namespace rtb::bidder {
 
 class BudgetLedger {
  public:
-  // budgets[k] for advertiser index k; spent[k] restored from durable state.
-  BudgetLedger(std::vector<Micros> budgets, std::vector<Micros> spent);
+  // budgets[k] for advertiser index k; spent[k] restored from durable state. expected_open
+  // sizes the reservation tables up front (their memory is written now, not on the bid path);
+  // beyond it they grow.
+  BudgetLedger(std::vector<Micros> budgets, std::vector<Micros> spent, int64_t expected_open = 0);
 
   // Reserves amount for key (auction/imp/advertiser) if the budget covers it, until
   // deadline_ms. Also releases up to kExpirePerCall reservations of the key's shard whose
@@ -69,6 +71,8 @@ class BudgetLedger {
   }
   size_t advertisers() const { return budget_.size(); }
   int64_t outstanding() const { return outstanding_.load(); }
+  // The slots of the reservation tables (metrics).
+  size_t capacity() const;
 
  private:
   struct Slot {

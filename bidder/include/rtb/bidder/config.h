@@ -82,8 +82,6 @@ struct BidderConfig {
   // long after the bid; a win or billing notice later than this is refused ("late") and
   // counted. Raise it for exchanges that bill later; each bid/s held costs memory.
   int reservation_timeout_ms = 60000;
-  int bid_record_ttl_ms = 60000;  // bids remembered (cluster, price) for their notices; at
-                                  // least reservation_timeout_ms
   // The key that signs every notice URL (HMAC-SHA-256, notice_sign.h), at least 16 characters.
   // Empty: a random one, made at the first start and kept in the state store. Bidders that
   // take each other's notices set the same one.
@@ -93,11 +91,10 @@ struct BidderConfig {
   // ("late", 410) and not logged, so dropping the keys can never book one twice; the keys
   // themselves are deleted by the hour (StateStore::ForgetNoticesBefore).
   int notice_retention_hours = 168;
-  // Sizes the bid-record tables at start for this many bids per second over bid_record_ttl_ms
-  // (up to ~110 bytes of memory per bid: 50,000 with the 60 s default took 347 MB of RSS at
-  // start), so a bidder restarted under full traffic does not grow them, and fault their
-  // memory in, on its request threads. 0 = start small
-  // and grow as traffic comes. Beyond this rate the tables still grow.
+  // Sizes the reservation tables at start for this many bids per second over
+  // reservation_timeout_ms (up to ~80 bytes of memory per bid), so a bidder restarted under
+  // full traffic does not grow them, and fault their memory in, on its request threads.
+  // 0 = start small and grow as traffic comes. Beyond this rate the tables still grow.
   int expected_bids_per_second = 0;
   int policy_max_age_s = 7200;  // an older action table falls back to manual bids
   std::string policy_path;      // action table file loaded at start (may be empty)

@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 
+#include "rtb/bidder/notice_sign.h"
 #include "rtb/core/status.h"
 #include "rtb/core/types.h"
 
@@ -39,15 +40,15 @@ struct Notice {
   std::optional<Micros> bid_price;  // `bp`: the CPM price bid, micros
   int64_t bid_ms = -1;              // `ts`: when the bid was made, Unix ms
   bool test = false;                // `x`: the bid answered a test=1 request
+  std::optional<int32_t> cluster;   // `c`: the user's consumer cluster at bid time
   std::string sig;                  // `sig`
 };
 
 // Parses "/notice/<type>?query". Errors: unknown type, missing auction/imp/adv, bad adv.
 Result<Notice> ParseNotice(std::string_view target);
 
-// The signed query of one bid, without the leading '?': auction, imp, adv, bp, ts, x, sig.
-std::string SignedNoticeQuery(std::string_view auction, std::string_view imp, uint32_t advertiser,
-                              Micros bid_price, int64_t bid_ms, bool test, std::string_view sig);
+// The signed query of one bid, without the leading '?': auction, imp, adv, bp, ts, x, c, sig.
+std::string SignedNoticeQuery(const SignedBid& bid, std::string_view sig);
 // The notice URL of a bid: base + "/notice/<type>?" + its signed query + the macros the
 // exchange substitutes (price; loss reason for loss notices).
 std::string NoticeUrl(const std::string& base, NoticeType type, std::string_view signed_query);

@@ -1,5 +1,6 @@
 // Signed notice URLs: a notice the bidder accepts must name a bid it made. At bid time the bid's
-// identity and terms (auction id, imp id, advertiser, bid price, bid time, test flag) are signed
+// identity and terms (auction id, imp id, advertiser, bid price, bid time, test flag, the
+// user's consumer cluster) are signed
 // with HMAC-SHA-256 under the bidder's secret (config `notice_secret`), and the signature and
 // terms ride in the nurl / burl / lurl query. A notice whose signature does not match what it
 // claims (an altered imp id, a higher bid price, an auction never bid on) is refused (403) and
@@ -26,6 +27,9 @@ struct SignedBid {
   Micros price_cpm;  // the CPM price bid: the most any notice of it may charge
   int64_t bid_unix_ms = 0;
   bool test = false;  // a test=1 request's bid: its notices never touch a budget
+  // The user's consumer cluster j when the bid was made: the notice's event carries it, so the
+  // bidder keeps no per-bid record for its notices.
+  int32_t cluster = -1;
 };
 
 class NoticeSigner {
