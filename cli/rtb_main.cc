@@ -11,9 +11,11 @@
 #include <vector>
 
 #include "replay_cmd.h"
+#include "report_cmd.h"
 #include "rtb/bidder/bidder.h"
 #include "rtb/bidder/config.h"
 #include "rtb/bidder/server.h"
+#include "rtb/core/ab.h"
 #include "rtb/core/log.h"
 #include "rtb/core/report.h"
 #include "rtb/core/rng.h"
@@ -249,13 +251,21 @@ int RunExchange(ExchangeArgs a) {
       lost += s.lost_requests;
       failed += s.failed_notices;
     }
+    // Per A/B arm (all in `learned` without a test).
+    rtb::Outcome arm_total[rtb::kArms];
+    const size_t n = acct->by_agent.size();
+    for (size_t x = 0; x < acct->by_arm_agent.size(); ++x)
+      arm_total[x / n] += acct->by_arm_agent[x];
     std::printf(
         "{\"day\":%lld,\"requests\":%zu,\"impressions\":%lld,\"clicks\":%.3f,\"cost\":%.6f,"
-        "\"revenue\":%.6f,\"lost_requests\":%lld,\"failed_notices\":%lld,\"seconds\":%.3f}\n",
+        "\"revenue\":%.6f,\"arms\":{\"learned\":{\"cost\":%.6f,\"revenue\":%.6f},"
+        "\"manual\":{\"cost\":%.6f,\"revenue\":%.6f}},\"lost_requests\":%lld,"
+        "\"failed_notices\":%lld,\"seconds\":%.3f}\n",
         static_cast<long long>(day_index), day.requests(),
         static_cast<long long>(acct->total.impressions), acct->total.clicks,
-        acct->total.cost.units(), acct->total.revenue.units(), static_cast<long long>(lost),
-        static_cast<long long>(failed), acct->seconds);
+        acct->total.cost.units(), acct->total.revenue.units(), arm_total[0].cost.units(),
+        arm_total[0].revenue.units(), arm_total[1].cost.units(), arm_total[1].revenue.units(),
+        static_cast<long long>(lost), static_cast<long long>(failed), acct->seconds);
     std::fflush(stdout);
   }
   return 0;
@@ -360,12 +370,25 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   xs->add_flag("--no-wait", xa.no_wait, "Do not wait for the next policy after each step");
   xs->add_flag("!--no-loss-notices", xa.x.send_loss_notices, "Send no loss notices");
+  xs->add_option("--learned-share", xa.x.learned_share,
+                 "The bidder's ab.learned_share: account the arms apart")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  xs->add_option("--ab-salt", xa.x.ab_salt, "The bidder's ab.salt")->capture_default_str();
 
   rtb::cli::ReplayArgs ra;
   ra.job.config = DefaultConfig("configs/simulator/default.yaml");
   auto* rp = app.add_subcommand(
       "replay", "Replay strategies or policies over logged auctions (docs/replay.md protocols)");
   rtb::cli::AddReplayOptions(rp, &ra);
+
+  rtb::cli::ReportArgs rep;
+  rep.bidder_config = DefaultConfig("configs/bidder/default.yaml");
+  auto* rpt = app.add_subcommand(
+      "report",
+      "The A/B report from the bidders' events: per day, arm, agent and advertiser budget, "
+      "spend, COST, revenue, ROI, CPA, CPC, win rate; learned against manual with intervals");
+  rtb::cli::AddReportOptions(rpt, &rep);
 
   rtb::demo::DemoArgs da;
   da.config = DefaultConfig("configs/demo/default.yaml");
@@ -382,14 +405,14 @@ int main(int argc, char** argv) {
                  "kill-learner@D:S or kill-bidder@D:S: SIGKILL and restart during day D step S");
   dm->add_flag("--quiet", da.quiet, "No progress lines");
   LogArgs la;
-  for (CLI::App* sub : {s, g, sv, xs, rp, dm}) AddLogOptions(sub, &la);
+  for (CLI::App* sub : {s, g, sv, xs, rp, rpt, dm}) AddLogOptions(sub, &la);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
   if (sv->parsed()) return RunServe(srv, la);
-  for (CLI::App* sub : {s, g, xs, rp, dm}) {
+  for (CLI::App* sub : {s, g, xs, rp, rpt, dm}) {
     if (!sub->parsed()) continue;
     if (auto st = InitLog(sub->get_name(), la, ""); !st.ok()) return Fail(st);
   }
@@ -403,5 +426,6 @@ int main(int argc, char** argv) {
   if (xs->parsed()) return RunExchange(xa);
   if (dm->parsed()) return rtb::demo::RunDemo(da);
   if (rp->parsed()) return rtb::cli::RunReplay(ra);
+  if (rpt->parsed()) return rtb::cli::RunReport(rep);
   return 2;
 }

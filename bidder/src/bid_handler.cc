@@ -20,8 +20,8 @@ HttpResult BadRequest(std::string why) {
 }
 
 // The event of one bid sent.
-Event BidEvent(const BidRequest& req, const Candidate& c, const Decision& d, int64_t now_ms,
-               int64_t sim_ms) {
+Event BidEvent(const BidRequest& req, const Candidate& c, const Decision& d, Arm arm,
+               int64_t now_ms, int64_t sim_ms) {
   Event e;
   e.type = "bid";
   e.ts_ms = now_ms;
@@ -37,6 +37,7 @@ Event BidEvent(const BidRequest& req, const Candidate& c, const Decision& d, int
   e.alpha = c.alpha;
   e.policy_version = d.policy_version;
   e.manual_fallback = d.manual_fallback;
+  e.arm = arm;
   e.test = req.test;
   e.sim_ms = sim_ms;
   return e;
@@ -63,6 +64,14 @@ HttpResult Bidder::HandleBid(std::string_view body, int64_t received_us, Request
   const int64_t now_ms = NowUnixMs();
   const int64_t sim_ms = req->sim ? req->sim->t_ms : -1;
   BudgetLedger& ledger = *m.days->Get(DayOf(now_ms, sim_ms));
+  // The user's A/B arm: its budgets are the arm's part of each advertiser's, and the manual arm
+  // bids a = 0.
+  const Arm arm = m.cfg.ab.learned_share >= 1.0
+                      ? Arm::kLearned
+                      : ArmOf(ArmUnit(!req->buyeruid.empty() ? req->buyeruid : req->user_id,
+                                      req->device_id, req->id),
+                              m.cfg.ab.salt, m.cfg.ab.learned_share);
+  const size_t slot0 = arm == Arm::kLearned ? 0 : m.cfg.advertisers.size();
   auto no_bid = [&](NoBidReason reason, int cluster, uint64_t policy_version, bool fallback,
                     std::vector<int> computed) {
     n.nobid[static_cast<int>(reason)].Inc();
@@ -74,6 +83,7 @@ HttpResult Bidder::HandleBid(std::string_view body, int64_t received_us, Request
     e.cluster = cluster;
     e.policy_version = policy_version;
     e.manual_fallback = fallback;
+    e.arm = arm;
     e.test = req->test;
     e.reason = NoBidReasonName(reason);
     e.sim_ms = sim_ms;
@@ -98,20 +108,26 @@ HttpResult Bidder::HandleBid(std::string_view body, int64_t received_us, Request
   // the next best.
   opt.max_bids_per_imp = std::min(kMaxSlots, m.cfg.max_bids_per_imp + 2);
   opt.currency = m.cfg.currency;
-  opt.use_policy = m.PolicyUsable(snap, now_ms);
+  const bool usable = m.PolicyUsable(snap, now_ms);
+  opt.use_policy = usable && arm == Arm::kLearned;
   opt.agents = m.agents;
   opt.index_of = &m.index_of;
   opt.clusters = m.default_clusters.get();
-  opt.has_budget = [&ledger](size_t k) {
-    return ledger.budget(k).value() - ledger.spent(k).value() >= kMinBudgetLeftMicros;
+  opt.has_budget = [&ledger, slot0](size_t k) {
+    return ledger.budget(slot0 + k).value() - ledger.spent(slot0 + k).value() >=
+           kMinBudgetLeftMicros;
   };
   if (!req->test) {  // test requests never touch a budget
-    opt.budget_left = [&ledger](size_t k) {
-      return ledger.budget(k).value() - ledger.spent(k).value() - ledger.reserved(k).value();
+    opt.budget_left = [&ledger, slot0](size_t k) {
+      return ledger.budget(slot0 + k).value() - ledger.spent(slot0 + k).value() -
+             ledger.reserved(slot0 + k).value();
     };
   }
-  if (!opt.use_policy) n.fallback_requests.Inc();
+  if (!usable) n.fallback_requests.Inc();
   Decision d = DecideBids(*req, m.cfg.advertisers, m.predictor, snap, opt);
+  if (arm == Arm::kManual) {  // manual by design, not a fallback: the table's version is noted
+    d.manual_fallback = !usable;
+  }
 
   // 3. Reserve the largest possible charge of every bid (one impression at its price) before
   // sending it.
@@ -123,7 +139,7 @@ HttpResult Bidder::HandleBid(std::string_view body, int64_t received_us, Request
     if (!req->test) {
       const Key128 key = BidKey(req->id, req->imps[c.imp_index].id, c.advertiser);
       const Micros charge((c.price.value() + 999) / 1000);
-      if (!ledger.TryReserve(c.advertiser_index, key, charge, now_ms,
+      if (!ledger.TryReserve(slot0 + c.advertiser_index, key, charge, now_ms,
                              now_ms + m.cfg.reservation_timeout_ms)) {
         budget_limited = true;
         continue;
@@ -165,7 +181,7 @@ HttpResult Bidder::HandleBid(std::string_view body, int64_t received_us, Request
     b.w = cr.w;
     b.h = cr.h;
     // Notice URLs signed over this bid's identity and terms (notice_sign.h).
-    const SignedBid signed_bid{req->id, imp.id, a.id, c.price, now_ms, req->test, c.cluster};
+    const SignedBid signed_bid{req->id, imp.id, a.id, c.price, now_ms, req->test, c.cluster, arm};
     const std::string query = SignedNoticeQuery(signed_bid, m.signer->Sign(signed_bid));
     b.nurl = NoticeUrl(m.cfg.notice_base_url, NoticeType::kWin, query);
     b.burl = NoticeUrl(m.cfg.notice_base_url, NoticeType::kBilling, query);
@@ -180,7 +196,7 @@ HttpResult Bidder::HandleBid(std::string_view body, int64_t received_us, Request
   // 5. Log one event per bid; the request's bid computations ride on the first.
   for (size_t i = 0; i < sent.size(); ++i) {
     n.bids.Inc();
-    Event e = BidEvent(*req, sent[i], d, now_ms, sim_ms);
+    Event e = BidEvent(*req, sent[i], d, arm, now_ms, sim_ms);
     e.eid = m.NextEid();
     if (i == 0) e.computed = std::move(d.computed);
     m.events->Log(e);

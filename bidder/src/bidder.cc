@@ -65,9 +65,11 @@ BudgetLedger* DayLedgers::Get(int64_t day) {
   if (it == ledgers_.end()) {
     std::vector<Micros> budgets, spent;
     const std::string name = DayName(day);
-    for (const Advertiser& a : cfg_->advertisers) {
-      budgets.push_back(a.daily_budget);
-      spent.push_back(state_->Spent(a.id, name));
+    for (const Arm arm : {Arm::kLearned, Arm::kManual}) {  // ArmSlot order
+      for (const Advertiser& a : cfg_->advertisers) {
+        budgets.push_back(ArmBudget(a.daily_budget, arm, cfg_->ab.learned_share));
+        spent.push_back(state_->Spent(a.id, name, arm));
+      }
     }
     // The first day's tables are sized for the expected traffic (a bidder restarted under
     // load); later days grow theirs from small.
@@ -94,8 +96,16 @@ Bidder::~Bidder() { Shutdown(); }
 const BidderConfig& Bidder::config() const { return impl_->cfg; }
 EventLog& Bidder::events() { return *impl_->events; }
 PolicyHolder& Bidder::policy() { return impl_->policy; }
-Micros Bidder::Spent(size_t k) const { return impl_->days->Current()->spent(k); }
-Micros Bidder::Reserved(size_t k) const { return impl_->days->Current()->reserved(k); }
+Micros Bidder::Spent(size_t k, Arm arm) const {
+  return impl_->days->Current()->spent(ArmSlot(k, arm, impl_->cfg.advertisers.size()));
+}
+Micros Bidder::Reserved(size_t k, Arm arm) const {
+  return impl_->days->Current()->reserved(ArmSlot(k, arm, impl_->cfg.advertisers.size()));
+}
+Micros Bidder::Spent(size_t k) const { return Spent(k, Arm::kLearned) + Spent(k, Arm::kManual); }
+Micros Bidder::Reserved(size_t k) const {
+  return Reserved(k, Arm::kLearned) + Reserved(k, Arm::kManual);
+}
 DecodeLimits Bidder::decode_limits() const {
   DecodeLimits d;
   d.max_bytes = impl_->cfg.max_body_bytes;

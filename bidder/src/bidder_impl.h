@@ -34,6 +34,11 @@ void BidIdentityInto(std::string_view auction, std::string_view imp, uint32_t ad
 // the notices for that bid both name it: BidIdentity, hashed.
 Key128 BidKey(std::string_view auction, std::string_view imp, uint32_t advertiser);
 
+// The ledger slot of advertiser index k's budget in arm `arm`: learned first, then manual.
+inline size_t ArmSlot(size_t k, Arm arm, size_t advertisers) {
+  return arm == Arm::kLearned ? k : advertisers + k;
+}
+
 // Budget days: the UTC date of the wall clock, or day n of the simulated clock (ext.sim.t /
 // notice t=, simulation_hooks on), numbered apart: kSimDay + n.
 constexpr int64_t kSimDay = int64_t{1} << 40;
@@ -41,7 +46,8 @@ int64_t DayOf(int64_t now_ms, int64_t sim_ms);
 std::string DayName(int64_t day);
 
 // One budget ledger per budget day; the current one is read without a lock. Older days stay
-// until shutdown (late notices still settle on their own day).
+// until shutdown (late notices still settle on their own day). A ledger holds one budget per
+// (advertiser, A/B arm): slot ArmSlot(k, arm, advertisers).
 class DayLedgers {
  public:
   DayLedgers(const BidderConfig* cfg, StateStore* state) : cfg_(cfg), state_(state) {}

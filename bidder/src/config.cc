@@ -91,6 +91,13 @@ Result<BidderConfig> LoadBidderConfig(const std::string& path) {
   k.Get("thread_nice", &c.kafka.thread_nice);
   k.Check(c.kafka.thread_nice >= 0 && c.kafka.thread_nice <= 19, "thread_nice", "must be 0..19");
 
+  ConfigMap ab = root.Section("ab");
+  ab.Get("learned_share", &c.ab.learned_share);
+  ab.Check(c.ab.learned_share >= 0 && c.ab.learned_share <= 1, "learned_share",
+           "must be between 0 and 1");
+  ab.Get("salt", &c.ab.salt);
+  ab.Check(!c.ab.salt.empty(), "salt", "must not be empty");
+
   std::set<uint32_t> ids;
   for (ConfigMap a : root.List("advertisers")) {
     Advertiser adv;
@@ -130,6 +137,14 @@ Result<BidderConfig> LoadBidderConfig(const std::string& path) {
   }
   RTB_RETURN_IF_ERROR(file->Finish());
   return c;
+}
+
+std::vector<AbAdvertiser> AbMarketOf(const BidderConfig& cfg) {
+  std::vector<AbAdvertiser> market;
+  for (const Advertiser& a : cfg.advertisers) {
+    market.push_back({a.id, a.name, a.agent, a.daily_budget});
+  }
+  return market;
 }
 
 }  // namespace rtb::bidder

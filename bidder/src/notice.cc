@@ -167,6 +167,8 @@ Result<Notice> ParseNotice(std::string_view target) {
       n.test = v == "1";
     else if (k == "c")
       c_raw = v;
+    else if (k == "ab" && (v == "l" || v == "m"))
+      n.arm = v == "l" ? Arm::kLearned : Arm::kManual;
     else if (k == "sig")
       n.sig = v;
   }
@@ -254,7 +256,7 @@ std::string SignedNoticeQuery(const SignedBid& bid, std::string_view sig) {
   q += std::to_string(bid.bid_unix_ms);
   q += bid.test ? "&x=1&c=" : "&x=0&c=";
   q += std::to_string(bid.cluster);
-  q += "&sig=";
+  q += bid.arm == Arm::kLearned ? "&ab=l&sig=" : "&ab=m&sig=";
   q += sig;
   return q;
 }

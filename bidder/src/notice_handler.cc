@@ -42,10 +42,10 @@ HttpResult Bidder::HandleNotice(std::string_view target) {
   auto count = [&](NoticeResult result) { m.counters.notices[t][result].Inc(); };
 
   // Only for a bid of ours: the signed terms must match.
-  if (!n->bid_price || n->bid_ms < 0 || !n->cluster ||
-      !m.signer->Verify(
-          {n->auction_id, n->imp_id, n->advertiser, *n->bid_price, n->bid_ms, n->test, *n->cluster},
-          n->sig)) {
+  if (!n->bid_price || n->bid_ms < 0 || !n->cluster || !n->arm ||
+      !m.signer->Verify({n->auction_id, n->imp_id, n->advertiser, *n->bid_price, n->bid_ms, n->test,
+                         *n->cluster, *n->arm},
+                        n->sig)) {
     count(kForged);
     res.status = 403;
     res.body = "not a notice for a bid of this bidder (signature)\n";
@@ -82,6 +82,9 @@ HttpResult Bidder::HandleNotice(std::string_view target) {
   BudgetLedger& ledger = *m.days->Get(day);
   const std::string day_name = DayName(day);
   e.cluster = *n->cluster;
+  e.arm = *n->arm;
+  // The arm's budget of this advertiser: the slot of the day's ledger it reserved and books.
+  const size_t slot = ArmSlot(k, e.arm, m.cfg.advertisers.size());
 
   const bool money = n->type == NoticeType::kBilling || n->type == NoticeType::kWin;
   NoticeResult refused = kApplied;  // a win or billing we do not book
@@ -112,7 +115,7 @@ HttpResult Bidder::HandleNotice(std::string_view target) {
   // budget now, or is refused.
   bool took_budget = false;
   if (charge.value() > 0 && ledger.Reserved(key).value() == 0) {
-    if (!ledger.TryReserve(k, key, charge, e.ts_ms, e.ts_ms + m.cfg.reservation_timeout_ms)) {
+    if (!ledger.TryReserve(slot, key, charge, e.ts_ms, e.ts_ms + m.cfg.reservation_timeout_ms)) {
       e.reason = "over_budget";
       refused = kOverBudget;
       charge = Micros(0);
@@ -128,8 +131,8 @@ HttpResult Bidder::HandleNotice(std::string_view target) {
   ob.key = e.Key();
   ob.payload = EncodeEvent(e);
   // Refused notices are still de-duplicated, so that a retry is not counted twice.
-  auto applied =
-      m.state->ApplyOnce(n->bid_ms / Impl::kHourMs, once, n->advertiser, day_name, charge, &ob);
+  auto applied = m.state->ApplyOnce(n->bid_ms / Impl::kHourMs, once, n->advertiser, day_name,
+                                    charge, &ob, e.arm);
   if (!applied.ok() || !*applied) {
     if (took_budget) ledger.Release(key);
     count(applied.ok() ? kDuplicate : kError);  // a repeated notice changes nothing
@@ -140,7 +143,7 @@ HttpResult Bidder::HandleNotice(std::string_view target) {
     count(refused);
   } else {
     if (n->type == NoticeType::kBilling && !n->test) {
-      ledger.Settle(k, key, charge);
+      ledger.Settle(slot, key, charge);
     } else if (n->type == NoticeType::kLoss) {
       ledger.Release(key);
     }

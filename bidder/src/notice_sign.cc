@@ -36,6 +36,7 @@ void Encode(const SignedBid& b, std::string* out) {
   PutU64(out, static_cast<uint64_t>(b.bid_unix_ms));
   out->push_back(b.test ? '\x01' : '\x00');
   PutU64(out, static_cast<uint64_t>(static_cast<int64_t>(b.cluster)));
+  out->push_back(static_cast<char>(b.arm));
 }
 
 std::string Hex(const unsigned char* p, size_t n) {

@@ -202,6 +202,11 @@ Result<BidRequest> RequestDecoder::Decode(std::string_view body) {
     if (GetInt(device, "devicetype", &dt)) r.device_type = static_cast<int>(dt);
     GetString(device, "ua", &r.ua);
     GetString(device, "ip", &r.ip);
+    GetString(device, "ifa", &r.device_id);
+    if (r.device_id.size() > m.limits.max_id_bytes) {
+      return Status::InvalidArgument("device.ifa longer than " +
+                                     std::to_string(m.limits.max_id_bytes) + " bytes");
+    }
     if (GetObject(device, "geo", &geo)) GetString(geo, "country", &r.country);
   }
   if (GetObject(root, "user", &user)) {

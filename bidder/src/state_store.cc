@@ -42,8 +42,9 @@ std::string NoticePrefix(int64_t hour) {
                 static_cast<long long>(std::clamp<int64_t>(hour, 0, 9'999'999'999)));
   return buf;
 }
-std::string SpendKey(uint32_t adv, const std::string& day) {
-  return "spend/" + day + "/" + std::to_string(adv);
+// The learned arm's key is the one spend had before the A/B test (all spend was learned then).
+std::string SpendKey(uint32_t adv, const std::string& day, Arm arm) {
+  return "spend/" + day + "/" + std::to_string(adv) + (arm == Arm::kManual ? "/manual" : "");
 }
 int64_t Decode(const std::string& v) {
   int64_t x = 0;
@@ -54,8 +55,8 @@ std::string Encode(int64_t x) { return std::string(reinterpret_cast<const char*>
 }  // namespace
 
 Result<bool> StateStore::ApplyOnce(int64_t bid_hour, const std::string& key, uint32_t adv,
-                                   const std::string& day, Micros spend,
-                                   const OutboxEntry* outbox) {
+                                   const std::string& day, Micros spend, const OutboxEntry* outbox,
+                                   Arm arm) {
   std::lock_guard<std::mutex> l(impl_->mu);
   std::string v;
   const std::string nk = NoticePrefix(bid_hour) + key;
@@ -69,7 +70,7 @@ Result<bool> StateStore::ApplyOnce(int64_t bid_hour, const std::string& key, uin
   }
   if (spend.value() != 0) {
     std::string cur;
-    const std::string sk = SpendKey(adv, day);
+    const std::string sk = SpendKey(adv, day, arm);
     int64_t total = 0, next = 0;
     if (impl_->db->Get(rocksdb::ReadOptions(), sk, &cur).ok()) total = Decode(cur);
     // Checked: a spend that would overflow (or go negative) is refused, never wrapped.
@@ -111,9 +112,11 @@ Status StateStore::ForgetNoticesBefore(int64_t hour) {
   return Status::Ok();
 }
 
-Micros StateStore::Spent(uint32_t adv, const std::string& day) const {
+Micros StateStore::Spent(uint32_t adv, const std::string& day, Arm arm) const {
   std::string v;
-  if (impl_->db->Get(rocksdb::ReadOptions(), SpendKey(adv, day), &v).ok()) return Micros(Decode(v));
+  if (impl_->db->Get(rocksdb::ReadOptions(), SpendKey(adv, day, arm), &v).ok()) {
+    return Micros(Decode(v));
+  }
   return Micros(0);
 }
 

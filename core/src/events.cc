@@ -45,6 +45,7 @@ std::string EncodeEvent(const Event& e) {
   w.Int(static_cast<int64_t>(e.policy_version));
   w.Raw(",\"manual_fallback\":");
   w.Bool(e.manual_fallback);
+  w.Raw(e.arm == Arm::kLearned ? ",\"arm\":\"learned\"" : ",\"arm\":\"manual\"");
   w.Raw(",\"test\":");
   w.Bool(e.test);
   w.Raw(",\"reason\":");
@@ -124,6 +125,12 @@ Result<Event> DecodeEvent(std::string_view json) {
     e.alpha = NumberField(j, "alpha");
     e.policy_version = static_cast<uint64_t>(IntField(j, "policy_version", 0, 0, kI64Max));
     e.manual_fallback = j.value("manual_fallback", false);
+    if (j.contains("arm")) {
+      if (!j["arm"].is_string()) return Status::Corruption("event: arm is not a string");
+      const auto arm = ParseArm(j["arm"].get<std::string>());
+      if (!arm) return Status::Corruption("event: arm is neither learned nor manual");
+      e.arm = *arm;
+    }
     e.test = j.value("test", false);
     e.reason = j.value("reason", "");
     e.charged = j.value("charged", false);

@@ -17,6 +17,8 @@
 #include "child.h"
 #include "demo_config.h"
 #include "demo_report.h"
+#include "rtb/bidder/config.h"
+#include "rtb/core/ab_report.h"
 #include "rtb/core/action_table.h"
 #include "rtb/core/config.h"
 #include "rtb/core/metrics.h"
@@ -45,7 +47,7 @@ fs::path ExeDir() {
 
 namespace {
 
-constexpr int kEventPartitions = 16;
+constexpr int kEventPartitions = 48;
 
 // What every phase reads: the configs, the output folder, the world.
 struct Setup {
@@ -193,12 +195,18 @@ Status WriteBidderConfig(const Setup& s, const Services& svc) {
   if (!in) return Status::NotFound(s.cfg.bidder_config + ": cannot open bidder config");
   std::ostringstream base;
   std::string line;
-  bool in_kafka = false;
+  bool in_kafka = false, in_ab = false;
   auto key_of = [](const std::string& l) { return l.substr(0, l.find(':')); };
   while (std::getline(in, line)) {
     if (line.rfind("advertisers:", 0) == 0) break;
     const std::string k = key_of(line);
-    if (!line.empty() && line[0] != ' ' && line[0] != '#') in_kafka = k == "kafka";
+    if (!line.empty() && line[0] != ' ' && line[0] != '#') {
+      in_kafka = k == "kafka";
+      in_ab = k == "ab";
+    }
+    if (in_ab && k == "  learned_share") {
+      line = "  learned_share: " + std::to_string(s.cfg.learned_share);
+    }
     if (k == "listen") line = "listen: " + svc.listen;
     if (k == "threads") line = "threads: " + std::to_string(s.cfg.bidder_threads);
     if (k == "notice_base_url") line = "notice_base_url: http://" + svc.listen;
@@ -241,7 +249,9 @@ Result<std::unique_ptr<Services>> StartServices(const Setup& s, const std::strin
                                            "--brokers",
                                            svc->bootstrap,
                                            "--state-dir",
-                                           s.out + "/learner"};
+                                           s.out + "/learner",
+                                           "--learned-share",
+                                           std::to_string(s.cfg.learned_share)};
   if (!init_ckpt.empty()) {
     learner_args.push_back("--init");
     learner_args.push_back(init_ckpt);
@@ -253,6 +263,11 @@ Result<std::unique_ptr<Services>> StartServices(const Setup& s, const std::strin
   }
 
   svc->xc = s.cfg.exchange;
+  // The exchange assigns users to arms as the bidder does (its written config's ab section).
+  RTB_ASSIGN_OR_RETURN(const bidder::BidderConfig bcfg,
+                       bidder::LoadBidderConfig(s.out + "/bidder/bidder.yaml"));
+  svc->xc.learned_share = bcfg.ab.learned_share;
+  svc->xc.ab_salt = bcfg.ab.salt;
   svc->xc.bidder = svc->listen;
   svc->xc.brokers = svc->bootstrap;
   RTB_ASSIGN_OR_RETURN(svc->exchange, exchange::Exchange::Create(svc->xc, *s.sc));
@@ -315,14 +330,22 @@ Result<Played> PlayDays(const Setup& s, Services& svc) {
     if (!acct.ok()) return acct.status();
     // Manual bids on the same day, same budgets, in the simulator's engine.
     RunResult manual = sim::EvaluateTable(sc, day, sc.test_budgets, ActionTable(s.N, s.L));
-    const double lr = acct->total.revenue.units(), mr = manual.total.revenue.units();
-    char line[256];
+    // The arms, as the exchange accounted them; per unit of each arm's share.
+    Outcome arm[kArms];
+    for (size_t x = 0; x < acct->by_arm_agent.size(); ++x) {
+      arm[x / static_cast<size_t>(s.N)] += acct->by_arm_agent[x];
+    }
+    const double share = s.cfg.learned_share;
+    const double lr = arm[0].revenue.units(), mr = arm[1].revenue.units();
+    const double full = manual.total.budget.units();
+    char line[320];
     std::snprintf(line, sizeof line,
-                  "day %d: learned revenue %.0f vs manual %.0f (%.2fx), spend %.1f%% vs %.1f%% of "
-                  "budget, %.1f s",
-                  d, lr, mr, mr > 0 ? lr / mr : 0.0,
-                  100.0 * acct->total.cost.units() / manual.total.budget.units(),
-                  100.0 * CostOverBudget(manual.total), acct->seconds);
+                  "day %d: learned arm revenue %.0f vs manual arm %.0f (%.2fx per share), spend "
+                  "%.1f%% vs %.1f%% of the arms' budgets, %.1f s",
+                  d, lr, mr, mr > 0 && share < 1 ? (lr / share) / (mr / (1 - share)) : 0.0,
+                  100.0 * arm[0].cost.units() / (full * share),
+                  share < 1 ? 100.0 * arm[1].cost.units() / (full * (1 - share)) : 0.0,
+                  acct->seconds);
     s.Say(line);
     p.accounts.push_back(*acct);
     p.manuals.push_back(manual);
@@ -395,23 +418,29 @@ Result<LoopRecord> ReadLoopRecord(const Setup& s, const Services& svc) {
 
 // One live day against manual bids, with its steps' tables, policy lags and bookkeeping check.
 json DayJson(const Setup& s, const Played& p, const LoopRecord& rec, int d,
-             const std::vector<Micros>& agent_budget, std::vector<double>* lags,
-             bool* totals_match) {
+             const std::vector<Micros> (&arm_budget)[kArms], std::vector<double>* lags,
+             bool* totals_match, Outcome (*arm_totals)[kArms]) {
   const sim::Scenario& sc = *s.sc;
   const auto& acct = p.accounts[static_cast<size_t>(d)];
   const RunResult& manual = p.manuals[static_cast<size_t>(d)];
   json day;
   day["day"] = d;
-  Outcome learned_total;
-  json by_agent = json::array();
-  for (int i = 0; i < s.N; ++i) {
-    Outcome o = acct.by_agent[static_cast<size_t>(i)];
-    o.budget = agent_budget[static_cast<size_t>(i)];
-    learned_total += o;
-    by_agent.push_back(OutcomeJson(o));
+  // The two live arms, as the exchange accounted them (each with its part of the budgets).
+  Outcome arm_total[kArms];
+  for (const Arm arm : {Arm::kLearned, Arm::kManual}) {
+    const int a = static_cast<int>(arm);
+    json by_agent = json::array();
+    for (int i = 0; i < s.N; ++i) {
+      Outcome o = acct.by_arm_agent[static_cast<size_t>(a * s.N + i)];
+      o.budget = arm_budget[a][static_cast<size_t>(i)];
+      arm_total[a] += o;
+      by_agent.push_back(OutcomeJson(o));
+    }
+    day[ArmName(arm)] = OutcomeJson(arm_total[a]);
+    day[ArmName(arm)]["by_agent"] = by_agent;
+    (*arm_totals)[a] += arm_total[a];
   }
-  day["learned"] = OutcomeJson(learned_total);
-  day["learned"]["by_agent"] = by_agent;
+  const Outcome& learned_total = arm_total[0];
   // The simulator's engine playing the tables the bidder served, on the same day: how far the
   // live loop (HTTP, budgets guarded by reservations, Kafka) is from the offline model.
   std::vector<ActionTable> served;
@@ -424,12 +453,23 @@ json DayJson(const Setup& s, const Played& p, const LoopRecord& rec, int d,
   day["learned_in_simulator"] = OutcomeJson(ls.total);
   day["learned_in_simulator"]["by_agent"] = json::array();
   for (const auto& o : ls.rows) day["learned_in_simulator"]["by_agent"].push_back(OutcomeJson(o));
-  day["manual"] = OutcomeJson(manual.total);
-  day["manual"]["by_agent"] = json::array();
-  for (const auto& o : manual.rows) day["manual"]["by_agent"].push_back(OutcomeJson(o));
-  day["revenue_ratio"] = manual.total.revenue.value() > 0
-                             ? json(learned_total.revenue.units() / manual.total.revenue.units())
-                             : json(nullptr);
+  // The simulator's counterfactual: every user of the day bid manual with the whole budgets.
+  day["manual_in_simulator"] = OutcomeJson(manual.total);
+  day["manual_in_simulator"]["by_agent"] = json::array();
+  for (const auto& o : manual.rows) {
+    day["manual_in_simulator"]["by_agent"].push_back(OutcomeJson(o));
+  }
+  // Learned against manual per unit of each arm's share of users and budgets.
+  const double share = s.cfg.learned_share;
+  const double manual_rev = arm_total[1].revenue.units();
+  day["revenue_ratio"] =
+      share < 1 && manual_rev > 0
+          ? json((learned_total.revenue.units() / share) / (manual_rev / (1 - share)))
+          : json(nullptr);
+  day["revenue_ratio_to_simulated_manual"] =
+      manual.total.revenue.value() > 0
+          ? json(learned_total.revenue.units() / share / manual.total.revenue.units())
+          : json(nullptr);
   day["seconds"] = acct.seconds;
   day["steps"] = json::array();
   for (const auto& sa : acct.steps) {
@@ -455,8 +495,11 @@ json DayJson(const Setup& s, const Played& p, const LoopRecord& rec, int d,
     bool match = false;
     if (lstep != rec.learner_steps.end()) {
       st["learner"] = lstep->second;
-      match = lstep->second["total_cost_micros"].get<int64_t>() == sa.marker.cost_micros &&
-              lstep->second["total_revenue_micros"].get<int64_t>() == sa.marker.revenue_micros;
+      // The learner learns from the learned arm: its totals are that arm's.
+      Outcome learned_arm;
+      for (int i = 0; i < s.N; ++i) learned_arm += sa.by_arm_agent[static_cast<size_t>(i)];
+      match = lstep->second["total_cost_micros"].get<int64_t>() == learned_arm.cost.value() &&
+              lstep->second["total_revenue_micros"].get<int64_t>() == learned_arm.revenue.value();
     }
     st["learner_matches_exchange"] = match;
     *totals_match = *totals_match && match;
@@ -472,15 +515,36 @@ json BuildReport(const Setup& s, const Services& svc, const Played& p, const Loo
   report["title"] = "rtb demo: the closed loop, learned (live) vs manual bids";
   report["kind"] = "demo";
   report["days"] = json::array();
-  std::vector<Micros> agent_budget(static_cast<size_t>(s.N), Micros(0));
-  for (size_t k = 0; k < sc.test_budgets.size() && k < sc.market.agent_of.size(); ++k) {
-    agent_budget[sc.market.agent_of[k]] += sc.test_budgets[k];
+  // Each arm's part of every advertiser's budget, summed per agent (as the bidder splits them).
+  std::vector<Micros> arm_budget[kArms];
+  for (const Arm arm : {Arm::kLearned, Arm::kManual}) {
+    auto& b = arm_budget[static_cast<int>(arm)];
+    b.assign(static_cast<size_t>(s.N), Micros(0));
+    for (size_t k = 0; k < sc.test_budgets.size() && k < sc.market.agent_of.size(); ++k) {
+      b[sc.market.agent_of[k]] += ArmBudget(sc.test_budgets[k], arm, s.cfg.learned_share);
+    }
   }
+  Outcome arm_totals[kArms];
   report["replay_imported_offline_transitions"] = rec.imported;
   std::vector<double> lags;
   bool totals_match = true;
   for (int d = 0; d < s.cfg.days; ++d) {
-    report["days"].push_back(DayJson(s, p, rec, d, agent_budget, &lags, &totals_match));
+    report["days"].push_back(DayJson(s, p, rec, d, arm_budget, &lags, &totals_match, &arm_totals));
+  }
+  // The A/B test's totals over the days (the exchange's accounting).
+  report["learned_share"] = s.cfg.learned_share;
+  for (const Arm arm : {Arm::kLearned, Arm::kManual}) {
+    const Outcome& o = arm_totals[static_cast<int>(arm)];
+    auto num = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
+    report["arms"][ArmName(arm)] = {{"revenue", o.revenue.units()},
+                                    {"spend", o.cost.units()},
+                                    {"budget", o.budget.units()},
+                                    {"clicks", o.clicks},
+                                    {"conversions", o.conversions},
+                                    {"impressions", o.impressions},
+                                    {"roi", num(Roi(o))},
+                                    {"cpa", num(CostPerConversion(o))},
+                                    {"cost", num(CostOverBudget(o))}};
   }
   std::sort(lags.begin(), lags.end());
   auto q = [&](double f) {
@@ -501,15 +565,20 @@ json BuildReport(const Setup& s, const Services& svc, const Played& p, const Loo
   report["chaos"] = p.chaos_log;
   report["processes"] = {{"learner_exit", svc.learner_exit}, {"bidder_exit", svc.bidder_exit}};
   report["about"] = {
-      "Learned: the live loop. " + std::to_string(s.cfg.days) + " simulated days of the world in " +
+      "The live loop: " + std::to_string(s.cfg.days) + " simulated days of the world in " +
           doc::ShownPath(s.sim_path) +
           " were played by `rtb exchange` against a real bidder (`rtb serve`, OpenRTB over HTTP) "
           "whose action tables came from the online learner (`rtb learn`) over Kafka; revenue, "
           "cost and clicks are the exchange's accounting (outcomes: " +
           svc.xc.outcomes + ").",
-      "Manual: the same days' requests (same candidates, floors and budgets) run through the "
-      "simulator's GSP auction (`rtb simulate`'s engine) with manual bids, a = 0, expected "
-      "outcomes: the counterfactual for the same traffic.",
+      "A/B test: the bidder hashes each user to the learned arm (" +
+          std::to_string(static_cast<int>(std::lround(100 * s.cfg.learned_share))) +
+          "% of users, bid with the learner's tables) or the manual arm (a = 0), and splits every "
+          "advertiser's budget between the arms by the same share. The learner learns from the "
+          "learned arm's events alone. Revenue ratios are per unit of each arm's share.",
+      "manual_in_simulator: the same days' requests, every user, whole budgets, run through the "
+      "simulator's GSP auction (`rtb simulate`'s engine) with manual bids: the offline "
+      "counterfactual.",
       std::string("The learner started from ") +
           (init_ckpt.empty() ? "fresh networks"
                              : "DCMAB pre-trained offline (" +
@@ -546,6 +615,46 @@ json DumpEvents(const Setup& s, const Services& svc) {
                          "/events.jsonl --strategy logged,manual"}};
 }
 
+// `rtb report` on the events dump: the A/B report from the bidder's own events, written to
+// ab/, and checked against the exchange's accounting of the arms (spend and revenue).
+Result<json> AbFromEvents(const Setup& s, const json& report) {
+  RTB_ASSIGN_OR_RETURN(const bidder::BidderConfig bcfg,
+                       bidder::LoadBidderConfig(s.out + "/bidder/bidder.yaml"));
+  AbTally tally(bidder::AbMarketOf(bcfg), bcfg.ab.learned_share, 60 * 60'000);
+  std::ifstream in(s.out + "/events.jsonl", std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  int64_t malformed = 0;
+  std::string first;
+  RTB_RETURN_IF_ERROR(AddEventLines(text.str(), "events.jsonl", true, &tally, &malformed, &first));
+  AbReportInfo info;
+  info.source = doc::ShownPath(s.cfg.out) + "/events.jsonl";
+  info.malformed = malformed;
+  info.rerun = "rtb report --events " + doc::ShownPath(s.cfg.out) +
+               "/events.jsonl --bidder-config " + doc::ShownPath(s.cfg.out) +
+               "/bidder/bidder.yaml --out " + doc::ShownPath(s.cfg.out) + "/ab";
+  RTB_RETURN_IF_ERROR(WriteAbReportFiles(tally, info, s.out + "/ab"));
+  json j = json::parse(AbReportJson(tally, info));
+  json out = {{"file", "ab/report.html"},
+              {"rerun", info.rerun},
+              {"comparison", j["comparison"]},
+              {"events_counted", tally.events()},
+              {"malformed", malformed}};
+  bool match = true;
+  for (const Arm arm : {Arm::kLearned, Arm::kManual}) {
+    const ArmTotals t = tally.OfArm(arm);
+    const json& ex = report["arms"][ArmName(arm)];
+    const double spend = ex["spend"].get<double>(), revenue = ex["revenue"].get<double>();
+    auto close = [](double a, double b) {
+      return std::abs(a - b) <= 0.001 * std::max(1.0, std::abs(b));
+    };
+    match = match && close(t.spend.units(), spend) && close(t.revenue.units(), revenue);
+    out["arms"][ArmName(arm)] = {{"spend", t.spend.units()}, {"revenue", t.revenue.units()}};
+  }
+  out["matches_exchange_within_0_1_pct"] = match;
+  return out;
+}
+
 Status WriteReport(const Setup& s, json& report, std::string* md) {
   report["seconds"] = std::chrono::duration<double>(Clock::now() - s.start).count();
   *md = RenderDemoMarkdown(report);
@@ -564,6 +673,8 @@ Status Run(const DemoArgs& args) {
   RTB_ASSIGN_OR_RETURN(const LoopRecord rec, ReadLoopRecord(s, *svc));
   json report = BuildReport(s, *svc, played, rec, init_ckpt);
   report["events_dump"] = DumpEvents(s, *svc);
+  auto ab = AbFromEvents(s, report);
+  report["ab_from_events"] = ab.ok() ? *ab : json{{"error", ab.status().message()}};
   std::string md;
   RTB_RETURN_IF_ERROR(WriteReport(s, report, &md));
   std::printf("%s", md.c_str());

@@ -21,6 +21,9 @@ Result<DemoConfig> LoadDemoConfig(const std::string& path) {
   root.Get("first_day_seed", &c.first_day_seed);
   root.Get("bidder_threads", &c.bidder_threads);
   root.Check(c.bidder_threads >= 1, "bidder_threads", "must be >= 1");
+  root.Get("learned_share", &c.learned_share);
+  root.Check(c.learned_share > 0 && c.learned_share <= 1, "learned_share",
+             "must be in (0, 1]: the learner needs a learned arm");
   root.Get("chaos", &c.chaos);
   ConfigMap e = root.Section("exchange");
   e.Get("concurrency", &c.exchange.concurrency);

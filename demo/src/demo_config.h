@@ -16,9 +16,12 @@ struct DemoConfig {
   std::string bidder_config = "../bidder/default.yaml";  // base bidder config (limits, paths)
   std::string out = "out/demo";                          // report and every process's state
   int days = 4;                                          // simulated days played live
-  bool pretrain = true;               // DCMAB trained offline first (learner config episodes)
-  uint64_t first_day_seed = 1000;     // live day k is the world's day Mix(seed, this + k)
-  int bidder_threads = 2;             // the bidder's I/O threads
+  bool pretrain = true;            // DCMAB trained offline first (learner config episodes)
+  uint64_t first_day_seed = 1000;  // live day k is the world's day Mix(seed, this + k)
+  int bidder_threads = 2;          // the bidder's I/O threads
+  // The live A/B test: the learned arm's share of users and of every budget (the bidder's
+  // ab.learned_share); the rest bid manual (a = 0) on the same days. 1 = no manual arm.
+  double learned_share = 0.5;
   exchange::ExchangeConfig exchange;  // section exchange (bidder, brokers: set by the demo)
   std::vector<std::string> chaos;     // "kill-learner@D:S" / "kill-bidder@D:S": SIGKILL that
                                       // process while step S of live day D is played, restart

@@ -33,32 +33,60 @@ doc::Document BuildDemoDocument(const json& r, const std::string& currency) {
   const std::string cur = " (" + currency + ")";
 
   // 1. The answer.
-  double learned = 0, manual = 0, l_cost = 0, m_cost = 0, budget = 0;
+  double learned = 0, manual = 0, l_cost = 0, m_cost = 0, l_budget = 0, m_budget = 0;
   for (const auto& day : days) {
     learned += Num(day["learned"]["revenue"]);
     manual += Num(day["manual"]["revenue"]);
     l_cost += Num(day["learned"]["cost"]);
     m_cost += Num(day["manual"]["cost"]);
-    budget += Num(day["learned"]["budget"]);
+    l_budget += Num(day["learned"]["budget"]);
+    m_budget += Num(day["manual"]["budget"]);
   }
-  const double ratio = manual > 0 ? learned / manual : doc::kNone;
+  const double share = r.contains("learned_share") ? Num(r["learned_share"]) : 1.0;
+  // Per unit of each arm's share of the users and the budgets.
+  const double ratio =
+      manual > 0 && share < 1 ? (learned / share) / (manual / (1 - share)) : doc::kNone;
+  char share_text[32];
+  std::snprintf(share_text, sizeof share_text, "%.0f%%", 100 * share);
   d.Add(doc::Paragraph{
-      "Over " + std::to_string(days.size()) + " simulated day" + (days.size() == 1 ? "" : "s") +
-      ", learned bidding (live: bidder, learner and Kafka) earned " + Money(learned) + " " +
-      currency + " against " + Money(manual) + " " + currency +
-      " for manual bids on the same traffic: " + doc::Format(doc::Value::Num(ratio), Fmt::kRatio) +
-      ". It spent " +
-      doc::Format(doc::Value::Num(budget > 0 ? l_cost / budget : doc::kNone), Fmt::kPercent, 1) +
-      " of the budgets (manual " +
-      doc::Format(doc::Value::Num(budget > 0 ? m_cost / budget : doc::kNone), Fmt::kPercent, 1) +
+      "A live A/B test over " + std::to_string(days.size()) + " simulated day" +
+      (days.size() == 1 ? "" : "s") + ": " + share_text +
+      " of the users (and of every advertiser's budget) in the learned arm, bid by the online "
+      "learner's tables; the rest in the manual arm (a = 0), through the same bidder and "
+      "exchange on the same days. The learned arm earned " +
+      Money(learned) + " " + currency + " against the manual arm's " + Money(manual) + " " +
+      currency + ": " + doc::Format(doc::Value::Num(ratio), Fmt::kRatio) +
+      " per unit of share. It spent " +
+      doc::Format(doc::Value::Num(l_budget > 0 ? l_cost / l_budget : doc::kNone), Fmt::kPercent,
+                  1) +
+      " of its budgets (manual arm " +
+      doc::Format(doc::Value::Num(m_budget > 0 ? m_cost / m_budget : doc::kNone), Fmt::kPercent,
+                  1) +
       ")."});
+  if (r.contains("ab_from_events") && r["ab_from_events"].contains("comparison")) {
+    const json& ab = r["ab_from_events"];
+    const json& rr = ab["comparison"]["revenue_ratio"];
+    const json& roi = ab["comparison"]["roi_ratio"];
+    auto ci = [](const json& c) {
+      return doc::Format(V(c["ratio"]), Fmt::kRatio) + " (95% interval " +
+             doc::Format(V(c["ci95"][0]), Fmt::kRatio) + " to " +
+             doc::Format(V(c["ci95"][1]), Fmt::kRatio) + ")";
+    };
+    d.Add(doc::Link{"the A/B report (rtb report)", ab.value("file", "ab/report.html"),
+                    "From the bidder's own events: revenue per share " + ci(rr) + ", ROI " +
+                        ci(roi) + "; arms' spend and revenue " +
+                        (ab.value("matches_exchange_within_0_1_pct", false)
+                             ? "equal to the exchange's accounting within 0.1%"
+                             : "NOT equal to the exchange's accounting") +
+                        ". Per day, agent and advertiser: "});
+  }
 
-  d.Add(doc::Heading{2, "Learned (live) against manual, per day"});
+  d.Add(doc::Heading{2, "Learned arm against manual arm, per day"});
   doc::Table t;
   t.columns = {{"day", Fmt::kCount},
                {"learned revenue" + cur, Fmt::kMoney},
                {"manual revenue" + cur, Fmt::kMoney},
-               {"learned / manual", Fmt::kRatio},
+               {"learned / manual (per share)", Fmt::kRatio},
                {"learned delivery (COST)", Fmt::kPercent, 1},
                {"manual delivery (COST)", Fmt::kPercent, 1},
                {"learned ROI", Fmt::kRatio},
@@ -73,7 +101,7 @@ doc::Document BuildDemoDocument(const json& r, const std::string& currency) {
   rev.x.whole = true;
   rev.y.title = "revenue" + cur;
   rev.y.fmt = Fmt::kMoney;
-  doc::Series ls{"learned (live loop)"}, ms{"manual bids (same traffic)"};
+  doc::Series ls{"learned arm (live)"}, ms{"manual arm (live)"};
   ms.color = 1;
   for (const auto& day : days) {
     const json &l = day["learned"], &m = day["manual"];
@@ -111,7 +139,7 @@ doc::Document BuildDemoDocument(const json& r, const std::string& currency) {
   // cumulated, against the agent's budget.
   if (!days.empty()) {
     doc::Chart burn;
-    burn.title = "Cumulative spend over the day, learned (live)";
+    burn.title = "Cumulative spend over the day, learned arm (live)";
     burn.x.title = "hour of the simulated day";
     burn.x.whole = true;
     burn.x.min = 0;

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "rtb/bidder/openrtb.h"
+#include "rtb/core/ab.h"
 #include "rtb/core/auction.h"
 #include "rtb/core/clock.h"
 #include "rtb/core/rng.h"
@@ -131,8 +132,8 @@ struct Exchange::Impl {
     if (producer != nullptr) (void)producer->Flush(5000);
   }
 
-  struct Local {  // one worker's share of a step
-    std::vector<Outcome> by_agent;
+  struct Local {                        // one worker's share of a step
+    std::vector<Outcome> by_arm_agent;  // [arm * agents + agent]
     int64_t requests = 0, bids = 0, events = 0, lost = 0, failed_notices = 0;
   };
 
@@ -199,7 +200,10 @@ void Exchange::Impl::PlayRequest(Conn& conn, const sim::Day& day, int64_t day_in
     body += ",\"bidfloor\":" + Decimal(day.floor_cpm[r]) + ",\"bidfloorcur\":\"USD\"";
   }
   body += "}],\"site\":{\"id\":\"sim\",\"domain\":\"sim.example\"},\"device\":{\"devicetype\":2},";
-  body += "\"user\":{\"id\":\"c" + std::to_string(day.consumer[r]) + "\"},";
+  const std::string user = "c" + std::to_string(day.consumer[r]);
+  body += "\"user\":{\"id\":\"" + user + "\"},";
+  // The user's arm, as the bidder assigns it: this request's outcomes are that arm's.
+  const int arm = static_cast<int>(ArmOf(user, cfg.ab_salt, cfg.learned_share));
   body += "\"tmax\":" + std::to_string(cfg.tmax_ms) + ",\"cur\":[\"USD\"],\"ext\":{\"sim\":{";
   body += "\"t\":" + std::to_string(sim_ms) + ",\"cand\":[";
   char num[96];
@@ -269,7 +273,7 @@ void Exchange::Impl::PlayRequest(Conn& conn, const sim::Day& day, int64_t day_in
     ReplaceAll(burl, "${AUCTION_BID_ID}", o.bid->id);
     ReplaceAll(burl, "${AUCTION_PRICE}", Decimal(clearing_cpm));
     const size_t i = o.adv < market.agent_of.size() ? market.agent_of[o.adv] : 0;
-    Outcome& out = loc.by_agent[i];
+    Outcome& out = loc.by_arm_agent[static_cast<size_t>(arm * market.agents) + i];
     ++out.impressions;
     if (Notice(conn, burl + t, loc)) out.cost += Micros((clearing_cpm + 500) / 1000);
     const double pctr = day.pctr[o.cand], pcvr = day.pcvr[o.cand];
@@ -329,6 +333,7 @@ Result<DayAccount> Exchange::PlayDay(const sim::Day& day, int64_t day_index,
   DayAccount acct;
   acct.day = day_index;
   acct.by_agent.assign(static_cast<size_t>(N), Outcome{});
+  acct.by_arm_agent.assign(static_cast<size_t>(kArms * N), Outcome{});
   const std::vector<size_t> begins = day.StepBegins();
   std::vector<std::unique_ptr<Conn>> conns;
   for (int w = 0; w < m.cfg.concurrency; ++w) {
@@ -340,7 +345,7 @@ Result<DayAccount> Exchange::PlayDay(const sim::Day& day, int64_t day_index,
     std::vector<Impl::Local> locals(conns.size());
     std::vector<std::thread> workers;
     for (size_t w = 0; w < conns.size(); ++w) {
-      locals[w].by_agent.assign(static_cast<size_t>(N), Outcome{});
+      locals[w].by_arm_agent.assign(static_cast<size_t>(kArms * N), Outcome{});
       workers.emplace_back([&, w] {
         for (size_t r = next.fetch_add(1); r < end; r = next.fetch_add(1)) {
           m.PlayRequest(*conns[w], day, day_index, r, locals[w]);
@@ -350,14 +355,17 @@ Result<DayAccount> Exchange::PlayDay(const sim::Day& day, int64_t day_index,
     for (auto& th : workers) th.join();
     StepAccount sa;
     sa.by_agent.assign(static_cast<size_t>(N), Outcome{});
+    sa.by_arm_agent.assign(static_cast<size_t>(kArms * N), Outcome{});
     StepMarker& mk = sa.marker;
     mk.day = day_index;
     mk.step = step;
     mk.steps_per_day = day.steps;
     mk.step_ms = day.step_ms;
     for (const auto& l : locals) {
-      for (int i = 0; i < N; ++i)
-        sa.by_agent[static_cast<size_t>(i)] += l.by_agent[static_cast<size_t>(i)];
+      for (int x = 0; x < kArms * N; ++x) {
+        sa.by_arm_agent[static_cast<size_t>(x)] += l.by_arm_agent[static_cast<size_t>(x)];
+        sa.by_agent[static_cast<size_t>(x % N)] += l.by_arm_agent[static_cast<size_t>(x)];
+      }
       mk.requests += l.requests;
       mk.bids += l.bids;
       mk.expected_events += l.events;
@@ -395,6 +403,8 @@ Result<DayAccount> Exchange::PlayDay(const sim::Day& day, int64_t day_index,
     }
     for (int i = 0; i < N; ++i)
       acct.by_agent[static_cast<size_t>(i)] += sa.by_agent[static_cast<size_t>(i)];
+    for (int x = 0; x < kArms * N; ++x)
+      acct.by_arm_agent[static_cast<size_t>(x)] += sa.by_arm_agent[static_cast<size_t>(x)];
     if (on_step) on_step(sa);
     acct.steps.push_back(std::move(sa));
   }

@@ -104,6 +104,9 @@ Result<LearnerConfig> LoadLearnerConfig(const std::string& path) {
     o.Check(on.checkpoint_every >= 1, "checkpoint_every", "must be >= 1");
     o.Get("session_timeout_ms", &on.session_timeout_ms);
     o.Check(on.session_timeout_ms >= 1000, "session_timeout_ms", "must be >= 1000");
+    o.Get("learned_share", &on.learned_share);
+    o.Check(on.learned_share > 0 && on.learned_share <= 1, "learned_share",
+            "must be in (0, 1]: the learner needs a learned arm");
   }
   RTB_RETURN_IF_ERROR(file->Finish());
 

@@ -93,6 +93,13 @@ Status FromJson(const std::string& text, LoopState* st, std::optional<StepMerger
 
 class OnlineLearner {
  public:
+  // The learned arm's budgets: its share of each agent's (the bidders split every advertiser's
+  // budget between the arms, core/ab.h).
+  static std::vector<double> ArmBudgets(std::vector<double> budgets, double share) {
+    for (double& b : budgets) b *= share;
+    return budgets;
+  }
+
   OnlineLearner(const LearnerConfig& cfg, const OnlineOptions& opt, const sim::Scenario& sc,
                 const AlgoSpec& spec)
       : cfg_(cfg),
@@ -105,7 +112,7 @@ class OnlineLearner {
         T_(sc.market.steps),
         step_ms_(static_cast<int64_t>(sc.cfg.day.step_minutes) * 60'000),
         norm_(MakeNormalizer(sc.market, cfg.roi_scale)),
-        budgets_(sim::AgentBudgets(sc.market, sc.test_budgets)),
+        budgets_(ArmBudgets(sim::AgentBudgets(sc.market, sc.test_budgets), on_.learned_share)),
         learner_(spec, cfg.hp, norm_, opt.seed),
         sample_rng_(Rng::Mix(opt.seed, 0x0411e)),
         clusters_(MarketClusterMap(sc.market)) {}

@@ -18,6 +18,7 @@ nlohmann::json TotalsJson(const StepTotals& t, bool with_eids) {
   j["count_by_type"] = t.count_by_type;
   j["events"] = t.events;
   j["unattributed"] = t.unattributed;
+  j["manual_arm"] = t.manual_arm;
   j["total_cost_micros"] = t.TotalCost();
   j["total_revenue_micros"] = t.TotalRevenue();
   if (with_eids) j["eids"] = t.eids;
@@ -75,6 +76,11 @@ MergeResult StepMerger::Add(const Event& e) {
   }
   ++t.events;
   ++t.count_by_type[e.type];
+  // The learner learns from the learned arm alone: the manual arm is the A/B test's control.
+  if (e.arm == Arm::kManual) {
+    ++t.manual_arm;
+    return MergeResult::kMerged;
+  }
   int j = e.cluster;
   if (j < 0 || j >= clusters_) {
     j = 0;
@@ -139,6 +145,7 @@ Result<StepMerger> StepMerger::FromJson(const std::string& json) {
       t.count_by_type = o.at("count_by_type").get<std::map<std::string, int64_t>>();
       t.events = o.at("events").get<int64_t>();
       t.unattributed = o.at("unattributed").get<int64_t>();
+      t.manual_arm = o.value("manual_arm", int64_t{0});
       t.eids = o.at("eids").get<std::set<std::string>>();
     }
     return m;

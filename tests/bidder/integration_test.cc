@@ -977,5 +977,168 @@ TEST(EventLogSpill, AnEventKafkaCannotTakeIsDeadLetteredAndTheRestIsResent) {
   EXPECT_FALSE(std::getline(dead, line));
   std::filesystem::remove_all(dir);
 }
+
+namespace ab_test {
+
+// A policy that raises every agent's bid: a = +0.8 for 3 agents, 1 cluster.
+std::unique_ptr<PolicySnapshot> RaisingPolicy() {
+  auto p = std::make_unique<PolicySnapshot>();
+  p->table = ActionTable(3, 1);
+  for (int i = 0; i < 3; ++i) p->table.set(i, 0, 0.8);
+  p->table.version = 1;
+  p->table.created_unix_ms = NowUnixMs();
+  p->loaded_unix_ms = NowUnixMs();
+  return p;
+}
+
+// Advertiser id -> bid price of one answer ({} for a no-bid).
+std::map<uint32_t, double> Prices(const std::string& body) {
+  std::map<uint32_t, double> out;
+  if (body.empty()) return out;
+  const auto j = nlohmann::json::parse(body);  // kept alive for the loop
+  for (const auto& sb : j["seatbid"]) {
+    for (const auto& b : sb["bid"]) {
+      out[static_cast<uint32_t>(std::stoul(b["cid"].get<std::string>()))] =
+          b["price"].get<double>();
+    }
+  }
+  return out;
+}
+
+}  // namespace ab_test
+
+// The same user lands in the same arm on every request and on every bidder of one test (the
+// assignment is a pure function of the user id and the salt); the manual arm bids a = 0 while
+// the learned arm bids the table, and every event says which arm it belongs to.
+TEST_F(BidderIntegration, TheSameUserLandsInTheSameArmOnEveryBidderAndTheManualArmBidsManual) {
+  BidderConfig cfg = TestConfig(dir_);
+  cfg.ab.learned_share = 0.5;
+  cfg.ab.salt = "test-salt";
+  Start(cfg);
+  ASSERT_TRUE(bidder_->policy().Install(ab_test::RaisingPolicy()));
+  // A second bidder process of the same test: its own state, its own embedded Kafka.
+  BidderConfig cfg2 = cfg;
+  cfg2.state_path = dir_ + "/state2";
+  cfg2.kafka.spill_path = dir_ + "/spill2.jsonl";
+  auto other = Bidder::Create(cfg2);
+  ASSERT_TRUE(other.ok()) << other.status().message();
+  ASSERT_TRUE((*other)->policy().Install(ab_test::RaisingPolicy()));
+  Server other_server(**other, cfg2.listen);
+  auto other_port = other_server.Start();
+  ASSERT_TRUE(other_port.ok());
+  Client a(port_), b(*other_port);
+
+  const int users = 200;
+  std::map<Arm, std::set<double>> prices_of_adv1;  // advertiser 1's price per arm
+  std::map<std::string, Arm> arm_of_auction;
+  int learned = 0;
+  for (int u = 0; u < users; ++u) {
+    // Request() names the user "u-<id>": three requests of one user, two bidders.
+    const std::string user = "ab" + std::to_string(u);
+    const Arm want = ArmOf("u-" + user, "test-salt", 0.5);
+    learned += want == Arm::kLearned;
+    std::map<uint32_t, double> first;
+    for (int r = 0; r < 3; ++r) {
+      Client& c = r == 2 ? b : a;
+      auto [status, body] = c.Do(http::verb::post, "/openrtb2/bid", Request(user));
+      const auto prices = ab_test::Prices(body);
+      ASSERT_FALSE(prices.empty()) << user << " request " << r << ": " << status << " " << body;
+      if (r == 0) {
+        first = prices;
+        arm_of_auction[user] = want;
+      }
+      EXPECT_EQ(prices, first) << "user " << user << " request " << r;
+    }
+    prices_of_adv1[want].insert(first.at(1));
+  }
+  EXPECT_GT(learned, users / 4);
+  EXPECT_LT(learned, users * 3 / 4);
+  // One price per arm: the learned arm raised by the table, the manual arm at a = 0.
+  ASSERT_EQ(prices_of_adv1[Arm::kLearned].size(), 1u);
+  ASSERT_EQ(prices_of_adv1[Arm::kManual].size(), 1u);
+  EXPECT_GT(*prices_of_adv1[Arm::kLearned].begin(), *prices_of_adv1[Arm::kManual].begin() * 1.2);
+
+  // Every event of the first bidder carries its user's arm.
+  const auto stats = bidder_->events().Stats();
+  const auto events = ReadEvents(bidder_->events().bootstrap(), "rtb.events", stats.logged, 15000);
+  ASSERT_EQ(events.size(), stats.logged);
+  int checked = 0;
+  for (const Event& e : events) {
+    auto it = arm_of_auction.find(e.auction_id);
+    ASSERT_NE(it, arm_of_auction.end()) << e.auction_id;
+    EXPECT_EQ(e.arm, it->second) << e.type << " " << e.auction_id;
+    if (e.arm == Arm::kManual && e.type == "bid") {
+      EXPECT_EQ(e.policy_version, 0u);
+      EXPECT_FALSE(e.manual_fallback);  // manual by design, not for want of a policy
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 2 * users * 3);
+  other_server.Stop();
+  (*other)->Shutdown();
+}
+
+// Each advertiser's budget is split between the arms: under concurrent requests of many users
+// and concurrent billing at the bid price, no arm books more than its share of any budget, and
+// both arms spend.
+TEST_F(BidderIntegration, NoArmSpendsMoreThanItsShareOfAnyBudgetUnderConcurrentRequests) {
+  BidderConfig cfg = SmallBudget(dir_, 60000);
+  cfg.ab.learned_share = 0.3;
+  for (auto& adv : cfg.advertisers) adv.daily_budget = Micros(100'000);
+  Start(cfg);
+  ASSERT_TRUE(bidder_->policy().Install(ab_test::RaisingPolicy()));
+  std::vector<std::string> urls;
+  std::mutex mu;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      Client client(port_);
+      auto mine = BidAndKeepBillingUrls(client, "split-" + std::to_string(t) + "-", 60);
+      std::lock_guard<std::mutex> l(mu);
+      urls.insert(urls.end(), mine.begin(), mine.end());
+    });
+  }
+  for (auto& th : threads) th.join();
+  threads.clear();
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      Client client(port_);
+      for (size_t i = t; i < urls.size(); i += 4) client.Do(http::verb::get, urls[i]);
+    });
+  }
+  for (auto& th : threads) th.join();
+  Micros learned_spend(0), manual_spend(0);
+  for (size_t k = 0; k < 3; ++k) {
+    for (const Arm arm : {Arm::kLearned, Arm::kManual}) {
+      const Micros share = ArmBudget(cfg.advertisers[k].daily_budget, arm, 0.3);
+      EXPECT_LE(bidder_->Spent(k, arm), share) << "advertiser " << k << " " << ArmName(arm);
+      // Nearly used up: the test spends the arms, not a corner of them.
+      EXPECT_GT(bidder_->Spent(k, arm).value() * 10, share.value() * 5)
+          << "advertiser " << k << " " << ArmName(arm);
+    }
+    learned_spend += bidder_->Spent(k, Arm::kLearned);
+    manual_spend += bidder_->Spent(k, Arm::kManual);
+    EXPECT_EQ(bidder_->Spent(k),
+              bidder_->Spent(k, Arm::kLearned) + bidder_->Spent(k, Arm::kManual));
+  }
+  EXPECT_GT(learned_spend.value(), 0);
+  EXPECT_GT(manual_spend.value(), 0);
+  const std::string m = bidder_->Metrics().body;
+  EXPECT_NE(
+      m.find("rtb_arm_budget_micros{advertiser=\"1\",arm=\"learned\",kind=\"budget\"} 30000\n"),
+      std::string::npos)
+      << m;
+  EXPECT_NE(
+      m.find("rtb_arm_budget_micros{advertiser=\"1\",arm=\"manual\",kind=\"budget\"} 70000\n"),
+      std::string::npos)
+      << m;
+  // Spend per arm is durable: a restarted bidder restores both arms'.
+  const Micros l0 = bidder_->Spent(0, Arm::kLearned), m0 = bidder_->Spent(0, Arm::kManual);
+  server_.reset();
+  bidder_.reset();
+  Start(cfg);
+  EXPECT_EQ(bidder_->Spent(0, Arm::kLearned), l0);
+  EXPECT_EQ(bidder_->Spent(0, Arm::kManual), m0);
+}
 }  // namespace
 }  // namespace rtb::bidder

@@ -307,10 +307,10 @@ TEST(Notice, ParsesPricesExactlyAndRefusesBadOnes) {
 
 TEST(Notice, UrlsCarryTheSignedBidAndTheExchangesMacros) {
   const std::string q =
-      SignedNoticeQuery({"a&b=c", "imp 1", 9, Micros(1234), 77, false, 4}, "ab12");
+      SignedNoticeQuery({"a&b=c", "imp 1", 9, Micros(1234), 77, false, 4, Arm::kManual}, "ab12");
   const std::string u = NoticeUrl("http://h:1", NoticeType::kLoss, q);
   for (const char* m : {"auction=a%26b%3Dc", "imp=imp%201", "adv=9", "bp=1234", "ts=77", "x=0",
-                        "c=4", "sig=ab12", "${AUCTION_PRICE}", "${AUCTION_LOSS}"}) {
+                        "c=4", "ab=m", "sig=ab12", "${AUCTION_PRICE}", "${AUCTION_LOSS}"}) {
     EXPECT_NE(u.find(m), std::string::npos) << m;
   }
   // The signed terms come back as they went out, the ids decoded.
@@ -322,7 +322,14 @@ TEST(Notice, UrlsCarryTheSignedBidAndTheExchangesMacros) {
   EXPECT_EQ(n->bid_ms, 77);
   EXPECT_FALSE(n->test);
   EXPECT_EQ(n->cluster, 4);
+  EXPECT_EQ(n->arm, Arm::kManual);
   EXPECT_EQ(n->sig, "ab12");
+  // An arm other than l or m is not a signed term: no arm, so no valid notice.
+  for (const char* bad : {"ab=x", "ab=learned", "ab="}) {
+    auto b = ParseNotice("/notice/win?auction=a&imp=1&adv=1&" + std::string(bad));
+    ASSERT_TRUE(b.ok()) << bad;
+    EXPECT_FALSE(b->arm.has_value()) << bad;
+  }
   // A cluster that is not an int32 is not a signed term: no cluster, so no valid notice.
   for (const char* bad : {"c=x", "c=-2", "c=4294967296", "c="}) {
     auto b = ParseNotice("/notice/win?auction=a&imp=1&adv=1&" + std::string(bad));
@@ -338,10 +345,10 @@ TEST(NoticeSigner, SignsTheBidsIdentityAndTermsAndNothingElseVerifies) {
   const std::string sig = (*s)->Sign(b);
   // Standard HMAC-SHA-256 (Python's hmac module on the same encoded bytes), first 128 bits;
   // a key longer than a block is hashed first.
-  EXPECT_EQ(sig, "1888b200afd4df1f910be2595b1e0d7a");
+  EXPECT_EQ(sig, "4adbaf13e5d456297e4144cc6cca2f05");
   auto long_key = NoticeSigner::Create(std::string(100, 'x'));
   ASSERT_TRUE(long_key.ok());
-  EXPECT_EQ((*long_key)->Sign(b), "7eb37dcfca94fc182c46bb5a935b7e90");
+  EXPECT_EQ((*long_key)->Sign(b), "f0236d0fc983917136c9097da6fbdcc5");
   EXPECT_TRUE((*s)->Verify(b, sig));
   // Every field is signed: change any one and the signature no longer matches.
   SignedBid x = b;
@@ -364,6 +371,9 @@ TEST(NoticeSigner, SignsTheBidsIdentityAndTermsAndNothingElseVerifies) {
   EXPECT_FALSE((*s)->Verify(x, sig));
   x = b;
   x.cluster = 4;
+  EXPECT_FALSE((*s)->Verify(x, sig));
+  x = b;
+  x.arm = Arm::kManual;
   EXPECT_FALSE((*s)->Verify(x, sig));
   // Length-prefixed: moving a byte between ids changes the signed input.
   EXPECT_NE((*s)->Sign({"col", "x/1", 7, Micros(1), 1, false}),
@@ -427,7 +437,27 @@ TEST(BidderConfig, DefaultLoadsAndThreadSettingsAreChecked) {
   EXPECT_NE(unknown.status().message().find("pin_thread"), std::string::npos);
 }
 
-TEST(BidderConfig, ExpectedBidRateIsCheckedAndSizesTheBidRecordTables) {
+TEST(BidderConfig, TheAbSectionIsReadAndChecked) {
+  auto def = LoadDefaultWith("", "");
+  ASSERT_TRUE(def.ok()) << def.status().message();
+  EXPECT_EQ(def->ab.learned_share, 1.0);  // no test unless asked for
+  auto half = LoadDefaultWith("learned_share: 1.0", "learned_share: 0.5");
+  ASSERT_TRUE(half.ok()) << half.status().message();
+  EXPECT_EQ(half->ab.learned_share, 0.5);
+  for (const char* bad : {"learned_share: 1.5", "learned_share: -0.1"}) {
+    auto b = LoadDefaultWith("learned_share: 1.0", bad);
+    ASSERT_FALSE(b.ok()) << bad;
+    EXPECT_NE(b.status().message().find("ab.learned_share"), std::string::npos)
+        << b.status().message();
+  }
+  auto typo = LoadDefaultWith("learned_share: 1.0", "learned_shares: 0.5");
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.status().message().find("learned_shares"), std::string::npos)
+      << typo.status().message();
+  EXPECT_FALSE(LoadDefaultWith("salt: rtb-ab-1", "salt: \"\"").ok());
+}
+
+TEST(BidderConfig, ExpectedBidRateIsCheckedAndSizesTheReservationTables) {
   auto def = LoadDefaultWith("", "");
   ASSERT_TRUE(def.ok()) << def.status().message();
   EXPECT_EQ(def->expected_bids_per_second, 0);

@@ -32,6 +32,24 @@ TEST(Events, RoundTripWithSimulatedClockAndComputations) {
   EXPECT_FALSE(DecodeEvent("{\"v\":2,\"type\":\"bid\",\"eid\":\"x\",\"ts\":1}").ok());
 }
 
+TEST(Events, EveryEventCarriesItsArmAndOldEventsReadAsLearned) {
+  Event e;
+  e.type = "billing";
+  e.eid = "i-2";
+  e.arm = Arm::kManual;
+  const std::string manual = EncodeEvent(e);
+  EXPECT_NE(manual.find(R"("arm":"manual")"), std::string::npos) << manual;
+  EXPECT_EQ(DecodeEvent(manual)->arm, Arm::kManual);
+  e.arm = Arm::kLearned;
+  EXPECT_EQ(DecodeEvent(EncodeEvent(e))->arm, Arm::kLearned);
+  // Written before the A/B test: no arm, every user was in the learned arm.
+  EXPECT_EQ(DecodeEvent(R"({"v":1,"type":"bid","eid":"x","ts":1})")->arm, Arm::kLearned);
+  for (const char* bad : {R"("control")", "1", "null"}) {
+    auto r = DecodeEvent(std::string(R"({"v":1,"type":"bid","eid":"x","ts":1,"arm":)") + bad + "}");
+    EXPECT_FALSE(r.ok()) << bad;
+  }
+}
+
 TEST(StepMarkers, RoundTripAndRangeChecks) {
   StepMarker m;
   m.day = 3;

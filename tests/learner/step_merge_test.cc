@@ -60,6 +60,27 @@ TEST(StepMerger, MergesPerStepPairAndDropsRepeatsAndLateEvents) {
   EXPECT_EQ(m.KeyOf(wall), (StepKey{3, 2}));
 }
 
+// The A/B test's manual arm is the control: its events count towards the step (the exchange's
+// marker counts every event) but its spend, revenue and computations are not the learner's.
+TEST(StepMerger, ManualArmEventsCountButAreNotLearnedFrom) {
+  StepMerger m(/*agents=*/2, /*clusters=*/3, kHour);
+  Event bid = Ev("bid", "m-1", 10, 1, 2);
+  bid.computed = {4, 6};
+  bid.arm = Arm::kManual;
+  Event bill = Ev("billing", "m-2", 20, 1, 2, 1'500'000);
+  bill.arm = Arm::kManual;
+  Event conv = Ev("conversion", "m-3", 30, 1, 2, 9'000'000);
+  conv.arm = Arm::kManual;
+  for (const Event& e : {bid, bill, conv}) EXPECT_EQ(m.Add(e), MergeResult::kMerged);
+  EXPECT_EQ(m.Add(Ev("billing", "l-1", 40, 1, 2, 2'000'000)), MergeResult::kMerged);
+  EXPECT_EQ(m.EventsIn({0, 0}), 4);
+  const StepTotals t = m.Close({0, 0});
+  EXPECT_EQ(t.manual_arm, 3);
+  EXPECT_EQ(t.TotalCost(), 2'000);  // the learned arm's billing only
+  EXPECT_EQ(t.TotalRevenue(), 0);
+  EXPECT_EQ(t.computed[1 * 3 + 2], 0);
+}
+
 TEST(StepMerger, JsonRoundTripKeepsOpenStepsAndDedupe) {
   StepMerger m(2, 2, kHour);
   m.Add(Ev("billing", "x-1", kHour + 1, 1, 1, 3'000'000));

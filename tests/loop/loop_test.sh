@@ -5,7 +5,9 @@
 #   every step has exactly one transition in the replay store (none lost, none duplicated);
 #   the learner's per-step cost and revenue equal the exchange's own accounting;
 #   the learner consumed every partition of the events topic to its end;
-#   each day has learned and manual revenue, cost, budget and clicks; the policy lag is measured.
+#   each day has the learned and the manual arm's revenue, cost, budget and clicks (A/B test);
+#   `rtb report`'s arms from the events dump equal the exchange's within 0.1%;
+#   the policy lag is measured.
 set -euo pipefail
 RTB=$1
 SRC=$2
@@ -39,6 +41,13 @@ assert r["policy_lag_ms"]["n"] >= 5, r["policy_lag_ms"]
 assert r["processes"] == {"bidder_exit": 0, "learner_exit": 0}, r["processes"]
 ed = r["events_dump"]
 assert ed["complete"] and ed["messages"] == lc["events_topic_messages"] > 0, (ed, lc)
+assert r["learned_share"] == 0.5
+for arm in ("learned", "manual"):
+    for k in ("revenue", "spend", "budget", "clicks", "conversions", "roi", "cpa"):
+        assert k in r["arms"][arm], (arm, k)
+    assert r["arms"][arm]["spend"] > 0
+ab = r["ab_from_events"]
+assert ab["matches_exchange_within_0_1_pct"], (ab, r["arms"])
 print("loop ok: 6 transitions, totals match, lag p50 %.0f ms, max %.0f ms" %
       (r["policy_lag_ms"]["p50"], r["policy_lag_ms"]["max"]))
 PY
@@ -52,8 +61,8 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 x = json.load(open(sys.argv[2]))
 m = {k["name"]: k for k in x["methods"]}
-live_cost = sum(d["learned"]["cost"] for d in r["days"])
-live_imps = sum(d["learned"]["impressions"] for d in r["days"])
+live_cost = sum(d[arm]["cost"] for d in r["days"] for arm in ("learned", "manual"))
+live_imps = sum(d[arm]["impressions"] for d in r["days"] for arm in ("learned", "manual"))
 assert x["events"] == r["events_dump"]["messages"], x
 # Duplicates are events repeated by a re-send after the bidder's kill: replay must drop exactly
 # the repeated eids of the dump, counted here independently.

@@ -48,9 +48,12 @@ class Bidder {
   const BidderConfig& config() const;
   EventLog& events();
   PolicyHolder& policy();
-  // Spend, reserved and budget of advertiser index k (tests, metrics).
+  // Today's spend and reservations of advertiser index k over both A/B arms, and in one arm
+  // (tests, metrics).
   Micros Spent(size_t k) const;
   Micros Reserved(size_t k) const;
+  Micros Spent(size_t k, Arm arm) const;
+  Micros Reserved(size_t k, Arm arm) const;
   DecodeLimits decode_limits() const;
 
   struct Impl;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "rtb/core/ab_report.h"
 #include "rtb/core/status.h"
 #include "rtb/core/types.h"
 
@@ -53,6 +54,18 @@ struct KafkaConfig {
   // request thread, which keeps bid p99 latency flat (bench/run_load_bench.sh). 0 = leave them
   // at the request threads' priority and policy.
   int thread_nice = 10;
+};
+
+// The live A/B test (core/ab.h): each user is hashed to the learned arm (bids the action
+// table) or the manual arm (bids a = 0), and each advertiser's daily budget is split between
+// the arms by the same share, so neither arm can spend the other's budget.
+struct AbConfig {
+  // 0..1: the learned arm's share of users and of every advertiser's budget. 1 = everyone
+  // learned (no test), 0 = everyone manual.
+  double learned_share = 1.0;
+  // Hashed with each user id. Every bidder of one test uses the same salt; a new salt deals the
+  // users into the arms again.
+  std::string salt = "rtb-ab-1";
 };
 
 struct BidderConfig {
@@ -107,9 +120,14 @@ struct BidderConfig {
                                   // notice `t=` from `rtb exchange`; budgets then follow the
                                   // simulated day. Never on facing a real exchange.
   KafkaConfig kafka;
+  AbConfig ab;
   std::vector<Advertiser> advertisers;  // the campaigns (see configs/bidder/default.yaml)
 };
 
 Result<BidderConfig> LoadBidderConfig(const std::string& path);
+
+// The market as the A/B report reads it (core/ab_report.h): each advertiser's id, name, agent
+// and daily budget.
+std::vector<AbAdvertiser> AbMarketOf(const BidderConfig& cfg);
 
 }  // namespace rtb::bidder

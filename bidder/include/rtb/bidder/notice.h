@@ -41,13 +41,15 @@ struct Notice {
   int64_t bid_ms = -1;              // `ts`: when the bid was made, Unix ms
   bool test = false;                // `x`: the bid answered a test=1 request
   std::optional<int32_t> cluster;   // `c`: the user's consumer cluster at bid time
+  std::optional<Arm> arm;           // `ab`: the user's A/B arm, `l` learned or `m` manual
   std::string sig;                  // `sig`
 };
 
 // Parses "/notice/<type>?query". Errors: unknown type, missing auction/imp/adv, bad adv.
 Result<Notice> ParseNotice(std::string_view target);
 
-// The signed query of one bid, without the leading '?': auction, imp, adv, bp, ts, x, c, sig.
+// The signed query of one bid, without the leading '?': auction, imp, adv, bp, ts, x, c, ab,
+// sig.
 std::string SignedNoticeQuery(const SignedBid& bid, std::string_view sig);
 // The notice URL of a bid: base + "/notice/<type>?" + its signed query + the macros the
 // exchange substitutes (price; loss reason for loss notices).

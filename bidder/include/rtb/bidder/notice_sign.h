@@ -1,6 +1,6 @@
 // Signed notice URLs: a notice the bidder accepts must name a bid it made. At bid time the bid's
 // identity and terms (auction id, imp id, advertiser, bid price, bid time, test flag, the
-// user's consumer cluster) are signed
+// user's consumer cluster and A/B arm) are signed
 // with HMAC-SHA-256 under the bidder's secret (config `notice_secret`), and the signature and
 // terms ride in the nurl / burl / lurl query. A notice whose signature does not match what it
 // claims (an altered imp id, a higher bid price, an auction never bid on) is refused (403) and
@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 
+#include "rtb/core/ab.h"
 #include "rtb/core/status.h"
 #include "rtb/core/types.h"
 
@@ -30,6 +31,7 @@ struct SignedBid {
   // The user's consumer cluster j when the bid was made: the notice's event carries it, so the
   // bidder keeps no per-bid record for its notices.
   int32_t cluster = -1;
+  Arm arm = Arm::kLearned;  // the user's A/B arm: whose budget the notice's charge is booked to
 };
 
 class NoticeSigner {

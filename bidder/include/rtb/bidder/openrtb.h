@@ -58,6 +58,7 @@ struct BidRequest {
   int device_type = 0;           // device.devicetype
   std::string country;           // device.geo.country (ISO-3166-1 alpha-3)
   std::string ua, ip;
+  std::string device_id;  // device.ifa (the A/B unit when there is no user id)
   std::string user_id, buyeruid;
   int64_t tmax_ms = 0;  // 0 = not given
   int at = 2;           // 1 first price, 2 second price

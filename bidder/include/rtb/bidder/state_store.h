@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "rtb/core/ab.h"
 #include "rtb/core/status.h"
 #include "rtb/core/types.h"
 
@@ -24,12 +25,13 @@ class StateStore {
   static Result<std::unique_ptr<StateStore>> Open(const std::string& path);
   ~StateStore();
   // Marks (key) of a bid made in hour `bid_hour` (unix ms / 3,600,000) seen and adds `spend`
-  // to advertiser `adv` on `day` in one batch. Returns false (and changes nothing) if the key
-  // was seen before.
-  // `outbox` (optional): an event to keep in the same batch until Kafka or the spill file has
-  // it (transactional outbox: a notice's event survives kill -9 of the bidder).
+  // to advertiser `adv`'s budget of arm `arm` on `day` in one batch. Returns false (and changes
+  // nothing) if the key was seen before. `outbox` (optional): an event to keep in the same batch
+  // until Kafka or the spill file has it (transactional outbox: a notice's event survives kill -9
+  // of the bidder).
   Result<bool> ApplyOnce(int64_t bid_hour, const std::string& key, uint32_t adv,
-                         const std::string& day, Micros spend, const OutboxEntry* outbox = nullptr);
+                         const std::string& day, Micros spend, const OutboxEntry* outbox = nullptr,
+                         Arm arm = Arm::kLearned);
   // Deletes the dedupe keys of bids made before hour `hour` (one range deletion; RocksDB's
   // compactions then drop the data). The caller refuses notices of those bids from then on.
   Status ForgetNoticesBefore(int64_t hour);
@@ -37,7 +39,7 @@ class StateStore {
   void ForgetOutbox(const std::string& eid);
   // Outbox entries left by an earlier run (to re-send at start).
   std::vector<OutboxEntry> Outbox() const;
-  Micros Spent(uint32_t adv, const std::string& day) const;
+  Micros Spent(uint32_t adv, const std::string& day, Arm arm = Arm::kLearned) const;
   // The value of meta key `key` (kNotFound when absent), and setting it (durably).
   Result<std::string> GetMeta(const std::string& key) const;
   Status PutMeta(const std::string& key, const std::string& value);

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "rtb/core/ab.h"
 #include "rtb/core/status.h"
 #include "rtb/core/types.h"
 
@@ -26,6 +27,8 @@ struct Event {
   double pctr = 0, pcvr = 0, alpha = 0;
   uint64_t policy_version = 0;
   bool manual_fallback = false;
+  // The A/B arm of the user (core/ab.h): learned bids the action table, manual bids a = 0.
+  Arm arm = Arm::kLearned;
   bool test = false;
   std::string reason;         // nobid reason, invalid price reason, loss code
   bool charged = false;       // billing: whether spend was booked

@@ -45,22 +45,30 @@ struct ExchangeConfig {
   bool wait_for_policy = true;
   int policy_wait_ms = 30000;
   uint64_t seed = 1;  // sampled outcomes
+  // The bidder's A/B test (its ab.learned_share and ab.salt): the exchange assigns each
+  // request's user to the same arm as the bidder does (core/ab.h) and keeps its accounting per
+  // arm, so the two arms' live results can be compared with the bidder's events.
+  double learned_share = 1.0;
+  std::string ab_salt = "rtb-ab-1";
 };
 
 // What the exchange saw and charged in one step (our advertisers only).
 struct StepAccount {
   StepMarker marker;              // as published (also the totals below)
   std::vector<Outcome> by_agent;  // impressions, clicks, conversions, cost, revenue
-  double policy_lag_ms = -1;      // marker sent -> bidder serving the next version (-1: n/a)
-  uint64_t next_version = 0;      // the version waited for
-  int64_t lost_requests = 0;      // no HTTP answer (bidder down, timeout)
-  int64_t failed_notices = 0;     // notices never acknowledged
+  // The same per A/B arm: [ArmIndex(arm) * agents + agent]; by_agent is their sum.
+  std::vector<Outcome> by_arm_agent;
+  double policy_lag_ms = -1;   // marker sent -> bidder serving the next version (-1: n/a)
+  uint64_t next_version = 0;   // the version waited for
+  int64_t lost_requests = 0;   // no HTTP answer (bidder down, timeout)
+  int64_t failed_notices = 0;  // notices never acknowledged
 };
 
 struct DayAccount {
   int64_t day = 0;
   std::vector<StepAccount> steps;
-  std::vector<Outcome> by_agent;  // the whole day
+  std::vector<Outcome> by_agent;      // the whole day
+  std::vector<Outcome> by_arm_agent;  // the whole day per arm (as in StepAccount)
   Outcome total;
   double seconds = 0;
 };

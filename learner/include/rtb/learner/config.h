@@ -64,6 +64,9 @@ struct OnlineConfig {
   int checkpoint_every = 1;       // closed steps between checkpoints
   int session_timeout_ms = 6000;  // consumer group session: how soon a killed learner's
                                   // partitions go to its restarted self (or another member)
+  // The bidders' A/B share (bidder config ab.learned_share): the learner learns from the
+  // learned arm's events only, whose budgets are this share of each advertiser's.
+  double learned_share = 1.0;
 };
 
 struct LearnerConfig {

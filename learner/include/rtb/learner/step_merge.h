@@ -36,7 +36,10 @@ struct StepTotals {
   std::vector<int64_t> clicks;                   // [i*L + j]
   std::map<std::string, int64_t> count_by_type;  // events merged, by type
   int64_t events = 0;                            // events merged (after dedupe)
-  int64_t unattributed = 0;    // outcomes whose cluster was unknown (booked to cluster 0)
+  int64_t unattributed = 0;  // outcomes whose cluster was unknown (booked to cluster 0)
+  // Events of the A/B test's manual arm: counted (the step's marker counts them) but not in
+  // the totals above, which are the learned arm's alone.
+  int64_t manual_arm = 0;
   std::set<std::string> eids;  // for dedupe while the step is open
 
   int64_t TotalCost() const;
@@ -52,7 +55,8 @@ class StepMerger {
   StepMerger(int agents, int clusters, int64_t step_ms);
 
   StepKey KeyOf(const Event& e) const;
-  // Test events and events without an agent are ignored.
+  // Test events are ignored; events without an agent and the manual arm's events count
+  // towards the step's events but not its totals.
   MergeResult Add(const Event& e);
   // Events merged so far into an open step.
   int64_t EventsIn(const StepKey& k) const;

@@ -1,0 +1,113 @@
+#include "report_cmd.h"
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "rtb/bidder/config.h"
+#include "rtb/core/ab_report.h"
+#include "rtb/kafka/kafka.h"
+
+namespace rtb::cli {
+
+void AddReportOptions(CLI::App* sub, ReportArgs* a) {
+  sub->footer(
+      "Examples:\n"
+      "  rtb report --events out/demo/events.jsonl --bidder-config out/demo/bidder/bidder.yaml\n"
+      "  rtb report --brokers host:9092 --topic rtb.events --bidder-config my-bidder.yaml");
+  sub->add_option("--events", a->events, "The events as a JSON-lines dump (one event per line)");
+  sub->add_option("--brokers", a->brokers, "Or read the events topic at these bootstrap.servers");
+  sub->add_option("--topic", a->topic, "The events topic (with --brokers)")->capture_default_str();
+  sub->add_option("--bidder-config", a->bidder_config,
+                  "The bidder config the events were served with: advertisers, budgets, agents, "
+                  "ab.learned_share")
+      ->capture_default_str();
+  sub->add_option("--out", a->out, "Write report.{json,md,html} here")->capture_default_str();
+  sub->add_option("--bucket-minutes", a->bucket_minutes,
+                  "Time bucket of the bootstrap intervals and the spend curves")
+      ->check(CLI::Range(1, 1440))
+      ->capture_default_str();
+  sub->add_flag("--skip-malformed", a->skip_malformed,
+                "Skip and count lines that are not events (default: stop at the first, with "
+                "file:line)");
+  sub->add_flag("--quiet", a->quiet, "Print nothing but errors");
+}
+
+int RunReport(const ReportArgs& a) {
+  auto fail = [](const std::string& why) {
+    std::fprintf(stderr, "rtb report: error: %s\n", why.c_str());
+    return 1;
+  };
+  if (a.events.empty() == a.brokers.empty()) return fail("give --events FILE or --brokers HOSTS");
+  auto cfg = bidder::LoadBidderConfig(a.bidder_config);
+  if (!cfg.ok()) return fail(cfg.status().message());
+  AbTally tally(bidder::AbMarketOf(*cfg), cfg->ab.learned_share,
+                int64_t{a.bucket_minutes} * 60'000);
+  AbReportInfo info;
+  info.currency = cfg->currency;
+  std::string first_error;
+  if (!a.events.empty()) {
+    std::ifstream in(a.events, std::ios::binary);
+    if (!in) return fail("cannot read " + a.events);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const Status st =
+        AddEventLines(ss.str(), a.events, a.skip_malformed, &tally, &info.malformed, &first_error);
+    if (!st.ok()) return fail(st.message() + " (--skip-malformed skips and counts such lines)");
+    info.source = a.events;
+    info.rerun = "rtb report --events " + a.events + " --bidder-config " + a.bidder_config;
+  } else {
+    int64_t not_retained = 0, offset_errors = 0;
+    std::string bad;
+    const Status st = kafka::ReadWholeTopic(
+        {.bootstrap = a.brokers}, a.topic, 30000,
+        [&](int32_t p, int64_t off, std::string_view payload) {
+          auto e = DecodeEvent(payload);
+          if (e.ok()) {
+            tally.Add(*e);
+            return;
+          }
+          if (offset_errors++ == 0) {
+            bad = a.topic + "[" + std::to_string(p) + "]@" + std::to_string(off) + ": " +
+                  e.status().message();
+          }
+        },
+        &not_retained);
+    if (!st.ok()) return fail(st.message());
+    if (offset_errors > 0 && !a.skip_malformed) {
+      return fail(bad + " (" + std::to_string(offset_errors) +
+                  " such messages; --skip-malformed skips and counts them)");
+    }
+    info.malformed = offset_errors;
+    first_error = bad;
+    if (not_retained > 0) {
+      info.notes.push_back("The brokers no longer held " + std::to_string(not_retained) +
+                           " of the topic's first events: the totals miss them.");
+    }
+    info.source = "topic " + a.topic + " at " + a.brokers;
+    info.rerun = "rtb report --brokers " + a.brokers + " --topic " + a.topic + " --bidder-config " +
+                 a.bidder_config;
+  }
+  if (info.malformed > 0) {
+    std::fprintf(stderr, "rtb report: skipped %lld malformed lines, the first: %s\n",
+                 static_cast<long long>(info.malformed), first_error.c_str());
+  }
+  if (auto st = WriteAbReportFiles(tally, info, a.out); !st.ok()) return fail(st.message());
+  if (!a.quiet) {
+    for (const Arm arm : {Arm::kLearned, Arm::kManual}) {
+      const ArmTotals t = tally.OfArm(arm);
+      std::printf("%-8s spend %.2f of %.2f %s (COST %.1f%%), revenue %.2f, ROI %.2f, CPA %.2f\n",
+                  ArmName(arm), t.spend.units(), t.budget.units(), cfg->currency.c_str(),
+                  100 * t.Cost(), t.revenue.units(), t.Roi(), t.Cpa());
+    }
+    const RatioCi r = tally.RevenueRatio(), roi = tally.RoiRatio();
+    std::printf(
+        "learned / manual: revenue per share %.3fx [%.3f, %.3f], ROI %.3fx [%.3f, %.3f] "
+        "(95%% bootstrap over %d buckets)\n",
+        r.ratio, r.lo, r.hi, roi.ratio, roi.lo, roi.hi, r.buckets);
+    std::printf("wrote %s/report.{json,md,html}\n", a.out.c_str());
+  }
+  return 0;
+}
+
+}  // namespace rtb::cli

@@ -1,0 +1,26 @@
+// `rtb report`: the A/B test's ROI / CPA / budget report from the bidders' outcome events (a
+// JSON-lines dump, or the events topic): per day, arm, agent and advertiser, the learned arm
+// against the manual arm with bootstrap intervals (core/ab_report.h), written as
+// report.{json,md,html}.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+namespace rtb::cli {
+
+struct ReportArgs {
+  std::string events;   // JSON-lines dump of the events topic
+  std::string brokers;  // or: read the topic at these bootstrap.servers
+  std::string topic = "rtb.events";
+  std::string bidder_config;  // the market: advertisers, budgets, agents, the A/B share
+  std::string out = "out/report";
+  int bucket_minutes = 60;  // time bucket of the intervals and the spend curves
+  bool skip_malformed = false;
+  bool quiet = false;
+};
+
+void AddReportOptions(CLI::App* sub, ReportArgs* a);
+int RunReport(const ReportArgs& a);
+
+}  // namespace rtb::cli

@@ -1,0 +1,450 @@
+#include "rtb/core/ab_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "rtb/core/clock.h"
+#include "rtb/core/metrics.h"
+#include "rtb/core/report.h"
+#include "rtb/core/rng.h"
+
+namespace rtb {
+
+ArmTotals& ArmTotals::operator+=(const ArmTotals& o) {
+  budget += o.budget;
+  spend += o.spend;
+  revenue += o.revenue;
+  impressions += o.impressions;
+  clicks += o.clicks;
+  conversions += o.conversions;
+  bids += o.bids;
+  return *this;
+}
+
+double ArmTotals::Cost() const { return SafeDiv(spend.units(), budget.units()); }
+double ArmTotals::Roi() const { return SafeDiv(revenue.units(), spend.units()); }
+double ArmTotals::Cpa() const { return SafeDiv(spend.units(), static_cast<double>(conversions)); }
+double ArmTotals::Cpc() const { return SafeDiv(spend.units(), static_cast<double>(clicks)); }
+double ArmTotals::WinRate() const {
+  return SafeDiv(static_cast<double>(impressions), static_cast<double>(bids));
+}
+
+AbTally::AbTally(std::vector<AbAdvertiser> advertisers, double learned_share, int64_t bucket_ms)
+    : advertisers_(std::move(advertisers)),
+      share_(learned_share),
+      bucket_ms_(std::max<int64_t>(1, bucket_ms)) {
+  for (size_t k = 0; k < advertisers_.size(); ++k) {
+    index_of_[advertisers_[k].id] = k;
+    agents_ = std::max(agents_, advertisers_[k].agent + 1);
+  }
+}
+
+void AbTally::Add(const Event& e) {
+  if (e.test) {
+    ++test_;
+    return;
+  }
+  if (!e.eid.empty() && !eids_.insert(e.eid).second) {
+    ++duplicates_;
+    return;
+  }
+  ++events_;
+  if (e.type == "nobid") return;
+  auto it = index_of_.find(e.advertiser);
+  if (it == index_of_.end()) {
+    ++unknown_;
+    return;
+  }
+  const size_t k = it->second;
+  const int64_t t = e.sim_ms >= 0 ? e.sim_ms : e.ts_ms;
+  const int64_t day = t / kDayMs;
+  const int arm = static_cast<int>(e.arm);
+  ArmTotals& c = cells_[{day, arm, k}];
+  Bucket& b = buckets_[t / bucket_ms_];
+  if (e.type == "bid") {
+    ++c.bids;
+  } else if (e.type == "billing" && e.charged) {
+    const Micros charge((e.price_micros + 500) / 1000);  // as the bidder books it
+    c.spend += charge;
+    ++c.impressions;
+    b.spend[arm] += charge;
+    spend_by_bucket_[{day, (t % kDayMs) / bucket_ms_, arm, advertisers_[k].agent}] +=
+        charge.value();
+  } else if (e.type == "click") {
+    ++c.clicks;
+  } else if (e.type == "conversion") {
+    ++c.conversions;
+    c.revenue += Micros(e.price_micros);
+    b.revenue[arm] += Micros(e.price_micros);
+  }
+}
+
+std::vector<int64_t> AbTally::Days() const {
+  std::set<int64_t> days;
+  for (const auto& [key, t] : cells_) days.insert(std::get<0>(key));
+  return {days.begin(), days.end()};
+}
+
+ArmTotals AbTally::Of(int64_t day, Arm arm, size_t adv) const {
+  ArmTotals t;
+  auto it = cells_.find({day, static_cast<int>(arm), adv});
+  if (it != cells_.end()) t = it->second;
+  t.budget = ArmBudget(advertisers_[adv].daily_budget, arm, share_);
+  return t;
+}
+
+ArmTotals AbTally::OfAgent(int64_t day, Arm arm, int agent) const {
+  ArmTotals t;
+  for (size_t k = 0; k < advertisers_.size(); ++k) {
+    if (advertisers_[k].agent == agent) t += Of(day, arm, k);
+  }
+  return t;
+}
+
+ArmTotals AbTally::OfDay(int64_t day, Arm arm) const {
+  ArmTotals t;
+  for (size_t k = 0; k < advertisers_.size(); ++k) t += Of(day, arm, k);
+  return t;
+}
+
+ArmTotals AbTally::OfArm(Arm arm) const {
+  ArmTotals t;
+  for (const int64_t d : Days()) t += OfDay(d, arm);
+  return t;
+}
+
+int64_t AbTally::buckets_per_day() const { return (kDayMs + bucket_ms_ - 1) / bucket_ms_; }
+
+std::vector<double> AbTally::SpendCurve(int64_t day, Arm arm, int agent) const {
+  std::vector<double> curve(static_cast<size_t>(buckets_per_day()), 0.0);
+  double sum = 0;
+  for (int64_t b = 0; b < buckets_per_day(); ++b) {
+    auto it = spend_by_bucket_.find({day, b, static_cast<int>(arm), agent});
+    if (it != spend_by_bucket_.end()) sum += Micros(it->second).units();
+    curve[static_cast<size_t>(b)] = sum;
+  }
+  return curve;
+}
+
+RatioCi AbTally::Bootstrap(bool roi, int resamples, uint64_t seed) const {
+  std::vector<const Bucket*> bs;
+  for (const auto& [k, b] : buckets_) bs.push_back(&b);
+  // learned per share / manual per share (revenue), or ROI over ROI.
+  auto ratio = [&](const std::vector<size_t>& pick) {
+    double rev[kArms] = {0, 0}, spend[kArms] = {0, 0};
+    for (const size_t i : pick) {
+      for (int a = 0; a < kArms; ++a) {
+        rev[a] += bs[i]->revenue[a].units();
+        spend[a] += bs[i]->spend[a].units();
+      }
+    }
+    if (roi) return SafeDiv(SafeDiv(rev[0], spend[0]), SafeDiv(rev[1], spend[1]));
+    return SafeDiv(rev[0] / share_, rev[1] / (1.0 - share_));
+  };
+  RatioCi r;
+  r.buckets = static_cast<int>(bs.size());
+  if (bs.empty() || share_ <= 0 || share_ >= 1) {
+    r.ratio = r.lo = r.hi = kNaN;
+    return r;
+  }
+  std::vector<size_t> all(bs.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  r.ratio = ratio(all);
+  Rng rng(seed);
+  std::vector<double> draws;
+  std::vector<size_t> pick(bs.size());
+  for (int s = 0; s < resamples; ++s) {
+    for (size_t& p : pick) p = static_cast<size_t>(rng.UniformInt(bs.size()));
+    const double v = ratio(pick);
+    if (std::isfinite(v)) draws.push_back(v);
+  }
+  r.resamples = static_cast<int>(draws.size());
+  if (draws.empty()) {
+    r.lo = r.hi = kNaN;
+    return r;
+  }
+  std::sort(draws.begin(), draws.end());
+  auto at = [&](double q) {
+    const size_t i = std::min(draws.size() - 1, static_cast<size_t>(q * (draws.size() - 1) + 0.5));
+    return draws[i];
+  };
+  r.lo = at(0.025);
+  r.hi = at(0.975);
+  return r;
+}
+
+RatioCi AbTally::RevenueRatio(int resamples, uint64_t seed) const {
+  return Bootstrap(false, resamples, seed);
+}
+RatioCi AbTally::RoiRatio(int resamples, uint64_t seed) const {
+  return Bootstrap(true, resamples, seed);
+}
+
+}  // namespace rtb
+
+namespace rtb {
+
+Status AddEventLines(std::string_view text, const std::string& name, bool skip_malformed,
+                     AbTally* tally, int64_t* malformed, std::string* first_error) {
+  int64_t line_no = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(pos, end - pos);
+    pos = end + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
+    auto e = DecodeEvent(line);
+    if (!e.ok()) {
+      const std::string where = name + ":" + std::to_string(line_no) + ": " + e.status().message();
+      if (!skip_malformed) return Status::InvalidArgument(where);
+      if (malformed != nullptr && (*malformed)++ == 0 && first_error != nullptr) {
+        *first_error = where;
+      }
+      continue;
+    }
+    tally->Add(*e);
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+using nlohmann::json;
+
+json TotalsJson(const ArmTotals& a) {
+  auto num = [](double v) -> json { return std::isfinite(v) ? json(v) : json(nullptr); };
+  return {{"budget", a.budget.units()},
+          {"spend", a.spend.units()},
+          {"revenue", a.revenue.units()},
+          {"impressions", a.impressions},
+          {"clicks", a.clicks},
+          {"conversions", a.conversions},
+          {"bids", a.bids},
+          {"cost", num(a.Cost())},
+          {"roi", num(a.Roi())},
+          {"cpa", num(a.Cpa())},
+          {"cpc", num(a.Cpc())},
+          {"win_rate", num(a.WinRate())}};
+}
+
+json CiJson(const RatioCi& r) {
+  auto num = [](double v) -> json { return std::isfinite(v) ? json(v) : json(nullptr); };
+  return {{"ratio", num(r.ratio)},
+          {"ci95", {num(r.lo), num(r.hi)}},
+          {"resamples", r.resamples},
+          {"buckets", r.buckets}};
+}
+
+std::string DayName(int64_t day) {
+  if (day < 10'000) return "day " + std::to_string(day);  // a simulated day
+  const std::time_t t = static_cast<std::time_t>(day * (kDayMs / 1000));
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
+}
+
+constexpr Arm kBoth[] = {Arm::kLearned, Arm::kManual};
+
+}  // namespace
+
+std::string AbReportJson(const AbTally& t, const AbReportInfo& info) {
+  json j;
+  j["kind"] = "ab";
+  j["title"] = info.title;
+  j["source"] = info.source;
+  j["currency"] = info.currency;
+  j["learned_share"] = t.learned_share();
+  for (const Arm a : kBoth) j["arms"][ArmName(a)] = TotalsJson(t.OfArm(a));
+  j["comparison"] = {{"revenue_ratio", CiJson(t.RevenueRatio())},
+                     {"roi_ratio", CiJson(t.RoiRatio())},
+                     {"per_share",
+                      "revenue ratios compare each arm per unit of its share: "
+                      "(learned / s) / (manual / (1 - s))"}};
+  json days = json::array();
+  for (const int64_t d : t.Days()) {
+    json day = {{"day", d}, {"name", DayName(d)}};
+    for (const Arm a : kBoth) {
+      json arm = TotalsJson(t.OfDay(d, a));
+      for (int i = 0; i < t.agents(); ++i) {
+        json ag = TotalsJson(t.OfAgent(d, a, i));
+        ag["agent"] = i;
+        arm["agents"].push_back(ag);
+      }
+      for (size_t k = 0; k < t.advertisers().size(); ++k) {
+        json ad = TotalsJson(t.Of(d, a, k));
+        ad["id"] = t.advertisers()[k].id;
+        ad["name"] = t.advertisers()[k].name;
+        ad["agent"] = t.advertisers()[k].agent;
+        arm["advertisers"].push_back(ad);
+      }
+      day["arms"][ArmName(a)] = arm;
+    }
+    days.push_back(day);
+  }
+  j["days"] = days;
+  j["events"] = {{"counted", t.events()},
+                 {"test_skipped", t.skipped_test()},
+                 {"duplicates_skipped", t.duplicates()},
+                 {"unknown_advertiser", t.unknown_advertiser()},
+                 {"malformed_skipped", info.malformed}};
+  j["notes"] = info.notes;
+  j["rerun"] = info.rerun;
+  return j.dump(2) + "\n";
+}
+
+doc::Document AbReportDocument(const AbTally& t, const AbReportInfo& info) {
+  using doc::Fmt;
+  using doc::Value;
+  doc::Document d;
+  d.title = info.title;
+  const std::string cur = " (" + info.currency + ")";
+  char share[64];
+  std::snprintf(share, sizeof share, "%.0f%% of users and of every budget",
+                t.learned_share() * 100);
+  d.Add(doc::KeyValues{{{"events", info.source},
+                        {"learned arm", share},
+                        {"days", std::to_string(t.Days().size())},
+                        {"events counted", doc::Grouped(static_cast<double>(t.events()), 0)}}});
+
+  auto totals_columns = [&](const std::string& first) {
+    return std::vector<doc::Column>{{first, Fmt::kText},          {"budget" + cur, Fmt::kMoney},
+                                    {"spend" + cur, Fmt::kMoney}, {"COST", Fmt::kPercent, 1},
+                                    {"impressions", Fmt::kCount}, {"clicks", Fmt::kCount},
+                                    {"conversions", Fmt::kCount}, {"revenue" + cur, Fmt::kMoney},
+                                    {"ROI", Fmt::kRatio},         {"CPA" + cur, Fmt::kMoney},
+                                    {"CPC" + cur, Fmt::kMoney},   {"win rate", Fmt::kPercent, 1}};
+  };
+  auto totals_row = [](const std::string& name, const ArmTotals& a) {
+    return std::vector<Value>{Value::Text(name),
+                              Value::Num(a.budget.units()),
+                              Value::Num(a.spend.units()),
+                              Value::Num(a.Cost()),
+                              Value::Num(static_cast<double>(a.impressions)),
+                              Value::Num(static_cast<double>(a.clicks)),
+                              Value::Num(static_cast<double>(a.conversions)),
+                              Value::Num(a.revenue.units()),
+                              Value::Num(a.Roi()),
+                              Value::Num(a.Cpa()),
+                              Value::Num(a.Cpc()),
+                              Value::Num(a.WinRate())};
+  };
+
+  d.Add(doc::Heading{2, "The arms"});
+  doc::Table arms;
+  arms.columns = totals_columns("arm");
+  for (const Arm a : kBoth) arms.rows.push_back(totals_row(ArmName(a), t.OfArm(a)));
+  d.Add(std::move(arms));
+  const RatioCi rev = t.RevenueRatio(), roi = t.RoiRatio();
+  doc::Table ratios;
+  ratios.caption =
+      "Learned against manual, with 95% bootstrap intervals over time buckets. Revenue is "
+      "compared per unit of each arm's share of users and budget.";
+  ratios.columns = {{"measure", Fmt::kText},
+                    {"learned / manual", Fmt::kRatio},
+                    {"95% interval, low", Fmt::kRatio},
+                    {"95% interval, high", Fmt::kRatio},
+                    {"buckets", Fmt::kCount}};
+  ratios.rows.push_back({Value::Text("revenue (per share)"), Value::Num(rev.ratio),
+                         Value::Num(rev.lo), Value::Num(rev.hi),
+                         Value::Num(static_cast<double>(rev.buckets))});
+  ratios.rows.push_back({Value::Text("ROI"), Value::Num(roi.ratio), Value::Num(roi.lo),
+                         Value::Num(roi.hi), Value::Num(static_cast<double>(roi.buckets))});
+  d.Add(std::move(ratios));
+
+  d.Add(doc::Heading{2, "Per day and agent"});
+  doc::Table per_day;
+  per_day.columns = totals_columns("day, arm, agent");
+  for (const int64_t day : t.Days()) {
+    for (const Arm a : kBoth) {
+      per_day.rows.push_back(
+          totals_row(DayName(day) + ", " + ArmName(a) + ", all", t.OfDay(day, a)));
+      for (int i = 0; i < t.agents(); ++i) {
+        per_day.rows.push_back(
+            totals_row(DayName(day) + ", " + ArmName(a) + ", agent " + std::to_string(i + 1),
+                       t.OfAgent(day, a, i)));
+      }
+    }
+  }
+  d.Add(std::move(per_day));
+
+  d.Add(doc::Heading{2, "Spend over the day"});
+  const std::vector<int64_t> days = t.Days();
+  if (!days.empty()) {
+    const int64_t last = days.back();
+    const double bucket_h = 24.0 / static_cast<double>(t.buckets_per_day());
+    for (int i = 0; i < t.agents(); ++i) {
+      doc::Chart c;
+      c.title = "Agent " + std::to_string(i + 1) + ", " + DayName(last) +
+                ": spend so far against each arm's budget";
+      c.x = {"hour of the day", Fmt::kNumber, 0, 24};
+      c.y = {"spend" + cur, Fmt::kMoney};
+      for (const Arm a : kBoth) {
+        doc::Series s;
+        s.name = ArmName(a);
+        s.markers = false;
+        const std::vector<double> curve = t.SpendCurve(last, a, i);
+        s.x.push_back(0);
+        s.y.push_back(0);
+        for (size_t b = 0; b < curve.size(); ++b) {
+          s.x.push_back(bucket_h * static_cast<double>(b + 1));
+          s.y.push_back(curve[b]);
+        }
+        c.series.push_back(std::move(s));
+        c.references.push_back(
+            {std::string(ArmName(a)) + " budget", t.OfAgent(last, a, i).budget.units()});
+      }
+      d.Add(std::move(c));
+    }
+  }
+
+  d.Add(doc::Heading{2, "Per advertiser, over every day"});
+  doc::Table per_adv;
+  per_adv.columns = totals_columns("advertiser, arm");
+  for (size_t k = 0; k < t.advertisers().size(); ++k) {
+    const AbAdvertiser& adv = t.advertisers()[k];
+    for (const Arm a : kBoth) {
+      ArmTotals sum;
+      for (const int64_t day : days) sum += t.Of(day, a, k);
+      const std::string name = (adv.name.empty() ? "#" + std::to_string(adv.id) : adv.name) +
+                               " (agent " + std::to_string(adv.agent + 1) + "), " + ArmName(a);
+      per_adv.rows.push_back(totals_row(name, sum));
+    }
+  }
+  d.Add(std::move(per_adv));
+
+  std::vector<std::string> notes = info.notes;
+  notes.push_back(
+      "Definitions: spend = charged billing notices; impressions = charged billings; "
+      "revenue = conversion values; COST = spend / budget; ROI = revenue / spend; "
+      "CPA = spend / conversions; CPC = spend / clicks; win rate = impressions / "
+      "bids.");
+  notes.push_back("Skipped: " + std::to_string(t.skipped_test()) + " test events, " +
+                  std::to_string(t.duplicates()) + " repeated events, " +
+                  std::to_string(info.malformed) + " malformed lines; " +
+                  std::to_string(t.unknown_advertiser()) +
+                  " events of advertisers not in the config.");
+  if (!info.rerun.empty()) notes.push_back("Rerun: " + info.rerun);
+  d.Add(doc::Heading{2, "Notes"});
+  d.Add(doc::Bullets{notes});
+  return d;
+}
+
+Status WriteAbReportFiles(const AbTally& t, const AbReportInfo& info, const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::IoError(dir + ": " + ec.message());
+  const doc::Document d = AbReportDocument(t, info);
+  RTB_RETURN_IF_ERROR(WriteFileAtomic(dir + "/report.json", AbReportJson(t, info)));
+  RTB_RETURN_IF_ERROR(WriteFileAtomic(dir + "/report.md", doc::RenderMarkdown(d)));
+  return WriteFileAtomic(dir + "/report.html", doc::RenderHtml(d));
+}
+
+}  // namespace rtb

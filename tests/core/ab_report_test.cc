@@ -1,0 +1,155 @@
+#include "rtb/core/ab_report.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "rtb/core/clock.h"
+
+namespace rtb {
+namespace {
+
+constexpr int64_t kHourMs = 3'600'000;
+
+Event Ev(const std::string& type, int64_t adv, Arm arm, int64_t sim_ms, int64_t price = 0) {
+  static int seq = 0;
+  Event e;
+  e.type = type;
+  e.eid = "e-" + std::to_string(++seq);
+  e.advertiser = adv;
+  e.arm = arm;
+  e.sim_ms = sim_ms;
+  e.price_micros = price;
+  e.charged = type == "billing";
+  return e;
+}
+
+std::vector<AbAdvertiser> Market() {
+  return {{1, "one", 0, Micros::FromUnits(10)}, {2, "two", 1, Micros::FromUnits(20)}};
+}
+
+TEST(AbTally, BooksEachEventToItsDayArmAndAdvertiserAsTheBidderDoes) {
+  AbTally t(Market(), 0.5, kHourMs);
+  t.Add(Ev("bid", 1, Arm::kLearned, 10));
+  t.Add(Ev("bid", 1, Arm::kLearned, 11));
+  t.Add(Ev("billing", 1, Arm::kLearned, 12, 2'000'499));  // CPM 2.000499 -> 2000 micros
+  t.Add(Ev("click", 1, Arm::kLearned, 13));
+  t.Add(Ev("conversion", 1, Arm::kLearned, 14, 5'000'000));
+  Event uncharged = Ev("billing", 1, Arm::kLearned, 15, 9'000'000);
+  uncharged.charged = false;  // refused by the bidder (late, over budget...): not spend
+  t.Add(uncharged);
+  Event dup = Ev("billing", 1, Arm::kLearned, 16, 1'000'000);
+  t.Add(dup);
+  t.Add(dup);  // a repeat (same eid): once
+  Event test = Ev("billing", 1, Arm::kLearned, 17, 1'000'000);
+  test.test = true;
+  t.Add(test);
+  t.Add(Ev("billing", 2, Arm::kManual, kDayMs + 5, 3'000'000));  // day 1, manual
+  t.Add(Ev("billing", 99, Arm::kManual, 5, 3'000'000));          // not in the market
+
+  const ArmTotals l = t.Of(0, Arm::kLearned, 0);
+  EXPECT_EQ(l.budget.value(), 5'000'000);  // half of 10
+  EXPECT_EQ(l.spend.value(), 3'000);
+  EXPECT_EQ(l.impressions, 2);
+  EXPECT_EQ(l.clicks, 1);
+  EXPECT_EQ(l.conversions, 1);
+  EXPECT_EQ(l.revenue.value(), 5'000'000);
+  EXPECT_EQ(l.bids, 2);
+  EXPECT_DOUBLE_EQ(l.WinRate(), 1.0);
+  EXPECT_DOUBLE_EQ(l.Roi(), 5.0 / 0.003);
+  EXPECT_DOUBLE_EQ(l.Cpa(), 0.003);
+  EXPECT_DOUBLE_EQ(l.Cost(), 0.003 / 5.0);
+  EXPECT_EQ(t.Days(), (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(t.Of(1, Arm::kManual, 1).spend.value(), 3'000);
+  EXPECT_EQ(t.OfAgent(1, Arm::kManual, 1).budget.value(), 10'000'000);
+  EXPECT_EQ(t.OfArm(Arm::kLearned).spend.value(), 3'000);
+  EXPECT_EQ(t.OfArm(Arm::kLearned).budget.value(), 2 * 15'000'000);  // two days
+  EXPECT_EQ(t.duplicates(), 1);
+  EXPECT_EQ(t.skipped_test(), 1);
+  EXPECT_EQ(t.unknown_advertiser(), 1);
+  // The spend curve of agent 1 on day 0: 3000 micros from the first hour on.
+  const std::vector<double> c = t.SpendCurve(0, Arm::kLearned, 0);
+  ASSERT_EQ(c.size(), 24u);
+  EXPECT_DOUBLE_EQ(c.front(), 0.003);
+  EXPECT_DOUBLE_EQ(c.back(), 0.003);
+}
+
+TEST(AbTally, RatiosArePerShareAndTheirIntervalsHoldTheTruthAndRepeat) {
+  // 30% learned: per unit of share the learned arm earns twice the manual arm, every hour.
+  AbTally exact(Market(), 0.3, kHourMs);
+  for (int h = 0; h < 48; ++h) {
+    exact.Add(Ev("conversion", 1, Arm::kLearned, h * kHourMs, 600'000));  // 0.6 = 2 x 0.3
+    exact.Add(Ev("conversion", 1, Arm::kManual, h * kHourMs, 700'000));   // 0.7 = 1 x 0.7
+    exact.Add(Ev("billing", 1, Arm::kLearned, h * kHourMs, 100'000'000));
+    exact.Add(Ev("billing", 1, Arm::kManual, h * kHourMs, 100'000'000));
+  }
+  const RatioCi r = exact.RevenueRatio(500, 7);
+  EXPECT_NEAR(r.ratio, 2.0, 1e-9);
+  EXPECT_NEAR(r.lo, 2.0, 1e-9);
+  EXPECT_NEAR(r.hi, 2.0, 1e-9);
+  EXPECT_EQ(r.buckets, 48);
+  EXPECT_NEAR(exact.RoiRatio(500, 7).ratio, 6.0 / 7.0, 1e-9);
+  // Noisy hours: the interval is wide, holds the point estimate, and repeats with its seed.
+  AbTally noisy(Market(), 0.5, kHourMs);
+  for (int h = 0; h < 48; ++h) {
+    noisy.Add(Ev("conversion", 1, Arm::kLearned, h * kHourMs, 1'000'000 + (h % 5) * 400'000));
+    noisy.Add(Ev("conversion", 1, Arm::kManual, h * kHourMs, 1'000'000 + (h % 3) * 300'000));
+  }
+  const RatioCi a = noisy.RevenueRatio(1000, 3), b = noisy.RevenueRatio(1000, 3);
+  EXPECT_LT(a.lo, a.ratio);
+  EXPECT_GT(a.hi, a.ratio);
+  EXPECT_EQ(a.lo, b.lo);
+  EXPECT_EQ(a.hi, b.hi);
+  // No manual arm (share 1): no ratio, stated as such.
+  AbTally all_learned(Market(), 1.0, kHourMs);
+  all_learned.Add(Ev("conversion", 1, Arm::kLearned, 5, 1));
+  EXPECT_TRUE(std::isnan(all_learned.RevenueRatio().ratio));
+}
+
+TEST(AbTally, MalformedLinesNameFileAndLineOrAreSkippedAndCounted) {
+  const std::string good = EncodeEvent(Ev("billing", 1, Arm::kManual, 5, 1'000'000));
+  const std::string text = good + "\n\n{\"v\":1,\"type\":\"bid\"}\nnot json\n" + good + "\n";
+  AbTally strict(Market(), 0.5, kHourMs);
+  const Status st = AddEventLines(text, "dump.jsonl", false, &strict, nullptr, nullptr);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.message().rfind("dump.jsonl:3: ", 0), 0u) << st.message();
+  AbTally lenient(Market(), 0.5, kHourMs);
+  int64_t bad = 0;
+  std::string first;
+  ASSERT_TRUE(AddEventLines(text, "dump.jsonl", true, &lenient, &bad, &first).ok());
+  EXPECT_EQ(bad, 2);
+  EXPECT_EQ(first.rfind("dump.jsonl:3: ", 0), 0u) << first;
+  EXPECT_EQ(lenient.Of(0, Arm::kManual, 0).spend.value(), 1'000);  // the repeat counted once
+  EXPECT_EQ(lenient.duplicates(), 1);
+}
+
+TEST(AbReport, JsonCarriesBothArmsTotalsAndTheDocumentRenders) {
+  AbTally t(Market(), 0.5, kHourMs);
+  t.Add(Ev("billing", 1, Arm::kLearned, 10, 2'000'000));
+  t.Add(Ev("conversion", 1, Arm::kLearned, 11, 8'000'000));
+  t.Add(Ev("billing", 2, Arm::kManual, 12, 4'000'000));
+  t.Add(Ev("conversion", 2, Arm::kManual, 13, 2'000'000));
+  AbReportInfo info;
+  info.source = "dump.jsonl";
+  const auto j = nlohmann::json::parse(AbReportJson(t, info));
+  for (const char* arm : {"learned", "manual"}) {
+    for (const char* k : {"revenue", "spend", "budget", "clicks", "conversions", "roi", "cpa"}) {
+      EXPECT_TRUE(j["arms"][arm].contains(k)) << arm << " " << k;
+    }
+  }
+  EXPECT_DOUBLE_EQ(j["arms"]["learned"]["revenue"].get<double>(), 8.0);
+  EXPECT_DOUBLE_EQ(j["arms"]["learned"]["spend"].get<double>(), 0.002);
+  EXPECT_DOUBLE_EQ(j["arms"]["manual"]["roi"].get<double>(), 2.0 / 0.004);
+  EXPECT_DOUBLE_EQ(j["arms"]["learned"]["budget"].get<double>(), 15.0);
+  EXPECT_DOUBLE_EQ(j["comparison"]["revenue_ratio"]["ratio"].get<double>(), 4.0);
+  ASSERT_EQ(j["days"].size(), 1u);
+  EXPECT_EQ(j["days"][0]["arms"]["manual"]["agents"][1]["spend"].get<double>(), 0.004);
+  const std::string html = doc::RenderHtml(AbReportDocument(t, info));
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+  EXPECT_NE(html.find("learned budget"), std::string::npos);
+  const std::string md = doc::RenderMarkdown(AbReportDocument(t, info));
+  EXPECT_NE(md.find("| revenue (per share) | 4.00x"), std::string::npos) << md;
+}
+
+}  // namespace
+}  // namespace rtb
