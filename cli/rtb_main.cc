@@ -345,8 +345,8 @@ int main(int argc, char** argv) {
   auto* ln = app.add_subcommand(
       "learn",
       "Learn online from the bidders' Kafka events and publish action tables (runs rtb-learner "
-      "learn): --config <yaml> --brokers <host:port> --state-dir <dir> --init <checkpoint> "
-      "--max-steps <n>");
+      "learn): --config <yaml> --market <bidder config> --brokers <host:port> --state-dir <dir> "
+      "--init <checkpoint> --max-steps <n>");
   ln->allow_extras();
 
   ExchangeArgs xa;

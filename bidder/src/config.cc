@@ -91,6 +91,16 @@ Result<BidderConfig> LoadBidderConfig(const std::string& path) {
   k.Get("thread_nice", &c.kafka.thread_nice);
   k.Check(c.kafka.thread_nice >= 0 && c.kafka.thread_nice <= 19, "thread_nice", "must be 0..19");
 
+  ConfigMap mk = root.Section("market");
+  mk.Get("steps_per_day", &c.market.steps_per_day);
+  mk.Get("step_seconds", &c.market.step_seconds);
+  mk.Check(c.market.steps_per_day >= 1 && c.market.step_seconds >= 1 &&
+               int64_t{c.market.steps_per_day} * c.market.step_seconds <= 86'400,
+           "steps_per_day", "and step_seconds must be >= 1, with at most one day of steps");
+  mk.Get("alpha_range", &c.market.alpha_range);
+  mk.Check(c.market.alpha_range > 0 && c.market.alpha_range < 1, "alpha_range",
+           "must be in (0, 1)");
+
   ConfigMap ab = root.Section("ab");
   ab.Get("learned_share", &c.ab.learned_share);
   ab.Check(c.ab.learned_share >= 0 && c.ab.learned_share <= 1, "learned_share",

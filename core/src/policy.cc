@@ -43,6 +43,35 @@ Result<ClusterMap> ClusterMapFromJson(const nlohmann::json& j, const std::string
     if (v < 0 || v >= clusters) return bad("cluster of " + user + " out of range");
     m.user_cluster[user] = static_cast<int>(v);
   }
+  if (j.contains("history")) {
+    const auto& h = j["history"];
+    if (!h.is_object() || !h.contains("revenue") || !h.contains("cost")) {
+      return bad("'history' needs 'revenue' and 'cost'");
+    }
+    for (const auto& [key, out] :
+         {std::pair{"revenue", &m.revenue_hist}, std::pair{"cost", &m.cost_hist}}) {
+      const auto& rows = h[key];
+      if (!rows.is_array() || rows.empty() || rows.size() > 10'000) {
+        return bad(std::string("history.") + key + " must be a list of 1..10000 steps");
+      }
+      for (const auto& row : rows) {
+        if (!row.is_array() || row.size() != static_cast<size_t>(clusters)) {
+          return bad(std::string("history.") + key + " rows need one value per cluster");
+        }
+        std::vector<double> r;
+        for (const auto& v : row) {
+          if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0) {
+            return bad(std::string("history.") + key + " holds a negative or non-number value");
+          }
+          r.push_back(v.get<double>());
+        }
+        out->push_back(std::move(r));
+      }
+    }
+    if (m.revenue_hist.size() != m.cost_hist.size()) {
+      return bad("history.revenue and history.cost have different numbers of steps");
+    }
+  }
   return m;
 }
 
@@ -57,6 +86,9 @@ nlohmann::ordered_json ClusterMapToJson(const ClusterMap& m) {
   nlohmann::ordered_json u = nlohmann::ordered_json::object();
   for (const auto& [user, c] : users) u[user] = c;
   j["users"] = std::move(u);
+  if (!m.revenue_hist.empty()) {
+    j["history"] = {{"revenue", m.revenue_hist}, {"cost", m.cost_hist}};
+  }
   return j;
 }
 

@@ -250,8 +250,8 @@ Result<std::unique_ptr<Services>> StartServices(const Setup& s, const std::strin
                                            svc->bootstrap,
                                            "--state-dir",
                                            s.out + "/learner",
-                                           "--learned-share",
-                                           std::to_string(s.cfg.learned_share)};
+                                           "--market",
+                                           s.out + "/bidder/bidder.yaml"};
   if (!init_ckpt.empty()) {
     learner_args.push_back("--init");
     learner_args.push_back(init_ckpt);
@@ -620,7 +620,9 @@ json DumpEvents(const Setup& s, const Services& svc) {
 Result<json> AbFromEvents(const Setup& s, const json& report) {
   RTB_ASSIGN_OR_RETURN(const bidder::BidderConfig bcfg,
                        bidder::LoadBidderConfig(s.out + "/bidder/bidder.yaml"));
-  AbTally tally(bidder::AbMarketOf(bcfg), bcfg.ab.learned_share, 60 * 60'000);
+  // Buckets of a sixth of a step: enough pairs of the arms' totals for the intervals.
+  const int64_t bucket_ms = std::max<int64_t>(60'000, s.sc->cfg.day.step_minutes * 60'000 / 6);
+  AbTally tally(bidder::AbMarketOf(bcfg), bcfg.ab.learned_share, bucket_ms);
   std::ifstream in(s.out + "/events.jsonl", std::ios::binary);
   std::stringstream text;
   text << in.rdbuf();
@@ -632,7 +634,8 @@ Result<json> AbFromEvents(const Setup& s, const json& report) {
   info.malformed = malformed;
   info.rerun = "rtb report --events " + doc::ShownPath(s.cfg.out) +
                "/events.jsonl --bidder-config " + doc::ShownPath(s.cfg.out) +
-               "/bidder/bidder.yaml --out " + doc::ShownPath(s.cfg.out) + "/ab";
+               "/bidder/bidder.yaml --bucket-minutes " + std::to_string(bucket_ms / 60'000) +
+               " --out " + doc::ShownPath(s.cfg.out) + "/ab";
   RTB_RETURN_IF_ERROR(WriteAbReportFiles(tally, info, s.out + "/ab"));
   json j = json::parse(AbReportJson(tally, info));
   json out = {{"file", "ab/report.html"},

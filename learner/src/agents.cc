@@ -396,6 +396,17 @@ Status MultiAgentLearner::LoadCheckpoint(const std::string& dir) {
       return Status::InvalidArgument(dir + ": checkpoint is of algo " +
                                      j["algo"].get<std::string>());
     }
+    // A checkpoint of another market shape would be served silently wrong: refused.
+    if (j.contains("normalizer")) {
+      const int n = j["normalizer"].at("agents").get<int>();
+      const int l = j["normalizer"].at("clusters").get<int>();
+      if (n != m.norm.agents || l != m.norm.clusters) {
+        return Status::InvalidArgument(
+            dir + ": the checkpoint was trained for " + std::to_string(n) + " agents x " +
+            std::to_string(l) + " consumer clusters; this market has " +
+            std::to_string(m.norm.agents) + " x " + std::to_string(m.norm.clusters));
+      }
+    }
     m.episodes = j.at("episodes").get<int64_t>();
     m.sigma = j.at("sigma").get<double>();
     m.ou = j.at("ou").get<std::vector<double>>();

@@ -104,9 +104,14 @@ Result<LearnerConfig> LoadLearnerConfig(const std::string& path) {
     o.Check(on.checkpoint_every >= 1, "checkpoint_every", "must be >= 1");
     o.Get("session_timeout_ms", &on.session_timeout_ms);
     o.Check(on.session_timeout_ms >= 1000, "session_timeout_ms", "must be >= 1000");
-    o.Get("learned_share", &on.learned_share);
-    o.Check(on.learned_share > 0 && on.learned_share <= 1, "learned_share",
-            "must be in (0, 1]: the learner needs a learned arm");
+    o.Get("cold_start_range", &on.cold_start_range);
+    o.Check(on.cold_start_range >= 0 && on.cold_start_range <= 1, "cold_start_range",
+            "must be between 0 and 1");
+    o.Get("progress_every_ms", &on.progress_every_ms);
+    o.Check(on.progress_every_ms >= 0, "progress_every_ms", "must be >= 0");
+    o.Get("market", &on.market);
+    o.Get("history", &on.history);
+    o.Check(on.history == "events" || on.history == "prior", "history", "must be events or prior");
   }
   RTB_RETURN_IF_ERROR(file->Finish());
 

@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
 
   rtb::learn::OnlineOptions on;
   std::string brokers, state_dir;
-  double learned_share = -1;
+  std::string market;
   auto* l = app.add_subcommand(
       "learn", "Learn online from the bidders' Kafka events; publish action tables");
   l->add_option("--config", config, "Learner config (YAML; section online)")->capture_default_str();
@@ -71,9 +71,8 @@ int main(int argc, char** argv) {
   l->add_option("--seed", on.seed, "Seed (exploration, minibatches)")->capture_default_str();
   l->add_option("--max-steps", on.max_steps, "Stop after closing this many steps (-1 = run)")
       ->capture_default_str();
-  l->add_option("--learned-share", learned_share,
-                "The bidders' ab.learned_share (default: online.learned_share)")
-      ->check(CLI::Range(0.0, 1.0));
+  l->add_option("--market", market,
+                "The bidders' config: the market learned in (default: online.market)");
   l->add_flag("--quiet", quiet, "No per-step lines");
 
   rtb::learn::PacingTrainOptions po;
@@ -125,14 +124,7 @@ int main(int argc, char** argv) {
     if (!InitLog("learn", log_level, log_format, cfg->log_level)) return 1;
     if (!brokers.empty()) cfg->online.brokers = brokers;
     if (!state_dir.empty()) cfg->online.state_dir = state_dir;
-    if (learned_share >= 0) {
-      if (learned_share <= 0) {
-        std::fprintf(stderr,
-                     "rtb learn: error: --learned-share must be above 0 (no learned arm)\n");
-        return 1;
-      }
-      cfg->online.learned_share = learned_share;
-    }
+    if (!market.empty()) cfg->online.market = market;
     on.progress = !quiet;
     on.stop = &g_stop;
     std::signal(SIGTERM, OnSignal);

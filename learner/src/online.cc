@@ -11,6 +11,7 @@
 // between the two costs at most that step's updates, never a transition or an event.
 #include "rtb/learner/online.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
@@ -28,12 +29,11 @@
 #include "rtb/core/step_marker.h"
 #include "rtb/kafka/kafka.h"
 #include "rtb/learner/agents.h"
+#include "rtb/learner/market.h"
 #include "rtb/learner/replay_store.h"
 #include "rtb/learner/state.h"
 #include "rtb/learner/step_merge.h"
 #include "rtb/simulator/env.h"
-#include "rtb/simulator/export.h"
-#include "rtb/simulator/simulate.h"
 
 namespace rtb::learn {
 namespace {
@@ -50,6 +50,9 @@ struct LoopState {
   std::vector<float> s, a;                   // state before `playing`, its actions
   uint64_t version = 0;                      // of the published table
   int64_t steps_closed = 0;
+  // x_j's history from the events ([T*L], currency units, whole-market scale): the current
+  // day's so far, and the one in use (empty: the market's prior).
+  std::vector<double> day_rev, day_cost, hist_rev, hist_cost;
 };
 
 nlohmann::json ToJson(const LoopState& st, const StepMerger& merger) {
@@ -66,6 +69,10 @@ nlohmann::json ToJson(const LoopState& st, const StepMerger& merger) {
   j["a"] = st.a;
   j["version"] = st.version;
   j["steps_closed"] = st.steps_closed;
+  j["day_rev"] = st.day_rev;
+  j["day_cost"] = st.day_cost;
+  j["hist_rev"] = st.hist_rev;
+  j["hist_cost"] = st.hist_cost;
   j["merger"] = merger.ToJson();
   return j;
 }
@@ -83,6 +90,11 @@ Status FromJson(const std::string& text, LoopState* st, std::optional<StepMerger
     st->a = j.at("a").get<std::vector<float>>();
     st->version = j.at("version").get<uint64_t>();
     st->steps_closed = j.at("steps_closed").get<int64_t>();
+    for (const auto& [k, v] :
+         {std::pair{"day_rev", &st->day_rev}, std::pair{"day_cost", &st->day_cost},
+          std::pair{"hist_rev", &st->hist_rev}, std::pair{"hist_cost", &st->hist_cost}}) {
+      if (j.contains(k)) *v = j[k].get<std::vector<double>>();
+    }
     RTB_ASSIGN_OR_RETURN(StepMerger m, StepMerger::FromJson(j.at("merger").get<std::string>()));
     merger->emplace(std::move(m));
     return Status::Ok();
@@ -93,29 +105,21 @@ Status FromJson(const std::string& text, LoopState* st, std::optional<StepMerger
 
 class OnlineLearner {
  public:
-  // The learned arm's budgets: its share of each agent's (the bidders split every advertiser's
-  // budget between the arms, core/ab.h).
-  static std::vector<double> ArmBudgets(std::vector<double> budgets, double share) {
-    for (double& b : budgets) b *= share;
-    return budgets;
-  }
-
-  OnlineLearner(const LearnerConfig& cfg, const OnlineOptions& opt, const sim::Scenario& sc,
+  OnlineLearner(const LearnerConfig& cfg, const OnlineOptions& opt, LiveMarket market,
                 const AlgoSpec& spec)
       : cfg_(cfg),
         on_(cfg.online),
         opt_(opt),
-        sc_(sc),
+        market_(std::move(market)),
         spec_(spec),
-        N_(sc.market.agents),
-        L_(sc.market.clusters),
-        T_(sc.market.steps),
-        step_ms_(static_cast<int64_t>(sc.cfg.day.step_minutes) * 60'000),
-        norm_(MakeNormalizer(sc.market, cfg.roi_scale)),
-        budgets_(ArmBudgets(sim::AgentBudgets(sc.market, sc.test_budgets), on_.learned_share)),
+        N_(market_.shape.agents),
+        L_(market_.shape.clusters),
+        T_(market_.shape.steps),
+        step_ms_(market_.step_ms),
+        norm_(MakeNormalizer(market_.shape, cfg.roi_scale)),
+        budgets_(market_.budgets),
         learner_(spec, cfg.hp, norm_, opt.seed),
-        sample_rng_(Rng::Mix(opt.seed, 0x0411e)),
-        clusters_(MarketClusterMap(sc.market)) {}
+        sample_rng_(Rng::Mix(opt.seed, 0x0411e)) {}
 
   ~OnlineLearner() {
     consumer_.reset();
@@ -128,6 +132,14 @@ class OnlineLearner {
  private:
   void OnAssign(std::vector<kafka::TopicPartition>& parts);
   std::vector<float> StateAt(int step, bool fresh_day) const;
+  // The table to play from state s: the actor's (with exploration noise), kept within
+  // a = 0 +- cold_start_range after a cold start.
+  std::vector<float> Play(const std::vector<float>& s);
+  // Puts st_.hist_rev / hist_cost (when set) into the market's x_j history.
+  void ApplyHistory();
+  // Adds a closed step's learned-arm totals to the day's history; at the day's end the day
+  // becomes the history in use (online.history: events).
+  void RecordHistory(const StepKey& key, const StepTotals& tot, bool new_day, bool done);
   Status Publish();
   Status CloseStep(const StepMarker& marker, int64_t marker_offset, bool timed_out);
   Status Checkpoint();
@@ -138,7 +150,7 @@ class OnlineLearner {
   const LearnerConfig& cfg_;
   const OnlineConfig& on_;
   const OnlineOptions& opt_;
-  const sim::Scenario& sc_;
+  LiveMarket market_;  // its x_j history is replaced by each day's own (CloseStep)
   AlgoSpec spec_;
   const int N_, L_, T_;
   const int64_t step_ms_;
@@ -146,7 +158,6 @@ class OnlineLearner {
   std::vector<double> budgets_;
   MultiAgentLearner learner_;
   Rng sample_rng_;
-  ClusterMap clusters_;  // the market's, published with every table
   std::unique_ptr<ReplayStore> replay_;
   std::optional<StepMerger> merger_;
   LoopState st_;
@@ -162,7 +173,66 @@ class OnlineLearner {
   int64_t decode_errors_ = 0;
   bool assigned_ = false;   // the consumer group gave us the partitions
   bool published_ = false;  // the table of st_.playing went out since (re)start
+  bool cold_ = false;       // started with no checkpoint: actions within cold_start_range
+  int64_t wall_next_ = -1;  // clock: wall: the index of the next wall-clock step to close
+  Clock::time_point last_progress_ = Clock::now();
 };
+
+void OnlineLearner::ApplyHistory() {
+  const size_t TL = static_cast<size_t>(T_) * L_;
+  if (st_.hist_rev.size() != TL || st_.hist_cost.size() != TL) return;
+  for (int t = 0; t < T_; ++t) {
+    for (int j = 0; j < L_; ++j) {
+      const size_t q = static_cast<size_t>(t * L_ + j);
+      market_.shape.revenue_hist[static_cast<size_t>(t)][static_cast<size_t>(j)] = st_.hist_rev[q];
+      market_.shape.cost_hist[static_cast<size_t>(t)][static_cast<size_t>(j)] = st_.hist_cost[q];
+    }
+  }
+}
+
+void OnlineLearner::RecordHistory(const StepKey& key, const StepTotals& tot, bool new_day,
+                                  bool done) {
+  if (on_.history != "events") return;
+  const size_t TL = static_cast<size_t>(T_) * L_;
+  if (new_day || st_.day_rev.size() != TL) {
+    st_.day_rev.assign(TL, 0.0);
+    st_.day_cost.assign(TL, 0.0);
+  }
+  if (key.step >= 0 && key.step < T_) {
+    // The learned arm sees learned_share of the market: scaled to the whole market's, as the
+    // prior is.
+    const double scale = 1.0 / (1e6 * market_.learned_share);
+    for (int i = 0; i < N_; ++i) {
+      for (int j = 0; j < L_; ++j) {
+        const size_t p = static_cast<size_t>(i * L_ + j),
+                     q = static_cast<size_t>(key.step * L_ + j);
+        st_.day_rev[q] += static_cast<double>(tot.revenue_micros[p]) * scale;
+        st_.day_cost[q] += static_cast<double>(tot.cost_micros[p]) * scale;
+      }
+    }
+  }
+  if (!done) return;
+  const bool any =
+      std::any_of(st_.day_rev.begin(), st_.day_rev.end(), [](double v) { return v > 0; }) ||
+      std::any_of(st_.day_cost.begin(), st_.day_cost.end(), [](double v) { return v > 0; });
+  if (any) {  // a day without events keeps the history it had
+    st_.hist_rev = st_.day_rev;
+    st_.hist_cost = st_.day_cost;
+    ApplyHistory();
+    Log("x_j history: day %lld's own events from now on", static_cast<long long>(key.day));
+  }
+  st_.day_rev.assign(TL, 0.0);
+  st_.day_cost.assign(TL, 0.0);
+}
+
+std::vector<float> OnlineLearner::Play(const std::vector<float>& s) {
+  std::vector<float> a = learner_.Act(s, on_.explore);
+  if (cold_) {
+    const auto r = static_cast<float>(on_.cold_start_range);
+    for (float& x : a) x = std::clamp(x, -r, r);
+  }
+  return a;
+}
 
 void OnlineLearner::Log(const char* fmt, ...) const {
   if (!opt_.progress) return;
@@ -178,7 +248,7 @@ void OnlineLearner::Log(const char* fmt, ...) const {
 std::vector<float> OnlineLearner::StateAt(int step, bool fresh_day) const {
   const size_t pairs = static_cast<size_t>(N_) * L_;
   const sim::Observation o = sim::MakeObservation(
-      sc_.market, step, fresh_day ? std::vector<double>(pairs, 0.0) : st_.g_cost,
+      market_.shape, step, fresh_day ? std::vector<double>(pairs, 0.0) : st_.g_cost,
       fresh_day ? std::vector<double>(pairs, 0.0) : st_.g_revenue,
       fresh_day ? std::vector<double>(pairs, 0.0) : st_.d);
   return norm_.EncodeState(o, budgets_);
@@ -204,11 +274,35 @@ Status OnlineLearner::Start() {
   ReplayOptions ro{cfg_.replay.capacity, cfg_.replay.sync};
   RTB_ASSIGN_OR_RETURN(replay_, OpenRocksDbReplayStore(on_.state_dir + "/replay", ro));
   const std::string ckpt = on_.state_dir + "/checkpoint";
+  bool resumed = false;
   if (learner_.LoadCheckpoint(ckpt).ok()) {
+    resumed = true;
     Log("resumed the agents from %s", ckpt.c_str());
   } else if (!opt_.init_checkpoint.empty()) {
     RTB_RETURN_IF_ERROR(learner_.LoadCheckpoint(opt_.init_checkpoint));
     Log("starting from the offline-trained agents in %s", opt_.init_checkpoint.c_str());
+  }
+  std::string budgets;
+  for (double b : budgets_) {
+    char one[32];
+    std::snprintf(one, sizeof one, "%s%.2f", budgets.empty() ? "" : ", ", b);
+    budgets += one;
+  }
+  Log("market from %s: %d advertisers, %d agents, %d consumer clusters, %d steps of %lld s a "
+      "day, learned arm %.0f%% of users and budgets; budgets per agent (learned arm): %s",
+      market_.source.c_str(), market_.advertisers, N_, L_, T_,
+      static_cast<long long>(step_ms_ / 1000), 100 * market_.learned_share, budgets.c_str());
+  // A cold start (fresh networks) is remembered with the state, so a restart keeps its range.
+  if (auto c = replay_->GetMeta("cold_start"); c.ok()) {
+    cold_ = *c == "1";
+  } else {
+    cold_ = !resumed && opt_.init_checkpoint.empty();
+    RTB_RETURN_IF_ERROR(replay_->PutMeta({{"cold_start", cold_ ? "1" : "0"}}));
+  }
+  if (cold_) {
+    Log("cold start (no checkpoint): the first table is manual bids (a = 0), later ones stay "
+        "within a = 0 +- %.2f (online.cold_start_range) while the agents learn",
+        on_.cold_start_range);
   }
   // Offline and online transitions share one replay memory: a first start from an offline
   // checkpoint imports the training run's replay (its sibling directory `replay`), so the
@@ -231,6 +325,7 @@ Status OnlineLearner::Start() {
   auto saved = replay_->GetMeta("online");
   if (saved.ok()) {
     RTB_RETURN_IF_ERROR(FromJson(*saved, &st_, &merger_));
+    ApplyHistory();
     Log("resumed at table version %llu after %lld closed steps (%llu transitions)",
         static_cast<unsigned long long>(st_.version), static_cast<long long>(st_.steps_closed),
         static_cast<unsigned long long>(replay_->NextSeq()));
@@ -243,8 +338,13 @@ Status OnlineLearner::Start() {
     st_.g_revenue.assign(pairs, 0.0);
     st_.d.assign(pairs, 0.0);
     st_.playing = StepKey{0, 0};
-    st_.s = StateAt(0, true);
-    st_.a = learner_.Act(st_.s, on_.explore);
+    if (on_.clock == "wall") {  // the wall-clock step in progress
+      const int64_t k = NowUnixMs() / step_ms_;
+      const int64_t wall_steps = std::max<int64_t>(1, kDayMs / step_ms_);
+      st_.playing = StepKey{k / wall_steps, static_cast<int>(k % wall_steps)};
+    }
+    st_.s = StateAt(st_.playing->step, true);
+    st_.a = cold_ ? std::vector<float>(pairs, 0.0F) : Play(st_.s);
     st_.version = 1;
     RTB_RETURN_IF_ERROR(replay_->PutMeta({{"online", ToJson(st_, *merger_).dump()}}));
   }
@@ -282,8 +382,8 @@ Status OnlineLearner::Publish() {
   t.created_unix_ms = NowUnixMs();
   PolicyMessage msg;
   msg.table = std::move(t);
-  msg.clusters = clusters_;
-  msg.alpha_range = sc_.cfg.market.alpha_range;
+  msg.clusters = market_.clusters;  // the market's map, never another
+  msg.alpha_range = market_.alpha_range;
   msg.for_day = st_.playing ? st_.playing->day : 0;
   msg.for_step = st_.playing ? st_.playing->step : 0;
   RTB_RETURN_IF_ERROR(producer_->Produce(on_.policy_topic, 0, "", EncodePolicyMessage(msg)));
@@ -340,7 +440,7 @@ Status OnlineLearner::CloseStep(const StepMarker& marker, int64_t marker_offset,
     st_.d.assign(pairs, 0.0);
   }
   const sim::Observation before =
-      sim::MakeObservation(sc_.market, key.step, st_.g_cost, st_.g_revenue, st_.d);
+      sim::MakeObservation(market_.shape, key.step, st_.g_cost, st_.g_revenue, st_.d);
   // g accumulates the step's cost and revenue; d is the step's share of bid computations.
   std::vector<double> rewards(static_cast<size_t>(N_), 0.0);
   int64_t computations = 0;
@@ -357,8 +457,8 @@ Status OnlineLearner::CloseStep(const StepMarker& marker, int64_t marker_offset,
     rewards.assign(rewards.size(), total);
   }
   const bool done = key.step + 1 >= steps_per_day;
-  const sim::Observation after =
-      sim::MakeObservation(sc_.market, done ? T_ : key.step + 1, st_.g_cost, st_.g_revenue, st_.d);
+  const sim::Observation after = sim::MakeObservation(market_.shape, done ? T_ : key.step + 1,
+                                                      st_.g_cost, st_.g_revenue, st_.d);
   const Transition tr =
       BuildTransition(norm_,
                       {.s = s,
@@ -370,6 +470,9 @@ Status OnlineLearner::CloseStep(const StepMarker& marker, int64_t marker_offset,
                        .episode = static_cast<uint64_t>(key.day),
                        .step = static_cast<uint32_t>(key.step)},
                       budgets_, spec_.coordinated, {cfg_.delivery_target, cfg_.delivery_penalty});
+
+  // x_j's history for the days after this one (what the next state reads).
+  RecordHistory(key, tot, !same_day, done);
 
   // 1. The transition, the consumer position after it, and the step's totals: one write.
   st_.clock_offset = marker_offset + 1;
@@ -402,7 +505,7 @@ Status OnlineLearner::CloseStep(const StepMarker& marker, int64_t marker_offset,
     st_.d.assign(pairs, 0.0);
   }
   st_.s = done ? StateAt(0, true) : tr.s2;
-  st_.a = learner_.Act(st_.s, on_.explore);
+  st_.a = Play(st_.s);
   st_.version = 1 + static_cast<uint64_t>(next.day) * static_cast<uint64_t>(steps_per_day) +
                 static_cast<uint64_t>(next.step);
   RTB_RETURN_IF_ERROR(replay_->PutMeta({{"online", ToJson(st_, *merger_).dump()}}));
@@ -453,9 +556,12 @@ Status OnlineLearner::Run() {
       const int64_t now = NowUnixMs() - on_.step_grace_ms;
       const int64_t wall_steps = std::max<int64_t>(1, kDayMs / step_ms_);
       const int64_t cur = now / step_ms_;  // index of the step the grace-shifted clock is in
-      const auto closed = merger_->closed_through();
-      const int64_t last = closed ? closed->day * wall_steps + closed->step : cur - 1;
-      for (int64_t k = last + 1; k < cur; ++k) {
+      // The next step to close: after the last closed one, else the one in progress at start.
+      if (wall_next_ < 0) {
+        const auto closed = merger_->closed_through();
+        wall_next_ = closed ? closed->day * wall_steps + closed->step + 1 : cur;
+      }
+      for (int64_t k = wall_next_; k < cur; ++k) {
         StepMarker mk;
         mk.day = k / wall_steps;
         mk.step = static_cast<int>(k % wall_steps);
@@ -463,8 +569,22 @@ Status OnlineLearner::Run() {
         mk.step_ms = step_ms_;
         markers_.push_back({mk, Clock::now() - std::chrono::hours(1), st_.clock_offset - 1});
       }
+      wall_next_ = std::max(wall_next_, cur);
     }
-    while (!markers_.empty()) {
+    // Say what it waits for: the step's events, or its end (marker or wall clock).
+    if (on_.progress_every_ms > 0 && st_.playing &&
+        Clock::now() - last_progress_ >= std::chrono::milliseconds(on_.progress_every_ms)) {
+      last_progress_ = Clock::now();
+      Log("waiting for day %lld step %d to close: %lld events in, %s",
+          static_cast<long long>(st_.playing->day), st_.playing->step,
+          static_cast<long long>(merger_->EventsIn(*st_.playing)),
+          !assigned_               ? "the events topic is not assigned yet"
+          : !markers_.empty()      ? "its end is seen, waiting for the rest of its events"
+          : on_.clock == "markers" ? "no step-end marker yet (clock: markers, from the exchange)"
+                                   : "its wall-clock end not reached yet");
+    }
+    // A step closes only once the events topic is ours: before that its events are unread.
+    while (assigned_ && !markers_.empty()) {
       const Pending& p = markers_.front();
       const StepKey key{p.marker.day, p.marker.step};
       const auto closed = merger_->closed_through();
@@ -489,12 +609,16 @@ Status RunOnline(const LearnerConfig& cfg, const OnlineOptions& opt) {
   if (cfg.online.brokers.empty()) {
     return Status::InvalidArgument("online.brokers is empty: give --brokers host:port");
   }
-  RTB_ASSIGN_OR_RETURN(auto sc, sim::BuildScenario(cfg.sim, "", "", false));
+  if (cfg.online.market.empty()) {
+    return Status::InvalidArgument(
+        "rtb learn needs the market: --market <the bidders' config> (online.market)");
+  }
+  RTB_ASSIGN_OR_RETURN(LiveMarket market, LoadLiveMarket(cfg.online.market));
   const std::vector<int> learning;
   RTB_ASSIGN_OR_RETURN(
       AlgoSpec spec, MakeAlgoSpec(cfg.sim.market.reward == "coordinated" ? "dcmab-coord" : "dcmab",
-                                  sc->market.agents, learning, cfg.hp));
-  OnlineLearner l(cfg, opt, *sc, spec);
+                                  market.shape.agents, learning, cfg.hp));
+  OnlineLearner l(cfg, opt, std::move(market), spec);
   RTB_RETURN_IF_ERROR(l.Start());
   return l.Run();
 }

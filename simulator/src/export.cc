@@ -53,17 +53,34 @@ Status ExportBidderWorld(const Scenario& sc, const World& world, const std::stri
   p += "},\n \"ctr_weights\": {}, \"cvr_weights\": {}}\n";
   RTB_RETURN_IF_ERROR(WriteFileAtomic(dir + "/predictor.json", p));
   // clusters.json
-  const std::string c = SerializeClusterMap(MarketClusterMap(sc.market));
+  // With the clusters' manual-bid history of the world's reference day: x_j's prior.
+  ClusterMap cmap = MarketClusterMap(sc.market);
+  cmap.revenue_hist = sc.market.revenue_hist;
+  cmap.cost_hist = sc.market.cost_hist;
+  const std::string c = SerializeClusterMap(cmap);
   RTB_RETURN_IF_ERROR(WriteFileAtomic(dir + "/clusters.json", c));
   // bidder.yaml: the base config without its advertisers, then the world's advertisers.
   std::ifstream in(base_bidder_config);
   if (!in) return Status::NotFound(base_bidder_config + ": cannot open bidder config");
   std::ostringstream y;
   std::string line;
+  bool in_market = false;
   while (std::getline(in, line)) {
     if (line.rfind("advertisers:", 0) == 0) break;
+    if (!line.empty() && line[0] != ' ' && line[0] != '#')
+      in_market = line.rfind("market:", 0) == 0;
     if (line.rfind("predictor_path:", 0) == 0) line = "predictor_path: " + dir + "/predictor.json";
     if (line.rfind("clusters_path:", 0) == 0) line = "clusters_path: " + dir + "/clusters.json";
+    // The world's step clock and action range: what the learner plays.
+    if (in_market && line.rfind("  steps_per_day:", 0) == 0) {
+      line = "  steps_per_day: " + std::to_string(sc.market.steps);
+    }
+    if (in_market && line.rfind("  step_seconds:", 0) == 0) {
+      line = "  step_seconds: " + std::to_string(sc.cfg.day.step_minutes * 60);
+    }
+    if (in_market && line.rfind("  alpha_range:", 0) == 0) {
+      line = "  alpha_range: " + Num(sc.cfg.market.alpha_range);
+    }
     y << line << "\n";
   }
   y << "advertisers:                      # the simulated world (rtb generate --bidder-out)\n";

@@ -27,6 +27,32 @@ PolicyMessage Sample() {
   return m;
 }
 
+// The cluster map's optional history (the learner's x_j prior): round-trips, and a shape that
+// does not fit the map is refused with a reason.
+TEST(ClusterMap, HistoryRoundTripsAndBadShapesAreRefused) {
+  ClusterMap c;
+  c.clusters = 2;
+  c.user_cluster = {{"u1", 1}};
+  c.revenue_hist = {{1.5, 3}, {2, 4}};
+  c.cost_hist = {{0.5, 1}, {0.25, 2}};
+  auto back = ParseClusterMap(SerializeClusterMap(c), "test");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->revenue_hist, c.revenue_hist);
+  EXPECT_EQ(back->cost_hist, c.cost_hist);
+  const std::string head =
+      R"({"format":"rtb.cluster_map","schema_version":1,"clusters":2,"users":{},"history":)";
+  for (const auto& [history, why] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"revenue":[[1,2]]})", "needs 'revenue' and 'cost'"},
+           {R"({"revenue":[[1,2,3]],"cost":[[1,2,3]]})", "one value per cluster"},
+           {R"({"revenue":[[1,-2]],"cost":[[1,2]]})", "negative"},
+           {R"({"revenue":[[1,2]],"cost":[[1,2],[3,4]]})", "different numbers of steps"},
+           {R"({"revenue":[],"cost":[]})", "1..10000 steps"}}) {
+    auto r = ParseClusterMap(head + history + "}", "test");
+    ASSERT_FALSE(r.ok()) << history;
+    EXPECT_NE(r.status().message().find(why), std::string::npos) << r.status().message();
+  }
+}
+
 TEST(PolicyMessage, RoundTripsEveryField) {
   const std::string bytes = EncodePolicyMessage(Sample());
   auto m = DecodePolicyMessage(bytes, "test");

@@ -68,6 +68,16 @@ struct AbConfig {
   std::string salt = "rtb-ab-1";
 };
 
+// The market's step clock and action range, read by the online learner (`rtb learn --market
+// <this file>`): with the advertisers below (agents, budgets), the A/B share and the cluster map
+// (clusters_path: L and the clusters' history x_j) they are the market it learns in. The
+// bidder itself only checks them.
+struct MarketConfig {
+  int steps_per_day = 24;    // T: decision steps per day, one action table each
+  int step_seconds = 3600;   // length of a step; steps_per_day x step_seconds <= 1 day
+  double alpha_range = 0.9;  // the clip of a x bratio the learner's tables are made for
+};
+
 struct BidderConfig {
   // The process log's level: trace | debug | info | warn | error | off (override: --log-level).
   // Warnings on the bid path are rate-limited at every level.
@@ -121,6 +131,7 @@ struct BidderConfig {
                                   // simulated day. Never on facing a real exchange.
   KafkaConfig kafka;
   AbConfig ab;
+  MarketConfig market;
   std::vector<Advertiser> advertisers;  // the campaigns (see configs/bidder/default.yaml)
 };
 

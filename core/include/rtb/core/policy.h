@@ -19,6 +19,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "rtb/core/action_table.h"
 #include "rtb/core/bid.h"
@@ -31,6 +32,9 @@ struct ClusterMap {
   std::unordered_map<std::string, int> user_cluster;
   int clusters = 1;         // L
   int default_cluster = 0;  // users not in the map, and requests without a user id
+  // Optional: each cluster's revenue and cost per step of a reference day ([T][L], currency
+  // units): the prior of the learner's history features x_j until it has seen a day of its own.
+  std::vector<std::vector<double>> revenue_hist, cost_hist;
   int Lookup(const std::string& user) const;
 };
 

@@ -64,9 +64,20 @@ struct OnlineConfig {
   int checkpoint_every = 1;       // closed steps between checkpoints
   int session_timeout_ms = 6000;  // consumer group session: how soon a killed learner's
                                   // partitions go to its restarted self (or another member)
-  // The bidders' A/B share (bidder config ab.learned_share): the learner learns from the
-  // learned arm's events only, whose budgets are this share of each advertiser's.
-  double learned_share = 1.0;
+  // The market: the bidders' config (bidder/include/rtb/bidder/config.h: advertisers, agents,
+  // budgets, ab.learned_share, market.steps_per_day / step_seconds / alpha_range) and its
+  // cluster map. Relative paths in it are the bidders'. --market overrides.
+  std::string market;
+  // x_j's history: events (each day, the previous day's learned-arm revenue and cost per step
+  // and cluster, at the whole market's scale; the market's prior on the first day) | prior
+  // (the market's cluster history throughout).
+  std::string history = "events";
+  // Started with no checkpoint (no --init and none in state_dir): the first table is manual
+  // bids (a = 0) and every later one stays within a = 0 +- this, while the agents learn from
+  // the transitions of what was played. A learner resumed from its own state keeps the range.
+  double cold_start_range = 0.2;
+  // A progress line this often while a step waits for its events or its marker (0 = none).
+  int progress_every_ms = 10000;
 };
 
 struct LearnerConfig {
