@@ -2,7 +2,6 @@
 
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 
 #include "rtb/bidder/config.h"
 #include "rtb/core/ab_report.h"
@@ -49,10 +48,8 @@ int RunReport(const ReportArgs& a) {
   if (!a.events.empty()) {
     std::ifstream in(a.events, std::ios::binary);
     if (!in) return fail("cannot read " + a.events);
-    std::stringstream ss;
-    ss << in.rdbuf();
     const Status st =
-        AddEventLines(ss.str(), a.events, a.skip_malformed, &tally, &info.malformed, &first_error);
+        AddEventStream(in, a.events, a.skip_malformed, &tally, &info.malformed, &first_error);
     if (!st.ok()) return fail(st.message() + " (--skip-malformed skips and counts such lines)");
     info.source = a.events;
     info.rerun = "rtb report --events " + a.events + " --bidder-config " + a.bidder_config;

@@ -187,6 +187,29 @@ RatioCi AbTally::RoiRatio(int resamples, uint64_t seed) const {
 
 namespace rtb {
 
+namespace {
+
+// One line of a dump: added, skipped (blank), or an error naming name:line_no.
+Status AddEventLine(std::string_view line, int64_t line_no, const std::string& name,
+                    bool skip_malformed, AbTally* tally, int64_t* malformed,
+                    std::string* first_error) {
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  if (line.find_first_not_of(" \t") == std::string_view::npos) return Status::Ok();
+  auto e = DecodeEvent(line);
+  if (!e.ok()) {
+    const std::string where = name + ":" + std::to_string(line_no) + ": " + e.status().message();
+    if (!skip_malformed) return Status::InvalidArgument(where);
+    if (malformed != nullptr && (*malformed)++ == 0 && first_error != nullptr) {
+      *first_error = where;
+    }
+    return Status::Ok();
+  }
+  tally->Add(*e);
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status AddEventLines(std::string_view text, const std::string& name, bool skip_malformed,
                      AbTally* tally, int64_t* malformed, std::string* first_error) {
   int64_t line_no = 0;
@@ -194,22 +217,21 @@ Status AddEventLines(std::string_view text, const std::string& name, bool skip_m
   while (pos < text.size()) {
     size_t end = text.find('\n', pos);
     if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(pos, end - pos);
+    RTB_RETURN_IF_ERROR(AddEventLine(text.substr(pos, end - pos), ++line_no, name, skip_malformed,
+                                     tally, malformed, first_error));
     pos = end + 1;
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
-    auto e = DecodeEvent(line);
-    if (!e.ok()) {
-      const std::string where = name + ":" + std::to_string(line_no) + ": " + e.status().message();
-      if (!skip_malformed) return Status::InvalidArgument(where);
-      if (malformed != nullptr && (*malformed)++ == 0 && first_error != nullptr) {
-        *first_error = where;
-      }
-      continue;
-    }
-    tally->Add(*e);
   }
+  return Status::Ok();
+}
+
+Status AddEventStream(std::istream& in, const std::string& name, bool skip_malformed,
+                      AbTally* tally, int64_t* malformed, std::string* first_error) {
+  int64_t line_no = 0;
+  for (std::string line; std::getline(in, line);) {
+    RTB_RETURN_IF_ERROR(
+        AddEventLine(line, ++line_no, name, skip_malformed, tally, malformed, first_error));
+  }
+  if (in.bad()) return Status::IoError(name + ": read error");
   return Status::Ok();
 }
 

@@ -624,11 +624,9 @@ Result<json> AbFromEvents(const Setup& s, const json& report) {
   const int64_t bucket_ms = std::max<int64_t>(60'000, s.sc->cfg.day.step_minutes * 60'000 / 6);
   AbTally tally(bidder::AbMarketOf(bcfg), bcfg.ab.learned_share, bucket_ms);
   std::ifstream in(s.out + "/events.jsonl", std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
   int64_t malformed = 0;
   std::string first;
-  RTB_RETURN_IF_ERROR(AddEventLines(text.str(), "events.jsonl", true, &tally, &malformed, &first));
+  RTB_RETURN_IF_ERROR(AddEventStream(in, "events.jsonl", true, &tally, &malformed, &first));
   AbReportInfo info;
   info.source = doc::ShownPath(s.cfg.out) + "/events.jsonl";
   info.malformed = malformed;

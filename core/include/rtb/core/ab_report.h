@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <istream>
 #include <map>
 #include <set>
 #include <string>
@@ -110,6 +111,10 @@ class AbTally {
 // *malformed (and its first error kept in *first_error).
 Status AddEventLines(std::string_view text, const std::string& name, bool skip_malformed,
                      AbTally* tally, int64_t* malformed, std::string* first_error);
+// The same, read line by line from a stream (a file of any size in constant memory, besides
+// the tally's own).
+Status AddEventStream(std::istream& in, const std::string& name, bool skip_malformed,
+                      AbTally* tally, int64_t* malformed, std::string* first_error);
 
 // What the report says besides the tally.
 struct AbReportInfo {
