@@ -15,7 +15,7 @@ OUT=$(cd "$OUT" && pwd)
 FLAGS="-std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
        -I$SRC/core/include -I$SRC/bidder/include"
 CORE="$SRC/core/src/bid.cc $SRC/core/src/status.cc $SRC/core/src/action_table.cc $SRC/core/src/report.cc $SRC/core/src/report_doc.cc $SRC/core/src/text.cc $SRC/core/src/events.cc
-      $SRC/core/src/metrics.cc $SRC/core/src/policy.cc"
+      $SRC/core/src/metrics.cc $SRC/core/src/policy.cc $SRC/core/src/ab.cc"
 build() {  # name, sources...
   local name=$1; shift
   if [[ ! -x "$OUT/$name" || -n $(find "$SRC/bidder" "$SRC/core" "$SRC/tests/fuzz" -newer "$OUT/$name" -name '*.cc' -o -newer "$OUT/$name" -name '*.h' | head -1) ]]; then
