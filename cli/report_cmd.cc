@@ -51,8 +51,10 @@ int RunReport(const ReportArgs& a) {
     const Status st =
         AddEventStream(in, a.events, a.skip_malformed, &tally, &info.malformed, &first_error);
     if (!st.ok()) return fail(st.message() + " (--skip-malformed skips and counts such lines)");
-    info.source = a.events;
-    info.rerun = "rtb report --events " + a.events + " --bidder-config " + a.bidder_config;
+    // A report never carries a machine's absolute path (doc::ShownPath).
+    info.source = doc::ShownPath(a.events);
+    info.rerun = "rtb report --events " + doc::ShownPath(a.events) + " --bidder-config " +
+                 doc::ShownPath(a.bidder_config);
   } else {
     int64_t not_retained = 0, offset_errors = 0;
     std::string bad;
@@ -83,7 +85,7 @@ int RunReport(const ReportArgs& a) {
     }
     info.source = "topic " + a.topic + " at " + a.brokers;
     info.rerun = "rtb report --brokers " + a.brokers + " --topic " + a.topic + " --bidder-config " +
-                 a.bidder_config;
+                 doc::ShownPath(a.bidder_config);
   }
   if (info.malformed > 0) {
     std::fprintf(stderr, "rtb report: skipped %lld malformed lines, the first: %s\n",

@@ -406,8 +406,17 @@ doc::Document AbReportDocument(const AbTally& t, const AbReportInfo& info) {
       doc::Chart c;
       c.title = "Agent " + std::to_string(i + 1) + ", " + DayName(last) +
                 ": spend so far against each arm's budget";
-      c.x = {"hour of the day", Fmt::kNumber, 0, 24};
       c.y = {"spend" + cur, Fmt::kMoney};
+      // The x axis ends at the last hour with spend (a simulated day can be shorter than 24 h).
+      double last_h = 1;
+      for (const Arm a : kBoth) {
+        const std::vector<double> curve = t.SpendCurve(last, a, i);
+        for (size_t b = 1; b < curve.size(); ++b) {
+          if (curve[b] > curve[b - 1])
+            last_h = std::max(last_h, bucket_h * static_cast<double>(b + 1));
+        }
+      }
+      c.x = {"hour of the day", Fmt::kNumber, 0, std::min(24.0, std::ceil(last_h))};
       for (const Arm a : kBoth) {
         doc::Series s;
         s.name = ArmName(a);
@@ -416,7 +425,9 @@ doc::Document AbReportDocument(const AbTally& t, const AbReportInfo& info) {
         s.x.push_back(0);
         s.y.push_back(0);
         for (size_t b = 0; b < curve.size(); ++b) {
-          s.x.push_back(bucket_h * static_cast<double>(b + 1));
+          const double h = bucket_h * static_cast<double>(b + 1);
+          if (h > c.x.max + 1e-9) break;
+          s.x.push_back(h);
           s.y.push_back(curve[b]);
         }
         c.series.push_back(std::move(s));

@@ -630,6 +630,12 @@ Result<json> AbFromEvents(const Setup& s, const json& report) {
   AbReportInfo info;
   info.source = doc::ShownPath(s.cfg.out) + "/events.jsonl";
   info.malformed = malformed;
+  if (s.cfg.exchange.outcomes == "expected") {
+    info.notes.push_back(
+        "The simulated exchange ran with expected outcomes: each impression sends one conversion "
+        "notice carrying its expected order value (pCTR x pCVR x value) and no click notice, so "
+        "'conversions' counts those notices, not purchases, and CPA is per notice.");
+  }
   info.rerun = "rtb report --events " + doc::ShownPath(s.cfg.out) +
                "/events.jsonl --bidder-config " + doc::ShownPath(s.cfg.out) +
                "/bidder/bidder.yaml --bucket-minutes " + std::to_string(bucket_ms / 60'000) +

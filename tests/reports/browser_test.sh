@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Every report kind, opened in headless Chromium (tests/tools/report_browser_check.py): the
-# simulate, replay (rlb and full-information), train (a tiny world) and demo (the loop test's
-# tiny world, one day) reports must load without console errors, carry no absolute path and no
-# Markdown syntax in their text, and label every chart's axes. Then no report file (json, csv,
+# simulate, replay (rlb and full-information), train (a tiny world), demo (the loop test's
+# tiny world, one day) and its A/B report (rtb report on the demo's events) must load without
+# console errors, carry no absolute path and no Markdown syntax in their text, and label every
+# chart's axes. Then no report file (json, csv,
 # md, html) of any of them names /tmp/, /root/ or /home/; and the same seed gives the same
 # simulate and replay report bytes.
 # Usage: browser_test.sh RTB SRC   (Chromium from scripts/setup.sh)
@@ -33,7 +34,7 @@ YAML
   echo "rtb demo failed"; tail -20 demo/logs/*.log; exit 1; }
 
 /usr/bin/python3 "$SRC/tests/tools/report_browser_check.py" --screenshot-dir shots \
-  simulate replay-rlb replay-full train demo
+  simulate replay-rlb replay-full train demo demo/ab
 
 leaks=$(grep -rlE '/tmp/|/root/|/home/' --include='report.*' simulate replay-rlb replay-full train demo || true)
 if [[ -n "$leaks" ]]; then
