@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <ctime>
 
@@ -70,6 +71,16 @@ BudgetLedger* DayLedgers::Get(int64_t day) {
         budgets.push_back(ArmBudget(a.daily_budget, arm, cfg_->ab.learned_share));
         spent.push_back(state_->Spent(a.id, name, arm));
       }
+    }
+    // The share may have changed since this day's spend was booked (a restart with another
+    // ab.learned_share): what an arm spent beyond its new part comes off the other arm's, so
+    // the advertiser's total never passes its budget.
+    const size_t n = cfg_->advertisers.size();
+    for (size_t k = 0; k < n; ++k) {
+      const int64_t over_l = std::max<int64_t>(0, spent[k].value() - budgets[k].value());
+      const int64_t over_m = std::max<int64_t>(0, spent[n + k].value() - budgets[n + k].value());
+      budgets[n + k] = Micros(std::max<int64_t>(0, budgets[n + k].value() - over_l));
+      budgets[k] = Micros(std::max<int64_t>(0, budgets[k].value() - over_m));
     }
     // The first day's tables are sized for the expected traffic (a bidder restarted under
     // load); later days grow theirs from small.

@@ -56,18 +56,21 @@ bool BudgetLedger::Release(Key128 k) {
 
 Micros BudgetLedger::Settle(size_t adv, Key128 k, Micros price) {
   int64_t reserved = 0;
+  size_t reserved_in = adv;
   {
     Shard& sh = ShardOf(k);
     std::lock_guard<std::mutex> l(sh.mu);
     if (const Reservation* r = sh.open.Find(k)) {
       reserved = r->amount;
+      reserved_in = r->adv;  // the slot that reserved it (another arm's, if the key was reused)
       sh.open.Erase(k);
       outstanding_.fetch_sub(1);
     }
   }
   Slot& s = slots_[adv];
   s.spent.fetch_add(price.value());
-  s.committed.fetch_add(price.value() - reserved);
+  s.committed.fetch_add(price.value());
+  slots_[reserved_in].committed.fetch_sub(reserved);
   return Micros(reserved);
 }
 

@@ -408,12 +408,13 @@ doc::Document AbReportDocument(const AbTally& t, const AbReportInfo& info) {
                 ": spend so far against each arm's budget";
       c.y = {"spend" + cur, Fmt::kMoney};
       // The x axis ends at the last hour with spend (a simulated day can be shorter than 24 h).
-      double last_h = 1;
+      double last_h = std::min(24.0, bucket_h);
       for (const Arm a : kBoth) {
         const std::vector<double> curve = t.SpendCurve(last, a, i);
-        for (size_t b = 1; b < curve.size(); ++b) {
-          if (curve[b] > curve[b - 1])
-            last_h = std::max(last_h, bucket_h * static_cast<double>(b + 1));
+        double before = 0;
+        for (size_t b = 0; b < curve.size(); ++b) {
+          if (curve[b] > before) last_h = std::max(last_h, bucket_h * static_cast<double>(b + 1));
+          before = curve[b];
         }
       }
       c.x = {"hour of the day", Fmt::kNumber, 0, std::min(24.0, std::ceil(last_h))};

@@ -51,8 +51,9 @@ Result<ClusterMap> ClusterMapFromJson(const nlohmann::json& j, const std::string
     for (const auto& [key, out] :
          {std::pair{"revenue", &m.revenue_hist}, std::pair{"cost", &m.cost_hist}}) {
       const auto& rows = h[key];
-      if (!rows.is_array() || rows.empty() || rows.size() > 10'000) {
-        return bad(std::string("history.") + key + " must be a list of 1..10000 steps");
+      if (!rows.is_array() || rows.empty() || rows.size() > 86'400) {
+        return bad(std::string("history.") + key +
+                   " must be a list of 1..86400 steps (one a second at most)");
       }
       for (const auto& row : rows) {
         if (!row.is_array() || row.size() != static_cast<size_t>(clusters)) {

@@ -269,15 +269,24 @@ void OnlineLearner::OnAssign(std::vector<kafka::TopicPartition>& parts) {
 }
 
 Status OnlineLearner::Start() {
+  if (on_.clock == "wall" && static_cast<int64_t>(T_) * step_ms_ != kDayMs) {
+    return Status::InvalidArgument(
+        market_.source +
+        ": online.clock wall needs market.steps_per_day x step_seconds = one "
+        "day (86400 s); it is " +
+        std::to_string(static_cast<int64_t>(T_) * step_ms_ / 1000) + " s");
+  }
   std::error_code ec;
   fs::create_directories(on_.state_dir, ec);
   ReplayOptions ro{cfg_.replay.capacity, cfg_.replay.sync};
   RTB_ASSIGN_OR_RETURN(replay_, OpenRocksDbReplayStore(on_.state_dir + "/replay", ro));
   const std::string ckpt = on_.state_dir + "/checkpoint";
   bool resumed = false;
-  if (learner_.LoadCheckpoint(ckpt).ok()) {
+  if (const Status own = learner_.LoadCheckpoint(ckpt); own.ok()) {
     resumed = true;
     Log("resumed the agents from %s", ckpt.c_str());
+  } else if (own.code() != Status::Code::kNotFound) {
+    return own;  // this state dir's agents do not fit the market (or are damaged): never guess
   } else if (!opt_.init_checkpoint.empty()) {
     RTB_RETURN_IF_ERROR(learner_.LoadCheckpoint(opt_.init_checkpoint));
     Log("starting from the offline-trained agents in %s", opt_.init_checkpoint.c_str());
@@ -325,6 +334,13 @@ Status OnlineLearner::Start() {
   auto saved = replay_->GetMeta("online");
   if (saved.ok()) {
     RTB_RETURN_IF_ERROR(FromJson(*saved, &st_, &merger_));
+    if (st_.g_cost.size() != static_cast<size_t>(N_) * L_ ||
+        st_.a.size() != static_cast<size_t>(N_) * L_) {
+      return Status::InvalidArgument(on_.state_dir +
+                                     ": the saved learner state is of another "
+                                     "market shape than " +
+                                     market_.source);
+    }
     ApplyHistory();
     Log("resumed at table version %llu after %lld closed steps (%llu transitions)",
         static_cast<unsigned long long>(st_.version), static_cast<long long>(st_.steps_closed),
@@ -559,7 +575,9 @@ Status OnlineLearner::Run() {
       // The next step to close: after the last closed one, else the one in progress at start.
       if (wall_next_ < 0) {
         const auto closed = merger_->closed_through();
-        wall_next_ = closed ? closed->day * wall_steps + closed->step + 1 : cur;
+        wall_next_ = closed        ? closed->day * wall_steps + closed->step + 1
+                     : st_.playing ? st_.playing->day * wall_steps + st_.playing->step
+                                   : cur;
       }
       for (int64_t k = wall_next_; k < cur; ++k) {
         StepMarker mk;
@@ -567,7 +585,9 @@ Status OnlineLearner::Run() {
         mk.step = static_cast<int>(k % wall_steps);
         mk.steps_per_day = static_cast<int>(wall_steps);
         mk.step_ms = step_ms_;
-        markers_.push_back({mk, Clock::now() - std::chrono::hours(1), st_.clock_offset - 1});
+        // Seen now: it waits step_grace_ms more, so that after a restart the events of the
+        // steps missed meanwhile are read before those steps close.
+        markers_.push_back({mk, Clock::now(), st_.clock_offset - 1});
       }
       wall_next_ = std::max(wall_next_, cur);
     }

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "rtb/bidder/bidder.h"
+#include "rtb/bidder/budget.h"
 #include "rtb/bidder/notice.h"
 #include "rtb/bidder/notice_sign.h"
 #include "rtb/bidder/server.h"
@@ -1139,6 +1140,46 @@ TEST_F(BidderIntegration, NoArmSpendsMoreThanItsShareOfAnyBudgetUnderConcurrentR
   Start(cfg);
   EXPECT_EQ(bidder_->Spent(0, Arm::kLearned), l0);
   EXPECT_EQ(bidder_->Spent(0, Arm::kManual), m0);
+}
+// Regression: restarting the same day with another ab.learned_share re-split the budget while
+// each arm kept its spend, so the learned arm's spend from before plus the manual arm's new part
+// could pass the advertiser's budget. What an arm spent beyond its new part now comes off the
+// other arm's.
+TEST_F(BidderIntegration, ChangingTheShareMidDayNeverTakesAnAdvertiserPastItsBudget) {
+  BidderConfig cfg = SmallBudget(dir_, 60000);
+  cfg.ab.learned_share = 1.0;  // everyone learned: the whole budget in the learned arm
+  Start(cfg);
+  {
+    Client client(port_);
+    for (const auto& u : BidAndKeepBillingUrls(client, "all-", 12)) client.Do(http::verb::get, u);
+  }
+  Micros before(0);
+  for (size_t k = 0; k < 3; ++k) before += bidder_->Spent(k);
+  ASSERT_GT(before.value(), 0);
+  server_.reset();
+  bidder_.reset();
+  cfg.ab.learned_share = 0.2;  // most users, and most of each budget, now manual
+  Start(cfg);
+  Client client(port_);
+  for (const auto& u : BidAndKeepBillingUrls(client, "split-", 60)) client.Do(http::verb::get, u);
+  for (size_t k = 0; k < 3; ++k) {
+    EXPECT_LE(bidder_->Spent(k), cfg.advertisers[k].daily_budget) << "advertiser " << k;
+  }
+}
+
+// A reused auction id whose users land in different arms: the billing books to its own arm and
+// the reservation it settles goes back to the arm that made it (each arm's committed amount
+// stays its spend plus its own open reservations).
+TEST(BudgetLedgerArms, ASettleGivesTheReservationBackToTheSlotThatMadeIt) {
+  BudgetLedger l({Micros(100), Micros(100)}, {Micros(0), Micros(0)});
+  ASSERT_TRUE(l.TryReserve(0, "auction/1/7", Micros(40), 0, 1000));
+  ASSERT_TRUE(l.TryReserve(1, "auction/1/7", Micros(40), 0, 1000));  // the same key: kept once
+  EXPECT_EQ(l.Settle(1, "auction/1/7", Micros(30)).value(), 40);
+  EXPECT_EQ(l.spent(1).value(), 30);
+  EXPECT_EQ(l.reserved(1).value(), 0);
+  EXPECT_EQ(l.reserved(0).value(), 0);  // before: 40 stayed committed in slot 0 all day
+  EXPECT_EQ(l.spent(0).value(), 0);
+  EXPECT_TRUE(l.TryReserve(0, "auction/2/7", Micros(100), 0, 1000));
 }
 }  // namespace
 }  // namespace rtb::bidder

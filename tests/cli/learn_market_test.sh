@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # rtb learn on a market it did not generate: `rtb serve` with a hand-written config (the default
-# config's 3 advertisers over 3 agents, a hand-written 2-cluster map with its history, 4 steps of
-# 2 s a day on the wall clock, a 50/50 A/B test) and `rtb learn` with no checkpoint (--init)
+# config's 3 advertisers over 3 agents, a hand-written 2-cluster map with its history, a day of
+# 43,200 steps of 2 s on the wall clock, a 50/50 A/B test) and `rtb learn` with no checkpoint (--init)
 # pointed at it. A client bids for 100 users and sends billing and conversion notices while
 # the steps pass. Checks:
 #   - the learner builds no simulated world: its market is the config's (3 advertisers, N = 3,
-#     L = 2, T = 4 steps of 2 s, the learned arm's budgets 250 / 1000 / 2500);
+#     L = 2, T = 43,200 steps of 2 s, the learned arm's budgets 250 / 1000 / 2500);
 #   - wall-clock steps close and become transitions, and it says what it waits for;
 #   - every table it publishes is 3 x 2, the first one manual bids, none outside a = 0 +- the
 #     cold-start range, each with the market's cluster map; the bidder serves them;
@@ -22,15 +22,15 @@ import json, sys
 users = {"u%d" % u: u % 2 for u in range(100)}
 json.dump({"format": "rtb.cluster_map", "schema_version": 1, "clusters": 2, "default_cluster": 0,
            "users": users,
-           "history": {"revenue": [[10, 30], [12, 36], [9, 27], [8, 20]],
-                       "cost": [[2, 5], [2.5, 6], [2, 4.5], [1.5, 4]]}}, open(sys.argv[1], "w"))
+           "history": {"revenue": [[10 + t % 5, 30] for t in range(43200)],
+                       "cost": [[2, 5 + t % 3] for t in range(43200)]}}, open(sys.argv[1], "w"))
 PY
 sed -e "s#^listen: .*#listen: 127.0.0.1:$PORT#" \
     -e "s#^notice_base_url: .*#notice_base_url: http://127.0.0.1:$PORT#" \
     -e "s#^state_path: .*#state_path: $T/state#" \
     -e "s#^clusters_path: .*#clusters_path: $T/clusters.json#" \
     -e "s#^  spill_path: .*#  spill_path: $T/spill.jsonl#" \
-    -e "s#^  steps_per_day: .*#  steps_per_day: 4#" \
+    -e "s#^  steps_per_day: .*#  steps_per_day: 43200#" \
     -e "s#^  step_seconds: .*#  step_seconds: 2#" \
     -e "s#^  learned_share: .*#  learned_share: 0.5#" \
     "$SRC/configs/bidder/default.yaml" > "$T/bidder.yaml"
@@ -82,7 +82,7 @@ while alive(learner) and time.time() < deadline:
 print("sent %d requests" % n)
 PY
 wait $LEARN || { echo "rtb learn failed"; cat "$T/learn.log"; exit 1; }
-grep -q "market from $T/bidder.yaml: 3 advertisers, 3 agents, 2 consumer clusters, 4 steps of 2 s a day, learned arm 50% of users and budgets; budgets per agent (learned arm): 250.00, 1000.00, 2500.00" "$T/learn.log" \
+grep -q "market from $T/bidder.yaml: 3 advertisers, 3 agents, 2 consumer clusters, 43200 steps of 2 s a day, learned arm 50% of users and budgets; budgets per agent (learned arm): 250.00, 1000.00, 2500.00" "$T/learn.log" \
   || { cat "$T/learn.log"; exit 1; }
 grep -q "cold start (no checkpoint)" "$T/learn.log"
 grep -q "waiting for day .* step .* to close" "$T/learn.log"
@@ -110,8 +110,7 @@ V=$(curl -s "http://127.0.0.1:$PORT/metrics" | sed -nE 's/^rtb_policy_version ([
 [[ $V -ge 2 ]] || { echo "the bidder serves policy version $V"; exit 1; }
 
 # A checkpoint of another shape (here: a market of 1 cluster) is refused.
-sed -e "s#^clusters_path: .*#clusters_path: \"\"#" -e "s#^  steps_per_day: .*#  steps_per_day: 4#" \
-  "$T/bidder.yaml" > "$T/one-cluster.yaml"
+sed -e "s#^clusters_path: .*#clusters_path: \"\"#" "$T/bidder.yaml" > "$T/one-cluster.yaml"
 if "$RTB" learn --config "$T/learner.yaml" --market "$T/one-cluster.yaml" --brokers "$BROKERS" \
     --state-dir "$T/other" --init "$T/learner/checkpoint" --max-steps 1 2> "$T/mismatch.log"; then
   echo "a checkpoint of another market shape was accepted"; exit 1
@@ -119,3 +118,13 @@ fi
 grep -q "the checkpoint was trained for 3 agents x 2 consumer clusters; this market has 3 x 1" "$T/mismatch.log" \
   || { cat "$T/mismatch.log"; exit 1; }
 echo "mismatch refused: $(grep -o 'the checkpoint was trained.*' "$T/mismatch.log")"
+# On the wall clock the market's steps must make one whole day.
+sed -e "s#^clusters_path: .*#clusters_path: \"\"#" -e "s#^  steps_per_day: .*#  steps_per_day: 4#" \
+  "$T/bidder.yaml" > "$T/short-day.yaml"
+if "$RTB" learn --config "$T/learner.yaml" --market "$T/short-day.yaml" --brokers "$BROKERS" \
+    --state-dir "$T/short" --max-steps 1 2> "$T/short.log"; then
+  echo "a wall-clock market of 4 steps of 2 s was accepted"; exit 1
+fi
+grep -q "online.clock wall needs market.steps_per_day x step_seconds = one day (86400 s); it is 8 s" "$T/short.log" \
+  || { cat "$T/short.log"; exit 1; }
+echo "short wall-clock day refused"
