@@ -66,11 +66,9 @@ HttpResult Bidder::HandleBid(std::string_view body, int64_t received_us, Request
   BudgetLedger& ledger = *m.days->Get(DayOf(now_ms, sim_ms));
   // The user's A/B arm: its budgets are the arm's part of each advertiser's, and the manual arm
   // bids a = 0.
-  const Arm arm = m.cfg.ab.learned_share >= 1.0
-                      ? Arm::kLearned
-                      : ArmOf(ArmUnit(!req->buyeruid.empty() ? req->buyeruid : req->user_id,
-                                      req->device_id, req->id),
-                              m.cfg.ab.salt, m.cfg.ab.learned_share);
+  const Arm arm =
+      ArmOf(ArmUnit(!req->buyeruid.empty() ? req->buyeruid : req->user_id, req->device_id, req->id),
+            m.cfg.ab.salt, m.cfg.ab.learned_share);
   const size_t slot0 = arm == Arm::kLearned ? 0 : m.cfg.advertisers.size();
   auto no_bid = [&](NoBidReason reason, int cluster, uint64_t policy_version, bool fallback,
                     std::vector<int> computed) {

@@ -51,12 +51,7 @@ int64_t DayOf(int64_t now_ms, int64_t sim_ms) {
 
 std::string DayName(int64_t day) {
   if (day >= kSimDay) return "sim-" + std::to_string(day - kSimDay);
-  const std::time_t t = static_cast<std::time_t>(day * (kDayMs / 1000));
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[16];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
-  return buf;
+  return UtcDate(day);
 }
 
 BudgetLedger* DayLedgers::Get(int64_t day) {

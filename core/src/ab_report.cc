@@ -265,12 +265,7 @@ json CiJson(const RatioCi& r) {
 
 std::string DayName(int64_t day) {
   if (day < 10'000) return "day " + std::to_string(day);  // a simulated day
-  const std::time_t t = static_cast<std::time_t>(day * (kDayMs / 1000));
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[16];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
-  return buf;
+  return UtcDate(day);
 }
 
 constexpr Arm kBoth[] = {Arm::kLearned, Arm::kManual};

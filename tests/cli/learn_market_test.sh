@@ -14,9 +14,8 @@ set -euo pipefail
 RTB=$1
 SRC=$2
 T=$(mktemp -d)
-SERVE=
+source "$SRC/tests/cli/serve_lib.sh"
 trap '[[ -n $SERVE ]] && kill $SERVE 2>/dev/null; rm -rf "$T"' EXIT
-PORT=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 /usr/bin/python3 - "$T/clusters.json" <<'PY'
 import json, sys
 users = {"u%d" % u: u % 2 for u in range(100)}
@@ -25,29 +24,18 @@ json.dump({"format": "rtb.cluster_map", "schema_version": 1, "clusters": 2, "def
            "history": {"revenue": [[10 + t % 5, 30] for t in range(43200)],
                        "cost": [[2, 5 + t % 3] for t in range(43200)]}}, open(sys.argv[1], "w"))
 PY
-sed -e "s#^listen: .*#listen: 127.0.0.1:$PORT#" \
-    -e "s#^notice_base_url: .*#notice_base_url: http://127.0.0.1:$PORT#" \
-    -e "s#^state_path: .*#state_path: $T/state#" \
+bidder_config "$T/bidder.yaml" \
     -e "s#^clusters_path: .*#clusters_path: $T/clusters.json#" \
-    -e "s#^  spill_path: .*#  spill_path: $T/spill.jsonl#" \
     -e "s#^  steps_per_day: .*#  steps_per_day: 43200#" \
     -e "s#^  step_seconds: .*#  step_seconds: 2#" \
-    -e "s#^  learned_share: .*#  learned_share: 0.5#" \
-    "$SRC/configs/bidder/default.yaml" > "$T/bidder.yaml"
+    -e "s#^  learned_share: .*#  learned_share: 0.5#"
 sed -e "s#^simulator_config: .*#simulator_config: $SRC/configs/simulator/default.yaml#" \
     -e "s#^  clock: .*#  clock: wall#" \
     -e "s#^  step_grace_ms: .*#  step_grace_ms: 300#" \
     -e "s#^  progress_every_ms: .*#  progress_every_ms: 500#" \
     -e "s#^  cold_start_range: .*#  cold_start_range: 0.1#" \
     "$SRC/configs/learner/default.yaml" > "$T/learner.yaml"
-"$RTB" serve --config "$T/bidder.yaml" 2> "$T/serve.log" &
-SERVE=$!
-for _ in $(seq 100); do
-  curl -sf "http://127.0.0.1:$PORT/metrics" >/dev/null 2>&1 && break
-  sleep 0.1
-done
-BROKERS=$(sed -nE 's/.*embedded Kafka \(mock cluster, [0-9]+ brokers\) at ([^ ]+).*/\1/p' "$T/serve.log" | head -1)
-[[ -n $BROKERS ]] || { cat "$T/serve.log"; exit 1; }
+start_serve "$T/bidder.yaml"
 
 "$RTB" learn --config "$T/learner.yaml" --market "$T/bidder.yaml" --brokers "$BROKERS" \
   --state-dir "$T/learner" --max-steps 3 2> "$T/learn.log" &

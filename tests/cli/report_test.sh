@@ -10,24 +10,11 @@ set -euo pipefail
 RTB=$1
 SRC=$2
 T=$(mktemp -d)
-PID=
-trap '[[ -n $PID ]] && kill $PID 2>/dev/null; rm -rf "$T"' EXIT
-PORT=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-sed -e "s#^listen: .*#listen: 127.0.0.1:$PORT#" \
-    -e "s#^notice_base_url: .*#notice_base_url: http://127.0.0.1:$PORT#" \
-    -e "s#^state_path: .*#state_path: $T/state#" \
-    -e "s#^  spill_path: .*#  spill_path: $T/spill.jsonl#" \
-    -e "s#^  learned_share: .*#  learned_share: 0.5#" \
-    "$SRC/configs/bidder/default.yaml" > "$T/bidder.yaml"
+source "$SRC/tests/cli/serve_lib.sh"
+trap '[[ -n $SERVE ]] && kill $SERVE 2>/dev/null; rm -rf "$T"' EXIT
+bidder_config "$T/bidder.yaml" -e "s#^  learned_share: .*#  learned_share: 0.5#"
 grep -q "learned_share: 0.5" "$T/bidder.yaml"
-"$RTB" serve --config "$T/bidder.yaml" 2> "$T/serve.log" &
-PID=$!
-for _ in $(seq 100); do
-  curl -sf "http://127.0.0.1:$PORT/metrics" >/dev/null 2>&1 && break
-  sleep 0.1
-done
-BROKERS=$(sed -nE 's/.*embedded Kafka \(mock cluster, [0-9]+ brokers\) at ([^ ]+).*/\1/p' "$T/serve.log" | head -1)
-[[ -n $BROKERS ]] || { echo "no embedded Kafka address in the serve log"; cat "$T/serve.log"; exit 1; }
+start_serve "$T/bidder.yaml"
 
 /usr/bin/python3 - "$PORT" "$T/expected.json" <<'PY'
 import json, sys, urllib.request

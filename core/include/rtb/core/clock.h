@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <ctime>
+#include <string>
 
 namespace rtb {
 
@@ -15,6 +17,16 @@ inline int64_t NowUnixMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+// The UTC date ("2026-11-24") of day number `day` since the Unix epoch.
+inline std::string UtcDate(int64_t day) {
+  const std::time_t t = static_cast<std::time_t>(day * (kDayMs / 1000));
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
 }
 
 // Steady clock, microseconds (latencies).
