@@ -29,6 +29,8 @@ void AddReportOptions(CLI::App* sub, ReportArgs* a) {
   sub->add_flag("--skip-malformed", a->skip_malformed,
                 "Skip and count lines that are not events (default: stop at the first, with "
                 "file:line)");
+  sub->add_option("--note", a->notes,
+                  "A line for the report's notes, e.g. how the events were produced (repeatable)");
   sub->add_flag("--quiet", a->quiet, "Print nothing but errors");
 }
 
@@ -87,6 +89,7 @@ int RunReport(const ReportArgs& a) {
     info.rerun = "rtb report --brokers " + a.brokers + " --topic " + a.topic + " --bidder-config " +
                  doc::ShownPath(a.bidder_config);
   }
+  for (const auto& n : a.notes) info.notes.push_back(n);
   if (info.malformed > 0) {
     std::fprintf(stderr, "rtb report: skipped %lld malformed lines, the first: %s\n",
                  static_cast<long long>(info.malformed), first_error.c_str());
@@ -98,6 +101,15 @@ int RunReport(const ReportArgs& a) {
       std::printf("%-8s spend %.2f of %.2f %s (COST %.1f%%), revenue %.2f, ROI %.2f, CPA %.2f\n",
                   ArmName(arm), t.spend.units(), t.budget.units(), cfg->currency.c_str(),
                   100 * t.Cost(), t.revenue.units(), t.Roi(), t.Cpa());
+      std::string per_agent;
+      for (int i = 0; i < tally.agents(); ++i) {
+        ArmTotals g;
+        for (const int64_t d : tally.Days()) g += tally.OfAgent(d, arm, i);
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%s agent %d %.1f%%", i == 0 ? "" : ",", i, 100 * g.Cost());
+        per_agent += buf;
+      }
+      std::printf("         COST per agent:%s\n", per_agent.c_str());
     }
     const RatioCi r = tally.RevenueRatio(), roi = tally.RoiRatio();
     std::printf(

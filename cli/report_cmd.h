@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 namespace rtb::cli {
 
@@ -18,6 +19,7 @@ struct ReportArgs {
   int bucket_minutes = 60;  // time bucket of the intervals and the spend curves
   bool skip_malformed = false;
   bool quiet = false;
+  std::vector<std::string> notes;  // extra lines for the report's notes (how the events arose)
 };
 
 void AddReportOptions(CLI::App* sub, ReportArgs* a);

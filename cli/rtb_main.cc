@@ -221,7 +221,8 @@ int ExecLearner(const std::string& sub, int argc, char** argv, int first) {
 }
 
 struct ExchangeArgs {
-  std::string config;  // simulator config: the world
+  std::string config;                           // simulator config: the world
+  std::string traffic, market, write_clusters;  // or a traffic file and its bidder config
   rtb::exchange::ExchangeConfig x;
   int days = 1;
   int64_t first_day = 0;
@@ -229,8 +230,60 @@ struct ExchangeArgs {
   bool no_wait = false;
 };
 
+// One JSON line for a played day.
+void PrintDay(int64_t day_index, size_t requests, const rtb::exchange::DayAccount& acct) {
+  int64_t lost = 0, failed = 0;
+  for (const auto& s : acct.steps) {
+    lost += s.lost_requests;
+    failed += s.failed_notices;
+  }
+  // Per A/B arm (all in `learned` without a test).
+  rtb::Outcome arm_total[rtb::kArms];
+  const size_t n = acct.by_agent.size();
+  for (size_t x = 0; x < acct.by_arm_agent.size(); ++x) arm_total[x / n] += acct.by_arm_agent[x];
+  std::printf(
+      "{\"day\":%lld,\"requests\":%zu,\"impressions\":%lld,\"clicks\":%.3f,\"cost\":%.6f,"
+      "\"revenue\":%.6f,\"arms\":{\"learned\":{\"cost\":%.6f,\"revenue\":%.6f},"
+      "\"manual\":{\"cost\":%.6f,\"revenue\":%.6f}},\"lost_requests\":%lld,"
+      "\"failed_notices\":%lld,\"seconds\":%.3f}\n",
+      static_cast<long long>(day_index), requests, static_cast<long long>(acct.total.impressions),
+      acct.total.clicks, acct.total.cost.units(), acct.total.revenue.units(),
+      arm_total[0].cost.units(), arm_total[0].revenue.units(), arm_total[1].cost.units(),
+      arm_total[1].revenue.units(), static_cast<long long>(lost), static_cast<long long>(failed),
+      acct.seconds);
+  std::fflush(stdout);
+}
+
+// `rtb exchange --traffic`: a hand-written market's days (exchange/include/rtb/exchange/traffic.h).
+int RunTrafficExchange(ExchangeArgs a) {
+  if (a.market.empty()) {
+    return Fail(rtb::Status::InvalidArgument("--traffic needs --market (the bidder config)"));
+  }
+  auto market = rtb::exchange::LoadTrafficMarket(a.traffic, a.market);
+  if (!market.ok()) return Fail(market.status());
+  if (!a.write_clusters.empty()) {
+    const auto st = rtb::WriteFileAtomic(a.write_clusters, rtb::exchange::ClusterMapJson(*market));
+    if (!st.ok()) return Fail(st);
+    std::fprintf(stderr, "rtb exchange: wrote %s (%d users in %zu clusters)\n",
+                 a.write_clusters.c_str(), market->traffic.users, market->traffic.segments.size());
+    if (a.days == 0) return 0;
+  }
+  a.x.wait_for_policy = !a.no_wait && !a.x.brokers.empty();
+  auto ex = rtb::exchange::Exchange::Create(a.x, *market);
+  if (!ex.ok()) return Fail(ex.status());
+  for (int d = 0; d < a.days; ++d) {
+    const int64_t day_index = a.first_day + d;
+    const auto day = rtb::exchange::GenerateTrafficDay(*market, day_index);
+    auto acct = (*ex)->PlayDay(day, day_index);
+    if (!acct.ok()) return Fail(acct.status());
+    PrintDay(day_index, day.size(), *acct);
+  }
+  return 0;
+}
+
 // `rtb exchange`: plays simulated days against a running bidder; prints one JSON line per day.
 int RunExchange(ExchangeArgs a) {
+  if (!a.traffic.empty()) return RunTrafficExchange(std::move(a));
   auto cfg = rtb::sim::LoadSimulatorConfig(a.config);
   if (!cfg.ok()) return Fail(cfg.status());
   auto sc = rtb::sim::BuildScenario(*cfg, "", "", false);
@@ -246,27 +299,7 @@ int RunExchange(ExchangeArgs a) {
         rtb::Rng::Mix(cfg->seed, a.first_day_seed + static_cast<uint64_t>(day_index)));
     auto acct = (*ex)->PlayDay(day, day_index);
     if (!acct.ok()) return Fail(acct.status());
-    int64_t lost = 0, failed = 0;
-    for (const auto& s : acct->steps) {
-      lost += s.lost_requests;
-      failed += s.failed_notices;
-    }
-    // Per A/B arm (all in `learned` without a test).
-    rtb::Outcome arm_total[rtb::kArms];
-    const size_t n = acct->by_agent.size();
-    for (size_t x = 0; x < acct->by_arm_agent.size(); ++x)
-      arm_total[x / n] += acct->by_arm_agent[x];
-    std::printf(
-        "{\"day\":%lld,\"requests\":%zu,\"impressions\":%lld,\"clicks\":%.3f,\"cost\":%.6f,"
-        "\"revenue\":%.6f,\"arms\":{\"learned\":{\"cost\":%.6f,\"revenue\":%.6f},"
-        "\"manual\":{\"cost\":%.6f,\"revenue\":%.6f}},\"lost_requests\":%lld,"
-        "\"failed_notices\":%lld,\"seconds\":%.3f}\n",
-        static_cast<long long>(day_index), day.requests(),
-        static_cast<long long>(acct->total.impressions), acct->total.clicks,
-        acct->total.cost.units(), acct->total.revenue.units(), arm_total[0].cost.units(),
-        arm_total[0].revenue.units(), arm_total[1].cost.units(), arm_total[1].revenue.units(),
-        static_cast<long long>(lost), static_cast<long long>(failed), acct->seconds);
-    std::fflush(stdout);
+    PrintDay(day_index, day.requests(), *acct);
   }
   return 0;
 }
@@ -354,6 +387,12 @@ int main(int argc, char** argv) {
   auto* xs = app.add_subcommand(
       "exchange", "Play simulated days as an ad exchange against a bidder (OpenRTB over HTTP)");
   xs->add_option("--config", xa.config, "Simulator config: the world")->capture_default_str();
+  xs->add_option("--traffic", xa.traffic,
+                 "Or a hand-written market's traffic file (configs/markets/*/traffic.yaml)");
+  xs->add_option("--market", xa.market,
+                 "With --traffic: the market's bidder config (advertisers, predictor, A/B test)");
+  xs->add_option("--write-clusters", xa.write_clusters,
+                 "With --traffic: write the users' cluster map here (with --days 0: and stop)");
   xs->add_option("--bidder", xa.x.bidder, "Bidder host:port")->capture_default_str();
   xs->add_option("--bid-path", xa.x.bid_path, "Bid request path")->capture_default_str();
   xs->add_option("--days", xa.days, "Simulated days to play")->capture_default_str();

@@ -87,15 +87,16 @@ Decision DecideBids(const BidRequest& req, const std::vector<Advertiser>& advert
     d.reason = NoBidReason::kCurrency;
     return d;
   }
-  // The candidate advertisers: every campaign, or the simulated world's list.
+  // The candidate advertisers: every campaign, or the generated world's list.
+  const bool hinted = req.sim && req.sim->has_candidates;
   std::vector<std::pair<size_t, const SimCandidate*>> pool;  // (advertiser index, hint)
-  if (req.sim && opt.index_of != nullptr) {
+  if (hinted && opt.index_of != nullptr) {
     for (const SimCandidate& sc : req.sim->candidates) {
       auto it = opt.index_of->find(sc.advertiser);
       if (it != opt.index_of->end()) pool.emplace_back(it->second, &sc);
     }
   }
-  const size_t pool_size = req.sim ? pool.size() : advertisers.size();
+  const size_t pool_size = hinted ? pool.size() : advertisers.size();
   bool any_target = false, any_floor_fail = false, any_currency_fail = false, any_blocked = false;
   std::vector<Candidate> per_imp;
   for (size_t ii = 0; ii < req.imps.size(); ++ii) {
@@ -107,7 +108,7 @@ Decision DecideBids(const BidRequest& req, const std::vector<Advertiser>& advert
     per_imp.clear();
     GspAuction rank(std::min(opt.max_bids_per_imp, kMaxSlots), 0.0);
     for (size_t pi = 0; pi < pool_size; ++pi) {
-      const size_t k = req.sim ? pool[pi].first : pi;
+      const size_t k = hinted ? pool[pi].first : pi;
       const Advertiser& a = advertisers[k];
       if (opt.has_budget && !opt.has_budget(k)) continue;
       if (!Targets(a, req)) continue;
@@ -127,7 +128,7 @@ Decision DecideBids(const BidRequest& req, const std::vector<Advertiser>& advert
       if (a.agent >= 0 && static_cast<size_t>(a.agent) < d.computed.size()) {
         ++d.computed[static_cast<size_t>(a.agent)];
       }
-      if (req.sim) {
+      if (hinted) {
         c.pctr = pool[pi].second->pctr;
         c.pcvr = pool[pi].second->pcvr;
       } else {

@@ -126,6 +126,10 @@ Result<BidderConfig> LoadBidderConfig(const std::string& path) {
     adv.daily_budget = Micros::FromUnits(budget);
     a.Get("agent", &adv.agent);
     a.Check(adv.agent >= 0 && adv.agent < 10000, "agent", "must be in [0, 10000)");
+    double value = 0;
+    a.Get("conversion_value", &value);
+    a.Check(value >= 0 && value < 1e9, "conversion_value", "(currency units) must be >= 0");
+    adv.conversion_value = Micros::FromUnits(value);
     ConfigMap t = a.Section("targeting");
     t.Get("categories", &adv.targeting.categories);
     t.Get("device_types", &adv.targeting.device_types);

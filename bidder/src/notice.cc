@@ -199,7 +199,12 @@ Result<Notice> ParseNotice(std::string_view target) {
   } else {
     n.invalid_price = why;
   }
-  if (has_value && ParseMoney(value_raw, &m, &why)) n.value = m;
+  if (has_value) {
+    if (!ParseMoney(value_raw, &m, &why)) {
+      return Status::InvalidArgument("notice value (conversion value, currency units): " + why);
+    }
+    n.value = m;
+  }
   if (!t_raw.empty()) {
     int64_t t = -1;
     auto [tp, tec] = std::from_chars(t_raw.data(), t_raw.data() + t_raw.size(), t);

@@ -105,8 +105,10 @@ HttpResult Bidder::HandleNotice(std::string_view target) {
         charge = Micros((n->price->value() + 500) / 1000);
       }
     }
-  } else if (n->type == NoticeType::kConversion && n->value) {
-    e.price_micros = n->value->value();
+  } else if (n->type == NoticeType::kConversion) {
+    // The order value the exchange or the advertiser reported, else the campaign's value of a
+    // conversion (0 when neither is known).
+    e.price_micros = n->value ? n->value->value() : m.cfg.advertisers[k].conversion_value.value();
   } else if (n->type == NoticeType::kLoss) {
     e.reason = std::to_string(n->loss_code);
   }

@@ -247,25 +247,29 @@ Result<BidRequest> RequestDecoder::Decode(std::string_view body) {
       return Status::InvalidArgument("ext.sim.t must be a non-negative integer (ms)");
     }
     array cands;
-    if (sim["cand"].get_array().get(cands) != simdjson::SUCCESS) {
+    element cand_el;
+    h.has_candidates = sim["cand"].get(cand_el) == simdjson::SUCCESS;
+    if (h.has_candidates && cand_el.get_array().get(cands) != simdjson::SUCCESS) {
       return Status::InvalidArgument("ext.sim.cand must be an array");
     }
-    for (element ce : cands) {
-      array c;
-      int64_t adv = 0;
-      double ctr = 0, cvr = 0;
-      if (ce.get_array().get(c) != simdjson::SUCCESS || c.size() != 3 ||
-          c.at(0).get_int64().get(adv) != simdjson::SUCCESS || adv < 0 || adv > UINT32_MAX ||
-          c.at(1).get_double().get(ctr) != simdjson::SUCCESS ||
-          c.at(2).get_double().get(cvr) != simdjson::SUCCESS || !(ctr >= 0 && ctr <= 1) ||
-          !(cvr >= 0 && cvr <= 1)) {
-        return Status::InvalidArgument(
-            "ext.sim.cand entries are [advertiser id, pctr in [0,1], pcvr in [0,1]]");
+    if (h.has_candidates) {
+      for (element ce : cands) {
+        array c;
+        int64_t adv = 0;
+        double ctr = 0, cvr = 0;
+        if (ce.get_array().get(c) != simdjson::SUCCESS || c.size() != 3 ||
+            c.at(0).get_int64().get(adv) != simdjson::SUCCESS || adv < 0 || adv > UINT32_MAX ||
+            c.at(1).get_double().get(ctr) != simdjson::SUCCESS ||
+            c.at(2).get_double().get(cvr) != simdjson::SUCCESS || !(ctr >= 0 && ctr <= 1) ||
+            !(cvr >= 0 && cvr <= 1)) {
+          return Status::InvalidArgument(
+              "ext.sim.cand entries are [advertiser id, pctr in [0,1], pcvr in [0,1]]");
+        }
+        if (h.candidates.size() >= m.limits.max_sim_candidates) {
+          return Status::InvalidArgument("too many ext.sim.cand entries");
+        }
+        h.candidates.push_back({static_cast<uint32_t>(adv), ctr, cvr});
       }
-      if (h.candidates.size() >= m.limits.max_sim_candidates) {
-        return Status::InvalidArgument("too many ext.sim.cand entries");
-      }
-      h.candidates.push_back({static_cast<uint32_t>(adv), ctr, cvr});
     }
     r.sim = std::move(h);
   }

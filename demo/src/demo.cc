@@ -174,6 +174,17 @@ Result<std::string> Pretrain(const Setup& s) {
     pre.args.push_back("--episodes");
     pre.args.push_back(std::to_string(s.args.episodes));
   }
+  if (s.cfg.learned_share < 1) {
+    // Pre-train for the arm it will serve: its users (the bidder's salt) and its budgets.
+    RTB_ASSIGN_OR_RETURN(const bidder::BidderConfig base,
+                         bidder::LoadBidderConfig(s.cfg.bidder_config));
+    char share[32];
+    std::snprintf(share, sizeof share, "%.17g", s.cfg.learned_share);
+    for (std::string a : {std::string("--learned-share"), std::string(share),
+                          std::string("--ab-salt"), base.ab.salt}) {
+      pre.args.push_back(std::move(a));
+    }
+  }
   if (!pre.Start()) return Status::Internal("cannot start " + exe);
   if (pre.Wait() != 0) {
     return Status::Internal("pre-training failed; see " + s.out + "/logs/pretrain.log");

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "rtb/bidder/openrtb.h"
@@ -123,7 +124,9 @@ double Draw(uint64_t seed, int64_t day, size_t r, uint32_t adv, uint64_t purpose
 
 struct Exchange::Impl {
   ExchangeConfig cfg;
-  const sim::Scenario* sc = nullptr;
+  const sim::Scenario* sc = nullptr;  // the generated world, or
+  const TrafficMarket* tm = nullptr;  // a market the simulator did not generate
+  int agents = 0;
   std::string host, port;
   std::unique_ptr<kafka::Producer> producer;  // step markers (none without brokers)
   std::unique_ptr<Conn> control;              // /metrics polls
@@ -135,6 +138,15 @@ struct Exchange::Impl {
   struct Local {                        // one worker's share of a step
     std::vector<Outcome> by_arm_agent;  // [arm * agents + agent]
     int64_t requests = 0, bids = 0, events = 0, lost = 0, failed_notices = 0;
+  };
+
+  // One of our bids in an auction, with the world's truth for it.
+  struct Offer {
+    const bidder::Bid* bid;
+    uint32_t adv;
+    int agent;
+    double pctr, pcvr;
+    int64_t value;  // order value of a conversion, micros
   };
 
   // Sends one notice, retrying while the bidder is unreachable; true when acknowledged (200).
@@ -154,27 +166,69 @@ struct Exchange::Impl {
     return false;
   }
 
+  // POSTs the request; the bids of the answer (none on no-bid or failure), counted.
+  std::optional<bidder::BidResponse> Ask(Conn& conn, const std::string& body, Local& loc) {
+    ++loc.requests;
+    auto reply = conn.Do(http::verb::post, cfg.bid_path, body);
+    if (!reply.ok()) {
+      ++loc.lost;
+      return std::nullopt;
+    }
+    if (reply->status == 204) ++loc.events;  // the bidder's no-bid event
+    if (reply->status != 200) return std::nullopt;
+    auto resp = bidder::DecodeBidResponse(reply->body);
+    if (!resp.ok()) return std::nullopt;
+    for (const auto& sb : resp->seatbid) {
+      loc.bids += static_cast<int64_t>(sb.bids.size());
+      loc.events += static_cast<int64_t>(sb.bids.size());  // one bid event each
+    }
+    return std::move(*resp);
+  }
+
+  // GSP over eCPM per impression (micros) among our offers and the competitors' eCPMs: the
+  // top `slots` win, each pays the next or the reserve. Then the notices the outcome implies.
+  // `value_on_notice`: conversions carry value= (else the bidder books conversion_value).
+  void Settle(Conn& conn, const std::string& id, const std::string& t, int arm, int slots,
+              double reserve_ecpm, const std::vector<Offer>& offers, const double* competitor_cpm,
+              size_t competitors, int64_t day_index, size_t r, bool value_on_notice, Local& loc);
+
+  Result<uint64_t> PolicyVersion();
   void PlayRequest(Conn& conn, const sim::Day& day, int64_t day_index, size_t r, Local& loc);
+  void PlayTrafficRequest(Conn& conn, const TrafficDay& day, int64_t day_index, size_t r,
+                          Local& loc);
+
+  // The step loop shared by both kinds of day: `play(conn, r, loc)` for every request, step by
+  // step over `concurrency` connections, then each step's marker and policy wait.
+  Result<DayAccount> PlaySteps(const std::vector<size_t>& begins, int steps, int64_t step_ms,
+                               int64_t day_index,
+                               const std::function<void(Conn&, size_t, Local&)>& play,
+                               const std::function<void(const StepAccount&)>& on_step);
 };
 
 Exchange::Exchange(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Exchange::~Exchange() = default;
 
-Result<std::unique_ptr<Exchange>> Exchange::Create(const ExchangeConfig& cfg,
-                                                   const sim::Scenario& sc) {
-  auto m = std::make_unique<Impl>();
-  m->cfg = cfg;
-  m->sc = &sc;
-  const size_t colon = cfg.bidder.rfind(':');
-  if (colon == std::string::npos) {
+namespace {
+
+Status CheckConfig(const ExchangeConfig& cfg) {
+  if (cfg.bidder.rfind(':') == std::string::npos) {
     return Status::InvalidArgument("exchange: bidder must be host:port, got '" + cfg.bidder + "'");
   }
-  m->host = cfg.bidder.substr(0, colon);
-  m->port = cfg.bidder.substr(colon + 1);
   if (cfg.outcomes != "expected" && cfg.outcomes != "sampled") {
     return Status::InvalidArgument("exchange: outcomes must be expected or sampled");
   }
   if (cfg.concurrency < 1) return Status::InvalidArgument("exchange: concurrency must be >= 1");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Exchange>> Exchange::Create(std::unique_ptr<Impl> m) {
+  const ExchangeConfig& cfg = m->cfg;
+  RTB_RETURN_IF_ERROR(CheckConfig(cfg));
+  const size_t colon = cfg.bidder.rfind(':');
+  m->host = cfg.bidder.substr(0, colon);
+  m->port = cfg.bidder.substr(colon + 1);
   m->control = std::make_unique<Conn>(m->host, m->port, cfg.io_timeout_ms);
   if (!cfg.brokers.empty()) {
     kafka::Producer::Options po;
@@ -187,119 +241,81 @@ Result<std::unique_ptr<Exchange>> Exchange::Create(const ExchangeConfig& cfg,
   return std::unique_ptr<Exchange>(new Exchange(std::move(m)));
 }
 
-void Exchange::Impl::PlayRequest(Conn& conn, const sim::Day& day, int64_t day_index, size_t r,
-                                 Local& loc) {
-  const sim::Market& market = sc->market;
-  const int64_t sim_ms = day_index * kDayMs + day.time_ms[r];
-  const std::string id = "d" + std::to_string(day_index) + "-r" + std::to_string(r);
-  const std::string t = "&t=" + std::to_string(sim_ms);
-  std::string body;
-  body.reserve(512);
-  body += "{\"id\":\"" + id + "\",\"imp\":[{\"id\":\"1\",\"banner\":{\"w\":300,\"h\":250}";
-  if (day.floor_cpm[r] > 0) {
-    body += ",\"bidfloor\":" + Decimal(day.floor_cpm[r]) + ",\"bidfloorcur\":\"USD\"";
-  }
-  body += "}],\"site\":{\"id\":\"sim\",\"domain\":\"sim.example\"},\"device\":{\"devicetype\":2},";
-  const std::string user = "c" + std::to_string(day.consumer[r]);
-  body += "\"user\":{\"id\":\"" + user + "\"},";
-  // The user's arm, as the bidder assigns it: this request's outcomes are that arm's.
-  const int arm = static_cast<int>(ArmOf(user, cfg.ab_salt, cfg.learned_share));
-  body += "\"tmax\":" + std::to_string(cfg.tmax_ms) + ",\"cur\":[\"USD\"],\"ext\":{\"sim\":{";
-  body += "\"t\":" + std::to_string(sim_ms) + ",\"cand\":[";
-  char num[96];
-  for (uint32_t c = day.begin[r]; c < day.begin[r + 1]; ++c) {
-    std::snprintf(num, sizeof num, "%s[%u,%.9g,%.9g]", c == day.begin[r] ? "" : ",", day.adv[c],
-                  day.pctr[c], day.pcvr[c]);
-    body += num;
-  }
-  body += "]}}}";
-  ++loc.requests;
-  auto reply = conn.Do(http::verb::post, cfg.bid_path, body);
-  if (!reply.ok()) {
-    ++loc.lost;
-    return;
-  }
-  if (reply->status == 204) {
-    ++loc.events;  // the bidder's no-bid event
-    return;
-  }
-  if (reply->status != 200) return;
-  auto resp = bidder::DecodeBidResponse(reply->body);
-  if (!resp.ok()) return;
-  // The bids, each tied to its candidate in the day (for the outcomes).
-  struct Offer {
-    const bidder::Bid* bid;
-    uint32_t adv;
-    uint32_t cand;
-  };
-  std::vector<Offer> offers;
-  for (const auto& sb : resp->seatbid) {
-    for (const auto& b : sb.bids) {
-      ++loc.bids;
-      ++loc.events;  // one bid event each
-      uint32_t adv = 0;
-      try {
-        adv = static_cast<uint32_t>(std::stoul(b.cid));
-      } catch (const std::exception&) {
-        continue;
-      }
-      for (uint32_t c = day.begin[r]; c < day.begin[r + 1]; ++c) {
-        if (day.adv[c] == adv) {
-          offers.push_back({&b, adv, c});
-          break;
-        }
-      }
-    }
-  }
-  // GSP over eCPM per impression (micros): top slots win, each pays the next or the floor.
-  const auto& acfg = sc->cfg.auction;
-  GspAuction auction(acfg.slots,
-                     std::max(acfg.reserve_cpm * 1e6 / 1000.0, day.floor_cpm[r] / 1000.0));
+Result<std::unique_ptr<Exchange>> Exchange::Create(const ExchangeConfig& cfg,
+                                                   const sim::Scenario& sc) {
+  auto m = std::make_unique<Impl>();
+  m->cfg = cfg;
+  m->sc = &sc;
+  m->agents = sc.market.agents;
+  return Create(std::move(m));
+}
+
+Result<std::unique_ptr<Exchange>> Exchange::Create(const ExchangeConfig& cfg,
+                                                   const TrafficMarket& market) {
+  auto m = std::make_unique<Impl>();
+  m->cfg = cfg;
+  m->cfg.learned_share = market.learned_share;
+  m->cfg.ab_salt = market.ab_salt;
+  m->tm = &market;
+  m->agents = market.agents;
+  return Create(std::move(m));
+}
+
+void Exchange::Impl::Settle(Conn& conn, const std::string& id, const std::string& t, int arm,
+                            int slots, double reserve_ecpm, const std::vector<Offer>& offers,
+                            const double* competitor_cpm, size_t competitors, int64_t day_index,
+                            size_t r, bool value_on_notice, Local& loc) {
+  GspAuction auction(slots, reserve_ecpm);
   for (uint32_t o = 0; o < offers.size(); ++o) {
     auction.Offer({static_cast<double>(offers[o].bid->price.value()) / 1000.0, offers[o].adv, o});
+  }
+  for (size_t b = 0; b < competitors; ++b) {  // other bidders' seats (never ours)
+    auction.Offer({competitor_cpm[b] * 1000.0, UINT32_MAX - static_cast<uint32_t>(b),
+                   static_cast<uint32_t>(offers.size() + b)});
   }
   SlotResult won[kMaxSlots];
   const int winners = auction.Resolve(won);
   std::vector<char> is_winner(offers.size(), 0);
   int64_t lowest_clearing = 0;
   for (int s = 0; s < winners; ++s) {
-    const Offer& o = offers[won[s].index];
-    is_winner[won[s].index] = 1;
     const int64_t clearing_cpm = std::llround(won[s].price_ecpm * 1000.0);
     lowest_clearing = clearing_cpm;
+    if (won[s].index >= offers.size()) continue;  // a competitor's slot
+    const Offer& o = offers[won[s].index];
+    is_winner[won[s].index] = 1;
     std::string burl = PathOf(o.bid->burl);
     ReplaceAll(burl, "${AUCTION_ID}", id);
     ReplaceAll(burl, "${AUCTION_IMP_ID}", "1");
     ReplaceAll(burl, "${AUCTION_BID_ID}", o.bid->id);
     ReplaceAll(burl, "${AUCTION_PRICE}", Decimal(clearing_cpm));
-    const size_t i = o.adv < market.agent_of.size() ? market.agent_of[o.adv] : 0;
-    Outcome& out = loc.by_arm_agent[static_cast<size_t>(arm * market.agents) + i];
+    Outcome& out = loc.by_arm_agent[static_cast<size_t>(arm * agents + o.agent)];
     ++out.impressions;
     if (Notice(conn, burl + t, loc)) out.cost += Micros((clearing_cpm + 500) / 1000);
-    const double pctr = day.pctr[o.cand], pcvr = day.pcvr[o.cand];
     // Clicks and conversions name the bid with the signed query of its billing URL.
     const size_t q = burl.find('?');
     const std::string who = q == std::string::npos ? "?" : burl.substr(q);
     int64_t value = 0;
     if (cfg.outcomes == "expected") {
-      out.clicks += pctr;
-      out.conversions += pctr * pcvr;
-      value = std::llround(pctr * pcvr * static_cast<double>(day.ppb[o.cand]));
+      out.clicks += o.pctr;
+      out.conversions += o.pctr * o.pcvr;
+      value = std::llround(o.pctr * o.pcvr * static_cast<double>(o.value));
+      value_on_notice = true;  // an expected value is not the campaign's conversion value
     } else {
-      const bool click = Draw(cfg.seed, day_index, r, o.adv, 1) < pctr;
-      const bool buy = click && Draw(cfg.seed, day_index, r, o.adv, 2) < pcvr;
+      const bool click = Draw(cfg.seed, day_index, r, o.adv, 1) < o.pctr;
+      const bool buy = click && Draw(cfg.seed, day_index, r, o.adv, 2) < o.pcvr;
       if (click) {
         out.clicks += 1;
         Notice(conn, "/notice/click" + who + t, loc);
       }
       if (buy) {
         out.conversions += 1;
-        value = day.ppb[o.cand];
+        value = o.value;
       }
     }
-    if (value > 0 &&
-        Notice(conn, "/notice/conversion" + who + "&value=" + Decimal(value) + t, loc)) {
-      out.revenue += Micros(value);
+    if (value > 0) {
+      const std::string target = "/notice/conversion" + who +
+                                 (value_on_notice ? "&value=" + Decimal(value) : std::string()) + t;
+      if (Notice(conn, target, loc)) out.revenue += Micros(value);
     }
   }
   if (!cfg.send_loss_notices) return;
@@ -315,8 +331,120 @@ void Exchange::Impl::PlayRequest(Conn& conn, const sim::Day& day, int64_t day_in
   }
 }
 
-Result<uint64_t> Exchange::BidderPolicyVersion() {
-  auto r = impl_->control->Do(http::verb::get, "/metrics", "");
+void Exchange::Impl::PlayRequest(Conn& conn, const sim::Day& day, int64_t day_index, size_t r,
+                                 Local& loc) {
+  const sim::Market& market = sc->market;
+  const int64_t sim_ms = day_index * kDayMs + day.time_ms[r];
+  const std::string id = "d" + std::to_string(day_index) + "-r" + std::to_string(r);
+  const std::string t = "&t=" + std::to_string(sim_ms);
+  std::string body;
+  body.reserve(512);
+  body += "{\"id\":\"" + id + "\",\"imp\":[{\"id\":\"1\",\"banner\":{\"w\":300,\"h\":250}";
+  if (day.floor_cpm[r] > 0) {
+    body += ",\"bidfloor\":" + Decimal(day.floor_cpm[r]) + ",\"bidfloorcur\":\"USD\"";
+  }
+  body += "}],\"site\":{\"id\":\"sim\",\"domain\":\"sim.example\"},\"device\":{\"devicetype\":2},";
+  const std::string user = sim::ConsumerUserId(day.consumer[r]);
+  body += "\"user\":{\"id\":\"" + user + "\"},";
+  // The user's arm, as the bidder assigns it: this request's outcomes are that arm's.
+  const int arm = static_cast<int>(ArmOf(user, cfg.ab_salt, cfg.learned_share));
+  body += "\"tmax\":" + std::to_string(cfg.tmax_ms) + ",\"cur\":[\"USD\"],\"ext\":{\"sim\":{";
+  body += "\"t\":" + std::to_string(sim_ms) + ",\"cand\":[";
+  char num[96];
+  for (uint32_t c = day.begin[r]; c < day.begin[r + 1]; ++c) {
+    std::snprintf(num, sizeof num, "%s[%u,%.9g,%.9g]", c == day.begin[r] ? "" : ",", day.adv[c],
+                  day.pctr[c], day.pcvr[c]);
+    body += num;
+  }
+  body += "]}}}";
+  const auto resp = Ask(conn, body, loc);
+  if (!resp) return;
+  // The bids, each tied to its candidate in the day (for the outcomes).
+  std::vector<Offer> offers;
+  for (const auto& sb : resp->seatbid) {
+    for (const auto& b : sb.bids) {
+      uint32_t adv = 0;
+      try {
+        adv = static_cast<uint32_t>(std::stoul(b.cid));
+      } catch (const std::exception&) {
+        continue;
+      }
+      for (uint32_t c = day.begin[r]; c < day.begin[r + 1]; ++c) {
+        if (day.adv[c] == adv) {
+          const int agent = adv < market.agent_of.size() ? market.agent_of[adv] : 0;
+          offers.push_back({&b, adv, agent, day.pctr[c], day.pcvr[c], day.ppb[c]});
+          break;
+        }
+      }
+    }
+  }
+  const auto& acfg = sc->cfg.auction;
+  Settle(conn, id, t, arm, acfg.slots,
+         std::max(acfg.reserve_cpm * 1e6 / 1000.0, day.floor_cpm[r] / 1000.0), offers, nullptr, 0,
+         day_index, r, true, loc);
+}
+
+void Exchange::Impl::PlayTrafficRequest(Conn& conn, const TrafficDay& day, int64_t day_index,
+                                        size_t r, Local& loc) {
+  const TrafficConfig& tc = tm->traffic;
+  const size_t p = day.placement[r];
+  const Placement& pl = tc.placements[p];
+  const size_t seg = tm->segment_of_user[day.user[r]];
+  const int64_t sim_ms = day_index * kDayMs + day.time_ms[r];
+  const std::string id = "d" + std::to_string(day_index) + "-r" + std::to_string(r);
+  const std::string t = "&t=" + std::to_string(sim_ms);
+  std::string body;
+  body.reserve(512);
+  body += "{\"id\":\"" + id + "\",\"imp\":[{\"id\":\"1\",\"banner\":{\"w\":";
+  body += std::to_string(pl.w) + ",\"h\":" + std::to_string(pl.h) + "}";
+  if (pl.floor_cpm.value() > 0) {
+    body += ",\"bidfloor\":" + Decimal(pl.floor_cpm.value()) + ",\"bidfloorcur\":\"USD\"";
+  }
+  body += pl.app ? "}],\"app\":{\"id\":\"" : "}],\"site\":{\"id\":\"";
+  body += pl.domain + (pl.app ? "\",\"bundle\":\"" : "\",\"domain\":\"") + pl.domain + "\"";
+  if (!pl.cat.empty()) {
+    body += ",\"cat\":[";
+    for (size_t c = 0; c < pl.cat.size(); ++c) body += (c ? ",\"" : "\"") + pl.cat[c] + "\"";
+    body += "]";
+  }
+  body += "},\"device\":{\"devicetype\":";
+  body += std::to_string(pl.device_type) + ",\"geo\":{\"country\":\"" + pl.country + "\"}},";
+  std::string user = "u";
+  user += std::to_string(day.user[r]);
+  body += "\"user\":{\"id\":\"" + user + "\"},";
+  const int arm = static_cast<int>(ArmOf(user, cfg.ab_salt, cfg.learned_share));
+  body += "\"tmax\":" + std::to_string(cfg.tmax_ms) + ",\"cur\":[\"USD\"],\"ext\":{\"sim\":{";
+  body += "\"t\":" + std::to_string(sim_ms) + "}}}";
+  const auto resp = Ask(conn, body, loc);
+  std::vector<Offer> offers;
+  const size_t S = tc.segments.size();
+  if (resp) {
+    for (const auto& sb : resp->seatbid) {
+      for (const auto& b : sb.bids) {
+        uint32_t adv = 0;
+        try {
+          adv = static_cast<uint32_t>(std::stoul(b.cid));
+        } catch (const std::exception&) {
+          continue;
+        }
+        const auto it = tm->advertisers.find(adv);
+        if (it == tm->advertisers.end()) continue;
+        const TrafficMarket::Adv& a = it->second;
+        offers.push_back(
+            {&b, adv, a.agent, a.ctr[p * S + seg], a.cvr[p * S + seg], a.conversion_value.value()});
+      }
+    }
+  }
+  const auto B = static_cast<size_t>(tc.competition.bidders);
+  Settle(conn, id, t, arm, tc.slots,
+         std::max(tc.reserve_cpm * 1e6, static_cast<double>(pl.floor_cpm.value())) / 1000.0, offers,
+         day.competitor_cpm.data() + r * B, B, day_index, r, false, loc);
+}
+
+Result<uint64_t> Exchange::BidderPolicyVersion() { return impl_->PolicyVersion(); }
+
+Result<uint64_t> Exchange::Impl::PolicyVersion() {
+  auto r = control->Do(http::verb::get, "/metrics", "");
   if (!r.ok()) return r.status();
   const std::string key = "\nrtb_policy_version ";
   const size_t p = r->body.find(key);
@@ -327,28 +455,53 @@ Result<uint64_t> Exchange::BidderPolicyVersion() {
 
 Result<DayAccount> Exchange::PlayDay(const sim::Day& day, int64_t day_index,
                                      const std::function<void(const StepAccount&)>& on_step) {
+  if (impl_->sc == nullptr)
+    return Status::InvalidArgument("exchange: not playing a generated world");
   Impl& m = *impl_;
+  return m.PlaySteps(
+      day.StepBegins(), day.steps, day.step_ms, day_index,
+      [&](Conn& conn, size_t r, Impl::Local& loc) { m.PlayRequest(conn, day, day_index, r, loc); },
+      on_step);
+}
+
+Result<DayAccount> Exchange::PlayDay(const TrafficDay& day, int64_t day_index,
+                                     const std::function<void(const StepAccount&)>& on_step) {
+  if (impl_->tm == nullptr)
+    return Status::InvalidArgument("exchange: not playing a traffic market");
+  Impl& m = *impl_;
+  return m.PlaySteps(
+      day.StepBegins(), day.steps, day.step_ms, day_index,
+      [&](Conn& conn, size_t r, Impl::Local& loc) {
+        m.PlayTrafficRequest(conn, day, day_index, r, loc);
+      },
+      on_step);
+}
+
+Result<DayAccount> Exchange::Impl::PlaySteps(
+    const std::vector<size_t>& begins, int steps, int64_t step_ms, int64_t day_index,
+    const std::function<void(Conn&, size_t, Local&)>& play,
+    const std::function<void(const StepAccount&)>& on_step) {
+  Impl& m = *this;
   const auto t0 = Clock::now();
-  const int N = m.sc->market.agents;
+  const int N = m.agents;
   DayAccount acct;
   acct.day = day_index;
   acct.by_agent.assign(static_cast<size_t>(N), Outcome{});
   acct.by_arm_agent.assign(static_cast<size_t>(kArms * N), Outcome{});
-  const std::vector<size_t> begins = day.StepBegins();
   std::vector<std::unique_ptr<Conn>> conns;
   for (int w = 0; w < m.cfg.concurrency; ++w) {
     conns.push_back(std::make_unique<Conn>(m.host, m.port, m.cfg.io_timeout_ms));
   }
-  for (int step = 0; step < day.steps; ++step) {
+  for (int step = 0; step < steps; ++step) {
     std::atomic<size_t> next{begins[static_cast<size_t>(step)]};
     const size_t end = begins[static_cast<size_t>(step) + 1];
-    std::vector<Impl::Local> locals(conns.size());
+    std::vector<Local> locals(conns.size());
     std::vector<std::thread> workers;
     for (size_t w = 0; w < conns.size(); ++w) {
       locals[w].by_arm_agent.assign(static_cast<size_t>(kArms * N), Outcome{});
       workers.emplace_back([&, w] {
         for (size_t r = next.fetch_add(1); r < end; r = next.fetch_add(1)) {
-          m.PlayRequest(*conns[w], day, day_index, r, locals[w]);
+          play(*conns[w], r, locals[w]);
         }
       });
     }
@@ -359,8 +512,8 @@ Result<DayAccount> Exchange::PlayDay(const sim::Day& day, int64_t day_index,
     StepMarker& mk = sa.marker;
     mk.day = day_index;
     mk.step = step;
-    mk.steps_per_day = day.steps;
-    mk.step_ms = day.step_ms;
+    mk.steps_per_day = steps;
+    mk.step_ms = step_ms;
     for (const auto& l : locals) {
       for (int x = 0; x < kArms * N; ++x) {
         sa.by_arm_agent[static_cast<size_t>(x)] += l.by_arm_agent[static_cast<size_t>(x)];
@@ -388,10 +541,10 @@ Result<DayAccount> Exchange::PlayDay(const sim::Day& day, int64_t day_index,
       }
       (void)m.producer->Flush(10000);
       if (m.cfg.wait_for_policy) {
-        sa.next_version = 2 + static_cast<uint64_t>(day_index * day.steps + step);
+        sa.next_version = 2 + static_cast<uint64_t>(day_index * steps + step);
         const auto deadline = sent + std::chrono::milliseconds(m.cfg.policy_wait_ms);
         while (Clock::now() < deadline) {
-          auto v = BidderPolicyVersion();
+          auto v = PolicyVersion();
           if (v.ok() && *v >= sa.next_version) {
             sa.policy_lag_ms =
                 std::chrono::duration<double, std::milli>(Clock::now() - sent).count();

@@ -56,6 +56,13 @@ int main(int argc, char** argv) {
   t->add_option("--out", opt.out, "Output directory")->capture_default_str();
   t->add_option("--jobs", opt.jobs, "Runs trained in parallel")->capture_default_str();
   t->add_flag("--resume", opt.resume, "Continue each run from its last checkpoint");
+  t->add_option("--learned-share", opt.learned_share,
+                "Train for the learned arm of a live A/B test: this share of the users "
+                "(hashed with --ab-salt, as the bidder does) and of every budget")
+      ->check(CLI::Range(0.0, 1.0).description("in (0, 1]"))
+      ->capture_default_str();
+  t->add_option("--ab-salt", opt.ab_salt, "The bidders' ab.salt (with --learned-share)")
+      ->capture_default_str();
   t->add_flag("--quiet", quiet, "No progress lines");
 
   rtb::learn::OnlineOptions on;

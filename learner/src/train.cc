@@ -308,6 +308,10 @@ Result<Report> RunTraining(const LearnerConfig& cfg_in, const TrainOptions& opt)
   RTB_ASSIGN_OR_RETURN(auto scenario, sim::BuildScenario(cfg.sim, "", "", opt.progress));
   sim::AddTrainingDays(*scenario, cfg.training_days - 1);
   sim::AddValidationDays(*scenario, cfg.validation_days);
+  if (opt.learned_share <= 0) {
+    return Status::InvalidArgument("--learned-share must be in (0, 1]: no learned arm to train");
+  }
+  if (opt.learned_share < 1) sim::RestrictToArm(*scenario, opt.learned_share, opt.ab_salt);
   const sim::Scenario& sc = *scenario;
 
   // Every (method, seed) run is a job; `jobs` threads take them in order.
@@ -369,6 +373,13 @@ Result<Report> RunTraining(const LearnerConfig& cfg_in, const TrainOptions& opt)
             {"budget",
              "fraction of each advertiser's cost under manual bids with unlimited "
              "budget, per day"}};
+  if (opt.learned_share < 1) {
+    r.meta.push_back(
+        {"A/B arm", "trained for the learned arm of a live A/B test: the " +
+                        std::to_string(static_cast<int>(std::lround(100 * opt.learned_share))) +
+                        "% of users the bidders hash to it (salt " + opt.ab_salt +
+                        ") and that share of every budget, on every day"});
+  }
   sim::DescribeAgents(sc.market, &r);
   r.baseline = "manual";
   r.primary = algos.size() > 1 ? algos[1] : "manual";

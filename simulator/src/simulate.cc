@@ -1,10 +1,12 @@
 #include "rtb/simulator/simulate.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 
+#include "rtb/core/ab.h"
 #include "rtb/core/progress.h"
 #include "rtb/core/report_doc.h"
 #include "rtb/simulator/engine.h"
@@ -106,6 +108,61 @@ void AddTrainingDays(Scenario& sc, int count) {
 
 void AddValidationDays(Scenario& sc, int count) {
   AddDays(sc, count, 200, &sc.validation, &sc.validation_budgets);
+}
+
+std::string ConsumerUserId(uint32_t consumer) {
+  std::string id = "c";
+  id += std::to_string(consumer);
+  return id;
+}
+
+namespace {
+
+// The day's requests whose consumer is in the learned arm, in the same order.
+Day ArmDay(const Day& d, const std::vector<char>& learned) {
+  Day o;
+  o.steps = d.steps;
+  o.step_ms = d.step_ms;
+  o.num_advertisers = d.num_advertisers;
+  o.num_consumers = d.num_consumers;
+  o.begin.push_back(0);
+  for (size_t r = 0; r < d.requests(); ++r) {
+    if (!learned[d.consumer[r]]) continue;
+    o.time_ms.push_back(d.time_ms[r]);
+    o.consumer.push_back(d.consumer[r]);
+    o.floor_cpm.push_back(d.floor_cpm[r]);
+    for (uint32_t c = d.begin[r]; c < d.begin[r + 1]; ++c) {
+      o.adv.push_back(d.adv[c]);
+      o.bid.push_back(d.bid[c]);
+      o.pctr.push_back(d.pctr[c]);
+      o.pcvr.push_back(d.pcvr[c]);
+      o.ppb.push_back(d.ppb[c]);
+    }
+    o.begin.push_back(static_cast<uint32_t>(o.adv.size()));
+  }
+  return o;
+}
+
+}  // namespace
+
+void RestrictToArm(Scenario& sc, double learned_share, const std::string& salt) {
+  uint32_t consumers = 0;
+  for (const Day* d : {&sc.train, &sc.test}) consumers = std::max(consumers, d->num_consumers);
+  std::vector<char> learned(consumers, 0);
+  for (uint32_t c = 0; c < consumers; ++c) {
+    learned[c] = ArmOf(ConsumerUserId(c), salt, learned_share) == Arm::kLearned;
+  }
+  auto arm_budgets = [&](std::vector<Micros>& b) {
+    for (Micros& m : b) m = ArmBudget(m, Arm::kLearned, learned_share);
+  };
+  sc.train = ArmDay(sc.train, learned);
+  sc.test = ArmDay(sc.test, learned);
+  arm_budgets(sc.train_budgets);
+  arm_budgets(sc.test_budgets);
+  for (auto& d : sc.extra_train) d = ArmDay(d, learned);
+  for (auto& b : sc.extra_train_budgets) arm_budgets(b);
+  for (auto& d : sc.validation) d = ArmDay(d, learned);
+  for (auto& b : sc.validation_budgets) arm_budgets(b);
 }
 
 Result<ActionTable> ResolvePolicy(const std::string& spec, int agents, int clusters) {

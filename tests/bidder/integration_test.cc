@@ -393,6 +393,54 @@ TEST_F(BidderIntegration, EventsOnTheTopicMatchWhatWasSentOnePerEvent) {
   }
 }
 
+TEST_F(BidderIntegration, AConversionWithoutValueBooksTheCampaignsConversionValue) {
+  BidderConfig cfg = TestConfig(dir_);
+  for (auto& a : cfg.advertisers) a.conversion_value = Micros(7'250'000 + a.id);
+  Start(cfg);
+  Client client(port_);
+  std::vector<std::pair<std::string, uint32_t>> bids;
+  for (int n = 0; n < 3; ++n) {
+    const std::string id = "v-" + std::to_string(n);
+    auto [status, body] = client.Do(http::verb::post, "/openrtb2/bid", Request(id));
+    ASSERT_EQ(status, 200);
+    const auto j = nlohmann::json::parse(body);
+    bids.emplace_back(
+        id, static_cast<uint32_t>(std::stoul(j["seatbid"][0]["bid"][0]["cid"].get<std::string>())));
+  }
+  // No value: the campaign's. A value: that value. A malformed value: 400, nothing booked,
+  // and the same conversion with a good value afterwards still counts (no data lost).
+  EXPECT_EQ(
+      client.Do(http::verb::get, Notice("conversion", bids[0].first, bids[0].second, "")).first,
+      200);
+  EXPECT_EQ(client
+                .Do(http::verb::get,
+                    Notice("conversion", bids[1].first, bids[1].second, "") + "&value=3.5")
+                .first,
+            200);
+  const auto bad = client.Do(
+      http::verb::get, Notice("conversion", bids[2].first, bids[2].second, "") + "&value=12,5");
+  EXPECT_EQ(bad.first, 400);
+  EXPECT_NE(bad.second.find("value"), std::string::npos) << bad.second;
+  EXPECT_EQ(client
+                .Do(http::verb::get,
+                    Notice("conversion", bids[2].first, bids[2].second, "") + "&value=12.5")
+                .first,
+            200);
+  const auto stats = bidder_->events().Stats();
+  const auto events = ReadEvents(bidder_->events().bootstrap(), "rtb.events", stats.logged, 15000);
+  std::map<std::string, int64_t> value;
+  int conversions = 0;
+  for (const auto& e : events) {
+    if (e.type != "conversion") continue;
+    ++conversions;
+    value[e.auction_id] = e.price_micros;
+  }
+  EXPECT_EQ(conversions, 3);
+  EXPECT_EQ(value[bids[0].first], 7'250'000 + bids[0].second);
+  EXPECT_EQ(value[bids[1].first], 3'500'000);
+  EXPECT_EQ(value[bids[2].first], 12'500'000);
+}
+
 TEST_F(BidderIntegration, BrokerOutageLosesNothingDuplicatesNothingAndDoesNotSlowBids) {
   BidderConfig cfg = TestConfig(dir_);
   cfg.kafka.queue_max_messages = 300;  // small, so the outage overflows into the spill file

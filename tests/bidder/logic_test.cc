@@ -139,6 +139,7 @@ TEST(BidLogic, SimulationHintsReplaceCandidatesAndPredictionsAndCountComputation
   BidRequest r = Banner(/*floor=*/0.5);
   SimHints h;
   h.t_ms = 3'600'000;
+  h.has_candidates = true;
   // Advertiser 9 is not ours (skipped); 2 is priced below the floor (computed, not bid).
   h.candidates = {{3, 0.5, 0.02}, {9, 0.9, 0.9}, {2, 0.0001, 0.02}};
   r.sim = h;
@@ -158,6 +159,24 @@ TEST(BidLogic, SimulationHintsReplaceCandidatesAndPredictionsAndCountComputation
   const Decision d2 = DecideBids(r, advs, p, nullptr, opt);
   EXPECT_TRUE(d2.bids.empty());
   EXPECT_EQ(d2.computed, (std::vector<int>{0, 1, 0}));
+  // The clock alone (a hand-written market): every campaign is a candidate, priced by the
+  // predictor, as with a real exchange.
+  r.sim->has_candidates = false;
+  r.sim->candidates.clear();
+  opt.has_budget = nullptr;
+  const Decision d3 = DecideBids(r, advs, p, nullptr, opt);
+  const Decision live = [&] {
+    BidRequest plain = r;
+    plain.sim.reset();
+    return DecideBids(plain, advs, p, nullptr, opt);
+  }();
+  ASSERT_FALSE(d3.bids.empty());
+  EXPECT_EQ(d3.computed, live.computed);
+  ASSERT_EQ(d3.bids.size(), live.bids.size());
+  for (size_t b = 0; b < d3.bids.size(); ++b) {
+    EXPECT_EQ(d3.bids[b].advertiser, live.bids[b].advertiser);
+    EXPECT_EQ(d3.bids[b].price, live.bids[b].price);
+  }
 }
 
 // Dedupe keys live under their bid's hour; forgetting the hours before H drops exactly those

@@ -172,6 +172,18 @@ TEST(OpenRtb, SimHintsAreReadOnlyWhenEnabledAndValidated) {
         std::string(R"({"id":"s","imp":[{"id":"1","banner":{"w":300,"h":250}}],)") + bad + "}";
     EXPECT_FALSE(on.Decode(b).ok()) << bad;
   }
+  // The clock alone (a hand-written market's exchange): no candidate list, targeting decides.
+  r = on.Decode(R"({"id":"s","imp":[{"id":"1","banner":{"w":300,"h":250}}],)"
+                R"("ext":{"sim":{"t":5}}})");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(r->sim.has_value());
+  EXPECT_EQ(r->sim->t_ms, 5);
+  EXPECT_FALSE(r->sim->has_candidates);
+  EXPECT_TRUE(on.Decode(body)->sim->has_candidates);
+  // An empty list is a list: no candidates, no bid.
+  EXPECT_TRUE(on.Decode(R"({"id":"s","imp":[{"id":"1","banner":{"w":300,"h":250}}],)"
+                        R"("ext":{"sim":{"t":5,"cand":[]}}})")
+                  ->sim->has_candidates);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "rtb/core/ab.h"
 #include "rtb/simulator/engine.h"
 
 namespace rtb::sim {
@@ -119,6 +120,47 @@ TEST(Scenario, DifferentSeedsGiveDifferentDaysSameSeedTheSame) {
   EXPECT_EQ((*a)->test.pctr, (*b)->test.pctr);
   EXPECT_NE((*a)->test.pctr, (*d)->test.pctr);
   EXPECT_NE((*a)->train.pctr, (*a)->test.pctr);  // train and test are different draws
+}
+
+TEST(Scenario, RestrictToArmKeepsTheLearnedArmsUsersAndItsShareOfEveryBudget) {
+  SimulatorConfig c;
+  c.world.advertisers = 200;
+  c.world.consumers = 2000;
+  c.day.requests = 4000;
+  auto full = BuildScenario(c, "", "", false);
+  auto arm = BuildScenario(c, "", "", false);
+  ASSERT_TRUE(full.ok() && arm.ok());
+  AddTrainingDays(**full, 1);
+  AddTrainingDays(**arm, 1);
+  RestrictToArm(**arm, 0.5, "salt-x");
+  const Scenario& f = **full;
+  const Scenario& a = **arm;
+  // Every kept request is a learned-arm user's, whole (same candidates), in the same order;
+  // every dropped one is a manual-arm user's.
+  size_t kept = 0;
+  for (size_t r = 0; r < f.test.requests(); ++r) {
+    const bool learned = ArmOf(ConsumerUserId(f.test.consumer[r]), "salt-x", 0.5) == Arm::kLearned;
+    if (!learned) continue;
+    ASSERT_LT(kept, a.test.requests());
+    EXPECT_EQ(a.test.consumer[kept], f.test.consumer[r]);
+    EXPECT_EQ(a.test.time_ms[kept], f.test.time_ms[r]);
+    const uint32_t n = f.test.begin[r + 1] - f.test.begin[r];
+    ASSERT_EQ(a.test.begin[kept + 1] - a.test.begin[kept], n);
+    for (uint32_t k = 0; k < n; ++k) {
+      EXPECT_EQ(a.test.adv[a.test.begin[kept] + k], f.test.adv[f.test.begin[r] + k]);
+      EXPECT_EQ(a.test.ppb[a.test.begin[kept] + k], f.test.ppb[f.test.begin[r] + k]);
+    }
+    ++kept;
+  }
+  EXPECT_EQ(kept, a.test.requests());
+  EXPECT_NEAR(static_cast<double>(kept) / f.test.requests(), 0.5, 0.1);
+  EXPECT_EQ(a.extra_train.size(), 1u);
+  EXPECT_LT(a.extra_train[0].requests(), f.extra_train[0].requests());
+  for (size_t k = 0; k < f.test_budgets.size(); ++k) {
+    EXPECT_EQ(a.test_budgets[k], ArmBudget(f.test_budgets[k], Arm::kLearned, 0.5));
+    EXPECT_EQ(a.train_budgets[k], ArmBudget(f.train_budgets[k], Arm::kLearned, 0.5));
+  }
+  EXPECT_EQ(ConsumerUserId(42), "c42");
 }
 
 TEST(Scenario, OneAgentPerAdvertiserWorks) {

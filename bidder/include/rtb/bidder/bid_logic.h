@@ -9,7 +9,7 @@
 //   (r = the policy's alpha range, 0.9 by default)
 //   CPC bid = manual bid x (1 + alpha), lowered to what the budget left allows;
 //   CPM price = CPC bid x pCTR x 1000
-// With ext.sim hints (the simulated exchange) the listed advertisers are the candidates and
+// With ext.sim candidate hints (the generated world) the listed advertisers are the candidates and
 // the listed pCTR/pCVR replace the predictor. A price below the floor is not bid. Per impression,
 // the best `max_bids_per_imp` prices (one per advertiser) are kept, ranked by eCPM (ties: lower
 // advertiser id).

@@ -33,6 +33,10 @@ struct Advertiser {
   Micros bid;           // manual CPC bid (config: bid, currency units)
   Micros daily_budget;  // (config: daily_budget, currency units)
   int agent = 0;        // DCMAB agent (advertiser cluster), 0-based
+  // What one conversion is worth to the advertiser (config: conversion_value, currency units;
+  // 0 = unknown). A conversion notice without a value= books this value: the revenue of the
+  // reports and of the learner's rewards.
+  Micros conversion_value;
   Targeting targeting;
   std::vector<Creative> creatives;  // at least one
 };

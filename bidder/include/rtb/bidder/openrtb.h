@@ -46,6 +46,9 @@ struct SimCandidate {
 };
 struct SimHints {
   int64_t t_ms = -1;  // simulated clock, ms since the simulation's epoch
+  // ext.sim.cand present: the candidates and their pCTR/pCVR (the generated world). Absent
+  // (a market the exchange did not generate): targeting and the predictor decide, as live.
+  bool has_candidates = false;
   std::vector<SimCandidate> candidates;
 };
 

@@ -24,6 +24,7 @@
 
 #include "rtb/core/status.h"
 #include "rtb/core/step_marker.h"
+#include "rtb/exchange/traffic.h"
 #include "rtb/simulator/simulate.h"
 
 namespace rtb::exchange {
@@ -78,12 +79,21 @@ class Exchange {
   // `sc` is the simulated world (market: agents of the advertisers; budgets for reports).
   static Result<std::unique_ptr<Exchange>> Create(const ExchangeConfig& cfg,
                                                   const sim::Scenario& sc);
+  // A market the simulator did not generate (traffic.h); the A/B share and salt are the
+  // market's bidder config's. `market` must outlive the exchange.
+  static Result<std::unique_ptr<Exchange>> Create(const ExchangeConfig& cfg,
+                                                  const TrafficMarket& market);
   ~Exchange();
 
   // Plays `day` as simulated day number `day_index` (sim clock = day_index x 24 h + the
   // request's time). `on_step` runs after each step's marker (and policy wait), e.g. to kill a
   // process in a chaos test.
   Result<DayAccount> PlayDay(const sim::Day& day, int64_t day_index,
+                             const std::function<void(const StepAccount&)>& on_step = {});
+  // The same for a traffic market's day: real OpenRTB requests (site or app, device, geo,
+  // categories, floor) with only the clock in ext.sim, so the bidder's own targeting and
+  // predictor decide; the competitors' eCPMs join the auction.
+  Result<DayAccount> PlayDay(const TrafficDay& day, int64_t day_index,
                              const std::function<void(const StepAccount&)>& on_step = {});
 
   // The policy version the bidder serves now (its /metrics), or an error.
@@ -93,6 +103,7 @@ class Exchange {
 
  private:
   explicit Exchange(std::unique_ptr<Impl> impl);
+  static Result<std::unique_ptr<Exchange>> Create(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 

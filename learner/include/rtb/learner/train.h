@@ -21,6 +21,10 @@ struct TrainOptions {
   int jobs = 2;         // runs trained in parallel (one intra-op thread each)
   bool resume = false;  // continue from each run's last checkpoint
   bool progress = true;
+  // < 1: train for the learned arm of a live A/B test (sim::RestrictToArm): only the users the
+  // bidders hash to the learned arm with ab_salt, and that share of every budget.
+  double learned_share = 1.0;
+  std::string ab_salt = "rtb-ab-1";
 };
 
 // The result of one policy over one day: per-agent outcomes and the tables it used per step.

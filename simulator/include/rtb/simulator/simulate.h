@@ -39,6 +39,16 @@ void AddTrainingDays(Scenario& sc, int count);
 // REQUIRES: sc.generated.
 void AddValidationDays(Scenario& sc, int count);
 
+// The user id of consumer c on the wire (OpenRTB user.id, what the A/B test hashes): "c<c>".
+std::string ConsumerUserId(uint32_t consumer);
+
+// The world the learned arm of a live A/B test serves (core/ab.h): every day keeps only the
+// requests of the learned arm's consumers (ArmOf(ConsumerUserId(c), salt, share)), and every
+// advertiser's budget becomes the arm's part (ArmBudget). Training there teaches a policy the
+// arm's own traffic, including each small advertiser's luck in how its users were dealt.
+// REQUIRES: 0 < learned_share <= 1.
+void RestrictToArm(Scenario& sc, double learned_share, const std::string& salt);
+
 // Generates the world and both days from cfg.seed, or reads them from logs when the paths
 // are not empty; then clusters on the training day and computes budgets.
 Result<std::unique_ptr<Scenario>> BuildScenario(const SimulatorConfig& cfg,
