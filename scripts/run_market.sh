@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The whole loop on a hand-written market (configs/markets/<name>/: bidder.yaml, traffic.yaml,
+# predictor.json), as a team runs it on its own campaigns: `rtb serve` with the market's bidder
+# config (embedded Kafka), `rtb learn --market` with no checkpoint (cold start from manual bids),
+# `rtb exchange --traffic` playing DAYS days with a step marker per step, then `rtb report`
+# on the events topic: the A/B report of the learned arm against the manual arm.
+#
+#   scripts/run_market.sh [MARKET_DIR] [DAYS] [OUT]
+#   defaults: configs/markets/metro, 4, out/markets/<name>; OUTCOMES=expected|sampled,
+#   REQUESTS=<requests per day> (default: the traffic file's), RTB=<the rtb binary>.
+# Writes OUT/ab/report.{json,md,html}, OUT/exchange.jsonl (the exchange's accounting per day),
+# OUT/logs/ and every process's state.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+M=${1:-configs/markets/metro}
+DAYS=${2:-4}
+NAME=$(basename "$M")
+OUT=${3:-out/markets/$NAME}
+RTB=${RTB:-build/release/rtb}
+OUTCOMES=${OUTCOMES:-expected}
+[[ -x $RTB ]] || { echo "run_market: $RTB not built (scripts/build.sh release)" >&2; exit 1; }
+for f in bidder.yaml traffic.yaml; do
+  [[ -f $M/$f ]] || { echo "run_market: $M/$f: no such file" >&2; exit 1; }
+done
+rm -rf "$OUT"
+mkdir -p "$OUT/logs"
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+SERVE= LEARN=
+cleanup() {
+  [[ -n $LEARN ]] && kill "$LEARN" 2>/dev/null
+  [[ -n $SERVE ]] && kill "$SERVE" 2>/dev/null
+  wait 2>/dev/null || true
+}
+trap cleanup EXIT
+
+# The market's bidder config on a free port, with its state, spill and cluster map under OUT.
+sed -e "s#^listen: .*#listen: 127.0.0.1:$PORT#" \
+    -e "s#^notice_base_url: .*#notice_base_url: http://127.0.0.1:$PORT#" \
+    -e "s#^state_path: .*#state_path: $OUT/bidder/state#" \
+    -e "s#^  spill_path: .*#  spill_path: $OUT/bidder/spill.jsonl#" \
+    -e "s#^clusters_path: .*#clusters_path: $OUT/clusters.json#" \
+    "$M/bidder.yaml" > "$OUT/bidder.yaml"
+TRAFFIC=$M/traffic.yaml
+if [[ -n ${REQUESTS:-} ]]; then
+  sed -e "s#^requests_per_day: .*#requests_per_day: $REQUESTS#" "$M/traffic.yaml" > "$OUT/traffic.yaml"
+  TRAFFIC=$OUT/traffic.yaml
+fi
+# The users' clusters (the team's segmentation; here the traffic's own segments).
+"$RTB" exchange --traffic "$TRAFFIC" --market "$OUT/bidder.yaml" \
+  --write-clusters "$OUT/clusters.json" --days 0
+
+echo "run_market: rtb serve on 127.0.0.1:$PORT (log: $OUT/logs/serve.log)"
+"$RTB" serve --config "$OUT/bidder.yaml" 2> "$OUT/logs/serve.log" &
+SERVE=$!
+for _ in $(seq 200); do
+  curl -sf "http://127.0.0.1:$PORT/metrics" > /dev/null 2>&1 && break
+  sleep 0.1
+done
+BROKERS=$(sed -nE 's/.*embedded Kafka \(mock cluster, [0-9]+ brokers\) at ([^ ]+).*/\1/p' "$OUT/logs/serve.log" | head -1)
+[[ -n $BROKERS ]] || { echo "run_market: the bidder did not start; see $OUT/logs/serve.log" >&2; exit 1; }
+
+echo "run_market: rtb learn --market $OUT/bidder.yaml, no checkpoint (log: $OUT/logs/learn.log)"
+"$RTB" learn --config configs/learner/default.yaml --market "$OUT/bidder.yaml" \
+  --brokers "$BROKERS" --state-dir "$OUT/learner" 2> "$OUT/logs/learn.log" &
+LEARN=$!
+for _ in $(seq 1200); do  # the learner's first table (manual bids) served
+  v=$(curl -sf "http://127.0.0.1:$PORT/metrics" | sed -n 's/^rtb_policy_version \([0-9]*\).*/\1/p')
+  [[ ${v:-0} -ge 1 ]] && break
+  kill -0 "$LEARN" 2>/dev/null || { echo "run_market: the learner exited; see $OUT/logs/learn.log" >&2; exit 1; }
+  sleep 0.1
+done
+
+echo "run_market: rtb exchange --traffic $TRAFFIC: $DAYS days, outcomes $OUTCOMES"
+"$RTB" exchange --traffic "$TRAFFIC" --market "$OUT/bidder.yaml" --bidder "127.0.0.1:$PORT" \
+  --brokers "$BROKERS" --days "$DAYS" --outcomes "$OUTCOMES" | tee "$OUT/exchange.jsonl"
+
+sleep 2  # the bidder's last events (5 ms batches) reach the topic
+NOTES=(--note "$DAYS days of $M played by rtb exchange --traffic against rtb serve, with rtb learn started with no checkpoint (cold start from manual bids); rerun: scripts/run_market.sh $M $DAYS")
+if [[ $OUTCOMES == expected ]]; then
+  NOTES+=(--note "Expected outcomes: each impression sends one conversion notice carrying its expected value (true pCTR x pCVR x the campaign's conversion value) and no click, so conversions count notices and CPA is per notice.")
+fi
+"$RTB" report --brokers "$BROKERS" --bidder-config "$OUT/bidder.yaml" --bucket-minutes 60 \
+  --out "$OUT/ab" "${NOTES[@]}" | tee "$OUT/summary.txt"
+kill -TERM "$LEARN" && wait "$LEARN" || true
+LEARN=
+kill -TERM "$SERVE" && wait "$SERVE" || true
+SERVE=
+echo "run_market: the A/B report: $OUT/ab/report.html (also .md, .json)"
