@@ -89,8 +89,8 @@ Status ExportBidderWorld(const Scenario& sc, const World& world, const std::stri
     const double budget = k < sc.test_budgets.size() ? sc.test_budgets[k].units() : 0.0;
     y << "  - {id: " << k << ", name: adv-" << k << ", bid: " << Num(a.bid.units())
       << ", daily_budget: " << Num(budget) << ", conversion_value: " << Num(a.order_value.units())
-      << ", agent: " << sc.market.agent_of[k]
-      << ", creatives: [{crid: sim-" << k << ", adomain: [adv" << k << ".example], w: 0, h: 0}]}\n";
+      << ", agent: " << sc.market.agent_of[k] << ", creatives: [{crid: sim-" << k
+      << ", adomain: [adv" << k << ".example], w: 0, h: 0}]}\n";
   }
   return WriteFileAtomic(dir + "/bidder.yaml", y.str());
 }

@@ -1,0 +1,119 @@
+// Budget leases: several bidders share one daily budget without overspending it
+// (docs/budget-leases.md).
+//
+// A coordinator owns each (advertiser, arm) budget of a day and grants every live bidder a
+// lease: a slice it may spend without asking anyone. A bidder reserves and spends only inside
+// its lease, asks for more as it spends, and returns what it does not need. The ledger below is
+// the coordinator's book; it is pure (no clock, no I/O: the caller passes the time) and
+// thread-safe, so the coordinator process, the tests and the in-process scale model share it.
+//
+// Invariant, by construction: for every budget, the sum over bidders of what they hold
+// (granted - returned - reclaimed) never exceeds the budget. A bidder spends only inside what
+// it holds, so the total spend never exceeds the budget either.
+//
+// Faults. Each bidder's reports say, per budget, what it has spent and what it has reserved
+// (bids waiting for their billing notice). A bidder silent for longer than the heartbeat
+// timeout is dead: what it held beyond spent + reserved returns to the pool at once, and its
+// reserved part after the billing window (later billing notices are refused by every bidder as
+// late), so even a bid won just before the crash cannot push the spend over. A restarted
+// bidder comes back under its id with its persisted spend and asks again; every answer carries
+// what it holds in total, which is its lease. A bidder that has not heard the coordinator for
+// its lease TTL (shorter than the heartbeat timeout) stops spending new money: so a bidder cut
+// off from Kafka cannot spend a lease the coordinator has already reclaimed.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "rtb/core/types.h"
+
+namespace rtb {
+
+// One budget the coordinator owns: an advertiser's arm on one day.
+struct LeaseKey {
+  int64_t day = 0;
+  uint32_t advertiser = 0;
+  uint8_t arm = 0;  // ArmIndex (core/ab.h)
+  auto operator<=>(const LeaseKey&) const = default;
+};
+
+// How much to ask for: enough for `horizon_ms` at the bidder's recent spend rate, at least
+// `min_micros`, minus what it still holds unspent; 0 when it holds enough.
+int64_t LeaseWant(double spend_micros_per_s, int64_t horizon_ms, int64_t min_micros,
+                  int64_t unspent_micros);
+
+struct LeaseConfig {
+  int64_t heartbeat_timeout_ms = 60'000;  // silent this long: the bidder is dead
+  int64_t billing_window_ms = 60'000;     // after that, its reservations can no longer bill
+  // A single grant takes at most this share of what is left in the pool (so that one busy
+  // bidder cannot drain a budget the others are about to need), but always at least
+  // `min_grant_micros` while the pool has it.
+  double max_pool_share = 0.5;
+  int64_t min_grant_micros = 1'000;
+};
+
+class LeaseLedger {
+ public:
+  explicit LeaseLedger(LeaseConfig cfg = {});
+
+  // Sets (or raises/lowers) a budget. Lowering below what is already held grants nothing more
+  // until spend and returns bring the holdings under it.
+  void SetBudget(const LeaseKey& key, Micros budget);
+
+  // A bidder asks for `want` more micros of `key`: it gets min(want, what the pool allows),
+  // possibly 0. A bidder marked dead comes back to life with its record. Returns the grant.
+  int64_t Request(const std::string& bidder, const LeaseKey& key, int64_t want, int64_t now_ms);
+
+  // Any message from a bidder keeps it alive.
+  void Heartbeat(const std::string& bidder, int64_t now_ms);
+
+  // A bidder gives back unspent lease (at most what it holds beyond spent + reserved).
+  int64_t Return(const std::string& bidder, const LeaseKey& key, int64_t amount, int64_t now_ms);
+
+  // What a bidder reports: its cumulative spend (acknowledged billing) and its open
+  // reservations on `key`. Spend only grows; a report below the last one is ignored.
+  void Report(const std::string& bidder, const LeaseKey& key, int64_t spent, int64_t reserved,
+              int64_t now_ms);
+
+  // Marks silent bidders dead and returns what they no longer need to the pool; the number of
+  // (bidder, budget) leases reclaimed by this call.
+  int Reclaim(int64_t now_ms);
+
+  struct Totals {
+    int64_t budget = 0;
+    int64_t held = 0;   // sum over bidders of granted - returned - reclaimed
+    int64_t spent = 0;  // sum of reported spend
+    int64_t pool() const { return budget - held; }  // grantable (negative after a budget cut)
+  };
+  Totals Of(const LeaseKey& key) const;
+  int64_t Held(const std::string& bidder, const LeaseKey& key) const;
+  int64_t reclaims() const;  // leases reclaimed so far
+  int64_t grants() const;    // grant answers so far (including zero grants)
+
+ private:
+  struct Holding {
+    int64_t held = 0, spent = 0, reserved = 0;
+    bool reclaimed = false;          // the unspent part went back at death
+    bool reserved_released = false;  // and the reserved part after the billing window
+  };
+  struct Budget {
+    int64_t budget = 0, held = 0;
+    std::map<std::string, Holding> by_bidder;
+  };
+  struct Bidder {
+    int64_t seen_ms = 0;
+    int64_t dead_since_ms = -1;  // -1: alive
+  };
+  void Touch(const std::string& bidder, int64_t now_ms);  // REQUIRES: mu_ held
+
+  LeaseConfig cfg_;
+  mutable std::mutex mu_;
+  std::map<LeaseKey, Budget> budgets_;
+  std::map<std::string, Bidder> bidders_;
+  int64_t reclaims_ = 0, grants_ = 0;
+};
+
+}  // namespace rtb
