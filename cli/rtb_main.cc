@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -15,6 +17,7 @@
 #include "rtb/bidder/bidder.h"
 #include "rtb/bidder/config.h"
 #include "rtb/bidder/server.h"
+#include "rtb/budget/coordinator.h"
 #include "rtb/core/ab.h"
 #include "rtb/core/log.h"
 #include "rtb/core/report.h"
@@ -304,6 +307,37 @@ int RunExchange(ExchangeArgs a) {
   return 0;
 }
 
+struct BudgetArgs {
+  std::string market;  // the bidders' config: advertisers, budgets, A/B share, billing window
+  rtb::budget::CoordinatorOptions c;
+};
+
+// `rtb budget`: the lease coordinator, until SIGINT or SIGTERM.
+int RunBudget(BudgetArgs a) {
+  auto cfg = rtb::bidder::LoadBidderConfig(a.market);
+  if (!cfg.ok()) return Fail(cfg.status());
+  if (a.c.brokers.empty()) a.c.brokers = cfg->kafka.brokers;
+  if (a.c.brokers.empty()) {
+    return Fail(rtb::Status::InvalidArgument(
+        "rtb budget needs Kafka: --brokers, or kafka.brokers in " + a.market));
+  }
+  for (const auto& adv : cfg->advertisers) a.c.daily_budget[adv.id] = adv.daily_budget;
+  a.c.learned_share = cfg->ab.learned_share;
+  if (a.c.lease.billing_window_ms <= 0) a.c.lease.billing_window_ms = cfg->reservation_timeout_ms;
+  auto co = rtb::budget::Coordinator::Create(a.c);
+  if (!co.ok()) return Fail(co.status());
+  static std::atomic<bool> stop{false};
+  std::signal(SIGINT, [](int) { stop = true; });
+  std::signal(SIGTERM, [](int) { stop = true; });
+  const rtb::Status st = (*co)->Run(stop);
+  const auto n = (*co)->counters();
+  rtb::log::Get("budget").info(
+      "stopped; {} messages ({} malformed, {} for unknown budgets), {} holdings published, {} "
+      "leases reclaimed",
+      n.messages, n.malformed, n.unknown_budget, n.grants_published, n.reclaims);
+  return st.ok() ? 0 : Fail(st);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -443,15 +477,30 @@ int main(int argc, char** argv) {
   dm->add_option("--chaos", da.chaos,
                  "kill-learner@D:S or kill-bidder@D:S: SIGKILL and restart during day D step S");
   dm->add_flag("--quiet", da.quiet, "No progress lines");
+  BudgetArgs ba;
+  ba.c.lease.billing_window_ms = 0;  // 0: the market's reservation_timeout_ms
+  auto* bu = app.add_subcommand(
+      "budget", "The budget-lease coordinator: several bidders share every budget over Kafka");
+  bu->add_option("--market", ba.market, "The bidders' config (advertisers, budgets, A/B share)")
+      ->required();
+  bu->add_option("--brokers", ba.c.brokers, "Kafka bootstrap.servers (default: the market's)");
+  bu->add_option("--requests-topic", ba.c.requests_topic, "Bidders' requests and reports")
+      ->capture_default_str();
+  bu->add_option("--grants-topic", ba.c.grants_topic, "Holdings published (compacted)")
+      ->capture_default_str();
+  bu->add_option("--heartbeat-timeout-ms", ba.c.lease.heartbeat_timeout_ms,
+                 "A bidder silent this long is dead: its unspent lease returns")
+      ->check(CLI::Range(int64_t{1000}, int64_t{86'400'000}))
+      ->capture_default_str();
   LogArgs la;
-  for (CLI::App* sub : {s, g, sv, xs, rp, rpt, dm}) AddLogOptions(sub, &la);
+  for (CLI::App* sub : {s, g, sv, xs, rp, rpt, dm, bu}) AddLogOptions(sub, &la);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
   if (sv->parsed()) return RunServe(srv, la);
-  for (CLI::App* sub : {s, g, xs, rp, rpt, dm}) {
+  for (CLI::App* sub : {s, g, xs, rp, rpt, dm, bu}) {
     if (!sub->parsed()) continue;
     if (auto st = InitLog(sub->get_name(), la, ""); !st.ok()) return Fail(st);
   }
@@ -466,5 +515,6 @@ int main(int argc, char** argv) {
   if (dm->parsed()) return rtb::demo::RunDemo(da);
   if (rp->parsed()) return rtb::cli::RunReplay(ra);
   if (rpt->parsed()) return rtb::cli::RunReport(rep);
+  if (bu->parsed()) return RunBudget(ba);
   return 2;
 }

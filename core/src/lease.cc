@@ -117,6 +117,27 @@ int LeaseLedger::Reclaim(int64_t now_ms) {
   return reclaimed;
 }
 
+void LeaseLedger::Restore(const std::string& bidder, const LeaseKey& key, int64_t held,
+                          int64_t now_ms) {
+  std::lock_guard<std::mutex> l(mu_);
+  Touch(bidder, now_ms);
+  Budget& b = budgets_[key];
+  Holding& h = b.by_bidder[bidder];
+  b.held += std::max<int64_t>(0, held) - h.held;
+  h.held = std::max<int64_t>(0, held);
+  // Until its bidder reports, a restored lease counts as spent: a reclaim frees none of it.
+  h.spent = std::max(h.spent, h.held);
+}
+
+std::vector<LeaseLedger::Lease> LeaseLedger::Leases() const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<Lease> out;
+  for (const auto& [key, b] : budgets_) {
+    for (const auto& [name, h] : b.by_bidder) out.push_back({key, name, h.held});
+  }
+  return out;
+}
+
 LeaseLedger::Totals LeaseLedger::Of(const LeaseKey& key) const {
   std::lock_guard<std::mutex> l(mu_);
   Totals t;

@@ -52,4 +52,22 @@ cp "$SRC/configs/demo/default.yaml" "$T/demo.yaml"
 sed -i 's|^learner_config: learner.yaml|learner_config: '"$SRC"'/configs/demo/learner.yaml|; s|^bidder_config: ../bidder/default.yaml|bidder_config: '"$SRC"'/configs/bidder/default.yaml|; s/^days: 4 /dayz: 4 /' "$T/demo.yaml"
 expect_error demo-unknown-key "demo.yaml:[0-9]*: unknown key 'dayz'" demo --config "$T/demo.yaml"
 expect_error demo-bad-chaos "chaos 'kill-exchange@1:0'" demo --config "$SRC/configs/demo/default.yaml" --chaos kill-exchange@1:0
+
+# Commands without --out: rtb budget and rtb exchange --traffic.
+expect_plain() {  # name, pattern, args...
+  local name=$1 pattern=$2
+  shift 2
+  timeout 20 "$RTB" "$@" >"$T/stdout" 2>"$T/stderr"
+  local rc=$?
+  [[ $rc -eq 1 ]] || fail "$name: exit code $rc, not 1"
+  grep -q -- "$pattern" "$T/stderr" || fail "$name: stderr lacks '$pattern': $(cat "$T/stderr")"
+  [[ $(wc -l <"$T/stderr") -le 1 ]] || fail "$name: more than one error line: $(cat "$T/stderr")"
+  echo "ok: $name: $(head -1 "$T/stderr")"
+}
+expect_plain budget-no-kafka "rtb budget needs Kafka" budget --market "$SRC/configs/bidder/default.yaml"
+expect_plain budget-no-market "nope.yaml: cannot open" budget --market "$T/nope.yaml" --brokers 127.0.0.1:1
+sed 's/^requests_per_day: .*/requests_per_day: many/' "$SRC/configs/markets/metro/traffic.yaml" >"$T/traffic.yaml"
+expect_plain traffic-bad-type "traffic.yaml:[0-9]*: key 'requests_per_day' expects an integer" \
+  exchange --traffic "$T/traffic.yaml" --market "$SRC/configs/markets/metro/bidder.yaml" --days 0
+expect_plain traffic-no-market "needs --market" exchange --traffic "$SRC/configs/markets/metro/traffic.yaml"
 echo "all bad-input cases refused"

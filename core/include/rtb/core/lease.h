@@ -82,6 +82,20 @@ class LeaseLedger {
   // (bidder, budget) leases reclaimed by this call.
   int Reclaim(int64_t now_ms);
 
+  // A restarted coordinator: sets what `bidder` holds of `key`, as its grants topic says (the
+  // latest total per lease). The budget must be set first. The lease counts as spent until
+  // the bidder reports (the topic does not say what it spent), so a bidder that never comes
+  // back keeps its lease: delivery may suffer, the budget never does.
+  void Restore(const std::string& bidder, const LeaseKey& key, int64_t held, int64_t now_ms);
+
+  // Every lease: what each bidder holds of each budget (for publishing changes).
+  struct Lease {
+    LeaseKey key;
+    std::string bidder;
+    int64_t held = 0;
+  };
+  std::vector<Lease> Leases() const;
+
   struct Totals {
     int64_t budget = 0;
     int64_t held = 0;   // sum over bidders of granted - returned - reclaimed

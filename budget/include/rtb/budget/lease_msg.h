@@ -1,0 +1,52 @@
+// The lease messages on Kafka (schemas/lease-v1.md): what bidders send the coordinator
+// (rtb.lease.requests) and the holdings it publishes (rtb.lease.grants, compacted).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rtb/core/lease.h"
+#include "rtb/core/status.h"
+
+namespace rtb::budget {
+
+// One budget in a bidder's message: a request (want), a return (amount) or a report (spent,
+// reserved), all in micros.
+struct LeaseItem {
+  uint32_t advertiser = 0;
+  uint8_t arm = 0;  // 0 learned, 1 manual (core/ab.h)
+  int64_t want = 0, amount = 0, spent = 0, reserved = 0;
+};
+
+enum class LeaseMsgType { kRequest, kReturn, kReport, kHeartbeat };
+
+struct LeaseMessage {
+  LeaseMsgType type = LeaseMsgType::kHeartbeat;
+  std::string bidder;  // the bidder's instance name (stable across its restarts)
+  int64_t day = 0;     // the bidder's budget day
+  int64_t ts_ms = 0;   // when the bidder sent it (unix ms)
+  std::vector<LeaseItem> items;
+};
+
+std::string EncodeLeaseMessage(const LeaseMessage& m);
+// A clear error for anything else (the coordinator counts and skips it).
+Result<LeaseMessage> DecodeLeaseMessage(std::string_view json);
+
+// What one bidder holds of one budget, after a change (a grant, a return, a reclaim).
+struct LeaseGrant {
+  std::string bidder;
+  LeaseKey key;
+  int64_t held = 0;     // the bidder's lease: it may reserve and spend up to this (micros)
+  int64_t granted = 0;  // this change's grant (0 for returns and reclaims)
+  int64_t pool = 0;     // what is left to grant of the budget
+  int64_t ts_ms = 0;
+};
+
+std::string EncodeLeaseGrant(const LeaseGrant& g);
+Result<LeaseGrant> DecodeLeaseGrant(std::string_view json);
+// The compaction key: one value per (day, advertiser, arm, bidder).
+std::string LeaseGrantKey(const LeaseKey& key, const std::string& bidder);
+
+}  // namespace rtb::budget

@@ -1,0 +1,157 @@
+#include "rtb/budget/lease_msg.h"
+
+#include <nlohmann/json.hpp>
+
+#include "rtb/core/ab.h"
+
+namespace rtb::budget {
+namespace {
+
+using nlohmann::json;
+
+const char* TypeName(LeaseMsgType t) {
+  switch (t) {
+    case LeaseMsgType::kRequest:
+      return "request";
+    case LeaseMsgType::kReturn:
+      return "return";
+    case LeaseMsgType::kReport:
+      return "report";
+    case LeaseMsgType::kHeartbeat:
+      return "heartbeat";
+  }
+  return "heartbeat";
+}
+
+Result<uint8_t> ArmOfName(const json& j, const char* what) {
+  const auto a = j.is_string() ? ParseArm(j.get<std::string>()) : std::nullopt;
+  if (!a) return Status::InvalidArgument(std::string(what) + ": arm must be learned or manual");
+  return static_cast<uint8_t>(*a);
+}
+
+bool NonNegInt(const json& j, const char* k, int64_t* out) {
+  if (!j.contains(k)) return true;
+  if (!j[k].is_number_integer() || j[k].get<int64_t>() < 0) return false;
+  *out = j[k].get<int64_t>();
+  return true;
+}
+
+}  // namespace
+
+std::string EncodeLeaseMessage(const LeaseMessage& m) {
+  json j = {{"format", "rtb.lease"}, {"schema_version", 1}, {"type", TypeName(m.type)},
+            {"bidder", m.bidder},    {"day", m.day},        {"ts_ms", m.ts_ms}};
+  json items = json::array();
+  for (const LeaseItem& i : m.items) {
+    json it = {{"adv", i.advertiser}, {"arm", ArmName(static_cast<Arm>(i.arm))}};
+    if (m.type == LeaseMsgType::kRequest) it["want"] = i.want;
+    if (m.type == LeaseMsgType::kReturn) it["amount"] = i.amount;
+    if (m.type == LeaseMsgType::kReport) {
+      it["spent"] = i.spent;
+      it["reserved"] = i.reserved;
+    }
+    items.push_back(it);
+  }
+  j["items"] = items;
+  return j.dump();
+}
+
+Result<LeaseMessage> DecodeLeaseMessage(std::string_view text) {
+  const json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return Status::InvalidArgument("lease message: not JSON");
+  if (j.value("format", "") != "rtb.lease" || j.value("schema_version", 0) != 1) {
+    return Status::InvalidArgument("lease message: format must be rtb.lease, schema_version 1");
+  }
+  LeaseMessage m;
+  const std::string type = j.value("type", "");
+  if (type == "request") {
+    m.type = LeaseMsgType::kRequest;
+  } else if (type == "return") {
+    m.type = LeaseMsgType::kReturn;
+  } else if (type == "report") {
+    m.type = LeaseMsgType::kReport;
+  } else if (type == "heartbeat") {
+    m.type = LeaseMsgType::kHeartbeat;
+  } else {
+    return Status::InvalidArgument("lease message: type must be request|return|report|heartbeat");
+  }
+  if (!j.contains("bidder") || !j["bidder"].is_string() || j["bidder"].get<std::string>().empty()) {
+    return Status::InvalidArgument("lease message: bidder must be a non-empty string");
+  }
+  m.bidder = j["bidder"].get<std::string>();
+  if (!j.contains("day") || !j["day"].is_number_integer() || !NonNegInt(j, "ts_ms", &m.ts_ms)) {
+    return Status::InvalidArgument("lease message: day and ts_ms must be integers");
+  }
+  m.day = j["day"].get<int64_t>();
+  if (j.contains("items")) {
+    if (!j["items"].is_array())
+      return Status::InvalidArgument("lease message: items must be a list");
+    for (const json& it : j["items"]) {
+      LeaseItem i;
+      if (!it.is_object() || !it.contains("adv") || !it["adv"].is_number_unsigned() ||
+          it["adv"].get<uint64_t>() > UINT32_MAX) {
+        return Status::InvalidArgument("lease message: every item needs adv (advertiser id)");
+      }
+      i.advertiser = static_cast<uint32_t>(it["adv"].get<uint64_t>());
+      RTB_ASSIGN_OR_RETURN(i.arm,
+                           ArmOfName(it.contains("arm") ? it["arm"] : json(), "lease message"));
+      if (!NonNegInt(it, "want", &i.want) || !NonNegInt(it, "amount", &i.amount) ||
+          !NonNegInt(it, "spent", &i.spent) || !NonNegInt(it, "reserved", &i.reserved)) {
+        return Status::InvalidArgument(
+            "lease message: want, amount, spent and reserved are integer micros >= 0");
+      }
+      m.items.push_back(i);
+    }
+  }
+  return m;
+}
+
+std::string EncodeLeaseGrant(const LeaseGrant& g) {
+  return json{{"format", "rtb.lease_grant"},
+              {"schema_version", 1},
+              {"bidder", g.bidder},
+              {"day", g.key.day},
+              {"adv", g.key.advertiser},
+              {"arm", ArmName(static_cast<Arm>(g.key.arm))},
+              {"held", g.held},
+              {"granted", g.granted},
+              {"pool", g.pool},
+              {"ts_ms", g.ts_ms}}
+      .dump();
+}
+
+Result<LeaseGrant> DecodeLeaseGrant(std::string_view text) {
+  const json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || j.value("format", "") != "rtb.lease_grant" ||
+      j.value("schema_version", 0) != 1) {
+    return Status::InvalidArgument("lease grant: not an rtb.lease_grant v1 message");
+  }
+  LeaseGrant g;
+  if (!j.contains("bidder") || !j["bidder"].is_string() || !j.contains("day") ||
+      !j["day"].is_number_integer() || !j.contains("adv") || !j["adv"].is_number_unsigned() ||
+      !j.contains("held") || !j["held"].is_number_integer()) {
+    return Status::InvalidArgument("lease grant: bidder, day, adv and held are required");
+  }
+  g.bidder = j["bidder"].get<std::string>();
+  g.key.day = j["day"].get<int64_t>();
+  g.key.advertiser = static_cast<uint32_t>(j["adv"].get<uint64_t>());
+  RTB_ASSIGN_OR_RETURN(g.key.arm, ArmOfName(j.contains("arm") ? j["arm"] : json(), "lease grant"));
+  g.held = j["held"].get<int64_t>();
+  g.granted = j.value("granted", int64_t{0});
+  g.pool = j.value("pool", int64_t{0});
+  g.ts_ms = j.value("ts_ms", int64_t{0});
+  return g;
+}
+
+std::string LeaseGrantKey(const LeaseKey& key, const std::string& bidder) {
+  std::string k = std::to_string(key.day);
+  k += '/';
+  k += std::to_string(key.advertiser);
+  k += '/';
+  k += ArmName(static_cast<Arm>(key.arm));
+  k += '/';
+  k += bidder;
+  return k;
+}
+
+}  // namespace rtb::budget

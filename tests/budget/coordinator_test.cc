@@ -1,0 +1,201 @@
+// `rtb budget` over Kafka (librdkafka's mock cluster): bidders' concurrent requests never get
+// more than the budget; a silent bidder's lease is reclaimed and the change published; a
+// restarted coordinator reads every lease back from the grants topic and grants no money twice.
+#include "rtb/budget/coordinator.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <map>
+#include <thread>
+
+#include "rtb/budget/lease_msg.h"
+#include "rtb/core/ab.h"
+#include "rtb/core/clock.h"
+#include "rtb/kafka/kafka.h"
+
+namespace rtb::budget {
+namespace {
+
+using namespace std::chrono_literals;
+
+const LeaseKey kKey{1, 7, 0};              // day 1, advertiser 7, learned arm
+constexpr int64_t kArmBudget = 5'000'000;  // half of 10.00
+
+// The latest holding per bidder on the grants topic.
+std::map<std::string, int64_t> LatestHeld(const std::string& brokers) {
+  std::map<std::string, int64_t> held;
+  EXPECT_TRUE(kafka::ReadWholeTopic({.bootstrap = brokers}, "rtb.lease.grants", 10000,
+                                    [&](int32_t, int64_t, std::string_view v) {
+                                      auto g = DecodeLeaseGrant(v);
+                                      ASSERT_TRUE(g.ok()) << g.status().message();
+                                      if (g->key == kKey) held[g->bidder] = g->held;
+                                    })
+                  .ok());
+  return held;
+}
+
+void Send(kafka::Producer& p, LeaseMsgType type, const std::string& bidder,
+          std::vector<LeaseItem> items) {
+  LeaseMessage m;
+  m.type = type;
+  m.bidder = bidder;
+  m.day = 1;
+  m.ts_ms = NowUnixMs();
+  m.items = std::move(items);
+  ASSERT_TRUE(
+      p.Produce("rtb.lease.requests", kafka::kAnyPartition, bidder, EncodeLeaseMessage(m)).ok());
+}
+
+// Stops and joins a coordinator's thread however the test ends.
+struct Joiner {
+  std::atomic<bool>& stop;
+  std::thread& t;
+  ~Joiner() {
+    stop = true;
+    if (t.joinable()) t.join();
+  }
+};
+
+template <typename F>
+bool WaitFor(F f, std::chrono::milliseconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (f()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return f();
+}
+
+TEST(Coordinator, GrantsNeverExceedTheBudgetReclaimsSilentBiddersAndResumesFromItsTopic) {
+  auto mock = kafka::MockCluster::Start(3);
+  ASSERT_TRUE(mock.ok()) << mock.status().message();
+  const std::string brokers = (*mock)->bootstrap();
+  ASSERT_TRUE((*mock)->CreateTopic("rtb.lease.requests", 4, 3).ok());
+  ASSERT_TRUE((*mock)->CreateTopic("rtb.lease.grants", 1, 3).ok());
+  CoordinatorOptions opt;
+  opt.brokers = brokers;
+  opt.daily_budget = {{7, Micros::FromUnits(10.0)}};
+  opt.learned_share = 0.5;
+  opt.lease.heartbeat_timeout_ms = 3000;
+  opt.lease.billing_window_ms = 1000;
+  opt.lease.max_pool_share = 1.0;  // first come, first served: the pool empties
+  opt.reclaim_every_ms = 100;
+  auto co = Coordinator::Create(opt);
+  ASSERT_TRUE(co.ok()) << co.status().message();
+  std::atomic<bool> stop{false};
+  std::thread run([&] { EXPECT_TRUE((*co)->Run(stop).ok()); });
+  Joiner join_run{stop, run};
+
+  kafka::Producer::Options po;
+  po.bootstrap = brokers;
+  auto producer = kafka::Producer::Create(po);
+  ASSERT_TRUE(producer.ok());
+  kafka::Producer& p = **producer;
+  // Three bidders ask at once, 5 times each, for 0.40 each time: 6.00 asked of 5.00.
+  std::vector<std::thread> bidders;
+  for (int b = 0; b < 3; ++b) {
+    bidders.emplace_back([&, b] {
+      for (int n = 0; n < 5; ++n) {
+        Send(p, LeaseMsgType::kRequest, "b" + std::to_string(b), {{7, 0, 400'000, 0, 0, 0}});
+      }
+    });
+  }
+  for (auto& t : bidders) t.join();
+  Send(p, LeaseMsgType::kRequest, "b0", {{999, 0, 5, 0, 0, 0}});  // not in the market
+  ASSERT_TRUE(p.Produce("rtb.lease.requests", kafka::kAnyPartition, "x", "{not json").ok());
+  ASSERT_TRUE(p.Flush(5000).ok());
+  ASSERT_TRUE(WaitFor([&] { return (*co)->counters().messages >= 17; }, 15s));
+  ASSERT_TRUE(WaitFor([&] { return (*co)->ledger().Of(kKey).pool() == 0; }, 5s));
+  EXPECT_EQ((*co)->counters().malformed, 1);
+  EXPECT_EQ((*co)->counters().unknown_budget, 1);
+  std::map<std::string, int64_t> held;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        held = LatestHeld(brokers);
+        int64_t sum = 0;
+        for (const auto& [b, h] : held) sum += h;
+        return sum == kArmBudget;
+      },
+      10s));
+  ASSERT_EQ(held.size(), 3u);
+  for (const auto& [b, h] : held) EXPECT_GT(h, 0) << b;  // everyone got a share
+
+  // b1 reports 0.10 spent and 0.05 reserved, then falls silent; b0 and b2 keep talking.
+  Send(p, LeaseMsgType::kReport, "b1", {{7, 0, 0, 0, 100'000, 50'000}});
+  const auto silent_from = std::chrono::steady_clock::now();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        Send(p, LeaseMsgType::kHeartbeat, "b0", {});
+        Send(p, LeaseMsgType::kHeartbeat, "b2", {});
+        return LatestHeld(brokers)["b1"] == 100'000;  // only what it spent, in the end
+      },
+      15s));
+  EXPECT_GE(std::chrono::steady_clock::now() - silent_from, 4s);  // timeout + billing window
+  EXPECT_GE((*co)->counters().reclaims, 1);
+  EXPECT_GT((*co)->ledger().Of(kKey).pool(), 0);
+  stop = true;
+  run.join();
+  co->reset();  // its consumer leaves the group
+
+  // A restarted coordinator: every lease as the topic says; the pool is what is not held.
+  const auto before = LatestHeld(brokers);
+  opt.group_id = "rtb-budget";
+  auto co2 = Coordinator::Create(opt);
+  ASSERT_TRUE(co2.ok()) << co2.status().message();
+  EXPECT_EQ((*co2)->counters().restored, 3);
+  int64_t held_before = 0;
+  for (const auto& [b, h] : before) {
+    EXPECT_EQ((*co2)->ledger().Held(b, kKey), h) << b;
+    held_before += h;
+  }
+  stop = false;
+  std::thread run2([&] { EXPECT_TRUE((*co2)->Run(stop).ok()); });
+  Joiner join_run2{stop, run2};
+  for (int n = 0; n < 20; ++n) Send(p, LeaseMsgType::kRequest, "b3", {{7, 0, 10'000'000, 0, 0, 0}});
+  ASSERT_TRUE(p.Flush(5000).ok());
+  ASSERT_TRUE(WaitFor([&] { return (*co2)->ledger().Of(kKey).pool() == 0; }, 30s))
+      << (*co2)->counters().messages << " messages read";
+  EXPECT_EQ((*co2)->ledger().Held("b3", kKey), kArmBudget - held_before);
+  EXPECT_EQ((*co2)->ledger().Of(kKey).held, kArmBudget);
+  stop = true;
+  run2.join();
+}
+
+TEST(LeaseMessages, RoundTripAndClearErrors) {
+  LeaseMessage m;
+  m.type = LeaseMsgType::kReport;
+  m.bidder = "bidder-1";
+  m.day = 20'000;
+  m.ts_ms = 5;
+  m.items = {{3, 1, 0, 0, 70, 30}};
+  auto back = DecodeLeaseMessage(EncodeLeaseMessage(m));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->type, LeaseMsgType::kReport);
+  EXPECT_EQ(back->items[0].arm, 1);
+  EXPECT_EQ(back->items[0].spent, 70);
+  EXPECT_EQ(back->items[0].reserved, 30);
+  LeaseGrant g{"bidder-1", {20'000, 3, 1}, 900, 100, 50, 7};
+  auto gb = DecodeLeaseGrant(EncodeLeaseGrant(g));
+  ASSERT_TRUE(gb.ok());
+  EXPECT_EQ(gb->key, g.key);
+  EXPECT_EQ(gb->held, 900);
+  EXPECT_EQ(LeaseGrantKey(g.key, g.bidder), "20000/3/manual/bidder-1");
+  for (
+      const char* bad :
+      {"", "[]",
+       R"({"format":"rtb.lease","schema_version":2,"type":"request","bidder":"a","day":1})",
+       R"({"format":"rtb.lease","schema_version":1,"type":"grab","bidder":"a","day":1})",
+       R"({"format":"rtb.lease","schema_version":1,"type":"request","bidder":"","day":1})",
+       R"({"format":"rtb.lease","schema_version":1,"type":"request","bidder":"a","day":1,"items":[{"adv":1,"arm":"x"}]})",
+       R"({"format":"rtb.lease","schema_version":1,"type":"request","bidder":"a","day":1,"items":[{"adv":1,"arm":"learned","want":-1}]})"}) {
+    auto r = DecodeLeaseMessage(bad);
+    EXPECT_FALSE(r.ok()) << bad;
+    if (!r.ok()) {
+      EXPECT_NE(r.status().message().find("lease message"), std::string::npos);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace rtb::budget
