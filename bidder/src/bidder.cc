@@ -10,7 +10,9 @@
 #include <ctime>
 
 #include "bidder_impl.h"
+#include "lease_client.h"
 #include "rtb/core/log.h"
+#include "rtb/kafka/kafka.h"
 
 namespace rtb::bidder {
 
@@ -77,6 +79,9 @@ BudgetLedger* DayLedgers::Get(int64_t day) {
       budgets[n + k] = Micros(std::max<int64_t>(0, budgets[n + k].value() - over_l));
       budgets[k] = Micros(std::max<int64_t>(0, budgets[k].value() - over_m));
     }
+    // Sharing budgets with other bidders: nothing more than what was spent until the lease
+    // client applies this bidder's leases (LeaseClient).
+    if (cfg_->leases.enabled) budgets = spent;
     // The first day's tables are sized for the expected traffic (a bidder restarted under
     // load); later days grow theirs from small.
     const int64_t expected = ledgers_.empty() ? int64_t{cfg_->expected_bids_per_second} *
@@ -97,6 +102,8 @@ void DayLedgers::ExpireBefore(int64_t now_ms, int max_per_shard) {
 }
 
 Bidder::Bidder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Bidder::Impl::Impl(const BidderConfig& c) : cfg(c) {}
+Bidder::Impl::~Impl() = default;
 Bidder::~Bidder() { Shutdown(); }
 
 const BidderConfig& Bidder::config() const { return impl_->cfg; }
@@ -179,6 +186,17 @@ Result<std::unique_ptr<Bidder>> Bidder::Create(const BidderConfig& cfg) {
   fo.group_id = "rtb-bidder-" + m->instance;
   fo.thread_nice = cfg.kafka.thread_nice;
   RTB_ASSIGN_OR_RETURN(m->feed, PolicyFeed::Start(fo, &m->policy, m->default_clusters));
+  if (cfg.leases.enabled) {
+    if (kafka::MockCluster* mock = m->events->mock_cluster(); mock != nullptr) {
+      // The embedded cluster: the lease topics too (a real cluster's are the operator's).
+      const int rf = std::min(3, cfg.kafka.mock_brokers);
+      RTB_RETURN_IF_ERROR(mock->CreateTopic(cfg.leases.requests_topic, cfg.kafka.partitions, rf));
+      RTB_RETURN_IF_ERROR(mock->CreateTopic(cfg.leases.grants_topic, 1, rf));
+    }
+    RTB_ASSIGN_OR_RETURN(
+        m->leases, LeaseClient::Start(&m->cfg, m->days.get(), m->events->bootstrap(),
+                                      cfg.leases.name.empty() ? cfg.listen : cfg.leases.name));
+  }
   log::Get("bidder").info("instance {}: {} advertisers over {} agents, events to {} at {}",
                           m->instance, cfg.advertisers.size(), m->agents, cfg.kafka.events_topic,
                           m->events->bootstrap());
@@ -232,7 +250,8 @@ void Bidder::Shutdown() {
   std::lock_guard<std::mutex> l(impl_->shut_mu);
   if (impl_->shut) return;
   impl_->shut = true;
-  impl_->feed.reset();  // stops consuming policies
+  impl_->feed.reset();    // stops consuming policies
+  impl_->leases.reset();  // and asking for leases
   impl_->events->Shutdown();
 }
 

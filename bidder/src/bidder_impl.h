@@ -48,12 +48,15 @@ std::string DayName(int64_t day);
 // One budget ledger per budget day; the current one is read without a lock. Older days stay
 // until shutdown (late notices still settle on their own day). A ledger holds one budget per
 // (advertiser, A/B arm): slot ArmSlot(k, arm, advertisers).
+class LeaseClient;
+
 class DayLedgers {
  public:
   DayLedgers(const BidderConfig* cfg, StateStore* state) : cfg_(cfg), state_(state) {}
   // The ledger of a day, created (spend restored from the state store) on first use.
   BudgetLedger* Get(int64_t day);
   BudgetLedger* Current() const { return cur_ledger_.load(); }
+  int64_t CurrentDay() const { return cur_day_.load(std::memory_order_acquire); }
   // Expires reservations past their deadline on every day, at most max_per_shard per shard.
   void ExpireBefore(int64_t now_ms, int max_per_shard);
 
@@ -94,7 +97,8 @@ struct BidderCounters {
 };
 
 struct Bidder::Impl {
-  explicit Impl(const BidderConfig& c) : cfg(c) {}
+  explicit Impl(const BidderConfig& c);
+  ~Impl();  // both in bidder.cc, where LeaseClient is complete
 
   BidderConfig cfg;
   Predictor predictor;
@@ -106,6 +110,7 @@ struct Bidder::Impl {
   PolicyHolder policy;
   std::shared_ptr<const ClusterMap> default_clusters;
   std::unique_ptr<PolicyFeed> feed;
+  std::unique_ptr<LeaseClient> leases;  // with leases.enabled: budgets shared with other bidders
   std::string instance;
   std::atomic<uint64_t> seq{0};
   std::unique_ptr<NoticeSigner> signer;  // signs and checks notice URLs

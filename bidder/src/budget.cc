@@ -6,7 +6,7 @@ namespace rtb::bidder {
 
 BudgetLedger::BudgetLedger(std::vector<Micros> budgets, std::vector<Micros> spent,
                            int64_t expected_open)
-    : slots_(new Slot[budgets.size()]) {
+    : n_(budgets.size()), slots_(new Slot[budgets.size()]) {
   // Each shard sized for its share, plus 1/8 for an uneven spread; the fill limits are
   // staggered (StaggeredMaxLoad) so that the shards do not double together.
   const auto initial =
@@ -15,7 +15,7 @@ BudgetLedger::BudgetLedger(std::vector<Micros> budgets, std::vector<Micros> spen
     shards_[i].open = FlatTable<Reservation>(initial, StaggeredMaxLoad(i, kShards));
   }
   for (size_t k = 0; k < budgets.size(); ++k) {
-    budget_.push_back(budgets[k].value());
+    slots_[k].limit.store(budgets[k].value());
     const int64_t s = k < spent.size() ? spent[k].value() : 0;
     slots_[k].spent.store(s);
     slots_[k].committed.store(s);
@@ -27,7 +27,7 @@ bool BudgetLedger::TryReserve(size_t adv, Key128 k, Micros amount, int64_t now_m
   Slot& s = slots_[adv];
   int64_t cur = s.committed.load();
   do {
-    if (cur + amount.value() > budget_[adv]) return false;
+    if (cur + amount.value() > s.limit.load(std::memory_order_relaxed)) return false;
   } while (!s.committed.compare_exchange_weak(cur, cur + amount.value()));
   Shard& sh = ShardOf(k);
   std::lock_guard<std::mutex> l(sh.mu);

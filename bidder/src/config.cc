@@ -108,6 +108,26 @@ Result<BidderConfig> LoadBidderConfig(const std::string& path) {
   ab.Get("salt", &c.ab.salt);
   ab.Check(!c.ab.salt.empty(), "salt", "must not be empty");
 
+  ConfigMap le = root.Section("leases");
+  le.Get("enabled", &c.leases.enabled);
+  le.Get("name", &c.leases.name);
+  le.Get("requests_topic", &c.leases.requests_topic);
+  le.Get("grants_topic", &c.leases.grants_topic);
+  le.Check(!c.leases.requests_topic.empty() && !c.leases.grants_topic.empty(), "grants_topic",
+           "and requests_topic must be set");
+  le.Get("horizon_s", &c.leases.horizon_s);
+  le.Check(c.leases.horizon_s >= 1 && c.leases.horizon_s <= 86400, "horizon_s",
+           "must be in [1, 86400]");
+  le.Get("min_lease", &c.leases.min_lease);
+  le.Check(c.leases.min_lease > 0 && c.leases.min_lease < 1e9, "min_lease", "must be positive");
+  le.Get("check_every_ms", &c.leases.check_every_ms);
+  le.Check(c.leases.check_every_ms >= 10, "check_every_ms", "must be >= 10");
+  le.Get("report_every_ms", &c.leases.report_every_ms);
+  le.Check(c.leases.report_every_ms >= 10, "report_every_ms", "must be >= 10");
+  le.Get("ttl_ms", &c.leases.ttl_ms);
+  le.Check(c.leases.ttl_ms > c.leases.report_every_ms, "ttl_ms",
+           "must be longer than report_every_ms");
+
   std::set<uint32_t> ids;
   for (ConfigMap a : root.List("advertisers")) {
     Advertiser adv;

@@ -20,6 +20,8 @@
 #include "rtb/bidder/notice.h"
 #include "rtb/bidder/notice_sign.h"
 #include "rtb/bidder/server.h"
+#include "rtb/budget/coordinator.h"
+#include "rtb/core/clock.h"
 #include "rtb/core/events.h"
 #include "rtb/kafka/kafka.h"
 
@@ -1229,5 +1231,91 @@ TEST(BudgetLedgerArms, ASettleGivesTheReservationBackToTheSlotThatMadeIt) {
   EXPECT_EQ(l.spent(0).value(), 0);
   EXPECT_TRUE(l.TryReserve(0, "auction/2/7", Micros(100), 0, 1000));
 }
+}  // namespace
+}  // namespace rtb::bidder
+
+namespace rtb::bidder {
+namespace {
+
+// Two bidders behind one load balancer share every budget through `rtb budget` (leases over
+// Kafka): together they never commit more than a budget, and both get to spend it.
+TEST_F(BidderIntegration, TwoBiddersSharingBudgetsThroughLeasesNeverSpendMoreThanABudget) {
+  BidderConfig cfg = TestConfig(dir_);
+  cfg.advertisers.resize(1);  // advertiser 1: CPC 0.50, ~9.00 CPM a bid
+  cfg.advertisers[0].daily_budget = Micros::FromUnits(1.0);
+  cfg.leases.enabled = true;
+  cfg.leases.name = "bidder-a";
+  cfg.leases.horizon_s = 1;
+  cfg.leases.min_lease = 0.05;
+  cfg.leases.check_every_ms = 20;
+  cfg.leases.report_every_ms = 100;
+  Start(cfg);
+  const std::string brokers = bidder_->events().bootstrap();
+  BidderConfig cfg2 = cfg;
+  cfg2.state_path = dir_ + "/state2";
+  cfg2.kafka.spill_path = dir_ + "/spill2.jsonl";
+  cfg2.kafka.brokers = brokers;  // the same Kafka
+  cfg2.leases.name = "bidder-b";
+  auto other = Bidder::Create(cfg2);
+  ASSERT_TRUE(other.ok()) << other.status().message();
+  Server other_server(**other, cfg2.listen);
+  auto other_port = other_server.Start();
+  ASSERT_TRUE(other_port.ok());
+  // The coordinator, in process.
+  budget::CoordinatorOptions co;
+  co.brokers = brokers;
+  co.daily_budget = {{1, cfg.advertisers[0].daily_budget}};
+  co.learned_share = 1.0;
+  co.lease.max_pool_share = 0.5;
+  co.reclaim_every_ms = 100;
+  auto coordinator = budget::Coordinator::Create(co);
+  ASSERT_TRUE(coordinator.ok()) << coordinator.status().message();
+  std::atomic<bool> stop{false};
+  std::thread run([&] { EXPECT_TRUE((*coordinator)->Run(stop).ok()); });
+
+  // Both bidders get the same traffic; every bid wins and is billed at its price.
+  std::atomic<int64_t> billed{0};
+  std::atomic<int> bids_a{0}, bids_b{0};
+  auto traffic = [&](int port, const std::string& tag, std::atomic<int>* bids) {
+    Client c(port);
+    int quiet = 0;
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(40);
+    for (int n = 0; quiet < 300 && std::chrono::steady_clock::now() < end; ++n) {
+      const std::string id = tag + std::to_string(n);
+      auto [status, body] = c.Do(http::verb::post, "/openrtb2/bid", Request(id));
+      if (status != 200) {
+        // No lease yet (the coordinator joins its group first), or the budget is gone.
+        if (bids->load() > 0) ++quiet;
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        continue;
+      }
+      quiet = 0;
+      ++*bids;
+      const auto j = nlohmann::json::parse(body);
+      const double price = j["seatbid"][0]["bid"][0]["price"].get<double>();
+      char p[32];
+      std::snprintf(p, sizeof p, "%.6f", price);
+      auto [st, nb] = c.Do(http::verb::get, Notice("billing", id, 1, p));
+      if (st == 200) billed += std::llround(price * 1000);  // CPM micros / 1000 per impression
+    }
+  };
+  std::thread ta(traffic, port_, "a-", &bids_a);
+  std::thread tb(traffic, *other_port, "b-", &bids_b);
+  ta.join();
+  tb.join();
+  const int64_t budget = cfg.advertisers[0].daily_budget.value();
+  const int64_t spent = bidder_->Spent(0).value() + (*other)->Spent(0).value();
+  EXPECT_LE(spent, budget);
+  EXPECT_GE(spent, budget * 9 / 10) << "leases left the budget unspent";
+  EXPECT_GT(bidder_->Spent(0).value(), budget / 10);  // both bidders spent a real part of it
+  EXPECT_GT((*other)->Spent(0).value(), budget / 10);
+  EXPECT_GT(bids_a.load(), 0);
+  EXPECT_GT(bids_b.load(), 0);
+  const auto t = (*coordinator)->ledger().Of({NowUnixMs() / kDayMs, 1, 0});
+  EXPECT_LE(t.held, budget);
+  stop = true;
+  run.join();
+}
+
 }  // namespace
 }  // namespace rtb::bidder

@@ -64,12 +64,18 @@ class BudgetLedger {
   Micros Reserved(const std::string& key) const { return Reserved(HashKey(key)); }
   Micros Reserved(Key128 key) const;
 
-  Micros budget(size_t adv) const { return Micros(budget_[adv]); }
+  // What a slot may commit (spent + reserved): its budget, or its lease when several bidders
+  // share the budget (docs/budget-leases.md).
+  Micros budget(size_t adv) const { return Micros(slots_[adv].limit.load()); }
+  // Sets a slot's limit (a new lease, or a freeze at what is committed). Reservations already
+  // made stay; new ones must fit under it.
+  void SetLimit(size_t adv, Micros limit) { slots_[adv].limit.store(limit.value()); }
+  Micros committed(size_t adv) const { return Micros(slots_[adv].committed.load()); }
   Micros spent(size_t adv) const { return Micros(slots_[adv].spent.load()); }
   Micros reserved(size_t adv) const {
     return Micros(slots_[adv].committed.load() - slots_[adv].spent.load());
   }
-  size_t advertisers() const { return budget_.size(); }
+  size_t advertisers() const { return n_; }
   int64_t outstanding() const { return outstanding_.load(); }
   // The slots of the reservation tables (metrics).
   size_t capacity() const;
@@ -78,6 +84,7 @@ class BudgetLedger {
   struct Slot {
     std::atomic<int64_t> committed{0};  // spent + reserved
     std::atomic<int64_t> spent{0};
+    std::atomic<int64_t> limit{0};  // committed never passes it when reserving
   };
   struct Reservation {
     size_t adv;
@@ -94,7 +101,7 @@ class BudgetLedger {
   Shard& ShardOf(Key128 key) const { return shards_[key.a % kShards]; }
   int ExpireLocked(Shard& sh, int64_t now_ms, int max);  // REQUIRES(sh.mu)
 
-  std::vector<int64_t> budget_;
+  size_t n_ = 0;
   std::unique_ptr<Slot[]> slots_;
   mutable Shard shards_[kShards];
   std::atomic<int64_t> outstanding_{0};

@@ -76,6 +76,24 @@ struct AbConfig {
 // <this file>`): with the advertisers below (agents, budgets), the A/B share and the cluster map
 // (clusters_path: L and the clusters' history x_j) they are the market it learns in. The
 // bidder itself only checks them.
+// Several bidders sharing every budget through `rtb budget` (docs/budget-leases.md): each
+// budget slot (advertiser, arm, day) may spend only its lease, asked for as it spends.
+struct LeaseClientConfig {
+  bool enabled = false;  // off: this bidder holds every whole budget (one bidder per market)
+  // This bidder's name for the coordinator, the same across its restarts; "" = the listen
+  // address (host:port).
+  std::string name;
+  std::string requests_topic = "rtb.lease.requests";  // requests, returns, reports (produced)
+  std::string grants_topic = "rtb.lease.grants";      // holdings (read, compacted)
+  int horizon_s = 60;          // a lease covers this long at the slot's recent spend rate
+  double min_lease = 0.10;     // the least asked for at once, currency units
+  int check_every_ms = 200;    // how often the slots' leases are checked
+  int report_every_ms = 2000;  // spend and reservations reported (the heartbeat)
+  // Kafka has not taken a report for this long: stop spending new money (the coordinator
+  // reclaims a silent bidder's lease after its heartbeat timeout, which must be longer).
+  int ttl_ms = 45000;
+};
+
 struct MarketConfig {
   int steps_per_day = 24;    // T: decision steps per day, one action table each
   int step_seconds = 3600;   // length of a step; steps_per_day x step_seconds <= 1 day
@@ -136,6 +154,7 @@ struct BidderConfig {
   KafkaConfig kafka;
   AbConfig ab;
   MarketConfig market;
+  LeaseClientConfig leases;
   std::vector<Advertiser> advertisers;  // the campaigns (see configs/bidder/default.yaml)
 };
 
