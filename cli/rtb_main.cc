@@ -428,6 +428,11 @@ int main(int argc, char** argv) {
   xs->add_option("--write-clusters", xa.write_clusters,
                  "With --traffic: write the users' cluster map here (with --days 0: and stop)");
   xs->add_option("--bidder", xa.x.bidder, "Bidder host:port")->capture_default_str();
+  xs->add_option("--bidders", xa.x.bidders,
+                 "Or several bidders (host:port,...), each request to one of them")
+      ->delimiter(',');
+  xs->add_option("--spread", xa.x.spread, "Requests' weights over --bidders (default: equal)")
+      ->delimiter(',');
   xs->add_option("--bid-path", xa.x.bid_path, "Bid request path")->capture_default_str();
   xs->add_option("--days", xa.days, "Simulated days to play")->capture_default_str();
   xs->add_option("--first-day", xa.first_day, "Number of the first day (simulated clock)")
@@ -476,6 +481,11 @@ int main(int argc, char** argv) {
                  "Offline pre-training episodes (0 = none; default: the learner config's)");
   dm->add_option("--chaos", da.chaos,
                  "kill-learner@D:S or kill-bidder@D:S: SIGKILL and restart during day D step S");
+  dm->add_option("--bidders", da.bidders,
+                 "Bidder processes sharing the budgets through leases (default: the config's)")
+      ->check(CLI::Range(1, 16));
+  dm->add_option("--spread", da.spread, "Requests' weights over the bidders, e.g. 70,20,10")
+      ->delimiter(',');
   dm->add_flag("--quiet", da.quiet, "No progress lines");
   BudgetArgs ba;
   ba.c.lease.billing_window_ms = 0;  // 0: the market's reservation_timeout_ms

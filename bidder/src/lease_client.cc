@@ -76,7 +76,10 @@ struct LeaseClient::Impl {
       Slot& s = slots[{g->key.day, slot}];
       s.held = g->held;
       s.asked_ms = -1;
-      if (g->granted == 0 && g->pool == 0) s.quiet_until_ms = now + 30'000;
+      // The pool is empty: the others' leases are all there is; ask again half a horizon on.
+      if (g->granted == 0 && g->pool == 0) {
+        s.quiet_until_ms = now + int64_t{cfg->leases.horizon_s} * 500;
+      }
       Count(&Stats::grants_read);
     }
   }
@@ -87,7 +90,7 @@ struct LeaseClient::Impl {
     if (ledger == nullptr || day < 0) return;
     const LeaseClientConfig& lc = cfg->leases;
     const int64_t min_micros = Micros::FromUnits(lc.min_lease).value();
-    std::vector<budget::LeaseItem> asks, gives;
+    std::vector<budget::LeaseItem> asks;
     for (size_t k = 0; k < Slots() && k < ledger->advertisers(); ++k) {
       Slot& s = slots[{day, k}];
       const int64_t committed = ledger->committed(k).value();
@@ -111,26 +114,21 @@ struct LeaseClient::Impl {
       const int64_t unspent = s.held - committed;
       const LeaseKey key = KeyOf(day, k);
       const auto horizon = static_cast<double>(lc.horizon_s);
-      if (s.asked_ms >= 0 && now - s.asked_ms < 5'000) continue;  // waiting for the answer
+      if (s.asked_ms >= 0 && now - s.asked_ms < 1'000) continue;  // waiting for the answer
       if (now < s.quiet_until_ms) continue;
       const int64_t want = LeaseWant(s.rate, int64_t{lc.horizon_s} * 1000, min_micros, unspent);
       if (unspent < std::max<int64_t>(min_micros / 2, static_cast<int64_t>(s.rate * horizon / 2)) &&
           want > 0 && s.held < arm_budget) {
         asks.push_back({key.advertiser, key.arm, want, 0, 0, 0});
         s.asked_ms = now;
-      } else if (unspent >
-                 4 * std::max<int64_t>(min_micros, static_cast<int64_t>(s.rate * horizon))) {
-        const int64_t back =
-            unspent - std::max<int64_t>(min_micros, static_cast<int64_t>(s.rate * horizon));
-        gives.push_back({key.advertiser, key.arm, 0, back, 0, 0});
-        s.held -= back;  // the coordinator's answer will say the same
       }
+      // No returns yet: a holding published before a return was processed would raise this
+      // slot's limit again while the coordinator grants the returned money to another bidder
+      // (one run of `rtb demo --bidders 3` overspent 4 of 7,209 budgets by up to 10.8% that
+      // way). Returns need a sequence number in the grants first (docs/budget-leases.md).
     }
     if (!asks.empty() && Send(budget::LeaseMsgType::kRequest, day, std::move(asks))) {
       Count(&Stats::requests);
-    }
-    if (!gives.empty() && Send(budget::LeaseMsgType::kReturn, day, std::move(gives))) {
-      Count(&Stats::returns);
     }
   }
 

@@ -1,10 +1,10 @@
 // The bidder's side of budget leases (docs/budget-leases.md): with `leases.enabled`, each budget
 // slot of the current day may commit only what the coordinator (`rtb budget`) has granted this
 // bidder. A thread checks the slots every `check_every_ms`: it asks for a horizon's worth at the
-// slot's recent rate when less than half of that is left, gives back what it holds beyond four
-// horizons, reports spend and reservations every `report_every_ms` (its heartbeat), applies the
-// holdings it reads on the grants topic, and freezes every slot at what it has committed when
-// Kafka has not taken a report for `ttl_ms`.
+// slot's recent rate when less than half of that is left (it gives nothing back yet), reports spend
+// and reservations every `report_every_ms` (its heartbeat), applies the holdings it reads on the
+// grants topic, and freezes every slot at what it has committed when Kafka has not taken a report
+// for `ttl_ms`.
 #pragma once
 
 #include <atomic>
@@ -26,7 +26,7 @@ class LeaseClient {
   ~LeaseClient();  // stops the thread
 
   struct Stats {
-    int64_t requests = 0, returns = 0, reports = 0, grants_read = 0, freezes = 0;
+    int64_t requests = 0, reports = 0, grants_read = 0, freezes = 0;
   };
   Stats stats() const;
   const std::string& name() const;

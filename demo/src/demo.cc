@@ -71,11 +71,13 @@ struct Setup {
 struct Services {
   std::unique_ptr<kafka::MockCluster> kafka;
   std::string bootstrap;
-  std::string listen;  // the bidder's host:port
-  std::unique_ptr<Child> bidder, learner;
+  std::vector<std::string> listens;  // each bidder's host:port
+  std::vector<std::unique_ptr<Child>> bidders;
+  std::unique_ptr<Child> learner;
+  std::unique_ptr<Child> budget;  // the lease coordinator (several bidders only)
   std::unique_ptr<exchange::Exchange> exchange;
   exchange::ExchangeConfig xc;
-  int bidder_exit = 0, learner_exit = 0;
+  int bidder_exit = 0, learner_exit = 0, budget_exit = 0;
 };
 
 // What the live days produced.
@@ -122,6 +124,12 @@ Result<std::unique_ptr<Setup>> Prepare(const DemoArgs& args) {
   DemoConfig& cfg = s->cfg;
   if (!args.out.empty()) cfg.out = args.out;
   if (args.days > 0) cfg.days = args.days;
+  if (args.bidders > 0) cfg.bidders = args.bidders;
+  if (!args.spread.empty()) cfg.bidder_spread = args.spread;
+  if (!cfg.bidder_spread.empty() && static_cast<int>(cfg.bidder_spread.size()) != cfg.bidders) {
+    return Status::InvalidArgument("--spread needs one weight per bidder (" +
+                                   std::to_string(cfg.bidders) + ")");
+  }
   for (const auto& c : args.chaos) cfg.chaos.push_back(c);
   RTB_ASSIGN_OR_RETURN(s->chaos, ParseChaos(cfg.chaos));
   // The world: the learner config's simulator config (rtb-learner validates the rest).
@@ -206,7 +214,7 @@ Status WriteBidderConfig(const Setup& s, const Services& svc) {
   if (!in) return Status::NotFound(s.cfg.bidder_config + ": cannot open bidder config");
   std::ostringstream base;
   std::string line;
-  bool in_kafka = false, in_ab = false;
+  bool in_kafka = false, in_ab = false, in_leases = false;
   auto key_of = [](const std::string& l) { return l.substr(0, l.find(':')); };
   while (std::getline(in, line)) {
     if (line.rfind("advertisers:", 0) == 0) break;
@@ -214,13 +222,24 @@ Status WriteBidderConfig(const Setup& s, const Services& svc) {
     if (!line.empty() && line[0] != ' ' && line[0] != '#') {
       in_kafka = k == "kafka";
       in_ab = k == "ab";
+      in_leases = k == "leases";
     }
     if (in_ab && k == "  learned_share") {
       line = "  learned_share: " + std::to_string(s.cfg.learned_share);
     }
-    if (k == "listen") line = "listen: " + svc.listen;
+    if (k == "listen") line = "listen: " + svc.listens[0];
     if (k == "threads") line = "threads: " + std::to_string(s.cfg.bidder_threads);
-    if (k == "notice_base_url") line = "notice_base_url: http://" + svc.listen;
+    if (k == "notice_base_url") line = "notice_base_url: http://" + svc.listens[0];
+    if (s.cfg.bidders > 1) {
+      // Several bidders: one notice secret (any bidder checks any notice) and budget leases.
+      if (k == "notice_secret") line = "notice_secret: rtb-demo-shared-notice-secret";
+      if (in_leases && k == "  enabled") line = "  enabled: true";
+      if (in_leases && k == "  name") line = "  name: bidder-0";
+      if (in_leases && k == "  check_every_ms") line = "  check_every_ms: 20";
+      if (in_leases && k == "  report_every_ms") line = "  report_every_ms: 200";
+      // A simulated day lasts seconds: leases for a second of spend.
+      if (in_leases && k == "  horizon_s") line = "  horizon_s: 1";
+    }
     if (k == "max_bids_per_imp") {
       line = "max_bids_per_imp: " + std::to_string(std::min(8, s.sc->cfg.auction.slots + 1));
     }
@@ -233,7 +252,30 @@ Status WriteBidderConfig(const Setup& s, const Services& svc) {
   }
   base << "advertisers: []\n";
   RTB_RETURN_IF_ERROR(WriteFileAtomic(s.out + "/bidder-base.yaml", base.str()));
-  return sim::ExportBidderWorld(*s.sc, s.world, s.out + "/bidder", s.out + "/bidder-base.yaml");
+  RTB_RETURN_IF_ERROR(
+      sim::ExportBidderWorld(*s.sc, s.world, s.out + "/bidder", s.out + "/bidder-base.yaml"));
+  // Bidders 1.. : bidder 0's config on their own port, state, spill file and lease name.
+  for (int b = 1; b < s.cfg.bidders; ++b) {
+    std::ifstream in0(s.out + "/bidder/bidder.yaml");
+    std::ostringstream y;
+    const std::string dir = s.out + "/bidder-" + std::to_string(b);
+    bool leases = false;
+    while (std::getline(in0, line)) {
+      const std::string k = key_of(line);
+      if (!line.empty() && line[0] != ' ' && line[0] != '#') leases = k == "leases";
+      if (k == "listen") line = "listen: " + svc.listens[static_cast<size_t>(b)];
+      if (k == "notice_base_url")
+        line = "notice_base_url: http://" + svc.listens[static_cast<size_t>(b)];
+      if (k == "state_path") line = "state_path: " + dir + "/state";
+      if (k == "  spill_path") line = "  spill_path: " + dir + "/spill.jsonl";
+      if (leases && k == "  name") line = "  name: bidder-" + std::to_string(b);
+      y << line << "\n";
+    }
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    RTB_RETURN_IF_ERROR(WriteFileAtomic(dir + "/bidder.yaml", y.str()));
+  }
+  return Status::Ok();
 }
 
 Result<std::unique_ptr<Services>> StartServices(const Setup& s, const std::string& init_ckpt) {
@@ -245,14 +287,32 @@ Result<std::unique_ptr<Services>> StartServices(const Setup& s, const std::strin
   RTB_RETURN_IF_ERROR(svc->kafka->CreateTopic("rtb.events", kEventPartitions, 3));
   RTB_RETURN_IF_ERROR(svc->kafka->CreateTopic("rtb.policy", 1, 3));
   RTB_RETURN_IF_ERROR(svc->kafka->CreateTopic("rtb.clock", 1, 3));
+  if (s.cfg.bidders > 1) {
+    RTB_RETURN_IF_ERROR(svc->kafka->CreateTopic("rtb.lease.requests", 4, 3));
+    RTB_RETURN_IF_ERROR(svc->kafka->CreateTopic("rtb.lease.grants", 1, 3));
+  }
   s.Say("embedded Kafka (mock cluster) at " + svc->bootstrap);
-  svc->listen = "127.0.0.1:" + std::to_string(FreePort());
+  for (int b = 0; b < s.cfg.bidders; ++b) {
+    svc->listens.push_back("127.0.0.1:" + std::to_string(FreePort()));
+  }
   RTB_RETURN_IF_ERROR(WriteBidderConfig(s, *svc));
 
-  svc->bidder = std::make_unique<Child>(
-      Child{"bidder",
-            {(ExeDir() / "rtb").string(), "serve", "--config", s.out + "/bidder/bidder.yaml"},
-            s.out + "/logs/bidder.log"});
+  for (int b = 0; b < s.cfg.bidders; ++b) {
+    const std::string dir = b == 0 ? s.out + "/bidder" : s.out + "/bidder-" + std::to_string(b);
+    const std::string log =
+        b == 0 ? s.out + "/logs/bidder.log" : s.out + "/logs/bidder-" + std::to_string(b) + ".log";
+    svc->bidders.push_back(std::make_unique<Child>(
+        Child{b == 0 ? "bidder" : "bidder-" + std::to_string(b),
+              {(ExeDir() / "rtb").string(), "serve", "--config", dir + "/bidder.yaml"},
+              log}));
+  }
+  if (s.cfg.bidders > 1) {
+    svc->budget =
+        std::make_unique<Child>(Child{"budget",
+                                      {(ExeDir() / "rtb").string(), "budget", "--market",
+                                       s.out + "/bidder/bidder.yaml", "--brokers", svc->bootstrap},
+                                      s.out + "/logs/budget.log"});
+  }
   std::vector<std::string> learner_args = {(ExeDir() / "rtb-learner").string(),
                                            "learn",
                                            "--config",
@@ -269,9 +329,10 @@ Result<std::unique_ptr<Services>> StartServices(const Setup& s, const std::strin
   }
   svc->learner =
       std::make_unique<Child>(Child{"learner", learner_args, s.out + "/logs/learner.log"});
-  if (!svc->bidder->Start() || !svc->learner->Start()) {
-    return Status::Internal("cannot start the bidder and the learner");
-  }
+  bool started = svc->learner->Start();
+  for (auto& b : svc->bidders) started = b->Start() && started;
+  if (svc->budget != nullptr) started = svc->budget->Start() && started;
+  if (!started) return Status::Internal("cannot start the bidders and the learner");
 
   svc->xc = s.cfg.exchange;
   // The exchange assigns users to arms as the bidder does (its written config's ab section).
@@ -279,7 +340,11 @@ Result<std::unique_ptr<Services>> StartServices(const Setup& s, const std::strin
                        bidder::LoadBidderConfig(s.out + "/bidder/bidder.yaml"));
   svc->xc.learned_share = bcfg.ab.learned_share;
   svc->xc.ab_salt = bcfg.ab.salt;
-  svc->xc.bidder = svc->listen;
+  svc->xc.bidder = svc->listens[0];
+  if (s.cfg.bidders > 1) {
+    svc->xc.bidders = svc->listens;
+    svc->xc.spread = s.cfg.bidder_spread;
+  }
   svc->xc.brokers = svc->bootstrap;
   RTB_ASSIGN_OR_RETURN(svc->exchange, exchange::Exchange::Create(svc->xc, *s.sc));
   // Ready when the bidder answers and serves the learner's first table.
@@ -287,7 +352,12 @@ Result<std::unique_ptr<Services>> StartServices(const Setup& s, const std::strin
   for (;;) {
     auto v = svc->exchange->BidderPolicyVersion();
     if (v.ok() && *v >= 1) break;
-    if (!svc->bidder->Running()) return Status::Internal("the bidder exited; see logs/bidder.log");
+    for (const auto& b : svc->bidders) {
+      if (!b->Running()) return Status::Internal("a bidder exited; see logs/bidder*.log");
+    }
+    if (svc->budget != nullptr && !svc->budget->Running()) {
+      return Status::Internal("rtb budget exited; see logs/budget.log");
+    }
     if (!svc->learner->Running()) {
       return Status::Internal("the learner exited; see logs/learner.log");
     }
@@ -295,8 +365,10 @@ Result<std::unique_ptr<Services>> StartServices(const Setup& s, const std::strin
       return Status::Unavailable("bidder/learner not ready after 120 s");
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  s.Say("bidder on " + svc->listen + " and learner running; playing " + std::to_string(s.cfg.days) +
-        " simulated days live");
+  s.Say((s.cfg.bidders == 1
+             ? "bidder on " + svc->listens[0]
+             : std::to_string(s.cfg.bidders) + " bidders sharing budgets through rtb budget") +
+        " and learner running; playing " + std::to_string(s.cfg.days) + " simulated days live");
   return svc;
 }
 
@@ -319,7 +391,7 @@ Result<Played> PlayDays(const Setup& s, Services& svc) {
     auto on_step_start = [&](int step) {
       for (const auto& c : todays) {
         if (c.step != step) continue;
-        Child& victim = c.what == "kill-learner" ? *svc.learner : *svc.bidder;
+        Child& victim = c.what == "kill-learner" ? *svc.learner : *svc.bidders[0];
         const std::string what = c.what;
         timers.emplace_back([&victim, what, d, step, &p] {
           std::this_thread::sleep_for(std::chrono::milliseconds(400));
@@ -368,7 +440,8 @@ Result<Played> PlayDays(const Setup& s, Services& svc) {
 
 void StopServices(Services& svc) {
   svc.learner_exit = svc.learner->Stop(SIGTERM, 30000);
-  svc.bidder_exit = svc.bidder->Stop(SIGTERM, 30000);
+  for (auto& b : svc.bidders) svc.bidder_exit = std::max(svc.bidder_exit, b->Stop(SIGTERM, 30000));
+  if (svc.budget != nullptr) svc.budget_exit = svc.budget->Stop(SIGTERM, 30000);
 }
 
 // ---- 6. Check ---------------------------------------------------------------------------
@@ -575,6 +648,9 @@ json BuildReport(const Setup& s, const Services& svc, const Played& p, const Loo
                           {"events_partitions", rec.partitions}};
   report["chaos"] = p.chaos_log;
   report["processes"] = {{"learner_exit", svc.learner_exit}, {"bidder_exit", svc.bidder_exit}};
+  if (svc.budget != nullptr) report["processes"]["budget_exit"] = svc.budget_exit;
+  report["bidders"] = s.cfg.bidders;
+  report["requests_per_bidder"] = svc.exchange->RequestsPerBidder();
   report["about"] = {
       "The live loop: " + std::to_string(s.cfg.days) + " simulated days of the world in " +
           doc::ShownPath(s.sim_path) +
@@ -670,7 +746,44 @@ Result<json> AbFromEvents(const Setup& s, const json& report) {
     out["arms"][ArmName(arm)] = {{"spend", t.spend.units()}, {"revenue", t.revenue.units()}};
   }
   out["matches_exchange_within_0_1_pct"] = match;
+  // Budgets, from the bidders' events: no (day, arm, advertiser) over its part of the budget,
+  // and each agent's delivery (the lowest COST of any day, arm and agent).
+  double max_over = 0, min_cost = 1e300;
+  for (const int64_t d : tally.Days()) {
+    for (const Arm arm : {Arm::kLearned, Arm::kManual}) {
+      if (arm == Arm::kManual && bcfg.ab.learned_share >= 1) continue;
+      for (size_t k = 0; k < tally.advertisers().size(); ++k) {
+        const ArmTotals t = tally.Of(d, arm, k);
+        if (t.budget.value() > 0) {
+          max_over =
+              std::max(max_over, 100.0 * static_cast<double>(t.spend.value() - t.budget.value()) /
+                                     static_cast<double>(t.budget.value()));
+        }
+      }
+      for (int i = 0; i < tally.agents(); ++i) {
+        const ArmTotals g = tally.OfAgent(d, arm, i);
+        if (g.budget.value() > 0) min_cost = std::min(min_cost, 100.0 * g.Cost());
+      }
+    }
+  }
+  out["budget_check"] = {{"max_overspend_pct", max_over},
+                         {"min_cost_pct", min_cost < 1e300 ? json(min_cost) : json(nullptr)}};
   return out;
+}
+
+// Leases the coordinator reclaimed from silent bidders (its last log line says how many).
+int64_t LeaseReclaims(const Setup& s) {
+  std::ifstream in(s.out + "/logs/budget.log");
+  std::string line;
+  int64_t n = 0;
+  const std::string tail = " leases reclaimed";
+  while (std::getline(in, line)) {
+    const size_t p = line.rfind(tail);
+    if (line.find("stopped;") == std::string::npos || p == std::string::npos) continue;
+    const size_t q = line.rfind(' ', p - 1);
+    n = std::strtoll(line.c_str() + (q == std::string::npos ? 0 : q + 1), nullptr, 10);
+  }
+  return n;
 }
 
 Status WriteReport(const Setup& s, json& report, std::string* md) {
@@ -693,6 +806,11 @@ Status Run(const DemoArgs& args) {
   report["events_dump"] = DumpEvents(s, *svc);
   auto ab = AbFromEvents(s, report);
   report["ab_from_events"] = ab.ok() ? *ab : json{{"error", ab.status().message()}};
+  if (ab.ok()) {
+    report["budget_check"] = (*ab)["budget_check"];
+    report["budget_check"]["bidders"] = s.cfg.bidders;
+    report["budget_check"]["lease_reclaims"] = LeaseReclaims(s);
+  }
   std::string md;
   RTB_RETURN_IF_ERROR(WriteReport(s, report, &md));
   std::printf("%s", md.c_str());

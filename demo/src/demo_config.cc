@@ -1,5 +1,6 @@
 #include "demo_config.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "rtb/core/config.h"
@@ -25,6 +26,13 @@ Result<DemoConfig> LoadDemoConfig(const std::string& path) {
   root.Check(c.learned_share > 0 && c.learned_share <= 1, "learned_share",
              "must be in (0, 1]: the learner needs a learned arm");
   root.Get("chaos", &c.chaos);
+  root.Get("bidders", &c.bidders);
+  root.Check(c.bidders >= 1 && c.bidders <= 16, "bidders", "must be between 1 and 16");
+  root.Get("bidder_spread", &c.bidder_spread);
+  root.Check(c.bidder_spread.empty() || (static_cast<int>(c.bidder_spread.size()) == c.bidders &&
+                                         std::all_of(c.bidder_spread.begin(), c.bidder_spread.end(),
+                                                     [](double w) { return w > 0; })),
+             "bidder_spread", "needs one positive weight per bidder (or none: equal)");
   ConfigMap e = root.Section("exchange");
   e.Get("concurrency", &c.exchange.concurrency);
   e.Check(c.exchange.concurrency >= 1, "concurrency", "must be >= 1");

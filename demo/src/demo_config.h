@@ -22,6 +22,11 @@ struct DemoConfig {
   // The live A/B test: the learned arm's share of users and of every budget (the bidder's
   // ab.learned_share); the rest bid manual (a = 0) on the same days. 1 = no manual arm.
   double learned_share = 0.5;
+  // Bidder processes behind the exchange. Above 1 they share every budget through leases and
+  // one `rtb budget` (docs/budget-leases.md); the exchange spreads requests over them with
+  // `bidder_spread` (one weight each; empty = equal).
+  int bidders = 1;
+  std::vector<double> bidder_spread;
   exchange::ExchangeConfig exchange;  // section exchange (bidder, brokers: set by the demo)
   std::vector<std::string> chaos;     // "kill-learner@D:S" / "kill-bidder@D:S": SIGKILL that
                                       // process while step S of live day D is played, restart

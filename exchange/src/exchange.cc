@@ -127,9 +127,20 @@ struct Exchange::Impl {
   const sim::Scenario* sc = nullptr;  // the generated world, or
   const TrafficMarket* tm = nullptr;  // a market the simulator did not generate
   int agents = 0;
-  std::string host, port;
-  std::unique_ptr<kafka::Producer> producer;  // step markers (none without brokers)
-  std::unique_ptr<Conn> control;              // /metrics polls
+  std::vector<std::pair<std::string, std::string>> targets;  // each bidder's host and port
+  std::vector<double> spread_cum;                            // cumulative request shares
+  std::unique_ptr<std::atomic<int64_t>[]> sent_to;           // requests per bidder
+  std::unique_ptr<kafka::Producer> producer;                 // step markers (none without brokers)
+  std::vector<std::unique_ptr<Conn>> controls;               // /metrics polls, one per bidder
+
+  // The bidder of request r of a day (deterministic per seed).
+  size_t BidderOf(int64_t day_index, size_t r) const {
+    if (targets.size() == 1) return 0;
+    const double u = Draw(cfg.seed, day_index, r, 0, 9);
+    size_t b = 0;
+    while (b + 1 < spread_cum.size() && u >= spread_cum[b]) ++b;
+    return b;
+  }
 
   ~Impl() {
     if (producer != nullptr) (void)producer->Flush(5000);
@@ -211,8 +222,17 @@ Exchange::~Exchange() = default;
 namespace {
 
 Status CheckConfig(const ExchangeConfig& cfg) {
-  if (cfg.bidder.rfind(':') == std::string::npos) {
-    return Status::InvalidArgument("exchange: bidder must be host:port, got '" + cfg.bidder + "'");
+  for (const std::string& b :
+       cfg.bidders.empty() ? std::vector<std::string>{cfg.bidder} : cfg.bidders) {
+    if (b.rfind(':') == std::string::npos) {
+      return Status::InvalidArgument("exchange: a bidder must be host:port, got '" + b + "'");
+    }
+  }
+  if (!cfg.spread.empty() && cfg.spread.size() != cfg.bidders.size()) {
+    return Status::InvalidArgument("exchange: spread needs one weight per bidder");
+  }
+  for (double w : cfg.spread) {
+    if (!(w > 0)) return Status::InvalidArgument("exchange: spread weights must be positive");
   }
   if (cfg.outcomes != "expected" && cfg.outcomes != "sampled") {
     return Status::InvalidArgument("exchange: outcomes must be expected or sampled");
@@ -226,10 +246,20 @@ Status CheckConfig(const ExchangeConfig& cfg) {
 Result<std::unique_ptr<Exchange>> Exchange::Create(std::unique_ptr<Impl> m) {
   const ExchangeConfig& cfg = m->cfg;
   RTB_RETURN_IF_ERROR(CheckConfig(cfg));
-  const size_t colon = cfg.bidder.rfind(':');
-  m->host = cfg.bidder.substr(0, colon);
-  m->port = cfg.bidder.substr(colon + 1);
-  m->control = std::make_unique<Conn>(m->host, m->port, cfg.io_timeout_ms);
+  const std::vector<std::string> bidders =
+      cfg.bidders.empty() ? std::vector<std::string>{cfg.bidder} : cfg.bidders;
+  double total = 0;
+  for (size_t b = 0; b < bidders.size(); ++b) {
+    const size_t colon = bidders[b].rfind(':');
+    m->targets.emplace_back(bidders[b].substr(0, colon), bidders[b].substr(colon + 1));
+    m->controls.push_back(
+        std::make_unique<Conn>(m->targets[b].first, m->targets[b].second, cfg.io_timeout_ms));
+    total += cfg.spread.empty() ? 1.0 : cfg.spread[b];
+    m->spread_cum.push_back(total);
+  }
+  for (double& c : m->spread_cum) c /= total;
+  m->sent_to.reset(new std::atomic<int64_t>[bidders.size()]);
+  for (size_t b = 0; b < bidders.size(); ++b) m->sent_to[b] = 0;
   if (!cfg.brokers.empty()) {
     kafka::Producer::Options po;
     po.bootstrap = cfg.brokers;
@@ -444,13 +474,24 @@ void Exchange::Impl::PlayTrafficRequest(Conn& conn, const TrafficDay& day, int64
 Result<uint64_t> Exchange::BidderPolicyVersion() { return impl_->PolicyVersion(); }
 
 Result<uint64_t> Exchange::Impl::PolicyVersion() {
-  auto r = control->Do(http::verb::get, "/metrics", "");
-  if (!r.ok()) return r.status();
-  const std::string key = "\nrtb_policy_version ";
-  const size_t p = r->body.find(key);
-  if (p == std::string::npos)
-    return Status::Corruption("bidder /metrics has no rtb_policy_version");
-  return static_cast<uint64_t>(std::strtoull(r->body.c_str() + p + key.size(), nullptr, 10));
+  uint64_t lowest = UINT64_MAX;
+  for (auto& control : controls) {
+    auto r = control->Do(http::verb::get, "/metrics", "");
+    if (!r.ok()) return r.status();
+    const std::string key = "\nrtb_policy_version ";
+    const size_t p = r->body.find(key);
+    if (p == std::string::npos)
+      return Status::Corruption("bidder /metrics has no rtb_policy_version");
+    lowest =
+        std::min<uint64_t>(lowest, std::strtoull(r->body.c_str() + p + key.size(), nullptr, 10));
+  }
+  return lowest;
+}
+
+std::vector<int64_t> Exchange::RequestsPerBidder() const {
+  std::vector<int64_t> v;
+  for (size_t b = 0; b < impl_->targets.size(); ++b) v.push_back(impl_->sent_to[b].load());
+  return v;
 }
 
 Result<DayAccount> Exchange::PlayDay(const sim::Day& day, int64_t day_index,
@@ -488,9 +529,12 @@ Result<DayAccount> Exchange::Impl::PlaySteps(
   acct.day = day_index;
   acct.by_agent.assign(static_cast<size_t>(N), Outcome{});
   acct.by_arm_agent.assign(static_cast<size_t>(kArms * N), Outcome{});
-  std::vector<std::unique_ptr<Conn>> conns;
-  for (int w = 0; w < m.cfg.concurrency; ++w) {
-    conns.push_back(std::make_unique<Conn>(m.host, m.port, m.cfg.io_timeout_ms));
+  // Each worker keeps one connection to every bidder.
+  std::vector<std::vector<std::unique_ptr<Conn>>> conns(static_cast<size_t>(m.cfg.concurrency));
+  for (auto& per_bidder : conns) {
+    for (const auto& [host, port] : m.targets) {
+      per_bidder.push_back(std::make_unique<Conn>(host, port, m.cfg.io_timeout_ms));
+    }
   }
   for (int step = 0; step < steps; ++step) {
     std::atomic<size_t> next{begins[static_cast<size_t>(step)]};
@@ -501,7 +545,9 @@ Result<DayAccount> Exchange::Impl::PlaySteps(
       locals[w].by_arm_agent.assign(static_cast<size_t>(kArms * N), Outcome{});
       workers.emplace_back([&, w] {
         for (size_t r = next.fetch_add(1); r < end; r = next.fetch_add(1)) {
-          play(*conns[w], r, locals[w]);
+          const size_t b = m.BidderOf(day_index, r);
+          m.sent_to[b].fetch_add(1, std::memory_order_relaxed);
+          play(*conns[w][b], r, locals[w]);
         }
       });
     }

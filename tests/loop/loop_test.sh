@@ -48,6 +48,8 @@ for arm in ("learned", "manual"):
     assert r["arms"][arm]["spend"] > 0
 ab = r["ab_from_events"]
 assert ab["matches_exchange_within_0_1_pct"], (ab, r["arms"])
+bc = r["budget_check"]
+assert bc["bidders"] == 1 and bc["max_overspend_pct"] <= 0.1 and bc["min_cost_pct"] > 0, bc
 print("loop ok: 6 transitions, totals match, lag p50 %.0f ms, max %.0f ms" %
       (r["policy_lag_ms"]["p50"], r["policy_lag_ms"]["max"]))
 PY

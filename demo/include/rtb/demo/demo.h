@@ -26,6 +26,8 @@ struct DemoArgs {
   int days = -1;       // overrides the config's days
   int episodes = -1;   // overrides the learner config's pre-training episodes (0 = none)
   std::vector<std::string> chaos;  // adds to the config's chaos list
+  int bidders = 0;                 // overrides the config's bidders (0 = the config's)
+  std::vector<double> spread;      // overrides the config's bidder_spread
   bool quiet = false;
 };
 

@@ -30,7 +30,12 @@
 namespace rtb::exchange {
 
 struct ExchangeConfig {
-  std::string bidder = "127.0.0.1:8080";   // host:port of the bidder
+  std::string bidder = "127.0.0.1:8080";  // host:port of the bidder
+  // Several bidders behind the exchange (sharing budgets through leases): each request goes to
+  // one of them, drawn per request with these weights (empty = equal), and its notices go to
+  // the bidder that bid. Empty: `bidder` alone.
+  std::vector<std::string> bidders;
+  std::vector<double> spread;
   std::string bid_path = "/openrtb2/bid";  // where requests are POSTed
   int concurrency = 8;                     // connections, each one request at a time
   int tmax_ms = 250;                       // tmax sent in every request
@@ -96,8 +101,10 @@ class Exchange {
   Result<DayAccount> PlayDay(const TrafficDay& day, int64_t day_index,
                              const std::function<void(const StepAccount&)>& on_step = {});
 
-  // The policy version the bidder serves now (its /metrics), or an error.
+  // The policy version every bidder serves now (the lowest of their /metrics), or an error.
   Result<uint64_t> BidderPolicyVersion();
+  // Requests sent to each bidder so far (the spread, as played).
+  std::vector<int64_t> RequestsPerBidder() const;
 
   struct Impl;
 
