@@ -1319,3 +1319,83 @@ TEST_F(BidderIntegration, TwoBiddersSharingBudgetsThroughLeasesNeverSpendMoreTha
 
 }  // namespace
 }  // namespace rtb::bidder
+
+namespace rtb::bidder {
+namespace {
+
+// rtb_budget_micros{advertiser="1",kind="<kind>"} from /metrics.
+int64_t BudgetMetric(Bidder& b, const std::string& kind) {
+  const std::string body = b.Metrics().body;
+  const std::string key = "rtb_budget_micros{advertiser=\"1\",kind=\"" + kind + "\"} ";
+  const size_t p = body.find(key);
+  return p == std::string::npos ? -1 : std::stoll(body.substr(p + key.size()));
+}
+
+// With Kafka gone the bidder cannot tell whether the coordinator has reclaimed its lease: after
+// leases.ttl_ms without a report taken it spends nothing new (its limit falls to what it has
+// committed), and when Kafka is back its lease applies again.
+TEST_F(BidderIntegration, WithoutKafkaPastTheLeaseTtlABidderSpendsNothingNewThenResumes) {
+  BidderConfig cfg = TestConfig(dir_);
+  cfg.advertisers.resize(1);
+  cfg.advertisers[0].daily_budget = Micros::FromUnits(10.0);
+  cfg.leases.enabled = true;
+  cfg.leases.name = "bidder-ttl";
+  cfg.leases.horizon_s = 1;
+  cfg.leases.min_lease = 0.5;
+  cfg.leases.check_every_ms = 20;
+  cfg.leases.report_every_ms = 100;
+  cfg.leases.ttl_ms = 600;
+  Start(cfg);
+  budget::CoordinatorOptions co;
+  co.brokers = bidder_->events().bootstrap();
+  co.daily_budget = {{1, cfg.advertisers[0].daily_budget}};
+  auto coordinator = budget::Coordinator::Create(co);
+  ASSERT_TRUE(coordinator.ok()) << coordinator.status().message();
+  std::atomic<bool> stop{false};
+  std::thread run([&] { EXPECT_TRUE((*coordinator)->Run(stop).ok()); });
+  struct Join {
+    std::atomic<bool>& stop;
+    std::thread& t;
+    ~Join() {
+      stop = true;
+      if (t.joinable()) t.join();
+    }
+  } join{stop, run};
+  Client client(port_);
+  int n = 0;
+  auto bid = [&] {
+    return client.Do(http::verb::post, "/openrtb2/bid", Request("ttl-" + std::to_string(n++)))
+               .first == 200;
+  };
+  auto wait_for = [](auto f, int seconds) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+    while (std::chrono::steady_clock::now() < end) {
+      if (f()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return f();
+  };
+  ASSERT_TRUE(wait_for(bid, 30)) << "no lease granted";
+  const int64_t lease = BudgetMetric(*bidder_, "budget");
+  EXPECT_GT(lease, 0);
+  EXPECT_LT(lease, cfg.advertisers[0].daily_budget.value());  // a slice, not the budget
+
+  kafka::MockCluster* mock = bidder_->events().mock_cluster();
+  ASSERT_NE(mock, nullptr);
+  for (int b = 1; b <= 3; ++b) mock->SetBrokerDown(b);
+  // Frozen: the limit is what is committed, and no bid goes out.
+  ASSERT_TRUE(wait_for(
+      [&] {
+        return BudgetMetric(*bidder_, "budget") ==
+               BudgetMetric(*bidder_, "spent") + BudgetMetric(*bidder_, "reserved");
+      },
+      10));
+  for (int i = 0; i < 20; ++i) EXPECT_FALSE(bid()) << "a bid while frozen";
+  for (int b = 1; b <= 3; ++b) mock->SetBrokerUp(b);
+  EXPECT_TRUE(wait_for(bid, 30)) << "no bid after Kafka came back";
+  EXPECT_GT(BudgetMetric(*bidder_, "budget"),
+            BudgetMetric(*bidder_, "spent") + BudgetMetric(*bidder_, "reserved"));
+}
+
+}  // namespace
+}  // namespace rtb::bidder
