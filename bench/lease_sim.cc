@@ -112,16 +112,8 @@ Result Run(const Args& a, Mode mode) {
   int64_t refused = 0, billed = 0;
   Result res;
   int64_t messages_this_s = 0;
-  auto names = [](int b) {
-    std::string n = "bidder-";
-    n += std::to_string(b);
-    return n;
-  };
-  const std::vector<std::string> name = [&] {
-    std::vector<std::string> v;
-    for (int b = 0; b < B; ++b) v.push_back(names(b));
-    return v;
-  }();
+  std::vector<std::string> name(static_cast<size_t>(B), "bidder-");
+  for (int b = 0; b < B; ++b) name[static_cast<size_t>(b)] += std::to_string(b);
   const uint32_t day_key = 0;
   for (int t = 0; t < a.seconds; ++t) {
     const bool coordinator_up = !(t >= a.outage_at_s && t < a.outage_at_s + a.outage_s);

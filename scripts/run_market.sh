@@ -24,7 +24,8 @@ for f in bidder.yaml traffic.yaml; do
 done
 rm -rf "$OUT"
 mkdir -p "$OUT/logs"
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+source scripts/serve_lib.sh
+PORT=$(free_port)
 SERVE= LEARN=
 cleanup() {
   [[ -n $LEARN ]] && kill "$LEARN" 2>/dev/null
@@ -34,12 +35,8 @@ cleanup() {
 trap cleanup EXIT
 
 # The market's bidder config on a free port, with its state, spill and cluster map under OUT.
-sed -e "s#^listen: .*#listen: 127.0.0.1:$PORT#" \
-    -e "s#^notice_base_url: .*#notice_base_url: http://127.0.0.1:$PORT#" \
-    -e "s#^state_path: .*#state_path: $OUT/bidder/state#" \
-    -e "s#^  spill_path: .*#  spill_path: $OUT/bidder/spill.jsonl#" \
-    -e "s#^clusters_path: .*#clusters_path: $OUT/clusters.json#" \
-    "$M/bidder.yaml" > "$OUT/bidder.yaml"
+local_bidder_config "$M/bidder.yaml" "$OUT/bidder.yaml" "$PORT" "$OUT/bidder" \
+  -e "s#^clusters_path: .*#clusters_path: $OUT/clusters.json#"
 TRAFFIC=$M/traffic.yaml
 if [[ -n ${REQUESTS:-} ]]; then
   sed -e "s#^requests_per_day: .*#requests_per_day: $REQUESTS#" "$M/traffic.yaml" > "$OUT/traffic.yaml"
@@ -50,14 +47,8 @@ fi
   --write-clusters "$OUT/clusters.json" --days 0
 
 echo "run_market: rtb serve on 127.0.0.1:$PORT (log: $OUT/logs/serve.log)"
-"$RTB" serve --config "$OUT/bidder.yaml" 2> "$OUT/logs/serve.log" &
-SERVE=$!
-for _ in $(seq 200); do
-  curl -sf "http://127.0.0.1:$PORT/metrics" > /dev/null 2>&1 && break
-  sleep 0.1
-done
-BROKERS=$(sed -nE 's/.*embedded Kafka \(mock cluster, [0-9]+ brokers\) at ([^ ]+).*/\1/p' "$OUT/logs/serve.log" | head -1)
-[[ -n $BROKERS ]] || { echo "run_market: the bidder did not start; see $OUT/logs/serve.log" >&2; exit 1; }
+serve_start "$OUT/bidder.yaml" "$PORT" "$OUT/logs/serve.log" ||
+  { echo "run_market: the bidder did not start; see $OUT/logs/serve.log" >&2; exit 1; }
 
 echo "run_market: rtb learn --market $OUT/bidder.yaml, no checkpoint (log: $OUT/logs/learn.log)"
 "$RTB" learn --config configs/learner/default.yaml --market "$OUT/bidder.yaml" \

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <mutex>
 
 #include "rtb/budget/lease_msg.h"
 #include "rtb/core/ab.h"
@@ -22,8 +21,6 @@ struct LeaseClient::Impl {
   std::unordered_map<uint32_t, size_t> index_of;
   std::atomic<bool> stop{false};
   std::thread thread;
-  mutable std::mutex stats_mu;
-  Stats stats;
 
   // Per (day, slot): what the coordinator says this bidder holds, and the slot's bookkeeping.
   struct Slot {
@@ -42,11 +39,6 @@ struct LeaseClient::Impl {
   LeaseKey KeyOf(int64_t day, size_t slot) const {
     const size_t n = cfg->advertisers.size();
     return {day, cfg->advertisers[slot % n].id, static_cast<uint8_t>(slot / n)};
-  }
-
-  void Count(int64_t Stats::*field, int64_t by = 1) {
-    std::lock_guard<std::mutex> l(stats_mu);
-    stats.*field += by;
   }
 
   bool Send(budget::LeaseMsgType type, int64_t day, std::vector<budget::LeaseItem> items) {
@@ -80,7 +72,6 @@ struct LeaseClient::Impl {
       if (g->granted == 0 && g->pool == 0) {
         s.quiet_until_ms = now + int64_t{cfg->leases.horizon_s} * 500;
       }
-      Count(&Stats::grants_read);
     }
   }
 
@@ -127,9 +118,7 @@ struct LeaseClient::Impl {
       // (one run of `rtb demo --bidders 3` overspent 4 of 7,209 budgets by up to 10.8% that
       // way). Returns need a sequence number in the grants first (docs/budget-leases.md).
     }
-    if (!asks.empty() && Send(budget::LeaseMsgType::kRequest, day, std::move(asks))) {
-      Count(&Stats::requests);
-    }
+    if (!asks.empty()) Send(budget::LeaseMsgType::kRequest, day, std::move(asks));
   }
 
   // Spend and reservations of the current day; a report Kafka takes renews the TTL.
@@ -146,7 +135,6 @@ struct LeaseClient::Impl {
     const bool sent = Send(budget::LeaseMsgType::kReport, day, std::move(items));
     if (sent && producer->Flush(std::max(100, cfg->leases.report_every_ms)).ok()) {
       last_report_ok_ms = now;
-      Count(&Stats::reports);
       if (frozen) log::Get("lease").info("lease client: Kafka is back; leases apply again");
       frozen = false;
     }
@@ -164,7 +152,6 @@ struct LeaseClient::Impl {
       }
       if (!frozen && now - last_report_ok_ms > cfg->leases.ttl_ms) {
         frozen = true;
-        Count(&Stats::freezes);
         log::Get("lease").warn(
             "lease client: Kafka has taken no report for {} ms: spending only what is committed",
             now - last_report_ok_ms);
@@ -212,12 +199,5 @@ Result<std::unique_ptr<LeaseClient>> LeaseClient::Start(const BidderConfig* cfg,
                          cfg->leases.requests_topic, cfg->leases.grants_topic);
   return std::unique_ptr<LeaseClient>(new LeaseClient(std::move(m)));
 }
-
-LeaseClient::Stats LeaseClient::stats() const {
-  std::lock_guard<std::mutex> l(impl_->stats_mu);
-  return impl_->stats;
-}
-
-const std::string& LeaseClient::name() const { return impl_->name; }
 
 }  // namespace rtb::bidder

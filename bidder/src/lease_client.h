@@ -25,12 +25,6 @@ class LeaseClient {
                                                     const std::string& bootstrap, std::string name);
   ~LeaseClient();  // stops the thread
 
-  struct Stats {
-    int64_t requests = 0, reports = 0, grants_read = 0, freezes = 0;
-  };
-  Stats stats() const;
-  const std::string& name() const;
-
   struct Impl;
 
  private:

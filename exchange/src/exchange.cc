@@ -5,6 +5,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -175,6 +176,18 @@ struct Exchange::Impl {
     }
     ++loc.failed_notices;
     return false;
+  }
+
+  // Calls fn(bid, advertiser id) for every bid of an answer whose cid is an advertiser id.
+  template <typename Fn>
+  static void ForEachBid(const bidder::BidResponse& resp, Fn&& fn) {
+    for (const auto& sb : resp.seatbid) {
+      for (const auto& b : sb.bids) {
+        uint32_t adv = 0;
+        const auto [end, ec] = std::from_chars(b.cid.data(), b.cid.data() + b.cid.size(), adv);
+        if (ec == std::errc() && end == b.cid.data() + b.cid.size()) fn(b, adv);
+      }
+    }
   }
 
   // POSTs the request; the bids of the answer (none on no-bid or failure), counted.
@@ -391,23 +404,15 @@ void Exchange::Impl::PlayRequest(Conn& conn, const sim::Day& day, int64_t day_in
   if (!resp) return;
   // The bids, each tied to its candidate in the day (for the outcomes).
   std::vector<Offer> offers;
-  for (const auto& sb : resp->seatbid) {
-    for (const auto& b : sb.bids) {
-      uint32_t adv = 0;
-      try {
-        adv = static_cast<uint32_t>(std::stoul(b.cid));
-      } catch (const std::exception&) {
-        continue;
-      }
-      for (uint32_t c = day.begin[r]; c < day.begin[r + 1]; ++c) {
-        if (day.adv[c] == adv) {
-          const int agent = adv < market.agent_of.size() ? market.agent_of[adv] : 0;
-          offers.push_back({&b, adv, agent, day.pctr[c], day.pcvr[c], day.ppb[c]});
-          break;
-        }
+  ForEachBid(*resp, [&](const bidder::Bid& b, uint32_t adv) {
+    for (uint32_t c = day.begin[r]; c < day.begin[r + 1]; ++c) {
+      if (day.adv[c] == adv) {
+        const int agent = adv < market.agent_of.size() ? market.agent_of[adv] : 0;
+        offers.push_back({&b, adv, agent, day.pctr[c], day.pcvr[c], day.ppb[c]});
+        return;
       }
     }
-  }
+  });
   const auto& acfg = sc->cfg.auction;
   Settle(conn, id, t, arm, acfg.slots,
          std::max(acfg.reserve_cpm * 1e6 / 1000.0, day.floor_cpm[r] / 1000.0), offers, nullptr, 0,
@@ -439,8 +444,7 @@ void Exchange::Impl::PlayTrafficRequest(Conn& conn, const TrafficDay& day, int64
   }
   body += "},\"device\":{\"devicetype\":";
   body += std::to_string(pl.device_type) + ",\"geo\":{\"country\":\"" + pl.country + "\"}},";
-  std::string user = "u";
-  user += std::to_string(day.user[r]);
+  const std::string user = TrafficUserId(day.user[r]);
   body += "\"user\":{\"id\":\"" + user + "\"},";
   const int arm = static_cast<int>(ArmOf(user, cfg.ab_salt, cfg.learned_share));
   body += "\"tmax\":" + std::to_string(cfg.tmax_ms) + ",\"cur\":[\"USD\"],\"ext\":{\"sim\":{";
@@ -449,21 +453,13 @@ void Exchange::Impl::PlayTrafficRequest(Conn& conn, const TrafficDay& day, int64
   std::vector<Offer> offers;
   const size_t S = tc.segments.size();
   if (resp) {
-    for (const auto& sb : resp->seatbid) {
-      for (const auto& b : sb.bids) {
-        uint32_t adv = 0;
-        try {
-          adv = static_cast<uint32_t>(std::stoul(b.cid));
-        } catch (const std::exception&) {
-          continue;
-        }
-        const auto it = tm->advertisers.find(adv);
-        if (it == tm->advertisers.end()) continue;
-        const TrafficMarket::Adv& a = it->second;
-        offers.push_back(
-            {&b, adv, a.agent, a.ctr[p * S + seg], a.cvr[p * S + seg], a.conversion_value.value()});
-      }
-    }
+    ForEachBid(*resp, [&](const bidder::Bid& b, uint32_t adv) {
+      const auto it = tm->advertisers.find(adv);
+      if (it == tm->advertisers.end()) return;
+      const TrafficMarket::Adv& a = it->second;
+      offers.push_back(
+          {&b, adv, a.agent, a.ctr[p * S + seg], a.cvr[p * S + seg], a.conversion_value.value()});
+    });
   }
   const auto B = static_cast<size_t>(tc.competition.bidders);
   Settle(conn, id, t, arm, tc.slots,

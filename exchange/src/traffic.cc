@@ -226,14 +226,18 @@ TrafficDay GenerateTrafficDay(const TrafficMarket& m, int64_t day_index) {
   return d;
 }
 
+std::string TrafficUserId(uint32_t user) {
+  std::string id = "u";
+  id += std::to_string(user);
+  return id;
+}
+
 std::string ClusterMapJson(const TrafficMarket& m) {
   ClusterMap c;
   c.clusters = static_cast<int>(m.traffic.segments.size());
   c.default_cluster = 0;
   for (size_t u = 0; u < m.segment_of_user.size(); ++u) {
-    std::string id = "u";
-    id += std::to_string(u);
-    c.user_cluster[id] = m.segment_of_user[u];
+    c.user_cluster[TrafficUserId(static_cast<uint32_t>(u))] = m.segment_of_user[u];
   }
   return SerializeClusterMap(c);
 }

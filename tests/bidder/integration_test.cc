@@ -1237,18 +1237,52 @@ TEST(BudgetLedgerArms, ASettleGivesTheReservationBackToTheSlotThatMadeIt) {
 namespace rtb::bidder {
 namespace {
 
+// One advertiser (CPC 0.50, ~9.00 CPM a bid) whose budget this bidder shares through leases,
+// with the lease client's clock fast enough for a test.
+BidderConfig LeasedConfig(const std::string& dir, const std::string& name, double budget,
+                          double min_lease) {
+  BidderConfig cfg = TestConfig(dir);
+  cfg.advertisers.resize(1);
+  cfg.advertisers[0].daily_budget = Micros::FromUnits(budget);
+  cfg.leases.enabled = true;
+  cfg.leases.name = name;
+  cfg.leases.horizon_s = 1;
+  cfg.leases.min_lease = min_lease;
+  cfg.leases.check_every_ms = 20;
+  cfg.leases.report_every_ms = 100;
+  return cfg;
+}
+
+// `rtb budget` in process, serving on its own thread until destroyed.
+class CoordinatorThread {
+ public:
+  explicit CoordinatorThread(budget::CoordinatorOptions co) {
+    auto c = budget::Coordinator::Create(std::move(co));
+    if (!c.ok()) {
+      status_ = c.status();
+      return;
+    }
+    coordinator_ = std::move(*c);
+    thread_ = std::thread([this] { EXPECT_TRUE(coordinator_->Run(stop_).ok()); });
+  }
+  ~CoordinatorThread() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  const Status& status() const { return status_; }
+  budget::Coordinator* operator->() { return coordinator_.get(); }
+
+ private:
+  Status status_ = Status::Ok();
+  std::unique_ptr<budget::Coordinator> coordinator_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
 // Two bidders behind one load balancer share every budget through `rtb budget` (leases over
 // Kafka): together they never commit more than a budget, and both get to spend it.
 TEST_F(BidderIntegration, TwoBiddersSharingBudgetsThroughLeasesNeverSpendMoreThanABudget) {
-  BidderConfig cfg = TestConfig(dir_);
-  cfg.advertisers.resize(1);  // advertiser 1: CPC 0.50, ~9.00 CPM a bid
-  cfg.advertisers[0].daily_budget = Micros::FromUnits(1.0);
-  cfg.leases.enabled = true;
-  cfg.leases.name = "bidder-a";
-  cfg.leases.horizon_s = 1;
-  cfg.leases.min_lease = 0.05;
-  cfg.leases.check_every_ms = 20;
-  cfg.leases.report_every_ms = 100;
+  const BidderConfig cfg = LeasedConfig(dir_, "bidder-a", 1.0, 0.05);
   Start(cfg);
   const std::string brokers = bidder_->events().bootstrap();
   BidderConfig cfg2 = cfg;
@@ -1268,10 +1302,8 @@ TEST_F(BidderIntegration, TwoBiddersSharingBudgetsThroughLeasesNeverSpendMoreTha
   co.learned_share = 1.0;
   co.lease.max_pool_share = 0.5;
   co.reclaim_every_ms = 100;
-  auto coordinator = budget::Coordinator::Create(co);
-  ASSERT_TRUE(coordinator.ok()) << coordinator.status().message();
-  std::atomic<bool> stop{false};
-  std::thread run([&] { EXPECT_TRUE((*coordinator)->Run(stop).ok()); });
+  CoordinatorThread coordinator(co);
+  ASSERT_TRUE(coordinator.status().ok()) << coordinator.status().message();
 
   // Both bidders get the same traffic; every bid wins and is billed at its price.
   std::atomic<int64_t> billed{0};
@@ -1311,17 +1343,9 @@ TEST_F(BidderIntegration, TwoBiddersSharingBudgetsThroughLeasesNeverSpendMoreTha
   EXPECT_GT((*other)->Spent(0).value(), budget / 10);
   EXPECT_GT(bids_a.load(), 0);
   EXPECT_GT(bids_b.load(), 0);
-  const auto t = (*coordinator)->ledger().Of({NowUnixMs() / kDayMs, 1, 0});
+  const auto t = coordinator->ledger().Of({NowUnixMs() / kDayMs, 1, 0});
   EXPECT_LE(t.held, budget);
-  stop = true;
-  run.join();
 }
-
-}  // namespace
-}  // namespace rtb::bidder
-
-namespace rtb::bidder {
-namespace {
 
 // rtb_budget_micros{advertiser="1",kind="<kind>"} from /metrics.
 int64_t BudgetMetric(Bidder& b, const std::string& kind) {
@@ -1335,32 +1359,14 @@ int64_t BudgetMetric(Bidder& b, const std::string& kind) {
 // leases.ttl_ms without a report taken it spends nothing new (its limit falls to what it has
 // committed), and when Kafka is back its lease applies again.
 TEST_F(BidderIntegration, WithoutKafkaPastTheLeaseTtlABidderSpendsNothingNewThenResumes) {
-  BidderConfig cfg = TestConfig(dir_);
-  cfg.advertisers.resize(1);
-  cfg.advertisers[0].daily_budget = Micros::FromUnits(10.0);
-  cfg.leases.enabled = true;
-  cfg.leases.name = "bidder-ttl";
-  cfg.leases.horizon_s = 1;
-  cfg.leases.min_lease = 0.5;
-  cfg.leases.check_every_ms = 20;
-  cfg.leases.report_every_ms = 100;
+  BidderConfig cfg = LeasedConfig(dir_, "bidder-ttl", 10.0, 0.5);
   cfg.leases.ttl_ms = 600;
   Start(cfg);
   budget::CoordinatorOptions co;
   co.brokers = bidder_->events().bootstrap();
   co.daily_budget = {{1, cfg.advertisers[0].daily_budget}};
-  auto coordinator = budget::Coordinator::Create(co);
-  ASSERT_TRUE(coordinator.ok()) << coordinator.status().message();
-  std::atomic<bool> stop{false};
-  std::thread run([&] { EXPECT_TRUE((*coordinator)->Run(stop).ok()); });
-  struct Join {
-    std::atomic<bool>& stop;
-    std::thread& t;
-    ~Join() {
-      stop = true;
-      if (t.joinable()) t.join();
-    }
-  } join{stop, run};
+  CoordinatorThread coordinator(co);
+  ASSERT_TRUE(coordinator.status().ok()) << coordinator.status().message();
   Client client(port_);
   int n = 0;
   auto bid = [&] {

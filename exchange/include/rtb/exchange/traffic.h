@@ -106,6 +106,9 @@ struct TrafficDay {
 
 TrafficDay GenerateTrafficDay(const TrafficMarket& m, int64_t day_index);
 
+// User u's id on the wire (OpenRTB user.id, what the A/B test hashes): "u<u>".
+std::string TrafficUserId(uint32_t user);
+
 // The cluster map (schemas/cluster-map-v1.md) that labels every user with its segment.
 std::string ClusterMapJson(const TrafficMarket& m);
 

@@ -1,0 +1,32 @@
+# Sourced by the scripts and tests that run a live `rtb serve` (needs RTB set):
+#   free_port                               prints a free local TCP port
+#   local_bidder_config IN OUT PORT DIR [SED...]
+#                                           writes IN to OUT serving on 127.0.0.1:PORT, with its
+#                                           state and spill file under DIR and the extra sed
+#                                           expressions applied
+#   serve_start CONFIG PORT LOG             starts `rtb serve` (pid in SERVE, stderr to LOG), waits
+#                                           until it answers on PORT, sets BROKERS to its embedded
+#                                           Kafka; fails when there is none
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+local_bidder_config() {
+  local in=$1 out=$2 port=$3 dir=$4
+  shift 4
+  sed -e "s#^listen: .*#listen: 127.0.0.1:$port#" \
+      -e "s#^notice_base_url: .*#notice_base_url: http://127.0.0.1:$port#" \
+      -e "s#^state_path: .*#state_path: $dir/state#" \
+      -e "s#^  spill_path: .*#  spill_path: $dir/spill.jsonl#" \
+      "$@" "$in" > "$out"
+}
+serve_start() {
+  local config=$1 port=$2 log=$3
+  "$RTB" serve --config "$config" 2> "$log" &
+  SERVE=$!
+  for _ in $(seq 200); do
+    curl -sf "http://127.0.0.1:$port/metrics" >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+  BROKERS=$(sed -nE 's/.*embedded Kafka \(mock cluster, [0-9]+ brokers\) at ([^ ]+).*/\1/p' "$log" | head -1)
+  [[ -n $BROKERS ]]
+}
