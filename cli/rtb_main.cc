@@ -502,6 +502,8 @@ int main(int argc, char** argv) {
                  "A bidder silent this long is dead: its unspent lease returns")
       ->check(CLI::Range(int64_t{1000}, int64_t{86'400'000}))
       ->capture_default_str();
+  bu->add_option("--leases-out", ba.c.leases_out,
+                 "On stop, write every lease (budget, held, spent per bidder) to this CSV");
   LogArgs la;
   for (CLI::App* sub : {s, g, sv, xs, rp, rpt, dm, bu}) AddLogOptions(sub, &la);
   try {

@@ -117,8 +117,8 @@ HttpResult Bidder::HandleBid(std::string_view body, int64_t received_us, Request
   };
   if (!req->test) {  // test requests never touch a budget
     opt.budget_left = [&ledger, slot0](size_t k) {
-      return ledger.budget(slot0 + k).value() - ledger.spent(slot0 + k).value() -
-             ledger.reserved(slot0 + k).value();
+      return ledger.budget(slot0 + k).value() - ledger.committed(slot0 + k).value() +
+             ledger.headroom(slot0 + k).value();
     };
   }
   if (!usable) n.fallback_requests.Inc();
@@ -137,7 +137,8 @@ HttpResult Bidder::HandleBid(std::string_view body, int64_t received_us, Request
     if (!req->test) {
       const Key128 key = BidKey(req->id, req->imps[c.imp_index].id, c.advertiser);
       const Micros charge((c.price.value() + 999) / 1000);
-      if (!ledger.TryReserve(slot0 + c.advertiser_index, key, charge, now_ms,
+      if (!ledger.bids_open(slot0 + c.advertiser_index) ||
+          !ledger.TryReserve(slot0 + c.advertiser_index, key, charge, now_ms,
                              now_ms + m.cfg.reservation_timeout_ms)) {
         budget_limited = true;
         continue;

@@ -81,19 +81,32 @@ BudgetLedger* DayLedgers::Get(int64_t day) {
     }
     // Sharing budgets with other bidders: nothing more than what was spent until the lease
     // client applies this bidder's leases (LeaseClient).
-    if (cfg_->leases.enabled) budgets = spent;
+    if (cfg_->leases.enabled) {
+      for (size_t k = 0; k < budgets.size(); ++k) {
+        const int64_t held = lease_view_ ? lease_view_(day, k) : 0;
+        budgets[k] = Micros(std::max(spent[k].value(), std::min(budgets[k].value(), held)));
+      }
+    }
     // The first day's tables are sized for the expected traffic (a bidder restarted under
     // load); later days grow theirs from small.
     const int64_t expected = ledgers_.empty() ? int64_t{cfg_->expected_bids_per_second} *
                                                     cfg_->reservation_timeout_ms / 1000
                                               : 0;
     it = ledgers_.emplace(day, std::make_unique<BudgetLedger>(budgets, spent, expected)).first;
+    if (cfg_->leases.enabled) {
+      for (size_t k = 0; k < budgets.size(); ++k) it->second->SetBidsOpen(k, false);
+    }
   }
   if (day > cur_day_.load()) {
     cur_ledger_.store(it->second.get());
     cur_day_.store(day, std::memory_order_release);
   }
   return it->second.get();
+}
+
+void DayLedgers::SetLeaseView(std::function<int64_t(int64_t, size_t)> held) {
+  std::lock_guard<std::mutex> l(mu_);
+  lease_view_ = std::move(held);
 }
 
 void DayLedgers::ExpireBefore(int64_t now_ms, int max_per_shard) {

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -59,6 +60,10 @@ class DayLedgers {
   int64_t CurrentDay() const { return cur_day_.load(std::memory_order_acquire); }
   // Expires reservations past their deadline on every day, at most max_per_shard per shard.
   void ExpireBefore(int64_t now_ms, int max_per_shard);
+  // With leases: what this bidder holds of (day, slot) as the grants topic last said, so that a
+  // day's ledger starts at its lease (a notice right after a restart books inside it); empty
+  // = nothing known. New bids wait on every slot of a new ledger until the lease client opens it.
+  void SetLeaseView(std::function<int64_t(int64_t, size_t)> held);
 
  private:
   const BidderConfig* cfg_;
@@ -67,6 +72,7 @@ class DayLedgers {
   std::atomic<BudgetLedger*> cur_ledger_{nullptr};
   std::mutex mu_;
   std::map<int64_t, std::unique_ptr<BudgetLedger>> ledgers_;  // GUARDED_BY(mu_)
+  std::function<int64_t(int64_t, size_t)> lease_view_;        // GUARDED_BY(mu_)
 };
 
 constexpr int kNoBidReasons = 7;

@@ -27,8 +27,15 @@ bool BudgetLedger::TryReserve(size_t adv, Key128 k, Micros amount, int64_t now_m
   Slot& s = slots_[adv];
   int64_t cur = s.committed.load();
   do {
-    if (cur + amount.value() > s.limit.load(std::memory_order_relaxed)) return false;
+    if (cur + amount.value() > s.limit.load(std::memory_order_relaxed)) {
+      s.denied.fetch_add(amount.value(), std::memory_order_relaxed);
+      s.last_refused.store(amount.value(), std::memory_order_relaxed);
+      return false;
+    }
   } while (!s.committed.compare_exchange_weak(cur, cur + amount.value()));
+  if (amount.value() > s.max_charge.load(std::memory_order_relaxed)) {
+    s.max_charge.store(amount.value(), std::memory_order_relaxed);
+  }
   Shard& sh = ShardOf(k);
   std::lock_guard<std::mutex> l(sh.mu);
   ExpireLocked(sh, now_ms, kExpirePerCall);
@@ -40,6 +47,15 @@ bool BudgetLedger::TryReserve(size_t adv, Key128 k, Micros amount, int64_t now_m
     return true;
   }
   outstanding_.fetch_add(1);
+  return true;
+}
+
+bool BudgetLedger::TrySetAside(size_t adv, Micros amount) {
+  Slot& s = slots_[adv];
+  int64_t cur = s.committed.load();
+  do {
+    if (cur + amount.value() > s.limit.load()) return false;
+  } while (!s.committed.compare_exchange_weak(cur, cur + amount.value()));
   return true;
 }
 

@@ -115,9 +115,9 @@ Result<BidderConfig> LoadBidderConfig(const std::string& path) {
   le.Get("grants_topic", &c.leases.grants_topic);
   le.Check(!c.leases.requests_topic.empty() && !c.leases.grants_topic.empty(), "grants_topic",
            "and requests_topic must be set");
-  le.Get("horizon_s", &c.leases.horizon_s);
-  le.Check(c.leases.horizon_s >= 1 && c.leases.horizon_s <= 86400, "horizon_s",
-           "must be in [1, 86400]");
+  le.Get("horizon_ms", &c.leases.horizon_ms);
+  le.Check(c.leases.horizon_ms >= 10 && c.leases.horizon_ms <= 86'400'000, "horizon_ms",
+           "must be 10 to 86400000");
   le.Get("min_lease", &c.leases.min_lease);
   le.Check(c.leases.min_lease > 0 && c.leases.min_lease < 1e9, "min_lease", "must be positive");
   le.Get("check_every_ms", &c.leases.check_every_ms);

@@ -25,15 +25,40 @@ struct LeaseClient::Impl {
   // Per (day, slot): what the coordinator says this bidder holds, and the slot's bookkeeping.
   struct Slot {
     int64_t held = 0;
+    int64_t pool = 0;  // the budget's unleased part, as last published
+    int64_t left = 0;  // the budget's unspent part over every bidder, as last published
     int64_t last_committed = 0;
     int64_t last_ms = 0;
     double rate = 0;             // micros per second committed, smoothed
     int64_t asked_ms = -1;       // an unanswered request since then
     int64_t quiet_until_ms = 0;  // the pool was empty: ask again after this
+    int64_t last_denied = 0;     // the ledger's refused reservations at the last check
+    int64_t last_want = 0;       // the last ask
+    // A holding counts only once it is known to include every message of this process
+    // (LeaseGrant::seen >= first_seq): one published before a restart may not include a
+    // return the dead process sent, and spending it could spend money handed on.
+    bool synced = false;
+    int64_t aside = 0;      // set aside for a return the coordinator has not confirmed
+    int64_t aside_seq = 0;  // the return's message
+    int64_t aside_ms = 0;   // when it was sent (resent after kResendMs without an answer)
   };
+  static constexpr int64_t kResendMs = 5'000;
+  // What the client did since the last stats line (logged every kStatsEveryMs with asks).
+  struct Stats {
+    int64_t asks = 0, answers = 0, zero = 0, answer_ms = 0, answer_ms_max = 0, blocked = 0,
+            returns = 0, returned = 0;
+  } stats;
+  static constexpr int64_t kStatsEveryMs = 10'000;
+  int64_t next_stats_ms = 0;
   std::map<std::pair<int64_t, size_t>, Slot> slots;
+  // What the grants topic says this bidder holds, for DayLedgers (read from request threads).
+  std::mutex held_mu;
+  std::map<std::pair<int64_t, size_t>, int64_t> held_known;  // GUARDED_BY(held_mu)
   int64_t last_report_ok_ms = 0, next_report_ms = 0;
   bool frozen = false;
+  int64_t first_seq = 0, last_seq = 0;  // this process's message numbers
+  double answer_ms = 100;       // how long answers take, smoothed: asks come that much earlier
+  std::vector<int64_t> charge;  // per slot: the largest bid charge seen on any day
 
   size_t Slots() const { return 2 * cfg->advertisers.size(); }
   LeaseKey KeyOf(int64_t day, size_t slot) const {
@@ -41,12 +66,21 @@ struct LeaseClient::Impl {
     return {day, cfg->advertisers[slot % n].id, static_cast<uint8_t>(slot / n)};
   }
 
-  bool Send(budget::LeaseMsgType type, int64_t day, std::vector<budget::LeaseItem> items) {
+  // Message numbers grow across restarts: microseconds of the clock, or one more.
+  int64_t NextSeq() {
+    last_seq = std::max(NowUnixMs() * 1000, last_seq + 1);
+    if (first_seq == 0) first_seq = last_seq;
+    return last_seq;
+  }
+
+  bool Send(budget::LeaseMsgType type, int64_t day, std::vector<budget::LeaseItem> items,
+            int64_t seq = 0) {
     budget::LeaseMessage m;
     m.type = type;
     m.bidder = name;
     m.day = day;
     m.ts_ms = NowUnixMs();
+    m.seq = seq > 0 ? seq : NextSeq();
     m.items = std::move(items);
     return producer
         ->Produce(cfg->leases.requests_topic, kafka::kAnyPartition, name,
@@ -56,23 +90,90 @@ struct LeaseClient::Impl {
 
   // The holdings published for this bidder.
   void ReadGrants(int64_t now) {
-    for (int n = 0; n < 1000; ++n) {
+    for (;;) {
       auto msg = grants->Poll(0);
       if (!msg) return;
-      if (!msg->ok()) continue;
-      auto g = budget::DecodeLeaseGrant(msg->payload());
-      if (!g.ok() || g->bidder != name) continue;
-      const auto it = index_of.find(g->key.advertiser);
-      if (it == index_of.end() || g->key.arm > 1) continue;
-      const size_t slot = g->key.arm * cfg->advertisers.size() + it->second;
-      Slot& s = slots[{g->key.day, slot}];
-      s.held = g->held;
-      s.asked_ms = -1;
-      // The pool is empty: the others' leases are all there is; ask again half a horizon on.
-      if (g->granted == 0 && g->pool == 0) {
-        s.quiet_until_ms = now + int64_t{cfg->leases.horizon_s} * 500;
-      }
+      if (msg->ok()) ApplyGrant(*msg, now);
     }
+  }
+
+  // Reads the grants topic up to its end as of now (a restarted bidder's holdings).
+  Status CatchUp(const std::string& topic, int parts, int timeout_ms) {
+    std::vector<int64_t> high(static_cast<size_t>(parts)), next(static_cast<size_t>(parts), 0);
+    for (int p = 0; p < parts; ++p) {
+      RTB_ASSIGN_OR_RETURN(const auto wm, grants->Watermarks(topic, p, timeout_ms));
+      high[static_cast<size_t>(p)] = wm.second;
+      next[static_cast<size_t>(p)] = wm.first;
+    }
+    const int64_t end = NowUnixMs() + timeout_ms;
+    auto done = [&] {
+      for (size_t p = 0; p < next.size(); ++p) {
+        if (next[p] < high[p]) return false;
+      }
+      return true;
+    };
+    while (!done()) {
+      if (NowUnixMs() > end) {
+        return Status::Unavailable("lease client: the grants topic was not read to its end in " +
+                                   std::to_string(timeout_ms) + " ms");
+      }
+      auto msg = grants->Poll(100);
+      if (!msg || !msg->ok()) continue;
+      const auto p = static_cast<size_t>(msg->partition());
+      if (p < next.size()) next[p] = std::max(next[p], msg->offset() + 1);
+      ApplyGrant(*msg, NowUnixMs());
+    }
+    return Status::Ok();
+  }
+
+  // One holding from the grants topic.
+  void ApplyGrant(const kafka::Message& msg, int64_t now) {
+    auto g = budget::DecodeLeaseGrant(msg.payload());
+    if (!g.ok()) return;
+    const auto it = index_of.find(g->key.advertiser);
+    if (it == index_of.end() || g->key.arm > 1) return;
+    const size_t slot = g->key.arm * cfg->advertisers.size() + it->second;
+    Slot& s = slots[{g->key.day, slot}];
+    s.pool = g->pool;  // any bidder's holding says what is left in the pool
+    s.left = g->left;
+    if (g->bidder != name) return;
+    s.held = g->held;
+    {
+      std::lock_guard<std::mutex> l(held_mu);
+      held_known[{g->key.day, slot}] = g->held;
+    }
+    if (first_seq > 0 && g->seen >= first_seq) s.synced = true;
+    if (s.aside > 0 && g->seen >= s.aside_seq) {
+      // The holding includes the return: the limit falls to it first, then the set-aside
+      // amount leaves committed, so no bid ever sees the room twice.
+      BudgetLedger* ledger = days->Current();
+      if (ledger != nullptr && days->CurrentDay() == g->key.day) {
+        ledger->SetLimit(slot, Micros(std::max(std::min(s.held, ArmBudgetOf(slot)),
+                                               ledger->spent(slot).value())));
+        ledger->ReleaseSetAside(slot, Micros(s.aside));
+      }
+      stats.returned += s.aside;
+      s.aside = 0;
+    }
+    if (s.asked_ms >= 0) {
+      answer_ms = 0.9 * answer_ms + 0.1 * static_cast<double>(now - s.asked_ms);
+      ++stats.answers;
+      stats.zero += g->granted == 0 ? 1 : 0;
+      stats.answer_ms += now - s.asked_ms;
+      stats.answer_ms_max = std::max(stats.answer_ms_max, now - s.asked_ms);
+    }
+    s.asked_ms = -1;
+    // The pool is empty: the others' leases are all there is; ask again half a horizon on.
+    if (g->granted == 0 && g->pool == 0) {
+      s.quiet_until_ms = now + int64_t{cfg->leases.horizon_ms} / 2;
+    }
+  }
+
+  int64_t ArmBudgetOf(size_t slot) const {
+    const size_t n = cfg->advertisers.size();
+    return ArmBudget(cfg->advertisers[slot % n].daily_budget, static_cast<Arm>(slot / n),
+                     cfg->ab.learned_share)
+        .value();
   }
 
   void Check(int64_t now) {
@@ -80,7 +181,7 @@ struct LeaseClient::Impl {
     BudgetLedger* ledger = days->Current();
     if (ledger == nullptr || day < 0) return;
     const LeaseClientConfig& lc = cfg->leases;
-    const int64_t min_micros = Micros::FromUnits(lc.min_lease).value();
+    const int64_t min_lease = Micros::FromUnits(lc.min_lease).value();
     std::vector<budget::LeaseItem> asks;
     for (size_t k = 0; k < Slots() && k < ledger->advertisers(); ++k) {
       Slot& s = slots[{day, k}];
@@ -93,30 +194,101 @@ struct LeaseClient::Impl {
       }
       s.last_committed = committed;
       s.last_ms = now;
+      const int64_t arm_budget = ArmBudgetOf(k);
+      // The least asked for at once, and never more than a fiftieth of a small budget (so that
+      // one bidder's first ask does not hold what the others' traffic needs).
+      // And never less than one and a half of the largest bid charge seen (up to half the
+      // budget): a sparse campaign's one bid a minute must not wait for its lease.
+      if (charge.size() < Slots()) charge.resize(Slots(), 0);
+      charge[k] =
+          std::max({charge[k], ledger->max_charge(k).value(), ledger->last_refused(k).value()});
+      const int64_t min_micros =
+          std::max(std::min(min_lease, std::max<int64_t>(1'000, arm_budget / 50)),
+                   std::min(arm_budget / 2, charge[k] * 3 / 2));
       // The slot's limit: its lease (never above its share of the budget), or what it has
-      // committed while frozen.
-      const size_t n = cfg->advertisers.size();
-      const int64_t arm_budget = ArmBudget(cfg->advertisers[k % n].daily_budget,
-                                           static_cast<Arm>(k / n), cfg->ab.learned_share)
-                                     .value();
+      // committed while frozen. Until a holding includes this process's messages, new bids
+      // wait (a return the process before a restart sent may not be in it yet), but notices of
+      // bids made before may book inside it: their reservations are in it, the return is not.
+      const bool hold_still = frozen || !s.synced;
       const int64_t limit = frozen ? std::min(committed, s.held) : std::min(s.held, arm_budget);
+      ledger->SetBidsOpen(k, s.synced);
       ledger->SetLimit(k, Micros(std::max<int64_t>(limit, ledger->spent(k).value())));
+      // Bids are sized to what the whole budget has left (as one bidder's would be), not to the
+      // lease: a bid the lease cannot cover is refused, and the refusal asks for room.
+      const int64_t lease_left = std::max<int64_t>(0, limit - committed);
+      ledger->SetHeadroom(
+          k, Micros(hold_still ? 0 : std::max<int64_t>({0, s.pool, s.left - lease_left})));
+      // Demand the lease did not cover: reservations refused since the last check.
+      const int64_t denied = ledger->denied(k).value();
+      const bool blocked = denied > s.last_denied;
+      s.last_denied = denied;
+      stats.blocked += blocked ? 1 : 0;
       if (frozen) continue;
-      const int64_t unspent = s.held - committed;
       const LeaseKey key = KeyOf(day, k);
-      const auto horizon = static_cast<double>(lc.horizon_s);
-      if (s.asked_ms >= 0 && now - s.asked_ms < 1'000) continue;  // waiting for the answer
-      if (now < s.quiet_until_ms) continue;
-      const int64_t want = LeaseWant(s.rate, int64_t{lc.horizon_s} * 1000, min_micros, unspent);
-      if (unspent < std::max<int64_t>(min_micros / 2, static_cast<int64_t>(s.rate * horizon / 2)) &&
-          want > 0 && s.held < arm_budget) {
-        asks.push_back({key.advertiser, key.arm, want, 0, 0, 0});
-        s.asked_ms = now;
+      // A return the coordinator has not confirmed: send it again (a second copy can only give
+      // back more than the bidder set aside, which lowers its limit, never raises it).
+      if (s.aside > 0) {
+        if (now - s.aside_ms >= kResendMs) {
+          s.aside_seq = NextSeq();
+          s.aside_ms = now;
+          Send(budget::LeaseMsgType::kReturn, day,
+               {{key.advertiser, key.arm, 0, s.aside, ledger->spent(k).value(),
+                 committed - ledger->spent(k).value() - s.aside}},
+               s.aside_seq);
+        }
+        continue;
       }
-      // No returns yet: a holding published before a return was processed would raise this
-      // slot's limit again while the coordinator grants the returned money to another bidder
-      // (one run of `rtb demo --bidders 3` overspent 4 of 7,209 budgets by up to 10.8% that
-      // way). Returns need a sequence number in the grants first (docs/budget-leases.md).
+      const int64_t unspent = s.held - committed;
+      if (s.asked_ms >= 0 && now - s.asked_ms < 1'000) continue;  // waiting for the answer
+      // Sizes in seconds of the slot's recent commit rate: a lease covers the horizon plus the
+      // time an answer takes; a slot asks when what it has left covers less than half a
+      // horizon plus that time, and gives back what is beyond twice the lease.
+      const double wait_s = answer_ms / 1000.0;
+      const double lease_s = lc.horizon_ms / 1000.0 + wait_s;
+      // Give back what it does not need when others may (the pool is dry): beyond twice a
+      // lease, or all of a lease too small for the bid it refused while the pool was dry (in
+      // pieces too small for any one bidder, a small budget would not be spent at all). The
+      // amount is set aside first, with the bids' own check.
+      const int64_t refused = ledger->last_refused(k).value();
+      const int64_t keep =
+          std::max<int64_t>(min_micros, static_cast<int64_t>(2 * s.rate * lease_s));
+      const bool fragment = blocked && now < s.quiet_until_ms && unspent > 0 && unspent < refused;
+      if (s.synced && s.pool <= 0 && (fragment || (!blocked && unspent > keep + min_micros))) {
+        const int64_t back = fragment ? unspent : unspent - keep;
+        if (ledger->TrySetAside(k, Micros(back))) {
+          const int64_t spent = ledger->spent(k).value();
+          s.aside = back;
+          s.aside_seq = NextSeq();
+          s.aside_ms = now;
+          ++stats.returns;
+          Send(budget::LeaseMsgType::kReturn, day,
+               {{key.advertiser, key.arm, 0, back, spent,
+                 ledger->committed(k).value() - spent - back}},
+               s.aside_seq);
+        }
+        continue;
+      }
+      // The pool was dry at the last answer: wait, unless a holding since says it is not.
+      if (now < s.quiet_until_ms && s.synced && s.pool <= 0) continue;
+      // A lease's worth at the recent commit rate; while refused reservations show that the
+      // lease holds the slot back (so that its commit rate understates what it would spend),
+      // twice the last ask, as TCP's slow start grows a window. A slot not yet synced asks
+      // (for 0 if it holds its whole share) to learn what it holds.
+      int64_t want = LeaseWant(s.rate, static_cast<int64_t>(lease_s * 1000), min_micros, unspent);
+      const int64_t need =
+          blocked ? std::max<int64_t>(0, refused - std::max<int64_t>(0, unspent)) : 0;
+      if (blocked) want = std::max({want, min_micros, 2 * s.last_want, need});
+      want = std::max<int64_t>(0, std::min(want, arm_budget - s.held));
+      const bool low =
+          unspent <
+          std::max<int64_t>(std::max(min_micros / 2, charge[k]),
+                            static_cast<int64_t>(s.rate * (lc.horizon_ms / 2000.0 + wait_s)));
+      if (((low || blocked) && want > 0) || !s.synced) {
+        asks.push_back({key.advertiser, key.arm, want, 0, 0, 0, std::min(need, want)});
+        s.asked_ms = now;
+        s.last_want = want;
+        ++stats.asks;
+      }
     }
     if (!asks.empty()) Send(budget::LeaseMsgType::kRequest, day, std::move(asks));
   }
@@ -129,8 +301,9 @@ struct LeaseClient::Impl {
     std::vector<budget::LeaseItem> items;
     for (size_t k = 0; k < Slots() && k < ledger->advertisers(); ++k) {
       const LeaseKey key = KeyOf(day, k);
-      items.push_back(
-          {key.advertiser, key.arm, 0, 0, ledger->spent(k).value(), ledger->reserved(k).value()});
+      const int64_t aside = slots[{day, k}].aside;  // not a reservation: a return under way
+      items.push_back({key.advertiser, key.arm, 0, 0, ledger->spent(k).value(),
+                       ledger->reserved(k).value() - aside});
     }
     const bool sent = Send(budget::LeaseMsgType::kReport, day, std::move(items));
     if (sent && producer->Flush(std::max(100, cfg->leases.report_every_ms)).ok()) {
@@ -141,7 +314,7 @@ struct LeaseClient::Impl {
   }
 
   void Run() {
-    kafka::LowerThisThread("rtb-lease", cfg->kafka.thread_nice);
+    // Not lowered like the event threads: few messages, and a slot waits for each answer.
     last_report_ok_ms = NowUnixMs();
     while (!stop.load()) {
       const int64_t now = NowUnixMs();
@@ -158,6 +331,19 @@ struct LeaseClient::Impl {
       }
       Check(now);
       producer->Poll(0);
+      if (now >= next_stats_ms) {
+        if (stats.asks > 0) {
+          log::Get("lease").info(
+              "lease client {}: {} asks, {} answered ({} with nothing) in {:.0f} ms on average "
+              "(at most {} ms); {} slot checks found refused reservations; {} returns, {:.2f} "
+              "given back",
+              name, stats.asks, stats.answers, stats.zero,
+              stats.answers > 0 ? static_cast<double>(stats.answer_ms) / stats.answers : 0.0,
+              stats.answer_ms_max, stats.blocked, stats.returns, Micros(stats.returned).units());
+        }
+        stats = {};
+        next_stats_ms = now + kStatsEveryMs;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(cfg->leases.check_every_ms));
     }
   }
@@ -166,6 +352,7 @@ struct LeaseClient::Impl {
 LeaseClient::LeaseClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 LeaseClient::~LeaseClient() {
+  impl_->days->SetLeaseView(nullptr);
   impl_->stop = true;
   if (impl_->thread.joinable()) impl_->thread.join();
 }
@@ -180,13 +367,12 @@ Result<std::unique_ptr<LeaseClient>> LeaseClient::Start(const BidderConfig* cfg,
   for (size_t k = 0; k < cfg->advertisers.size(); ++k) m->index_of[cfg->advertisers[k].id] = k;
   kafka::Producer::Options po;
   po.bootstrap = bootstrap;
-  po.thread_nice = cfg->kafka.thread_nice;
   po.properties = {{"linger.ms", "1"}, {"message.timeout.ms", std::to_string(cfg->leases.ttl_ms)}};
   RTB_ASSIGN_OR_RETURN(m->producer, kafka::Producer::Create(std::move(po)));
   kafka::Consumer::Options co;
   co.bootstrap = bootstrap;
-  co.thread_nice = cfg->kafka.thread_nice;
-  co.group_id = "rtb-lease-" + m->name;  // assigned, never committed
+  co.group_id = "rtb-lease-" + m->name;           // assigned, never committed
+  co.properties = {{"fetch.wait.max.ms", "10"}};  // a grant answers a waiting slot: no batching
   RTB_ASSIGN_OR_RETURN(m->grants, kafka::Consumer::Create(std::move(co)));
   RTB_ASSIGN_OR_RETURN(const int parts, m->grants->PartitionCount(cfg->leases.grants_topic, 10000));
   std::vector<kafka::TopicPartition> tp;
@@ -194,6 +380,14 @@ Result<std::unique_ptr<LeaseClient>> LeaseClient::Start(const BidderConfig* cfg,
     tp.push_back({cfg->leases.grants_topic, p, kafka::kOffsetBeginning});
   RTB_RETURN_IF_ERROR(m->grants->Assign(tp));
   Impl* raw = m.get();
+  // Every holding the topic has for this bidder, before the first request: a restarted bidder
+  // books its last bids' notices inside them.
+  RTB_RETURN_IF_ERROR(raw->CatchUp(cfg->leases.grants_topic, parts, 10'000));
+  days->SetLeaseView([raw](int64_t day, size_t slot) {
+    std::lock_guard<std::mutex> l(raw->held_mu);
+    const auto it = raw->held_known.find({day, slot});
+    return it == raw->held_known.end() ? int64_t{0} : it->second;
+  });
   m->thread = std::thread([raw] { raw->Run(); });
   log::Get("lease").info("lease client {}: budgets shared through {} / {}", raw->name,
                          cfg->leases.requests_topic, cfg->leases.grants_topic);

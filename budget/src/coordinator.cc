@@ -9,6 +9,7 @@
 #include "rtb/core/ab.h"
 #include "rtb/core/clock.h"
 #include "rtb/core/log.h"
+#include "rtb/core/report.h"
 #include "rtb/kafka/kafka.h"
 
 namespace rtb::budget {
@@ -35,9 +36,19 @@ struct Coordinator::Impl {
     return true;
   }
 
-  // Publishes every holding that differs from what the topic says.
-  Status PublishChanges(const std::map<std::pair<LeaseKey, std::string>, int64_t>& granted) {
-    for (const auto& l : ledger.Leases()) {
+  // Publishes the holdings a batch answered or changed (`granted`), and after a reclaim
+  // (`all`) every holding that differs from what the topic says.
+  Status PublishChanges(const std::map<std::pair<LeaseKey, std::string>, int64_t>& granted,
+                        bool all) {
+    std::vector<LeaseLedger::Lease> changed;
+    if (all) {
+      changed = ledger.Leases();
+    } else {
+      for (const auto& [id, g] : granted) {
+        changed.push_back({id.first, id.second, ledger.Held(id.second, id.first)});
+      }
+    }
+    for (const auto& l : changed) {
       const auto id = std::make_pair(l.key, l.bidder);
       auto it = published.find(id);
       if (it != published.end() && it->second == l.held && !granted.count(id)) continue;
@@ -47,8 +58,12 @@ struct Coordinator::Impl {
       g.held = l.held;
       const auto gi = granted.find(id);
       g.granted = gi == granted.end() ? 0 : gi->second;
-      g.pool = ledger.Of(l.key).pool();
+      const LeaseLedger::Totals t = ledger.Of(l.key);
+      g.pool = t.pool();
+      g.left = t.left();
       g.ts_ms = NowUnixMs();
+      const auto si = seen_seq.find(l.bidder);
+      g.seen = si == seen_seq.end() ? 0 : si->second;
       RTB_RETURN_IF_ERROR(producer->Produce(opt.grants_topic, kafka::kAnyPartition,
                                             LeaseGrantKey(l.key, l.bidder), EncodeLeaseGrant(g)));
       published[id] = l.held;
@@ -61,6 +76,8 @@ struct Coordinator::Impl {
   void Apply(const LeaseMessage& m, std::map<std::pair<LeaseKey, std::string>, int64_t>* granted) {
     const int64_t now = NowUnixMs();
     ledger.Heartbeat(m.bidder, now);
+    int64_t& seen_of = seen_seq[m.bidder];
+    seen_of = std::max(seen_of, m.seq);
     for (const LeaseItem& i : m.items) {
       const LeaseKey key{m.day, i.advertiser, i.arm};
       if (!EnsureBudget(key)) {
@@ -70,12 +87,16 @@ struct Coordinator::Impl {
       }
       switch (m.type) {
         case LeaseMsgType::kRequest: {
-          const int64_t g = ledger.Request(m.bidder, key, i.want, now);
+          const int64_t g = ledger.Request(m.bidder, key, i.want, now, i.need);
           (*granted)[{key, m.bidder}] += g;  // answered even when 0: the bidder waits for it
           break;
         }
         case LeaseMsgType::kReturn:
+          // What the bidder has committed once it set the amount aside, then the return; the
+          // holding is published even when nothing came back: the bidder waits for it.
+          ledger.Report(m.bidder, key, i.spent, i.reserved, now);
           ledger.Return(m.bidder, key, i.amount, now);
+          (*granted)[{key, m.bidder}] += 0;
           break;
         case LeaseMsgType::kReport:
           ledger.Report(m.bidder, key, i.spent, i.reserved, now);
@@ -86,7 +107,46 @@ struct Coordinator::Impl {
     }
   }
 
-  std::set<LeaseKey> seen;  // budgets set in the ledger
+  // One line per day with budgets: where the money is (spent, leased but unspent, in the pool).
+  void LogStatus() const {
+    std::set<int64_t> days;
+    for (const LeaseKey& k : seen) days.insert(k.day);
+    while (days.size() > 2) days.erase(days.begin());  // the current day and the one before
+    for (const int64_t d : days) {
+      int n = 0;
+      const LeaseLedger::Totals t = ledger.OfDay(d, &n);
+      if (t.budget <= 0) continue;
+      auto pct = [&](int64_t x) { return 100.0 * static_cast<double>(x) / t.budget; };
+      log::Get("budget").info(
+          "coordinator: day {}: {} budgets, {:.2f} in all: {:.1f}% spent, {:.1f}% leased and not "
+          "spent, {:.1f}% in the pool",
+          d, n, Micros(t.budget).units(), pct(t.spent), pct(t.held - t.spent), pct(t.pool()));
+    }
+  }
+
+  Status WriteLeases() const {
+    std::string csv = "day,adv,arm,budget,bidder,held,spent,reserved\n";
+    for (const auto& l : ledger.Leases()) {
+      for (const int64_t v : {l.key.day, int64_t{l.key.advertiser}}) {
+        csv += std::to_string(v);
+        csv += ',';
+      }
+      csv += ArmName(static_cast<Arm>(l.key.arm));
+      csv += ',';
+      csv += std::to_string(ledger.Of(l.key).budget);
+      csv += ',';
+      csv += l.bidder;
+      for (const int64_t v : {l.held, l.spent, l.reserved}) {
+        csv += ',';
+        csv += std::to_string(v);
+      }
+      csv += '\n';
+    }
+    return WriteFileAtomic(opt.leases_out, csv);
+  }
+
+  std::set<LeaseKey> seen;                  // budgets set in the ledger
+  std::map<std::string, int64_t> seen_seq;  // per bidder: the highest message seq processed
 };
 
 Coordinator::Coordinator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -124,6 +184,7 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions opt)
   co.properties = {
       {"auto.offset.reset", "earliest"},
       {"enable.auto.commit", "true"},
+      {"fetch.wait.max.ms", "10"},  // a bidder waits for the answer: no batching
       {"session.timeout.ms", std::to_string(m->opt.session_timeout_ms)},
       {"heartbeat.interval.ms", std::to_string(std::max(250, m->opt.session_timeout_ms / 5))}};
   RTB_ASSIGN_OR_RETURN(m->consumer, kafka::Consumer::Create(std::move(co)));
@@ -136,6 +197,8 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions opt)
 Status Coordinator::Run(const std::atomic<bool>& stop) {
   Impl& m = *impl_;
   int64_t next_reclaim = NowUnixMs() + m.opt.reclaim_every_ms;
+  constexpr int64_t kStatusEveryMs = 10'000;
+  int64_t next_status = NowUnixMs() + kStatusEveryMs;
   while (!stop.load()) {
     std::map<std::pair<LeaseKey, std::string>, int64_t> granted;
     for (int n = 0; n < 500; ++n) {  // a batch, then publish
@@ -151,8 +214,14 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
       if (lm.ok()) m.Apply(*lm, &granted);
     }
     const int64_t now = NowUnixMs();
+    bool reclaimed = false;
+    if (now >= next_status) {
+      m.LogStatus();
+      next_status = now + kStatusEveryMs;
+    }
     if (now >= next_reclaim) {
       const int r = m.ledger.Reclaim(now);
+      reclaimed = true;  // a reservation released after the billing window counts no reclaim
       if (r > 0) {
         log::Get("budget").info("coordinator: reclaimed {} leases of silent bidders", r);
         std::lock_guard<std::mutex> lk(m.counters_mu);
@@ -160,9 +229,11 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
       }
       next_reclaim = now + m.opt.reclaim_every_ms;
     }
-    RTB_RETURN_IF_ERROR(m.PublishChanges(granted));
+    RTB_RETURN_IF_ERROR(m.PublishChanges(granted, reclaimed));
     m.producer->Poll(0);
   }
+  m.LogStatus();
+  if (!m.opt.leases_out.empty()) RTB_RETURN_IF_ERROR(m.WriteLeases());
   return m.producer->Flush(5000);
 }
 

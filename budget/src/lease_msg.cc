@@ -41,12 +41,14 @@ bool NonNegInt(const json& j, const char* k, int64_t* out) {
 std::string EncodeLeaseMessage(const LeaseMessage& m) {
   json j = {{"format", "rtb.lease"}, {"schema_version", 1}, {"type", TypeName(m.type)},
             {"bidder", m.bidder},    {"day", m.day},        {"ts_ms", m.ts_ms}};
+  if (m.seq > 0) j["seq"] = m.seq;
   json items = json::array();
   for (const LeaseItem& i : m.items) {
     json it = {{"adv", i.advertiser}, {"arm", ArmName(static_cast<Arm>(i.arm))}};
     if (m.type == LeaseMsgType::kRequest) it["want"] = i.want;
+    if (m.type == LeaseMsgType::kRequest && i.need > 0) it["need"] = i.need;
     if (m.type == LeaseMsgType::kReturn) it["amount"] = i.amount;
-    if (m.type == LeaseMsgType::kReport) {
+    if (m.type == LeaseMsgType::kReport || m.type == LeaseMsgType::kReturn) {
       it["spent"] = i.spent;
       it["reserved"] = i.reserved;
     }
@@ -79,8 +81,9 @@ Result<LeaseMessage> DecodeLeaseMessage(std::string_view text) {
     return Status::InvalidArgument("lease message: bidder must be a non-empty string");
   }
   m.bidder = j["bidder"].get<std::string>();
-  if (!j.contains("day") || !j["day"].is_number_integer() || !NonNegInt(j, "ts_ms", &m.ts_ms)) {
-    return Status::InvalidArgument("lease message: day and ts_ms must be integers");
+  if (!j.contains("day") || !j["day"].is_number_integer() || !NonNegInt(j, "ts_ms", &m.ts_ms) ||
+      !NonNegInt(j, "seq", &m.seq)) {
+    return Status::InvalidArgument("lease message: day, ts_ms and seq must be integers");
   }
   m.day = j["day"].get<int64_t>();
   if (j.contains("items")) {
@@ -96,9 +99,10 @@ Result<LeaseMessage> DecodeLeaseMessage(std::string_view text) {
       RTB_ASSIGN_OR_RETURN(i.arm,
                            ArmOfName(it.contains("arm") ? it["arm"] : json(), "lease message"));
       if (!NonNegInt(it, "want", &i.want) || !NonNegInt(it, "amount", &i.amount) ||
-          !NonNegInt(it, "spent", &i.spent) || !NonNegInt(it, "reserved", &i.reserved)) {
+          !NonNegInt(it, "spent", &i.spent) || !NonNegInt(it, "reserved", &i.reserved) ||
+          !NonNegInt(it, "need", &i.need)) {
         return Status::InvalidArgument(
-            "lease message: want, amount, spent and reserved are integer micros >= 0");
+            "lease message: want, need, amount, spent and reserved are integer micros >= 0");
       }
       m.items.push_back(i);
     }
@@ -116,7 +120,9 @@ std::string EncodeLeaseGrant(const LeaseGrant& g) {
               {"held", g.held},
               {"granted", g.granted},
               {"pool", g.pool},
-              {"ts_ms", g.ts_ms}}
+              {"left", g.left},
+              {"ts_ms", g.ts_ms},
+              {"seen", g.seen}}
       .dump();
 }
 
@@ -139,7 +145,9 @@ Result<LeaseGrant> DecodeLeaseGrant(std::string_view text) {
   g.held = j["held"].get<int64_t>();
   g.granted = j.value("granted", int64_t{0});
   g.pool = j.value("pool", int64_t{0});
+  g.left = j.value("left", int64_t{0});
   g.ts_ms = j.value("ts_ms", int64_t{0});
+  g.seen = j.value("seen", int64_t{0});
   return g;
 }
 

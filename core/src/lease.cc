@@ -40,11 +40,12 @@ void LeaseLedger::Heartbeat(const std::string& bidder, int64_t now_ms) {
 }
 
 int64_t LeaseLedger::Request(const std::string& bidder, const LeaseKey& key, int64_t want,
-                             int64_t now_ms) {
+                             int64_t now_ms, int64_t need) {
   std::lock_guard<std::mutex> l(mu_);
   Touch(bidder, now_ms);
   ++grants_;
   auto it = budgets_.find(key);
+  want = std::max(want, need);
   if (it == budgets_.end() || want <= 0) return 0;
   Budget& b = it->second;
   const int64_t pool = b.budget - b.held;
@@ -52,7 +53,7 @@ int64_t LeaseLedger::Request(const std::string& bidder, const LeaseKey& key, int
   const int64_t cap = std::max<int64_t>(
       std::min(pool, cfg_.min_grant_micros),
       static_cast<int64_t>(std::floor(static_cast<double>(pool) * cfg_.max_pool_share)));
-  const int64_t grant = std::min({want, pool, cap});
+  const int64_t grant = std::min(pool, std::max(need, std::min(want, cap)));
   b.held += grant;
   b.by_bidder[bidder].held += grant;
   return grant;
@@ -133,7 +134,8 @@ std::vector<LeaseLedger::Lease> LeaseLedger::Leases() const {
   std::lock_guard<std::mutex> l(mu_);
   std::vector<Lease> out;
   for (const auto& [key, b] : budgets_) {
-    for (const auto& [name, h] : b.by_bidder) out.push_back({key, name, h.held});
+    for (const auto& [name, h] : b.by_bidder)
+      out.push_back({key, name, h.held, h.spent, h.reserved});
   }
   return out;
 }
@@ -146,6 +148,20 @@ LeaseLedger::Totals LeaseLedger::Of(const LeaseKey& key) const {
   t.budget = it->second.budget;
   t.held = it->second.held;
   for (const auto& [name, h] : it->second.by_bidder) t.spent += h.spent;
+  return t;
+}
+
+LeaseLedger::Totals LeaseLedger::OfDay(int64_t day, int* budgets) const {
+  std::lock_guard<std::mutex> l(mu_);
+  Totals t;
+  int n = 0;
+  for (auto it = budgets_.lower_bound(LeaseKey{day, 0, 0});
+       it != budgets_.end() && it->first.day == day; ++it, ++n) {
+    t.budget += it->second.budget;
+    t.held += it->second.held;
+    for (const auto& [name, h] : it->second.by_bidder) t.spent += h.spent;
+  }
+  if (budgets != nullptr) *budgets = n;
   return t;
 }
 

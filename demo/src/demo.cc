@@ -237,8 +237,8 @@ Status WriteBidderConfig(const Setup& s, const Services& svc) {
       if (in_leases && k == "  name") line = "  name: bidder-0";
       if (in_leases && k == "  check_every_ms") line = "  check_every_ms: 20";
       if (in_leases && k == "  report_every_ms") line = "  report_every_ms: 200";
-      // A simulated day lasts seconds: leases for a second of spend.
-      if (in_leases && k == "  horizon_s") line = "  horizon_s: 1";
+      // A simulated day lasts about 10 s: leases for half a second of spend.
+      if (in_leases && k == "  horizon_ms") line = "  horizon_ms: 500";
     }
     if (k == "max_bids_per_imp") {
       line = "max_bids_per_imp: " + std::to_string(std::min(8, s.sc->cfg.auction.slots + 1));
@@ -307,11 +307,11 @@ Result<std::unique_ptr<Services>> StartServices(const Setup& s, const std::strin
               log}));
   }
   if (s.cfg.bidders > 1) {
-    svc->budget =
-        std::make_unique<Child>(Child{"budget",
-                                      {(ExeDir() / "rtb").string(), "budget", "--market",
-                                       s.out + "/bidder/bidder.yaml", "--brokers", svc->bootstrap},
-                                      s.out + "/logs/budget.log"});
+    svc->budget = std::make_unique<Child>(
+        Child{"budget",
+              {(ExeDir() / "rtb").string(), "budget", "--market", s.out + "/bidder/bidder.yaml",
+               "--brokers", svc->bootstrap, "--leases-out", s.out + "/leases.csv"},
+              s.out + "/logs/budget.log"});
   }
   std::vector<std::string> learner_args = {(ExeDir() / "rtb-learner").string(),
                                            "learn",

@@ -1246,7 +1246,7 @@ BidderConfig LeasedConfig(const std::string& dir, const std::string& name, doubl
   cfg.advertisers[0].daily_budget = Micros::FromUnits(budget);
   cfg.leases.enabled = true;
   cfg.leases.name = name;
-  cfg.leases.horizon_s = 1;
+  cfg.leases.horizon_ms = 1000;
   cfg.leases.min_lease = min_lease;
   cfg.leases.check_every_ms = 20;
   cfg.leases.report_every_ms = 100;

@@ -71,6 +71,31 @@ class BudgetLedger {
   // made stay; new ones must fit under it.
   void SetLimit(size_t adv, Micros limit) { slots_[adv].limit.store(limit.value()); }
   Micros committed(size_t adv) const { return Micros(slots_[adv].committed.load()); }
+  // Sets `amount` of a slot's room aside, as a reservation no bid can take (the same check as
+  // TryReserve, so a bid racing it cannot push committed past the limit): a lease being given
+  // back. False when the room is not there. ReleaseSetAside takes it off committed again, once
+  // the limit has fallen by it.
+  bool TrySetAside(size_t adv, Micros amount);
+  void ReleaseSetAside(size_t adv, Micros amount) {
+    slots_[adv].committed.fetch_sub(amount.value());
+  }
+  // Whether new bids may reserve on a slot (notices for bids already made may, either way): a
+  // restarted bidder's lease client closes a slot until the coordinator has answered it.
+  void SetBidsOpen(size_t adv, bool open) { slots_[adv].bids_open.store(open); }
+  bool bids_open(size_t adv) const { return slots_[adv].bids_open.load(std::memory_order_relaxed); }
+  // What reservations refused for want of limit asked for in total: the demand a lease did not
+  // cover (the lease client grows its asks while this grows).
+  Micros denied(size_t adv) const { return Micros(slots_[adv].denied.load()); }
+  // The last reservation refused: what the lease must at least make room for.
+  Micros last_refused(size_t adv) const { return Micros(slots_[adv].last_refused.load()); }
+  // The largest reservation made so far (roughly: concurrent ones may miss): what one bid
+  // needs, so that a lease is never smaller.
+  Micros max_charge(size_t adv) const { return Micros(slots_[adv].max_charge.load()); }
+  // What the budget has beyond this slot's limit, as last heard (with leases: the coordinator's
+  // unleased pool). Only for sizing bids: a bid is capped to what the whole budget has left, not
+  // to the lease, so that a short lease asks for more instead of bidding low.
+  void SetHeadroom(size_t adv, Micros m) { slots_[adv].headroom.store(m.value()); }
+  Micros headroom(size_t adv) const { return Micros(slots_[adv].headroom.load()); }
   Micros spent(size_t adv) const { return Micros(slots_[adv].spent.load()); }
   Micros reserved(size_t adv) const {
     return Micros(slots_[adv].committed.load() - slots_[adv].spent.load());
@@ -84,7 +109,12 @@ class BudgetLedger {
   struct Slot {
     std::atomic<int64_t> committed{0};  // spent + reserved
     std::atomic<int64_t> spent{0};
-    std::atomic<int64_t> limit{0};  // committed never passes it when reserving
+    std::atomic<int64_t> limit{0};   // committed never passes it when reserving
+    std::atomic<int64_t> denied{0};  // refused reservations, summed
+    std::atomic<int64_t> last_refused{0};
+    std::atomic<int64_t> max_charge{0};
+    std::atomic<bool> bids_open{true};
+    std::atomic<int64_t> headroom{0};  // budget beyond the limit, as last heard
   };
   struct Reservation {
     size_t adv;

@@ -85,8 +85,8 @@ struct LeaseClientConfig {
   std::string name;
   std::string requests_topic = "rtb.lease.requests";  // requests, returns, reports (produced)
   std::string grants_topic = "rtb.lease.grants";      // holdings (read, compacted)
-  int horizon_s = 60;          // a lease covers this long at the slot's recent spend rate
-  double min_lease = 0.10;     // the least asked for at once, currency units
+  int horizon_ms = 60'000;     // a lease covers this long at the slot's recent spend rate
+  double min_lease = 0.10;     // the least asked for at once, currency units (<= budget / 50)
   int check_every_ms = 200;    // how often the slots' leases are checked
   int report_every_ms = 2000;  // spend and reservations reported (the heartbeat)
   // Kafka has not taken a report for this long: stop spending new money (the coordinator

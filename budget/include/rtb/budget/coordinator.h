@@ -29,6 +29,9 @@ struct CoordinatorOptions {
   // The budgets: advertiser id -> daily budget, split between the arms by learned_share.
   std::unordered_map<uint32_t, Micros> daily_budget;
   double learned_share = 1.0;
+  // When set, every lease is written there as CSV on stop (day, adv, arm, budget, bidder, held,
+  // spent, reserved): where each budget's money ended up.
+  std::string leases_out;
 };
 
 class Coordinator {

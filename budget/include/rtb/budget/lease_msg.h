@@ -12,12 +12,13 @@
 
 namespace rtb::budget {
 
-// One budget in a bidder's message: a request (want), a return (amount) or a report (spent,
-// reserved), all in micros.
+// One budget in a bidder's message: a request (want), a return (amount, with the spent and
+// reserved it leaves) or a report (spent, reserved), all in micros.
 struct LeaseItem {
   uint32_t advertiser = 0;
   uint8_t arm = 0;  // 0 learned, 1 manual (core/ab.h)
   int64_t want = 0, amount = 0, spent = 0, reserved = 0;
+  int64_t need = 0;  // a request's least useful grant (LeaseLedger::Request); 0 = any
 };
 
 enum class LeaseMsgType { kRequest, kReturn, kReport, kHeartbeat };
@@ -27,6 +28,9 @@ struct LeaseMessage {
   std::string bidder;  // the bidder's instance name (stable across its restarts)
   int64_t day = 0;     // the bidder's budget day
   int64_t ts_ms = 0;   // when the bidder sent it (unix ms)
+  // Grows with every message of the bidder, across its restarts (0 = not sent). A holding
+  // published with `seen` >= seq already includes this message (LeaseGrant::seen).
+  int64_t seq = 0;
   std::vector<LeaseItem> items;
 };
 
@@ -41,7 +45,12 @@ struct LeaseGrant {
   int64_t held = 0;     // the bidder's lease: it may reserve and spend up to this (micros)
   int64_t granted = 0;  // this change's grant (0 for returns and reclaims)
   int64_t pool = 0;     // what is left to grant of the budget
+  int64_t left = 0;     // what is not spent yet of the budget, over every bidder's report
   int64_t ts_ms = 0;
+  // The highest `seq` of the bidder's messages the coordinator had processed when it published
+  // this: `held` includes every return and request up to it. The bidder lets a returned amount
+  // go from its books only then, and a restarted bidder trusts a holding only from then.
+  int64_t seen = 0;
 };
 
 std::string EncodeLeaseGrant(const LeaseGrant& g);

@@ -64,8 +64,12 @@ class LeaseLedger {
   void SetBudget(const LeaseKey& key, Micros budget);
 
   // A bidder asks for `want` more micros of `key`: it gets min(want, what the pool allows),
-  // possibly 0. A bidder marked dead comes back to life with its record. Returns the grant.
-  int64_t Request(const std::string& bidder, const LeaseKey& key, int64_t want, int64_t now_ms);
+  // possibly 0. `need` is the least that is of use to it (a bid's charge it could not reserve):
+  // it gets at least that, past the pool share cap, or the whole pool if the pool has less (its
+  // bids shrink to fit what it holds). A bidder marked dead comes back to life with its record.
+  // Returns the grant.
+  int64_t Request(const std::string& bidder, const LeaseKey& key, int64_t want, int64_t now_ms,
+                  int64_t need = 0);
 
   // Any message from a bidder keeps it alive.
   void Heartbeat(const std::string& bidder, int64_t now_ms);
@@ -93,6 +97,7 @@ class LeaseLedger {
     LeaseKey key;
     std::string bidder;
     int64_t held = 0;
+    int64_t spent = 0, reserved = 0;  // as last reported
   };
   std::vector<Lease> Leases() const;
 
@@ -100,9 +105,12 @@ class LeaseLedger {
     int64_t budget = 0;
     int64_t held = 0;   // sum over bidders of granted - returned - reclaimed
     int64_t spent = 0;  // sum of reported spend
-    int64_t pool() const { return budget - held; }  // grantable (negative after a budget cut)
+    int64_t pool() const { return budget - held; }   // grantable (negative after a budget cut)
+    int64_t left() const { return budget - spent; }  // not spent yet, as reported
   };
   Totals Of(const LeaseKey& key) const;
+  // The sums over every budget of one day, and how many budgets there are.
+  Totals OfDay(int64_t day, int* budgets = nullptr) const;
   int64_t Held(const std::string& bidder, const LeaseKey& key) const;
   int64_t reclaims() const;  // leases reclaimed so far
   int64_t grants() const;    // grant answers so far (including zero grants)
