@@ -143,6 +143,9 @@ HttpResult Bidder::HandleNotice(std::string_view target) {
   }
   if (refused != kApplied) {
     count(refused);
+    // Still 200 (the notice is taken and logged), but the body says it was not booked, so that
+    // an exchange or a reconciliation job can tell a refused charge from a booked one.
+    res.body = std::string("refused: ") + kNoticeResultNames[refused] + "\n";
   } else {
     if (n->type == NoticeType::kBilling && !n->test) {
       ledger.Settle(slot, key, charge);

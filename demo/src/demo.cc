@@ -205,6 +205,10 @@ Result<std::string> Pretrain(const Setup& s) {
   return best;
 }
 
+// The coordinator's heartbeat timeout in the demo: a simulated day lasts about 10 s of wall time,
+// and bidders report every 200 ms.
+constexpr int64_t kLeaseHeartbeatMs = 1500;
+
 // ---- 3. StartServices -------------------------------------------------------------------
 
 // The bidder's config: the base config's limits and paths, set to this demo's port, Kafka,
@@ -310,7 +314,8 @@ Result<std::unique_ptr<Services>> StartServices(const Setup& s, const std::strin
     svc->budget = std::make_unique<Child>(
         Child{"budget",
               {(ExeDir() / "rtb").string(), "budget", "--market", s.out + "/bidder/bidder.yaml",
-               "--brokers", svc->bootstrap, "--leases-out", s.out + "/leases.csv"},
+               "--brokers", svc->bootstrap, "--leases-out", s.out + "/leases.csv",
+               "--heartbeat-timeout-ms", std::to_string(kLeaseHeartbeatMs)},
               s.out + "/logs/budget.log"});
   }
   std::vector<std::string> learner_args = {(ExeDir() / "rtb-learner").string(),
@@ -393,12 +398,17 @@ Result<Played> PlayDays(const Setup& s, Services& svc) {
         if (c.step != step) continue;
         Child& victim = c.what == "kill-learner" ? *svc.learner : *svc.bidders[0];
         const std::string what = c.what;
-        timers.emplace_back([&victim, what, d, step, &p] {
+        // A bidder sharing budgets stays down past the coordinator's heartbeat timeout, so that
+        // its lease is reclaimed; anything else comes back after 1 s.
+        const int64_t down_ms =
+            c.what == "kill-bidder" && s.cfg.bidders > 1 ? kLeaseHeartbeatMs + 1000 : 1000;
+        timers.emplace_back([&victim, what, d, step, &p, down_ms] {
           std::this_thread::sleep_for(std::chrono::milliseconds(400));
           victim.Stop(SIGKILL, 0);
           p.chaos_log.push_back(what + " (SIGKILL) during day " + std::to_string(d) + " step " +
-                                std::to_string(step) + "; restarted after 1 s");
-          std::this_thread::sleep_for(std::chrono::seconds(1));
+                                std::to_string(step) + "; restarted after " +
+                                std::to_string(down_ms / 1000.0).substr(0, 3) + " s");
+          std::this_thread::sleep_for(std::chrono::milliseconds(down_ms));
           victim.Start();
         });
       }

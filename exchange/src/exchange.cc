@@ -161,14 +161,16 @@ struct Exchange::Impl {
     int64_t value;  // order value of a conversion, micros
   };
 
-  // Sends one notice, retrying while the bidder is unreachable; true when acknowledged (200).
+  // Sends one notice, retrying while the bidder is unreachable; true when acknowledged (200)
+  // and booked (a charge the bidder refused, say past its budget after a restart, is logged but
+  // not booked: its body starts "refused").
   bool Notice(Conn& conn, const std::string& target, Local& loc) {
     for (int a = 0; a <= cfg.notice_retries; ++a) {
       auto r = conn.Do(http::verb::get, target, "");
       if (r.ok()) {
         if (r->status == 200) {
           ++loc.events;
-          return true;
+          return r->body.rfind("refused", 0) != 0;
         }
         if (r->status < 500) break;  // refused: retrying will not help
       }
