@@ -257,6 +257,57 @@ TEST(Budget, ManyThreadsNeverOverspendBeyondReservations) {
   EXPECT_EQ(ledger.outstanding(), 0);
 }
 
+// A lease being given back (docs/budget-leases.md): the lease client sets the amount aside with
+// the bids' own check while request threads reserve, then, once the coordinator confirms the
+// return, lowers the limit and lets the amount go. No interleaving puts what is committed past
+// the lowered limit, and refused reservations are counted as demand.
+TEST(Budget, AReturnSetAsideWhileBidsReserveNeverLetsCommittedPassTheLoweredLimit) {
+  for (int round = 0; round < 50; ++round) {
+    BudgetLedger ledger({Micros(1'000'000)}, {Micros(0)});
+    std::atomic<bool> go{false};
+    std::atomic<int64_t> reserved{0};
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 4; ++t) {
+      ts.emplace_back([&, t] {
+        while (!go.load()) {
+        }
+        for (int k = 0; k < 400; ++k) {
+          const std::string key =
+              std::to_string(round) + "/" + std::to_string(t) + "/" + std::to_string(k);
+          if (ledger.TryReserve(0, key, Micros(1'000), 0, 1LL << 60)) reserved.fetch_add(1'000);
+        }
+      });
+    }
+    go = true;
+    const int64_t back = 300'000;
+    const bool aside = ledger.TrySetAside(0, Micros(back));
+    if (aside) {
+      ledger.SetLimit(0, Micros(1'000'000 - back));  // the confirmed holding
+      ledger.ReleaseSetAside(0, Micros(back));
+    }
+    for (auto& t : ts) t.join();
+    EXPECT_EQ(ledger.committed(0).value(), reserved.load());
+    EXPECT_LE(ledger.committed(0).value(), ledger.budget(0).value()) << "round " << round;
+    if (aside) {
+      EXPECT_LE(reserved.load(), 1'000'000 - back);
+    } else {
+      EXPECT_GT(reserved.load(), 1'000'000 - back);  // no room was left to give back
+    }
+    // 1,600 reservations were tried for at most 1,000 places: the refused ones are demand.
+    EXPECT_EQ(ledger.denied(0).value(), 1'600'000 - reserved.load());
+    EXPECT_EQ(ledger.last_refused(0).value(), 1'000);
+    EXPECT_EQ(ledger.max_charge(0).value(), 1'000);
+  }
+  // A set-aside never takes room that is not there.
+  BudgetLedger small({Micros(1'000)}, {Micros(600)});
+  EXPECT_FALSE(small.TrySetAside(0, Micros(500)));
+  EXPECT_TRUE(small.TrySetAside(0, Micros(400)));
+  EXPECT_FALSE(small.TryReserve(0, "x", Micros(1), 0, 10));
+  EXPECT_TRUE(small.bids_open(0));  // open unless a lease client closes it
+  small.SetBidsOpen(0, false);
+  EXPECT_FALSE(small.bids_open(0));
+}
+
 TEST(Budget, ExpiryReleasesAndLateBillingStillBooks) {
   BudgetLedger ledger({Micros(1000)}, {Micros(100)});
   ASSERT_TRUE(ledger.TryReserve(0, "a", Micros(900), 0, 10));

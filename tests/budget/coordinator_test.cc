@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include "rtb/budget/lease_msg.h"
@@ -162,6 +163,94 @@ TEST(Coordinator, GrantsNeverExceedTheBudgetReclaimsSilentBiddersAndResumesFromI
   run2.join();
 }
 
+// The latest holding of one bidder on the grants topic, whole.
+std::optional<LeaseGrant> LatestOf(const std::string& brokers, const std::string& bidder) {
+  std::optional<LeaseGrant> last;
+  EXPECT_TRUE(kafka::ReadWholeTopic({.bootstrap = brokers}, "rtb.lease.grants", 10000,
+                                    [&](int32_t, int64_t, std::string_view v) {
+                                      auto g = DecodeLeaseGrant(v);
+                                      if (g.ok() && g->key == kKey && g->bidder == bidder)
+                                        last = *g;
+                                    })
+                  .ok());
+  return last;
+}
+
+TEST(Coordinator, AReturnIsConfirmedByAHoldingThatHasSeenItAndItsMoneyGoesToTheNextAsker) {
+  auto mock = kafka::MockCluster::Start(3);
+  ASSERT_TRUE(mock.ok()) << mock.status().message();
+  const std::string brokers = (*mock)->bootstrap();
+  ASSERT_TRUE((*mock)->CreateTopic("rtb.lease.requests", 4, 3).ok());
+  ASSERT_TRUE((*mock)->CreateTopic("rtb.lease.grants", 1, 3).ok());
+  CoordinatorOptions opt;
+  opt.brokers = brokers;
+  opt.daily_budget = {{7, Micros::FromUnits(10.0)}};
+  opt.learned_share = 0.5;
+  opt.lease.max_pool_share = 0.5;
+  opt.group_id = "rtb-budget-returns";
+  auto co = Coordinator::Create(opt);
+  ASSERT_TRUE(co.ok()) << co.status().message();
+  std::atomic<bool> stop{false};
+  std::thread run([&] { EXPECT_TRUE((*co)->Run(stop).ok()); });
+  Joiner join_run{stop, run};
+  kafka::Producer::Options po;
+  po.bootstrap = brokers;
+  auto producer = kafka::Producer::Create(po);
+  ASSERT_TRUE(producer.ok());
+  kafka::Producer& p = **producer;
+  auto send = [&](LeaseMsgType type, const std::string& bidder, int64_t seq, LeaseItem item) {
+    LeaseMessage m;
+    m.type = type;
+    m.bidder = bidder;
+    m.day = 1;
+    m.seq = seq;
+    m.items = {item};
+    ASSERT_TRUE(
+        p.Produce("rtb.lease.requests", kafka::kAnyPartition, bidder, EncodeLeaseMessage(m)).ok());
+    ASSERT_TRUE(p.Flush(5000).ok());
+  };
+  // a asks for everything: the pool share cap gives it half; a need past the cap is met.
+  send(LeaseMsgType::kRequest, "a", 10, {7, 0, kArmBudget, 0, 0, 0});
+  ASSERT_TRUE(WaitFor([&] { return (*co)->ledger().Held("a", kKey) == kArmBudget / 2; }, 10s));
+  send(LeaseMsgType::kRequest, "a", 11, {7, 0, 100, 0, 0, 0, 2'000'000});
+  ASSERT_TRUE(WaitFor([&] { return (*co)->ledger().Held("a", kKey) == 4'500'000; }, 10s));
+  std::optional<LeaseGrant> g;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        g = LatestOf(brokers, "a");
+        return g.has_value() && g->seen >= 11;
+      },
+      10s));
+  EXPECT_EQ(g->pool, 500'000);
+  // a returns 3.00 of what it holds (it has spent 0.50 and reserved 0.20): the holding that
+  // confirms it has seen the return's seq and holds 1.50.
+  send(LeaseMsgType::kReturn, "a", 12, {7, 0, 0, 3'000'000, 500'000, 200'000});
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        g = LatestOf(brokers, "a");
+        return g.has_value() && g->seen >= 12;
+      },
+      10s));
+  EXPECT_EQ(g->held, 1'500'000);
+  EXPECT_EQ(g->pool, 3'500'000);
+  EXPECT_EQ(g->left, kArmBudget - 500'000);
+  // A return of more than is free gives back only what is neither spent nor reserved, and is
+  // still answered (the bidder waits for it).
+  send(LeaseMsgType::kReturn, "a", 13, {7, 0, 0, 5'000'000, 600'000, 100'000});
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        g = LatestOf(brokers, "a");
+        return g.has_value() && g->seen >= 13;
+      },
+      10s));
+  EXPECT_EQ(g->held, 700'000);
+  // b gets the returned money; never more than the budget in all.
+  send(LeaseMsgType::kRequest, "b", 1, {7, 0, kArmBudget, 0, 0, 0, kArmBudget});
+  ASSERT_TRUE(WaitFor([&] { return (*co)->ledger().Of(kKey).pool() == 0; }, 10s));
+  EXPECT_EQ((*co)->ledger().Held("b", kKey), kArmBudget - 700'000);
+  EXPECT_EQ((*co)->ledger().Of(kKey).held, kArmBudget);
+}
+
 TEST(LeaseMessages, RoundTripAndClearErrors) {
   LeaseMessage m;
   m.type = LeaseMsgType::kReport;
@@ -175,11 +264,29 @@ TEST(LeaseMessages, RoundTripAndClearErrors) {
   EXPECT_EQ(back->items[0].arm, 1);
   EXPECT_EQ(back->items[0].spent, 70);
   EXPECT_EQ(back->items[0].reserved, 30);
-  LeaseGrant g{"bidder-1", {20'000, 3, 1}, 900, 100, 50, 7};
+  LeaseGrant g{"bidder-1", {20'000, 3, 1}, 900, 100, 50, 400, 7, 123'456};
   auto gb = DecodeLeaseGrant(EncodeLeaseGrant(g));
   ASSERT_TRUE(gb.ok());
   EXPECT_EQ(gb->key, g.key);
   EXPECT_EQ(gb->held, 900);
+  EXPECT_EQ(gb->left, 400);
+  EXPECT_EQ(gb->seen, 123'456);
+  // A request's need and every message's seq; a return carries what it leaves spent/reserved.
+  m.type = LeaseMsgType::kRequest;
+  m.seq = 99;
+  m.items = {{3, 0, 500, 0, 0, 0, 200}};
+  back = DecodeLeaseMessage(EncodeLeaseMessage(m));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->seq, 99);
+  EXPECT_EQ(back->items[0].want, 500);
+  EXPECT_EQ(back->items[0].need, 200);
+  m.type = LeaseMsgType::kReturn;
+  m.items = {{3, 0, 0, 250, 70, 30}};
+  back = DecodeLeaseMessage(EncodeLeaseMessage(m));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->items[0].amount, 250);
+  EXPECT_EQ(back->items[0].spent, 70);
+  EXPECT_EQ(back->items[0].reserved, 30);
   EXPECT_EQ(LeaseGrantKey(g.key, g.bidder), "20000/3/manual/bidder-1");
   for (
       const char* bad :
@@ -188,7 +295,9 @@ TEST(LeaseMessages, RoundTripAndClearErrors) {
        R"({"format":"rtb.lease","schema_version":1,"type":"grab","bidder":"a","day":1})",
        R"({"format":"rtb.lease","schema_version":1,"type":"request","bidder":"","day":1})",
        R"({"format":"rtb.lease","schema_version":1,"type":"request","bidder":"a","day":1,"items":[{"adv":1,"arm":"x"}]})",
-       R"({"format":"rtb.lease","schema_version":1,"type":"request","bidder":"a","day":1,"items":[{"adv":1,"arm":"learned","want":-1}]})"}) {
+       R"({"format":"rtb.lease","schema_version":1,"type":"request","bidder":"a","day":1,"items":[{"adv":1,"arm":"learned","want":-1}]})",
+       R"({"format":"rtb.lease","schema_version":1,"type":"request","bidder":"a","day":1,"items":[{"adv":1,"arm":"learned","need":-5}]})",
+       R"({"format":"rtb.lease","schema_version":1,"type":"request","bidder":"a","day":1,"seq":-1})"}) {
     auto r = DecodeLeaseMessage(bad);
     EXPECT_FALSE(r.ok()) << bad;
     if (!r.ok()) {

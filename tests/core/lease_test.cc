@@ -67,6 +67,20 @@ TEST(Lease, OneGrantTakesAtMostItsShareOfThePoolAndUnknownBudgetsGrantNothing) {
   EXPECT_EQ(ledger.Request("a", kKey, -5, 0), 0);
 }
 
+TEST(Lease, ANeedIsMetPastTheShareCapOrWithTheWholePoolWhenThePoolHasLess) {
+  LeaseConfig cfg;
+  cfg.max_pool_share = 0.5;
+  LeaseLedger ledger(cfg);
+  ledger.SetBudget(kKey, Micros(1'000'000));
+  // One bid of 0.70 is of no use with the capped 0.50: the need is met.
+  EXPECT_EQ(ledger.Request("a", kKey, 100, 0, 700'000), 700'000);
+  // The pool has 0.30 and b needs 0.40: it gets all 0.30 (its bid shrinks to fit).
+  EXPECT_EQ(ledger.Request("b", kKey, 100, 0, 400'000), 300'000);
+  EXPECT_EQ(ledger.Of(kKey).pool(), 0);
+  EXPECT_EQ(ledger.Request("c", kKey, 100, 0, 1), 0);
+  EXPECT_EQ(ledger.Of(kKey).held, 1'000'000);
+}
+
 TEST(Lease, ReturnsGiveBackOnlyWhatIsNeitherSpentNorReserved) {
   LeaseLedger ledger;
   ledger.SetBudget(kKey, Micros(10'000'000));
