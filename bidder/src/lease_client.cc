@@ -38,11 +38,19 @@ struct LeaseClient::Impl {
     // (LeaseGrant::seen >= first_seq): one published before a restart may not include a
     // return the dead process sent, and spending it could spend money handed on.
     bool synced = false;
+    // What the slot may commit until its next report is on Kafka: a report says it (`cap`), so
+    // that a coordinator that finds this bidder dead keeps that much of its lease, never less
+    // than the bidder can have used after its last report.
+    int64_t cap = 0;
+    int64_t slack = 0;          // how far past what is committed a report sets the cap
+    int64_t reported_cap = -1;  // the cap, spent and reserved in the last report Kafka took
+    int64_t reported_spent = -1, reported_reserved = -1;
     int64_t aside = 0;      // set aside for a return the coordinator has not confirmed
     int64_t aside_seq = 0;  // the return's message
     int64_t aside_ms = 0;   // when it was sent (resent after kResendMs without an answer)
   };
   static constexpr int64_t kResendMs = 5'000;
+  static constexpr int64_t kSoonestReportMs = 20;  // between reports a cap asks for
   // What the client did since the last stats line (logged every kStatsEveryMs with asks).
   struct Stats {
     int64_t asks = 0, answers = 0, zero = 0, answer_ms = 0, answer_ms_max = 0, blocked = 0,
@@ -54,7 +62,8 @@ struct LeaseClient::Impl {
   // What the grants topic says this bidder holds, for DayLedgers (read from request threads).
   std::mutex held_mu;
   std::map<std::pair<int64_t, size_t>, int64_t> held_known;  // GUARDED_BY(held_mu)
-  int64_t last_report_ok_ms = 0, next_report_ms = 0;
+  int64_t last_report_ok_ms = 0, next_report_ms = 0, last_report_ms = 0;
+  bool report_soon = false;  // a slot's cap holds bids back: report before the interval is up
   bool frozen = false;
   int64_t first_seq = 0, last_seq = 0;  // this process's message numbers
   double answer_ms = 100;       // how long answers take, smoothed: asks come that much earlier
@@ -144,11 +153,12 @@ struct LeaseClient::Impl {
     }
     if (first_seq > 0 && g->seen >= first_seq) s.synced = true;
     if (s.aside > 0 && g->seen >= s.aside_seq) {
-      // The holding includes the return: the limit falls to it first, then the set-aside
-      // amount leaves committed, so no bid ever sees the room twice.
+      // The holding includes the return: the limit falls to it (and the cap by the amount)
+      // first, then the set-aside amount leaves committed, so no bid ever sees the room twice.
+      s.cap = std::max<int64_t>(0, s.cap - s.aside);
       BudgetLedger* ledger = days->Current();
       if (ledger != nullptr && days->CurrentDay() == g->key.day) {
-        ledger->SetLimit(slot, Micros(std::max(std::min(s.held, ArmBudgetOf(slot)),
+        ledger->SetLimit(slot, Micros(std::max(std::min({s.held, ArmBudgetOf(slot), s.cap}),
                                                ledger->spent(slot).value())));
         ledger->ReleaseSetAside(slot, Micros(s.aside));
       }
@@ -210,8 +220,19 @@ struct LeaseClient::Impl {
       // wait (a return the process before a restart sent may not be in it yet), but notices of
       // bids made before may book inside it: their reservations are in it, the return is not.
       const bool hold_still = frozen || !s.synced;
-      const int64_t limit = frozen ? std::min(committed, s.held) : std::min(s.held, arm_budget);
+      // Past the last report's cap, nothing more until the next report is on Kafka.
+      const int64_t limit = frozen     ? std::min(committed, s.held)
+                            : s.synced ? std::min({s.held, arm_budget, s.cap})
+                                       : std::min(s.held, arm_budget);
       ledger->SetBidsOpen(k, s.synced);
+      // The cap stays a few bids and two report intervals of spend ahead of what is committed;
+      // when it holds bids back while the lease has room, report now.
+      s.slack = std::max({2 * charge[k], min_micros,
+                          static_cast<int64_t>(s.rate * 3 * cfg->leases.report_every_ms / 1000.0)});
+      if (s.synced && !frozen && s.cap < std::min(s.held, arm_budget) &&
+          committed + std::max<int64_t>(charge[k], 1) > s.cap) {
+        report_soon = true;
+      }
       ledger->SetLimit(k, Micros(std::max<int64_t>(limit, ledger->spent(k).value())));
       // Bids are sized to what the whole budget has left (as one bidder's would be), not to the
       // lease: a bid the lease cannot cover is refused, and the refusal asks for room.
@@ -233,7 +254,7 @@ struct LeaseClient::Impl {
           s.aside_ms = now;
           Send(budget::LeaseMsgType::kReturn, day,
                {{key.advertiser, key.arm, 0, s.aside, ledger->spent(k).value(),
-                 committed - ledger->spent(k).value() - s.aside}},
+                 committed - ledger->spent(k).value() - s.aside, 0, s.cap - s.aside}},
                s.aside_seq);
         }
         continue;
@@ -263,7 +284,7 @@ struct LeaseClient::Impl {
           ++stats.returns;
           Send(budget::LeaseMsgType::kReturn, day,
                {{key.advertiser, key.arm, 0, back, spent,
-                 ledger->committed(k).value() - spent - back}},
+                 ledger->committed(k).value() - spent - back, 0, s.cap - back}},
                s.aside_seq);
         }
         continue;
@@ -293,23 +314,48 @@ struct LeaseClient::Impl {
     if (!asks.empty()) Send(budget::LeaseMsgType::kRequest, day, std::move(asks));
   }
 
-  // Spend and reservations of the current day; a report Kafka takes renews the TTL.
-  void Report(int64_t now) {
+  // Spend, reservations and caps of the current day: every slot (`full`), or those that
+  // changed since the last report Kafka took. A report Kafka takes renews the TTL and moves each
+  // slot's cap on; any report, even empty, is the heartbeat.
+  void Report(int64_t now, bool full) {
+    last_report_ms = now;
+    report_soon = false;
     const int64_t day = days->CurrentDay();
     BudgetLedger* ledger = days->Current();
     if (ledger == nullptr || day < 0) return;
     std::vector<budget::LeaseItem> items;
+    std::vector<std::pair<size_t, int64_t>> caps;  // (slot, cap) once Kafka has the report
     for (size_t k = 0; k < Slots() && k < ledger->advertisers(); ++k) {
       const LeaseKey key = KeyOf(day, k);
-      const int64_t aside = slots[{day, k}].aside;  // not a reservation: a return under way
-      items.push_back({key.advertiser, key.arm, 0, 0, ledger->spent(k).value(),
-                       ledger->reserved(k).value() - aside});
+      Slot& s = slots[{day, k}];
+      const int64_t committed = ledger->committed(k).value(), spent = ledger->spent(k).value();
+      // Unsynced, a restarted bidder may book notices up to its holding; synced, up to the cap.
+      const int64_t cap = s.synced ? std::max(committed, std::min(s.held, committed + s.slack))
+                                   : std::max(committed, std::min(s.held, ArmBudgetOf(k)));
+      const int64_t reserved = committed - spent - s.aside;  // the aside is a return under way
+      if (!full && cap == s.reported_cap && spent == s.reported_spent &&
+          reserved == s.reported_reserved) {
+        continue;
+      }
+      budget::LeaseItem it{key.advertiser, key.arm, 0, 0, spent, reserved};
+      it.cap = cap - s.aside;
+      items.push_back(it);
+      caps.emplace_back(k, cap);
+      s.reported_spent = spent;
+      s.reported_reserved = reserved;
     }
     const bool sent = Send(budget::LeaseMsgType::kReport, day, std::move(items));
     if (sent && producer->Flush(std::max(100, cfg->leases.report_every_ms)).ok()) {
       last_report_ok_ms = now;
+      for (const auto& [k, cap] : caps) {
+        Slot& s = slots[{day, k}];
+        s.cap = cap;
+        s.reported_cap = cap;
+      }
       if (frozen) log::Get("lease").info("lease client: Kafka is back; leases apply again");
       frozen = false;
+    } else {
+      for (const auto& [k, cap] : caps) slots[{day, k}].reported_cap = -1;  // send it again
     }
   }
 
@@ -320,8 +366,10 @@ struct LeaseClient::Impl {
       const int64_t now = NowUnixMs();
       ReadGrants(now);
       if (now >= next_report_ms) {
-        Report(now);
+        Report(now, /*full=*/true);
         next_report_ms = now + cfg->leases.report_every_ms;
+      } else if (report_soon && now - last_report_ms >= kSoonestReportMs) {
+        Report(now, /*full=*/false);
       }
       if (!frozen && now - last_report_ok_ms > cfg->leases.ttl_ms) {
         frozen = true;

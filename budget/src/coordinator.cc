@@ -94,12 +94,12 @@ struct Coordinator::Impl {
         case LeaseMsgType::kReturn:
           // What the bidder has committed once it set the amount aside, then the return; the
           // holding is published even when nothing came back: the bidder waits for it.
-          ledger.Report(m.bidder, key, i.spent, i.reserved, now);
+          ledger.Report(m.bidder, key, i.spent, i.reserved, now, i.cap);
           ledger.Return(m.bidder, key, i.amount, now);
           (*granted)[{key, m.bidder}] += 0;
           break;
         case LeaseMsgType::kReport:
-          ledger.Report(m.bidder, key, i.spent, i.reserved, now);
+          ledger.Report(m.bidder, key, i.spent, i.reserved, now, i.cap);
           break;
         case LeaseMsgType::kHeartbeat:
           break;

@@ -51,6 +51,7 @@ std::string EncodeLeaseMessage(const LeaseMessage& m) {
     if (m.type == LeaseMsgType::kReport || m.type == LeaseMsgType::kReturn) {
       it["spent"] = i.spent;
       it["reserved"] = i.reserved;
+      if (i.cap > 0) it["cap"] = i.cap;
     }
     items.push_back(it);
   }
@@ -100,9 +101,9 @@ Result<LeaseMessage> DecodeLeaseMessage(std::string_view text) {
                            ArmOfName(it.contains("arm") ? it["arm"] : json(), "lease message"));
       if (!NonNegInt(it, "want", &i.want) || !NonNegInt(it, "amount", &i.amount) ||
           !NonNegInt(it, "spent", &i.spent) || !NonNegInt(it, "reserved", &i.reserved) ||
-          !NonNegInt(it, "need", &i.need)) {
+          !NonNegInt(it, "need", &i.need) || !NonNegInt(it, "cap", &i.cap)) {
         return Status::InvalidArgument(
-            "lease message: want, need, amount, spent and reserved are integer micros >= 0");
+            "lease message: want, need, amount, spent, reserved and cap are integer micros >= 0");
       }
       m.items.push_back(i);
     }

@@ -75,13 +75,14 @@ int64_t LeaseLedger::Return(const std::string& bidder, const LeaseKey& key, int6
 }
 
 void LeaseLedger::Report(const std::string& bidder, const LeaseKey& key, int64_t spent,
-                         int64_t reserved, int64_t now_ms) {
+                         int64_t reserved, int64_t now_ms, int64_t cap) {
   std::lock_guard<std::mutex> l(mu_);
   Touch(bidder, now_ms);
   Holding& h = budgets_[key].by_bidder[bidder];
   if (spent < h.spent) return;  // an older report
   h.spent = spent;
   h.reserved = std::max<int64_t>(0, reserved);
+  h.cap = std::max<int64_t>(0, cap);
 }
 
 int LeaseLedger::Reclaim(int64_t now_ms) {
@@ -100,14 +101,14 @@ int LeaseLedger::Reclaim(int64_t now_ms) {
       Holding& h = it->second;
       if (!h.reclaimed) {
         h.reclaimed = true;
-        const int64_t back = std::max<int64_t>(0, h.held - h.spent - h.reserved);
+        const int64_t back = std::max<int64_t>(0, h.held - std::max(h.spent + h.reserved, h.cap));
         if (back > 0) ++reclaimed;
         h.held -= back;
         bud.held -= back;
       }
       if (window_over && !h.reserved_released) {
         h.reserved_released = true;
-        const int64_t back = std::max<int64_t>(0, h.held - h.spent);
+        const int64_t back = std::max<int64_t>(0, h.held - std::max(h.spent, h.cap));
         h.held -= back;
         bud.held -= back;
         h.reserved = 0;

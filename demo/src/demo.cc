@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -97,7 +98,45 @@ struct LoopRecord {
   std::vector<std::string> missing, duplicated;
   json partitions = json::array();
   int64_t topic_messages = 0;
+  // Per policy version: when each bidder process installed it (unix ms, from its log; a
+  // restarted bidder counts once, at its first install).
+  std::map<uint64_t, std::vector<int64_t>> installed_ms;
 };
+
+// "2026-11-24T06:56:19.453Z ..." -> unix ms; -1 if the line does not start with a timestamp.
+int64_t LogLineMs(const std::string& line) {
+  std::tm tm{};
+  int ms = 0;
+  if (line.size() < 24 || line[10] != 'T' || line[23] != 'Z') return -1;
+  if (std::sscanf(line.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%3d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                  &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms) != 7) {
+    return -1;
+  }
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return static_cast<int64_t>(timegm(&tm)) * 1000 + ms;
+}
+
+// Every bidder's log: the first time it installed each policy version.
+std::map<uint64_t, std::vector<int64_t>> PolicyInstalls(const Setup& s) {
+  std::map<uint64_t, std::vector<int64_t>> out;
+  const std::string key = "installed policy version ";
+  for (int b = 0; b < s.cfg.bidders; ++b) {
+    std::ifstream in(s.out + "/logs/" +
+                     (b == 0 ? std::string("bidder") : "bidder-" + std::to_string(b)) + ".log");
+    std::map<uint64_t, int64_t> first;
+    std::string line;
+    while (std::getline(in, line)) {
+      const size_t p = line.find(key);
+      const int64_t ms = LogLineMs(line);
+      if (p == std::string::npos || ms < 0) continue;
+      const uint64_t v = std::strtoull(line.c_str() + p + key.size(), nullptr, 10);
+      first.emplace(v, ms);
+    }
+    for (const auto& [v, ms] : first) out[v].push_back(ms);
+  }
+  return out;
+}
 
 json OutcomeJson(const Outcome& o) {
   auto num = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
@@ -505,6 +544,7 @@ Result<LoopRecord> ReadLoopRecord(const Setup& s, const Services& svc) {
                                      ? online["offsets"][k]
                                      : json(nullptr)}});
   }
+  rec.installed_ms = PolicyInstalls(s);
   return rec;
 }
 
@@ -581,6 +621,13 @@ json DayJson(const Setup& s, const Played& p, const LoopRecord& rec, int d,
     }
     st["table"] = tab;
     st["policy_lag_ms"] = sa.policy_lag_ms >= 0 ? json(sa.policy_lag_ms) : json(nullptr);
+    // Several bidders read the policy topic each on its own: when the first and the last of
+    // them installed this step's table.
+    if (const auto in = rec.installed_ms.find(version);
+        s.cfg.bidders > 1 && in != rec.installed_ms.end()) {
+      const auto [lo, hi] = std::minmax_element(in->second.begin(), in->second.end());
+      st["policy_switch"] = {{"bidders", in->second.size()}, {"spread_ms", *hi - *lo}};
+    }
     if (sa.policy_lag_ms >= 0) lags->push_back(sa.policy_lag_ms);
     st["exchange"] = json::parse(EncodeStepMarker(sa.marker));
     st["lost_requests"] = sa.lost_requests;
@@ -649,6 +696,24 @@ json BuildReport(const Setup& s, const Services& svc, const Played& p, const Loo
                              {"p90", q(0.9)},
                              {"max", lags.empty() ? 0.0 : lags.back()},
                              {"n", static_cast<int>(lags.size())}};
+  if (s.cfg.bidders > 1) {
+    // Per table: the spread between the first and the last bidder to install it.
+    std::vector<double> spreads;
+    for (const auto& [v, ms] : rec.installed_ms) {
+      if (v == 0 || ms.size() < 2) continue;
+      const auto [lo, hi] = std::minmax_element(ms.begin(), ms.end());
+      spreads.push_back(static_cast<double>(*hi - *lo));
+    }
+    std::sort(spreads.begin(), spreads.end());
+    auto qs = [&](double f) {
+      return spreads.empty()
+                 ? 0.0
+                 : spreads[std::min(spreads.size() - 1, static_cast<size_t>(f * spreads.size()))];
+    };
+    report["policy_switch_spread_ms"] = {{"p50", qs(0.5)},
+                                         {"max", spreads.empty() ? 0.0 : spreads.back()},
+                                         {"tables", static_cast<int>(spreads.size())}};
+  }
   report["loop_check"] = {{"transitions", rec.transitions},
                           {"expected_transitions", static_cast<int64_t>(s.cfg.days) * s.T},
                           {"missing", rec.missing},

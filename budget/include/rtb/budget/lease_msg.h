@@ -19,6 +19,7 @@ struct LeaseItem {
   uint8_t arm = 0;  // 0 learned, 1 manual (core/ab.h)
   int64_t want = 0, amount = 0, spent = 0, reserved = 0;
   int64_t need = 0;  // a request's least useful grant (LeaseLedger::Request); 0 = any
+  int64_t cap = 0;   // a report's bound on spent + reserved until the next (LeaseLedger::Report)
 };
 
 enum class LeaseMsgType { kRequest, kReturn, kReport, kHeartbeat };

@@ -78,9 +78,12 @@ class LeaseLedger {
   int64_t Return(const std::string& bidder, const LeaseKey& key, int64_t amount, int64_t now_ms);
 
   // What a bidder reports: its cumulative spend (acknowledged billing) and its open
-  // reservations on `key`. Spend only grows; a report below the last one is ignored.
+  // reservations on `key`, and `cap`: the most it will have spent and reserved before its next
+  // report is on Kafka (0 = not said). Spend only grows; a report below the last one is ignored.
+  // A dead bidder keeps max(spent + reserved, cap): what it committed after its last report
+  // was never more than that.
   void Report(const std::string& bidder, const LeaseKey& key, int64_t spent, int64_t reserved,
-              int64_t now_ms);
+              int64_t now_ms, int64_t cap = 0);
 
   // Marks silent bidders dead and returns what they no longer need to the pool; the number of
   // (bidder, budget) leases reclaimed by this call.
@@ -117,7 +120,7 @@ class LeaseLedger {
 
  private:
   struct Holding {
-    int64_t held = 0, spent = 0, reserved = 0;
+    int64_t held = 0, spent = 0, reserved = 0, cap = 0;
     bool reclaimed = false;          // the unspent part went back at death
     bool reserved_released = false;  // and the reserved part after the billing window
   };
