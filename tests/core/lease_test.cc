@@ -93,6 +93,27 @@ TEST(Lease, ReturnsGiveBackOnlyWhatIsNeitherSpentNorReserved) {
   EXPECT_EQ(ledger.Of(kKey).spent, 300'000);
 }
 
+// A bidder may commit after its last report, up to the cap that report gave: a dead bidder
+// keeps that much, before and after the billing window, so money it used unseen is never
+// granted again.
+TEST(Lease, ADeadBidderKeepsTheCapOfItsLastReport) {
+  LeaseConfig cfg;
+  cfg.heartbeat_timeout_ms = 1'000;
+  cfg.billing_window_ms = 1'000;
+  LeaseLedger ledger(cfg);
+  ledger.SetBudget(kKey, Micros(1'000'000));
+  ASSERT_EQ(ledger.Request("a", kKey, 800'000, 0, 800'000), 800'000);
+  ledger.Report("a", kKey, 100'000, 50'000, 100, /*cap=*/400'000);
+  ledger.Heartbeat("b", 1'500);
+  EXPECT_EQ(ledger.Reclaim(1'500), 1);
+  EXPECT_EQ(ledger.Held("a", kKey), 400'000);  // not 150'000: it may have used up to the cap
+  ledger.Heartbeat("b", 3'000);
+  ledger.Reclaim(3'000);  // the billing window is over: still the cap
+  EXPECT_EQ(ledger.Held("a", kKey), 400'000);
+  EXPECT_EQ(ledger.Request("b", kKey, 1'000'000, 3'000, 1'000'000), 600'000);
+  EXPECT_EQ(ledger.Of(kKey).held, 1'000'000);
+}
+
 TEST(Lease, ADeadBiddersUnspentLeaseReturnsAtOnceItsReservationsAfterTheBillingWindow) {
   LeaseConfig cfg;
   cfg.heartbeat_timeout_ms = 10'000;

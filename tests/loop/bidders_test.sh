@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Two bidder processes sharing every budget through leases and `rtb budget` (docs/budget-leases.md),
 # in the short closed loop of loop_test.sh (tiny world, two days, the learner and then bidder 0
-# SIGKILLed mid-step and restarted), with requests spread 70/30 over the bidders. Checks:
+# SIGKILLed mid-step and restarted past the coordinator's heartbeat timeout), with requests
+# spread 70/30 over the bidders. Checks:
 #   no (day, arm, advertiser) budget overspent by more than 0.1% (budget_check);
 #   the spread as asked; every process exited cleanly; every step's transition, with the
-#   learner's totals equal to the exchange's; `rtb report`'s arms equal the exchange's.
-# Delivery is not checked: with leases it is still low (docs/budget-leases.md, section 8).
+#   learner's totals equal to the exchange's; `rtb report`'s arms equal the exchange's; the
+#   killed bidder's lease reclaimed; both bidders installed every table (the spread reported).
+# Delivery is not checked: this tiny world's budgets are a few bids each (docs/budget-leases.md).
 set -euo pipefail
 RTB=$1
 SRC=$2
@@ -22,9 +24,18 @@ a, b = r["requests_per_bidder"]
 assert abs(a / (a + b) - 0.7) < 0.05, r["requests_per_bidder"]
 assert r["processes"] == {"bidder_exit": 0, "learner_exit": 0, "budget_exit": 0}, r["processes"]
 assert len(r["chaos"]) == 2, r["chaos"]
+# The killed bidder stays down past the coordinator's heartbeat timeout: its lease is reclaimed.
+assert bc["lease_reclaims"] >= 1, bc
+# Every table reached both bidders; the spread of their installs is reported per step.
+ps = r["policy_switch_spread_ms"]
+assert ps["tables"] >= 5 and ps["max"] < 10000, ps
+for d in r["days"]:
+    for s in d["steps"]:
+        assert s["policy_switch"]["bidders"] == 2, s.get("policy_switch")
 lc = r["loop_check"]
 assert lc["transitions"] == lc["expected_transitions"] == 6 and lc["totals_match"], lc
 assert r["ab_from_events"]["matches_exchange_within_0_1_pct"], r["ab_from_events"]
-print("two bidders: max overspend %.3f%%, min COST %.1f%%, requests %d / %d" %
-      (bc["max_overspend_pct"], bc["min_cost_pct"], a, b))
+print("two bidders: max overspend %.3f%%, min COST %.1f%%, requests %d / %d, %d reclaims, "
+      "policy switch spread p50 %.0f ms" % (bc["max_overspend_pct"], bc["min_cost_pct"], a, b,
+                                            bc["lease_reclaims"], ps["p50"]))
 PY
