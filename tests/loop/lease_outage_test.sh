@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# The budget coordinator down for 30 s under load (docs/budget-leases.md, "Faults"): two
+# `rtb serve` processes share the hand-written metro market's budgets through leases and one
+# `rtb budget`; `rtb exchange --traffic` plays its traffic over both, with notices, while a paced
+# load generator measures one bidder's latency. Five seconds in, the coordinator is SIGKILLed;
+# 30 s later a new one starts and rebuilds the leases from the grants topic. Checks:
+#   the bidders answered every request of the exchange and of the probe (p99 under 100 ms, the
+#   default tmax) throughout;
+#   no (day, arm, advertiser) spent more than its part of the budget (rtb report on the topic);
+#   no event lost: each bidder's events logged = acked + spilled, none dropped;
+#   the restarted coordinator restored leases from the topic.
+# Usage: lease_outage_test.sh RTB SRC [LOADGEN]
+set -euo pipefail
+RTB=$1
+SRC=$2
+LOADGEN=${3:-$(dirname "$RTB")/bench/loadgen}
+OUT=$(mktemp -d)
+M=$SRC/configs/markets/metro
+source "$SRC/scripts/serve_lib.sh"
+PA=$(free_port)
+PB=$(free_port)
+A= B= BUD= LG=
+cleanup() {
+  for p in $LG $BUD $A $B; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  [[ -n ${KEEP:-} ]] || rm -rf "$OUT"
+}
+trap cleanup EXIT
+fail() {
+  echo "lease_outage: $*" >&2
+  tail -5 "$OUT"/*.log >&2 || true
+  exit 1
+}
+
+leases() {  # NAME: the leases section, appended to a bidder config
+  printf 'leases:\n  enabled: true\n  name: %s\n  check_every_ms: 20\n  report_every_ms: 200\n  horizon_ms: 2000\n' "$1"
+}
+local_bidder_config "$M/bidder.yaml" "$OUT/a.yaml" "$PA" "$OUT/a" \
+  -e "s#^clusters_path: .*#clusters_path: $OUT/clusters.json#" \
+  -e "s#^notice_secret: .*#notice_secret: lease-outage-shared-secret#"
+leases a >> "$OUT/a.yaml"
+"$RTB" exchange --traffic "$M/traffic.yaml" --market "$OUT/a.yaml" \
+  --write-clusters "$OUT/clusters.json" --days 0 > /dev/null
+serve_start "$OUT/a.yaml" "$PA" "$OUT/a.log" || fail "bidder a did not start"
+A=$SERVE
+local_bidder_config "$M/bidder.yaml" "$OUT/b.yaml" "$PB" "$OUT/b" \
+  -e "s#^clusters_path: .*#clusters_path: $OUT/clusters.json#" \
+  -e "s#^notice_secret: .*#notice_secret: lease-outage-shared-secret#" \
+  -e "s#^  brokers: .*#  brokers: $BROKERS#"
+leases b >> "$OUT/b.yaml"
+"$RTB" serve --config "$OUT/b.yaml" 2> "$OUT/b.log" &
+B=$!
+"$RTB" budget --market "$OUT/a.yaml" --brokers "$BROKERS" --heartbeat-timeout-ms 60000 \
+  2> "$OUT/budget-1.log" &
+BUD=$!
+for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PB/metrics" > /dev/null && break; sleep 0.1; done
+
+# The coordinator has joined its consumer group once it answers: wait for its first holdings.
+for _ in $(seq 150); do grep -q "holdings\|budgets in the market" "$OUT/budget-1.log" && break; sleep 0.1; done
+sleep 4
+# Load: short days of traffic over both bidders, one after the other for 45 s, and a paced
+# probe of bidder a.
+sed -e "s#^requests_per_day: .*#requests_per_day: 10000#" "$M/traffic.yaml" > "$OUT/traffic.yaml"
+(
+  end=$((SECONDS + 45))
+  d=0
+  while ((SECONDS < end)); do
+    "$RTB" exchange --traffic "$OUT/traffic.yaml" --market "$OUT/a.yaml" --concurrency 2 \
+      --bidders "127.0.0.1:$PA,127.0.0.1:$PB" --brokers "$BROKERS" --days 1 --first-day $d \
+      --no-wait >> "$OUT/exchange.jsonl" 2>> "$OUT/exchange.log" || exit 1
+    d=$((d + 1))
+  done
+) &
+EX=$!
+"$LOADGEN" --port "$PA" --path /openrtb2/bid --body "$SRC/tests/fixtures/openrtb/2.6/bid-request-simple-banner.json" \
+  --connections 2 --seconds 45 --rate 50 --unique-ids 1 > "$OUT/loadgen.txt" &
+LG=$!
+sleep 5
+kill -KILL "$BUD"
+wait "$BUD" 2>/dev/null || true
+echo "lease_outage: coordinator SIGKILLed; down for 30 s"
+sleep 30
+"$RTB" budget --market "$OUT/a.yaml" --brokers "$BROKERS" --heartbeat-timeout-ms 60000 \
+  2> "$OUT/budget-2.log" &
+BUD=$!
+wait "$LG" || fail "the load generator failed"
+LG=
+wait "$EX" || fail "rtb exchange failed"
+sleep 2  # the last events reach the topic
+"$RTB" report --brokers "$BROKERS" --bidder-config "$OUT/a.yaml" --out "$OUT/ab" > /dev/null
+kill -TERM "$BUD" "$A" "$B"
+wait "$BUD" "$A" "$B" 2>/dev/null || true
+BUD= A= B=
+
+python3 - "$OUT" <<'PY'
+import json, re, sys
+out = sys.argv[1]
+lg = open(out + "/loadgen.txt").read()
+print("lease_outage: probe:", lg.strip())
+m = re.search(r"p99[ =:]+([0-9.]+)", lg)
+assert m and float(m.group(1)) < 100, lg
+codes = re.findall(r"\b(\d{3})[:=](\d+)", lg)
+assert codes and all(c in ("200", "204") for c, _ in codes), lg
+days = [json.loads(l) for l in open(out + "/exchange.jsonl") if l.startswith("{")]
+assert len(days) >= 15, len(days)
+assert all(d["lost_requests"] == 0 and d["failed_notices"] == 0 for d in days), days
+print("lease_outage: %d days played, %d requests, none lost; spend per day: %s" % (
+    len(days), sum(d["requests"] for d in days), " ".join("%.1f" % d["cost"] for d in days)))
+r = json.load(open(out + "/ab/report.json"))
+worst = 0.0
+for d in r["days"]:
+    for arm, a in d["arms"].items():
+        for adv in a["advertisers"]:
+            if adv["budget"] > 0:
+                worst = max(worst, 100 * (adv["spend"] - adv["budget"]) / adv["budget"])
+assert worst <= 0.1, worst
+spent = sum(a["spend"] for d in r["days"] for a in d["arms"].values())
+assert spent > 0, "nothing was spent"
+for b in ("a", "b"):
+    log = open(out + "/%s.log" % b).read()
+    s = re.findall(r"stopped; events logged (\d+), acked (\d+), spilled (\d+), dropped (\d+)", log)
+    assert s, "bidder %s: no stop line" % b
+    logged, acked, spilled, dropped = map(int, s[-1])
+    assert dropped == 0 and logged == acked + spilled and logged > 0, (b, s[-1])
+    print("lease_outage: bidder %s: events logged %d = acked %d + spilled %d" % (b, logged, acked, spilled))
+b2 = open(out + "/budget-2.log").read()
+m = re.search(r"(\d+) leases restored", b2)
+assert m and int(m.group(1)) > 0, b2[:2000]
+print("lease_outage: max overspend %.3f%%, spend %.2f, %s leases restored" % (worst, spent, m.group(1)))
+PY
