@@ -15,7 +15,8 @@ RTB=$1
 SRC=$2
 LOADGEN=${3:-$(dirname "$RTB")/bench/loadgen}
 OUT=$(mktemp -d)
-M=$SRC/configs/markets/metro
+cd "$SRC"  # the market's files name each other from the repository root
+M=configs/markets/metro
 source "$SRC/scripts/serve_lib.sh"
 PA=$(free_port)
 PB=$(free_port)
