@@ -1355,6 +1355,86 @@ int64_t BudgetMetric(Bidder& b, const std::string& kind) {
   return p == std::string::npos ? -1 : std::stoll(body.substr(p + key.size()));
 }
 
+// A bidder restarted while the coordinator is away: it reads its holdings back from the grants
+// topic, books the billing of a bid it made before the restart inside them, but makes no new bid
+// until a coordinator has answered it (an older holding may not include a return the process
+// before had sent); once a coordinator is back, it bids again.
+TEST_F(BidderIntegration, ARestartedLeasedBidderBooksItsEarlierBidsButBidsOnlyOnceAnswered) {
+  const BidderConfig cfg = LeasedConfig(dir_, "bidder-a", 10.0, 0.5);
+  Start(cfg);
+  const std::string brokers = bidder_->events().bootstrap();
+  BidderConfig cfg2 = cfg;
+  cfg2.state_path = dir_ + "/state2";
+  cfg2.kafka.spill_path = dir_ + "/spill2.jsonl";
+  cfg2.kafka.brokers = brokers;
+  cfg2.leases.name = "bidder-b";
+  budget::CoordinatorOptions co;
+  co.brokers = brokers;
+  co.daily_budget = {{1, cfg.advertisers[0].daily_budget}};
+  co.reclaim_every_ms = 100;
+  auto wait_for = [](auto f, int seconds) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+    while (std::chrono::steady_clock::now() < end) {
+      if (f()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return f();
+  };
+  int n = 0;
+  auto bid_on = [&](int port) {
+    Client c(port);
+    return c.Do(http::verb::post, "/openrtb2/bid", Request("rs-" + std::to_string(n++))).first ==
+           200;
+  };
+  std::string first_id;
+  double first_price = 0;
+  {
+    auto coordinator = std::make_unique<CoordinatorThread>(co);
+    ASSERT_TRUE(coordinator->status().ok()) << coordinator->status().message();
+    auto b = Bidder::Create(cfg2);
+    ASSERT_TRUE(b.ok()) << b.status().message();
+    Server server(**b, cfg2.listen);
+    auto port = server.Start();
+    ASSERT_TRUE(port.ok());
+    Client c(*port);
+    ASSERT_TRUE(wait_for(
+        [&] {
+          first_id = "rs-first-" + std::to_string(n++);
+          auto [status, body] = c.Do(http::verb::post, "/openrtb2/bid", Request(first_id));
+          if (status != 200) return false;
+          first_price = nlohmann::json::parse(body)["seatbid"][0]["bid"][0]["price"].get<double>();
+          return true;
+        },
+        30))
+        << "bidder b got no lease";
+    ASSERT_TRUE(wait_for([&] { return BudgetMetric(**b, "budget") > 0; }, 5));
+    server.Stop();
+    coordinator.reset();  // the coordinator goes away, then the bidder
+  }
+  // Restarted, with no coordinator to answer it.
+  auto b = Bidder::Create(cfg2);
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  Server server(**b, cfg2.listen);
+  auto port = server.Start();
+  ASSERT_TRUE(port.ok());
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_FALSE(bid_on(*port)) << "a new bid before any coordinator answered";
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  char p[32];
+  std::snprintf(p, sizeof p, "%.6f", first_price);
+  Client c(*port);
+  auto [st, body] = c.Do(http::verb::get, Notice("billing", first_id, 1, p));
+  EXPECT_EQ(st, 200);
+  EXPECT_EQ(body.rfind("refused", 0), std::string::npos) << body;
+  EXPECT_EQ((*b)->Spent(0).value(), std::llround(first_price * 1000));
+  // A coordinator again (restored from the grants topic): bids resume.
+  CoordinatorThread again(co);
+  ASSERT_TRUE(again.status().ok()) << again.status().message();
+  EXPECT_TRUE(wait_for([&] { return bid_on(*port); }, 30)) << "no bid once answered";
+  server.Stop();
+}
+
 // With Kafka gone the bidder cannot tell whether the coordinator has reclaimed its lease: after
 // leases.ttl_ms without a report taken it spends nothing new (its limit falls to what it has
 // committed), and when Kafka is back its lease applies again.
