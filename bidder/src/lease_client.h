@@ -1,10 +1,12 @@
-// The bidder's side of budget leases (docs/budget-leases.md): with `leases.enabled`, each budget
-// slot of the current day may commit only what the coordinator (`rtb budget`) has granted this
-// bidder. A thread checks the slots every `check_every_ms`: it asks for a horizon's worth at the
-// slot's recent rate when less than half of that is left (it gives nothing back yet), reports spend
-// and reservations every `report_every_ms` (its heartbeat), applies the holdings it reads on the
-// grants topic, and freezes every slot at what it has committed when Kafka has not taken a report
-// for `ttl_ms`.
+// The bidder's side of budget leases (docs/budget-leases.md, section 7): with `leases.enabled`,
+// each budget slot of the current day may commit only what the coordinator (`rtb budget`) has
+// granted this bidder, and no more than the cap of its last report Kafka took. A thread checks
+// the slots every `check_every_ms`: it asks for a lease's worth at the slot's recent rate (more,
+// with a `need`, when reservations were refused), gives back what it does not need when the pool
+// is dry (set aside until a holding confirms it), reports spend, reservations and caps every
+// `report_every_ms` (its heartbeat), applies the holdings it reads on the grants topic, and
+// freezes every slot at what it has committed when Kafka has not taken a report for `ttl_ms`. A
+// restarted bidder reads its holdings before it serves and bids on a slot only once answered.
 #pragma once
 
 #include <atomic>

@@ -85,10 +85,12 @@ struct LeaseClientConfig {
   std::string name;
   std::string requests_topic = "rtb.lease.requests";  // requests, returns, reports (produced)
   std::string grants_topic = "rtb.lease.grants";      // holdings (read, compacted)
-  int horizon_ms = 60'000;     // a lease covers this long at the slot's recent spend rate
-  double min_lease = 0.10;     // the least asked for at once, currency units (<= budget / 50)
-  int check_every_ms = 200;    // how often the slots' leases are checked
-  int report_every_ms = 2000;  // spend and reservations reported (the heartbeat)
+  int horizon_ms = 60'000;   // a lease covers this long at the slot's recent spend rate
+  double min_lease = 0.10;   // the least asked for at once, currency units (<= budget / 50)
+  int check_every_ms = 200;  // how often the slots' leases are checked
+  // Spend, reservations and each slot's cap reported (the heartbeat): a slot commits at most
+  // about three intervals of spend past its last acknowledged report.
+  int report_every_ms = 2000;
   // Kafka has not taken a report for this long: stop spending new money (the coordinator
   // reclaims a silent bidder's lease after its heartbeat timeout, which must be longer).
   int ttl_ms = 45000;
