@@ -179,6 +179,19 @@ struct LeaseClient::Impl {
     }
   }
 
+  // Gives back what slot k has set aside (s.aside), with the spend and reservations it leaves
+  // and its cap, under a new seq (a first send or a resend).
+  void SendReturn(int64_t day, size_t k, const BudgetLedger& ledger, Slot& s, int64_t now) {
+    const LeaseKey key = KeyOf(day, k);
+    const int64_t spent = ledger.spent(k).value();
+    budget::LeaseItem it{key.advertiser, key.arm, 0,
+                         s.aside,        spent,   ledger.committed(k).value() - spent - s.aside};
+    it.cap = s.cap - s.aside;
+    s.aside_seq = NextSeq();
+    s.aside_ms = now;
+    Send(budget::LeaseMsgType::kReturn, day, {it}, s.aside_seq);
+  }
+
   int64_t ArmBudgetOf(size_t slot) const {
     const size_t n = cfg->advertisers.size();
     return ArmBudget(cfg->advertisers[slot % n].daily_budget, static_cast<Arm>(slot / n),
@@ -249,14 +262,7 @@ struct LeaseClient::Impl {
       // A return the coordinator has not confirmed: send it again (a second copy can only give
       // back more than the bidder set aside, which lowers its limit, never raises it).
       if (s.aside > 0) {
-        if (now - s.aside_ms >= kResendMs) {
-          s.aside_seq = NextSeq();
-          s.aside_ms = now;
-          Send(budget::LeaseMsgType::kReturn, day,
-               {{key.advertiser, key.arm, 0, s.aside, ledger->spent(k).value(),
-                 committed - ledger->spent(k).value() - s.aside, 0, s.cap - s.aside}},
-               s.aside_seq);
-        }
+        if (now - s.aside_ms >= kResendMs) SendReturn(day, k, *ledger, s, now);
         continue;
       }
       const int64_t unspent = s.held - committed;
@@ -277,15 +283,9 @@ struct LeaseClient::Impl {
       if (s.synced && s.pool <= 0 && (fragment || (!blocked && unspent > keep + min_micros))) {
         const int64_t back = fragment ? unspent : unspent - keep;
         if (ledger->TrySetAside(k, Micros(back))) {
-          const int64_t spent = ledger->spent(k).value();
           s.aside = back;
-          s.aside_seq = NextSeq();
-          s.aside_ms = now;
           ++stats.returns;
-          Send(budget::LeaseMsgType::kReturn, day,
-               {{key.advertiser, key.arm, 0, back, spent,
-                 ledger->committed(k).value() - spent - back, 0, s.cap - back}},
-               s.aside_seq);
+          SendReturn(day, k, *ledger, s, now);
         }
         continue;
       }

@@ -1253,6 +1253,29 @@ BidderConfig LeasedConfig(const std::string& dir, const std::string& name, doubl
   return cfg;
 }
 
+// A second bidder process behind the same load balancer: its own state and spill file, the
+// first one's Kafka, its own lease name.
+BidderConfig SecondLeasedConfig(const BidderConfig& cfg, const std::string& dir,
+                                const std::string& brokers, const std::string& name) {
+  BidderConfig cfg2 = cfg;
+  cfg2.state_path = dir + "/state2";
+  cfg2.kafka.spill_path = dir + "/spill2.jsonl";
+  cfg2.kafka.brokers = brokers;
+  cfg2.leases.name = name;
+  return cfg2;
+}
+
+// Polls f every 20 ms for up to `seconds`.
+template <typename F>
+bool WaitFor(F f, int seconds) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (std::chrono::steady_clock::now() < end) {
+    if (f()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return f();
+}
+
 // `rtb budget` in process, serving on its own thread until destroyed.
 class CoordinatorThread {
  public:
@@ -1285,11 +1308,7 @@ TEST_F(BidderIntegration, TwoBiddersSharingBudgetsThroughLeasesNeverSpendMoreTha
   const BidderConfig cfg = LeasedConfig(dir_, "bidder-a", 1.0, 0.05);
   Start(cfg);
   const std::string brokers = bidder_->events().bootstrap();
-  BidderConfig cfg2 = cfg;
-  cfg2.state_path = dir_ + "/state2";
-  cfg2.kafka.spill_path = dir_ + "/spill2.jsonl";
-  cfg2.kafka.brokers = brokers;  // the same Kafka
-  cfg2.leases.name = "bidder-b";
+  const BidderConfig cfg2 = SecondLeasedConfig(cfg, dir_, brokers, "bidder-b");
   auto other = Bidder::Create(cfg2);
   ASSERT_TRUE(other.ok()) << other.status().message();
   Server other_server(**other, cfg2.listen);
@@ -1363,23 +1382,11 @@ TEST_F(BidderIntegration, ARestartedLeasedBidderBooksItsEarlierBidsButBidsOnlyOn
   const BidderConfig cfg = LeasedConfig(dir_, "bidder-a", 10.0, 0.5);
   Start(cfg);
   const std::string brokers = bidder_->events().bootstrap();
-  BidderConfig cfg2 = cfg;
-  cfg2.state_path = dir_ + "/state2";
-  cfg2.kafka.spill_path = dir_ + "/spill2.jsonl";
-  cfg2.kafka.brokers = brokers;
-  cfg2.leases.name = "bidder-b";
+  const BidderConfig cfg2 = SecondLeasedConfig(cfg, dir_, brokers, "bidder-b");
   budget::CoordinatorOptions co;
   co.brokers = brokers;
   co.daily_budget = {{1, cfg.advertisers[0].daily_budget}};
   co.reclaim_every_ms = 100;
-  auto wait_for = [](auto f, int seconds) {
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-    while (std::chrono::steady_clock::now() < end) {
-      if (f()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return f();
-  };
   int n = 0;
   auto bid_on = [&](int port) {
     Client c(port);
@@ -1397,7 +1404,7 @@ TEST_F(BidderIntegration, ARestartedLeasedBidderBooksItsEarlierBidsButBidsOnlyOn
     auto port = server.Start();
     ASSERT_TRUE(port.ok());
     Client c(*port);
-    ASSERT_TRUE(wait_for(
+    ASSERT_TRUE(WaitFor(
         [&] {
           first_id = "rs-first-" + std::to_string(n++);
           auto [status, body] = c.Do(http::verb::post, "/openrtb2/bid", Request(first_id));
@@ -1407,7 +1414,7 @@ TEST_F(BidderIntegration, ARestartedLeasedBidderBooksItsEarlierBidsButBidsOnlyOn
         },
         30))
         << "bidder b got no lease";
-    ASSERT_TRUE(wait_for([&] { return BudgetMetric(**b, "budget") > 0; }, 5));
+    ASSERT_TRUE(WaitFor([&] { return BudgetMetric(**b, "budget") > 0; }, 5));
     server.Stop();
     coordinator.reset();  // the coordinator goes away, then the bidder
   }
@@ -1431,7 +1438,7 @@ TEST_F(BidderIntegration, ARestartedLeasedBidderBooksItsEarlierBidsButBidsOnlyOn
   // A coordinator again (restored from the grants topic): bids resume.
   CoordinatorThread again(co);
   ASSERT_TRUE(again.status().ok()) << again.status().message();
-  EXPECT_TRUE(wait_for([&] { return bid_on(*port); }, 30)) << "no bid once answered";
+  EXPECT_TRUE(WaitFor([&] { return bid_on(*port); }, 30)) << "no bid once answered";
   server.Stop();
 }
 
@@ -1453,15 +1460,7 @@ TEST_F(BidderIntegration, WithoutKafkaPastTheLeaseTtlABidderSpendsNothingNewThen
     return client.Do(http::verb::post, "/openrtb2/bid", Request("ttl-" + std::to_string(n++)))
                .first == 200;
   };
-  auto wait_for = [](auto f, int seconds) {
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-    while (std::chrono::steady_clock::now() < end) {
-      if (f()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return f();
-  };
-  ASSERT_TRUE(wait_for(bid, 30)) << "no lease granted";
+  ASSERT_TRUE(WaitFor(bid, 30)) << "no lease granted";
   const int64_t lease = BudgetMetric(*bidder_, "budget");
   EXPECT_GT(lease, 0);
   EXPECT_LT(lease, cfg.advertisers[0].daily_budget.value());  // a slice, not the budget
@@ -1470,7 +1469,7 @@ TEST_F(BidderIntegration, WithoutKafkaPastTheLeaseTtlABidderSpendsNothingNewThen
   ASSERT_NE(mock, nullptr);
   for (int b = 1; b <= 3; ++b) mock->SetBrokerDown(b);
   // Frozen: the limit is what is committed, and no bid goes out.
-  ASSERT_TRUE(wait_for(
+  ASSERT_TRUE(WaitFor(
       [&] {
         return BudgetMetric(*bidder_, "budget") ==
                BudgetMetric(*bidder_, "spent") + BudgetMetric(*bidder_, "reserved");
@@ -1478,7 +1477,7 @@ TEST_F(BidderIntegration, WithoutKafkaPastTheLeaseTtlABidderSpendsNothingNewThen
       10));
   for (int i = 0; i < 20; ++i) EXPECT_FALSE(bid()) << "a bid while frozen";
   for (int b = 1; b <= 3; ++b) mock->SetBrokerUp(b);
-  EXPECT_TRUE(wait_for(bid, 30)) << "no bid after Kafka came back";
+  EXPECT_TRUE(WaitFor(bid, 30)) << "no bid after Kafka came back";
   EXPECT_GT(BudgetMetric(*bidder_, "budget"),
             BudgetMetric(*bidder_, "spent") + BudgetMetric(*bidder_, "reserved"));
 }

@@ -37,15 +37,43 @@ std::map<std::string, int64_t> LatestHeld(const std::string& brokers) {
 }
 
 void Send(kafka::Producer& p, LeaseMsgType type, const std::string& bidder,
-          std::vector<LeaseItem> items) {
+          std::vector<LeaseItem> items, int64_t seq = 0) {
   LeaseMessage m;
   m.type = type;
   m.bidder = bidder;
   m.day = 1;
   m.ts_ms = NowUnixMs();
+  m.seq = seq;
   m.items = std::move(items);
   ASSERT_TRUE(
       p.Produce("rtb.lease.requests", kafka::kAnyPartition, bidder, EncodeLeaseMessage(m)).ok());
+}
+
+// The mock cluster with the two lease topics.
+std::unique_ptr<kafka::MockCluster> LeaseCluster() {
+  auto mock = kafka::MockCluster::Start(3);
+  EXPECT_TRUE(mock.ok()) << mock.status().message();
+  if (!mock.ok()) return nullptr;
+  EXPECT_TRUE((*mock)->CreateTopic("rtb.lease.requests", 4, 3).ok());
+  EXPECT_TRUE((*mock)->CreateTopic("rtb.lease.grants", 1, 3).ok());
+  return std::move(*mock);
+}
+
+// The market of these tests: advertiser 7, a budget of 10.00, half of it the learned arm's.
+CoordinatorOptions MarketOptions(const std::string& brokers) {
+  CoordinatorOptions opt;
+  opt.brokers = brokers;
+  opt.daily_budget = {{7, Micros::FromUnits(10.0)}};
+  opt.learned_share = 0.5;
+  return opt;
+}
+
+std::unique_ptr<kafka::Producer> RequestsProducer(const std::string& brokers) {
+  kafka::Producer::Options po;
+  po.bootstrap = brokers;
+  auto producer = kafka::Producer::Create(po);
+  EXPECT_TRUE(producer.ok());
+  return producer.ok() ? std::move(*producer) : nullptr;
 }
 
 // Stops and joins a coordinator's thread however the test ends.
@@ -69,15 +97,10 @@ bool WaitFor(F f, std::chrono::milliseconds limit) {
 }
 
 TEST(Coordinator, GrantsNeverExceedTheBudgetReclaimsSilentBiddersAndResumesFromItsTopic) {
-  auto mock = kafka::MockCluster::Start(3);
-  ASSERT_TRUE(mock.ok()) << mock.status().message();
-  const std::string brokers = (*mock)->bootstrap();
-  ASSERT_TRUE((*mock)->CreateTopic("rtb.lease.requests", 4, 3).ok());
-  ASSERT_TRUE((*mock)->CreateTopic("rtb.lease.grants", 1, 3).ok());
-  CoordinatorOptions opt;
-  opt.brokers = brokers;
-  opt.daily_budget = {{7, Micros::FromUnits(10.0)}};
-  opt.learned_share = 0.5;
+  auto mock = LeaseCluster();
+  ASSERT_NE(mock, nullptr);
+  const std::string brokers = mock->bootstrap();
+  CoordinatorOptions opt = MarketOptions(brokers);
   opt.lease.heartbeat_timeout_ms = 3000;
   opt.lease.billing_window_ms = 1000;
   opt.lease.max_pool_share = 1.0;  // first come, first served: the pool empties
@@ -88,11 +111,9 @@ TEST(Coordinator, GrantsNeverExceedTheBudgetReclaimsSilentBiddersAndResumesFromI
   std::thread run([&] { EXPECT_TRUE((*co)->Run(stop).ok()); });
   Joiner join_run{stop, run};
 
-  kafka::Producer::Options po;
-  po.bootstrap = brokers;
-  auto producer = kafka::Producer::Create(po);
-  ASSERT_TRUE(producer.ok());
-  kafka::Producer& p = **producer;
+  auto producer = RequestsProducer(brokers);
+  ASSERT_NE(producer, nullptr);
+  kafka::Producer& p = *producer;
   // Three bidders ask at once, 5 times each, for 0.40 each time: 6.00 asked of 5.00.
   std::vector<std::thread> bidders;
   for (int b = 0; b < 3; ++b) {
@@ -177,15 +198,10 @@ std::optional<LeaseGrant> LatestOf(const std::string& brokers, const std::string
 }
 
 TEST(Coordinator, AReturnIsConfirmedByAHoldingThatHasSeenItAndItsMoneyGoesToTheNextAsker) {
-  auto mock = kafka::MockCluster::Start(3);
-  ASSERT_TRUE(mock.ok()) << mock.status().message();
-  const std::string brokers = (*mock)->bootstrap();
-  ASSERT_TRUE((*mock)->CreateTopic("rtb.lease.requests", 4, 3).ok());
-  ASSERT_TRUE((*mock)->CreateTopic("rtb.lease.grants", 1, 3).ok());
-  CoordinatorOptions opt;
-  opt.brokers = brokers;
-  opt.daily_budget = {{7, Micros::FromUnits(10.0)}};
-  opt.learned_share = 0.5;
+  auto mock = LeaseCluster();
+  ASSERT_NE(mock, nullptr);
+  const std::string brokers = mock->bootstrap();
+  CoordinatorOptions opt = MarketOptions(brokers);
   opt.lease.max_pool_share = 0.5;
   opt.group_id = "rtb-budget-returns";
   auto co = Coordinator::Create(opt);
@@ -193,20 +209,11 @@ TEST(Coordinator, AReturnIsConfirmedByAHoldingThatHasSeenItAndItsMoneyGoesToTheN
   std::atomic<bool> stop{false};
   std::thread run([&] { EXPECT_TRUE((*co)->Run(stop).ok()); });
   Joiner join_run{stop, run};
-  kafka::Producer::Options po;
-  po.bootstrap = brokers;
-  auto producer = kafka::Producer::Create(po);
-  ASSERT_TRUE(producer.ok());
-  kafka::Producer& p = **producer;
+  auto producer = RequestsProducer(brokers);
+  ASSERT_NE(producer, nullptr);
+  kafka::Producer& p = *producer;
   auto send = [&](LeaseMsgType type, const std::string& bidder, int64_t seq, LeaseItem item) {
-    LeaseMessage m;
-    m.type = type;
-    m.bidder = bidder;
-    m.day = 1;
-    m.seq = seq;
-    m.items = {item};
-    ASSERT_TRUE(
-        p.Produce("rtb.lease.requests", kafka::kAnyPartition, bidder, EncodeLeaseMessage(m)).ok());
+    Send(p, type, bidder, {item}, seq);
     ASSERT_TRUE(p.Flush(5000).ok());
   };
   // a asks for everything: the pool share cap gives it half; a need past the cap is met.
