@@ -111,8 +111,12 @@ HttpResult Bidder::HandleBid(std::string_view body, int64_t received_us, Request
   opt.agents = m.agents;
   opt.index_of = &m.index_of;
   opt.clusters = m.default_clusters.get();
+  // Whether the whole budget has money left: with leases, what this bidder holds plus what the
+  // rest of the budget has (headroom), so that an advertiser whose lease ran dry stays a
+  // candidate (and is counted in `computed`, as with one bidder) while its lease is refilled.
   opt.has_budget = [&ledger, slot0](size_t k) {
-    return ledger.budget(slot0 + k).value() - ledger.spent(slot0 + k).value() >=
+    return ledger.budget(slot0 + k).value() - ledger.spent(slot0 + k).value() +
+               ledger.headroom(slot0 + k).value() >=
            kMinBudgetLeftMicros;
   };
   if (!req->test) {  // test requests never touch a budget
@@ -132,14 +136,26 @@ HttpResult Bidder::HandleBid(std::string_view body, int64_t received_us, Request
   std::vector<Candidate> sent;
   std::vector<int> per_imp(req->imps.size(), 0);
   bool budget_limited = false;
-  for (const Candidate& c : d.bids) {
+  for (Candidate& c : d.bids) {
     if (per_imp[c.imp_index] >= m.cfg.max_bids_per_imp) continue;
     if (!req->test) {
+      const size_t slot = slot0 + c.advertiser_index;
       const Key128 key = BidKey(req->id, req->imps[c.imp_index].id, c.advertiser);
-      const Micros charge((c.price.value() + 999) / 1000);
-      if (!ledger.bids_open(slot0 + c.advertiser_index) ||
-          !ledger.TryReserve(slot0 + c.advertiser_index, key, charge, now_ms,
-                             now_ms + m.cfg.reservation_timeout_ms)) {
+      const int64_t deadline_ms = now_ms + m.cfg.reservation_timeout_ms;
+      bool reserved = ledger.bids_open(slot) &&
+                      ledger.TryReserve(slot, key, MaxCharge(c.price), now_ms, deadline_ms);
+      if (!reserved && ledger.bids_open(slot)) {
+        // The lease (with one bidder: the budget) has less room than the bid can charge: bid
+        // what the room allows, as one bidder does at its budget's end (CapBidToBudget). The
+        // refusal above already made the lease client ask for more.
+        if (auto lowered =
+                LowerToRoom(c, ledger.budget(slot).value() - ledger.committed(slot).value(),
+                            req->imps[c.imp_index].bidfloor)) {
+          reserved = ledger.TryReserve(slot, key, MaxCharge(lowered->price), now_ms, deadline_ms);
+          if (reserved) c = *lowered;
+        }
+      }
+      if (!reserved) {
         budget_limited = true;
         continue;
       }

@@ -177,4 +177,14 @@ Decision DecideBids(const BidRequest& req, const std::vector<Advertiser>& advert
   return d;
 }
 
+std::optional<Candidate> LowerToRoom(const Candidate& c, int64_t room_micros, Micros floor) {
+  if (room_micros < kMinBudgetLeftMicros || !(c.pctr > 0)) return std::nullopt;
+  Candidate out = c;
+  out.cpc = CapBidToBudget(c.cpc, c.pctr, room_micros, ChargeBasis::kExpected);
+  out.price = CpmPrice(out.cpc, c.pctr);
+  if (MaxCharge(out.price).value() > room_micros) out.price = Micros(room_micros * 1000);
+  if (out.price.value() <= 0 || out.price < floor) return std::nullopt;
+  return out;
+}
+
 }  // namespace rtb::bidder

@@ -108,6 +108,30 @@ TEST(BidLogic, CapsEachBidToTheBudgetLeftAsTheSimulatorDoes) {
   }
 }
 
+// A bid whose reservation a lease cannot cover is lowered to the room it has, as a bid is at a
+// budget's end; never under the floor, never with no room.
+TEST(BidLogic, LowerToRoomFitsOneImpressionInTheRoomOrGivesNothing) {
+  Candidate c;
+  c.pctr = 0.02;
+  c.cpc = Micros::FromUnits(1.0);  // CPM 20.00: one impression charges up to 20,000 micros
+  c.price = CpmPrice(c.cpc, c.pctr);
+  ASSERT_EQ(MaxCharge(c.price).value(), 20'000);
+  const auto lowered = LowerToRoom(c, 7'000, Micros(0));
+  ASSERT_TRUE(lowered.has_value());
+  EXPECT_LE(MaxCharge(lowered->price).value(), 7'000);
+  EXPECT_GT(MaxCharge(lowered->price).value(), 6'900);  // as much of the room as it can
+  EXPECT_EQ(lowered->cpc, CapBidToBudget(c.cpc, c.pctr, 7'000, ChargeBasis::kExpected));
+  EXPECT_EQ(lowered->price, CpmPrice(lowered->cpc, c.pctr));
+  // Room enough: unchanged.
+  EXPECT_EQ(LowerToRoom(c, 50'000, Micros(0))->price, c.price);
+  // Under the floor (a CPM of 7.00 against 8.00), no room, or no pCTR: nothing.
+  EXPECT_FALSE(LowerToRoom(c, 7'000, Micros::FromUnits(8.0)).has_value());
+  EXPECT_FALSE(LowerToRoom(c, kMinBudgetLeftMicros - 1, Micros(0)).has_value());
+  Candidate no_ctr = c;
+  no_ctr.pctr = 0;
+  EXPECT_FALSE(LowerToRoom(no_ctr, 7'000, Micros(0)).has_value());
+}
+
 TEST(BidLogic, FloorsCurrencyBlocksAndFallback) {
   Predictor p;
   auto advs = Advertisers();

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -78,6 +79,14 @@ struct DecideOptions {
   // one impression never charges more (CapBidToBudget, core/bid.h); empty = no cap.
   std::function<int64_t(size_t)> budget_left;
 };
+
+// The most one impression at a CPM price can charge (micros, rounded up): what a bid reserves.
+inline Micros MaxCharge(Micros cpm_price) { return Micros((cpm_price.value() + 999) / 1000); }
+
+// The candidate with its bid lowered so that its largest charge fits in room_micros (the budget
+// rule, CapBidToBudget), or nothing when there is no room or the lowered price is under the
+// floor. The bid path uses it when a reservation at the full price is refused.
+std::optional<Candidate> LowerToRoom(const Candidate& c, int64_t room_micros, Micros floor);
 
 Decision DecideBids(const BidRequest& req, const std::vector<Advertiser>& advertisers,
                     const Predictor& predictor, const PolicySnapshot* policy,
