@@ -81,10 +81,13 @@ BudgetLedger* DayLedgers::Get(int64_t day) {
     }
     // Sharing budgets with other bidders: nothing more than what was spent until the lease
     // client applies this bidder's leases (LeaseClient).
+    std::vector<bool> open(budgets.size(), false);
     if (cfg_->leases.enabled) {
       for (size_t k = 0; k < budgets.size(); ++k) {
-        const int64_t held = lease_view_ ? lease_view_(day, k) : 0;
-        budgets[k] = Micros(std::max(spent[k].value(), std::min(budgets[k].value(), held)));
+        const LeaseView v = lease_view_ ? lease_view_(day, k) : LeaseView{};
+        open[k] = v.open_limit >= 0;
+        budgets[k] = Micros(std::max(
+            spent[k].value(), std::min(budgets[k].value(), open[k] ? v.open_limit : v.held)));
       }
     }
     // The first day's tables are sized for the expected traffic (a bidder restarted under
@@ -94,7 +97,7 @@ BudgetLedger* DayLedgers::Get(int64_t day) {
                                               : 0;
     it = ledgers_.emplace(day, std::make_unique<BudgetLedger>(budgets, spent, expected)).first;
     if (cfg_->leases.enabled) {
-      for (size_t k = 0; k < budgets.size(); ++k) it->second->SetBidsOpen(k, false);
+      for (size_t k = 0; k < budgets.size(); ++k) it->second->SetBidsOpen(k, open[k]);
     }
   }
   if (day > cur_day_.load()) {
@@ -104,9 +107,9 @@ BudgetLedger* DayLedgers::Get(int64_t day) {
   return it->second.get();
 }
 
-void DayLedgers::SetLeaseView(std::function<int64_t(int64_t, size_t)> held) {
+void DayLedgers::SetLeaseView(std::function<LeaseView(int64_t, size_t)> view) {
   std::lock_guard<std::mutex> l(mu_);
-  lease_view_ = std::move(held);
+  lease_view_ = std::move(view);
 }
 
 void DayLedgers::ExpireBefore(int64_t now_ms, int max_per_shard) {

@@ -61,9 +61,15 @@ class DayLedgers {
   // Expires reservations past their deadline on every day, at most max_per_shard per shard.
   void ExpireBefore(int64_t now_ms, int max_per_shard);
   // With leases: what this bidder holds of (day, slot) as the grants topic last said, so that a
-  // day's ledger starts at its lease (a notice right after a restart books inside it); empty
-  // = nothing known. New bids wait on every slot of a new ledger until the lease client opens it.
-  void SetLeaseView(std::function<int64_t(int64_t, size_t)> held);
+  // day's ledger starts at its lease (a notice right after a restart books inside it), and the
+  // limit new bids may use from the day's first request when the lease client has the slot
+  // answered and capped already (a day it prepared: LeaseClient::ReadyDays); otherwise new
+  // bids wait on the slot until the lease client opens it. Empty = nothing known.
+  struct LeaseView {
+    int64_t held = 0;
+    int64_t open_limit = -1;  // -1: bids closed
+  };
+  void SetLeaseView(std::function<LeaseView(int64_t, size_t)> view);
 
  private:
   const BidderConfig* cfg_;
@@ -72,7 +78,7 @@ class DayLedgers {
   std::atomic<BudgetLedger*> cur_ledger_{nullptr};
   std::mutex mu_;
   std::map<int64_t, std::unique_ptr<BudgetLedger>> ledgers_;  // GUARDED_BY(mu_)
-  std::function<int64_t(int64_t, size_t)> lease_view_;        // GUARDED_BY(mu_)
+  std::function<LeaseView(int64_t, size_t)> lease_view_;      // GUARDED_BY(mu_)
 };
 
 constexpr int kNoBidReasons = 7;

@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "bidder_impl.h"
+#include "lease_client.h"
 
 namespace rtb::bidder {
 
@@ -86,6 +87,14 @@ HttpResult Bidder::Metrics() const {
   line("rtb_kafka_queue{where=\"spill\"} %llu\n", (unsigned long long)s.spill_pending);
   const PolicySnapshot* p = m.policy.Current();
   const int64_t now = NowUnixMs();
+  if (m.leases != nullptr) {
+    o += "# HELP rtb_lease_day_ready Budget days whose every lease is answered and capped (bids "
+         "can start at the day's first request).\n# TYPE rtb_lease_day_ready gauge\n";
+    const auto [today, next] = m.leases->ReadyDays();
+    for (const int64_t d : {today, next}) {
+      if (d >= 0) line("rtb_lease_day_ready{day=\"%s\"} 1\n", DayName(d).c_str());
+    }
+  }
   o += "# HELP rtb_policy_version Version of the action table in use (0 = none).\n"
        "# TYPE rtb_policy_version gauge\n";
   line("rtb_policy_version %llu\n", (unsigned long long)(p ? p->table.version : 0));

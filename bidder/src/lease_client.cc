@@ -50,7 +50,8 @@ struct LeaseClient::Impl {
     int64_t aside_ms = 0;   // when it was sent (resent after kResendMs without an answer)
   };
   static constexpr int64_t kResendMs = 5'000;
-  static constexpr int64_t kSoonestReportMs = 20;  // between reports a cap asks for
+  static constexpr int64_t kLeastPrepared = 1'000;  // micros: the least a prepared day asks for
+  static constexpr int64_t kSoonestReportMs = 20;   // between reports a cap asks for
   // What the client did since the last stats line (logged every kStatsEveryMs with asks).
   struct Stats {
     int64_t asks = 0, answers = 0, zero = 0, answer_ms = 0, answer_ms_max = 0, blocked = 0,
@@ -58,13 +59,35 @@ struct LeaseClient::Impl {
   } stats;
   static constexpr int64_t kStatsEveryMs = 10'000;
   int64_t next_stats_ms = 0;
+  int64_t next_prepare_ms = 0;                         // PrepareDay's next pass
+  std::atomic<int64_t> ready_day{-1}, ready_next{-1};  // ReadyDays()
+
+  // Whether every slot of `day` is answered (synced) and has its cap on Kafka.
+  bool Ready(int64_t day) const {
+    for (size_t k = 0; k < Slots(); ++k) {
+      const auto it = slots.find({day, k});
+      if (it == slots.end() || !it->second.synced || it->second.reported_cap < 0) return false;
+    }
+    return true;
+  }
   std::map<std::pair<int64_t, size_t>, Slot> slots;
   // What the grants topic says this bidder holds, for DayLedgers (read from request threads).
   std::mutex held_mu;
-  std::map<std::pair<int64_t, size_t>, int64_t> held_known;  // GUARDED_BY(held_mu)
+  std::map<std::pair<int64_t, size_t>, DayLedgers::LeaseView> held_known;  // GUARDED_BY(held_mu)
+
+  // What a new ledger of `day` starts slot k at (DayLedgers::LeaseView): its holding, and, once
+  // answered and capped, the limit Check would give it.
+  void PublishView(int64_t day, size_t k, const Slot& s) {
+    DayLedgers::LeaseView v{s.held, -1};
+    if (s.synced && s.reported_cap >= 0 && !frozen) {
+      v.open_limit = std::min({s.held, ArmBudgetOf(k), s.cap});
+    }
+    std::lock_guard<std::mutex> l(held_mu);
+    held_known[{day, k}] = v;
+  }
   int64_t last_report_ok_ms = 0, next_report_ms = 0, last_report_ms = 0;
   bool report_soon = false;  // a slot's cap holds bids back: report before the interval is up
-  bool frozen = false;
+  std::atomic<bool> frozen{false};      // read by the lease view too
   int64_t first_seq = 0, last_seq = 0;  // this process's message numbers
   double answer_ms = 100;       // how long answers take, smoothed: asks come that much earlier
   std::vector<int64_t> charge;  // per slot: the largest bid charge seen on any day
@@ -147,11 +170,8 @@ struct LeaseClient::Impl {
     s.left = g->left;
     if (g->bidder != name) return;
     s.held = g->held;
-    {
-      std::lock_guard<std::mutex> l(held_mu);
-      held_known[{g->key.day, slot}] = g->held;
-    }
     if (first_seq > 0 && g->seen >= first_seq) s.synced = true;
+    PublishView(g->key.day, slot, s);
     if (s.aside > 0 && g->seen >= s.aside_seq) {
       // The holding includes the return: the limit falls to it (and the cap by the amount)
       // first, then the set-aside amount leaves committed, so no bid ever sees the room twice.
@@ -199,12 +219,51 @@ struct LeaseClient::Impl {
         .value();
   }
 
+  // The least slot k asks for at once: `min_lease`, but never more than a fiftieth of a small
+  // budget (so that one bidder's first ask does not hold what the others' traffic needs), and
+  // never less than one and a half of the largest bid charge seen (up to half the budget): a
+  // sparse campaign's one bid a minute must not wait for its lease.
+  int64_t MinLease(size_t k) const {
+    const int64_t arm_budget = ArmBudgetOf(k);
+    const int64_t min_lease = Micros::FromUnits(cfg->leases.min_lease).value();
+    const int64_t c = k < charge.size() ? charge[k] : 0;
+    return std::max(std::min(min_lease, std::max<int64_t>(1'000, arm_budget / 50)),
+                    std::min(arm_budget / 2, c * 3 / 2));
+  }
+
+  // Tomorrow's leases, asked for from the start of today: the next day's first requests find
+  // every slot answered and its cap on Kafka, instead of no-bidding (or, behind an exchange
+  // whose clock runs as fast as the bidders answer, losing much of the day's start) while the
+  // first asks travel. Unanswered slots ask again each second.
+  void PrepareDay(int64_t day, int64_t now) {
+    if (now < next_prepare_ms) return;
+    next_prepare_ms = now + 1'000;
+    std::vector<budget::LeaseItem> asks;
+    for (size_t k = 0; k < Slots(); ++k) {
+      Slot& s = slots[{day, k}];
+      if (s.synced || (s.asked_ms >= 0 && now - s.asked_ms < 1'000)) continue;
+      const LeaseKey key = KeyOf(day, k);
+      // What this bidder committed of the slot the day before (its share of the traffic), up to
+      // a minimum lease: a bidder that sees a tenth of a small budget's requests does not hold
+      // half of it all day.
+      int64_t first = MinLease(k);
+      if (const auto y = slots.find({day - 2, k}); y != slots.end()) {
+        first = std::min(first, std::max<int64_t>(kLeastPrepared, y->second.last_committed));
+      }
+      const int64_t want = std::max<int64_t>(0, std::min(first, ArmBudgetOf(k)) - s.held);
+      asks.push_back({key.advertiser, key.arm, want, 0, 0, 0, 0});
+      s.asked_ms = now;
+      s.last_want = want;
+      ++stats.asks;
+    }
+    if (!asks.empty()) Send(budget::LeaseMsgType::kRequest, day, std::move(asks));
+  }
+
   void Check(int64_t now) {
     const int64_t day = days->CurrentDay();
     BudgetLedger* ledger = days->Current();
     if (ledger == nullptr || day < 0) return;
     const LeaseClientConfig& lc = cfg->leases;
-    const int64_t min_lease = Micros::FromUnits(lc.min_lease).value();
     std::vector<budget::LeaseItem> asks;
     for (size_t k = 0; k < Slots() && k < ledger->advertisers(); ++k) {
       Slot& s = slots[{day, k}];
@@ -218,16 +277,10 @@ struct LeaseClient::Impl {
       s.last_committed = committed;
       s.last_ms = now;
       const int64_t arm_budget = ArmBudgetOf(k);
-      // The least asked for at once, and never more than a fiftieth of a small budget (so that
-      // one bidder's first ask does not hold what the others' traffic needs).
-      // And never less than one and a half of the largest bid charge seen (up to half the
-      // budget): a sparse campaign's one bid a minute must not wait for its lease.
       if (charge.size() < Slots()) charge.resize(Slots(), 0);
       charge[k] =
           std::max({charge[k], ledger->max_charge(k).value(), ledger->last_refused(k).value()});
-      const int64_t min_micros =
-          std::max(std::min(min_lease, std::max<int64_t>(1'000, arm_budget / 50)),
-                   std::min(arm_budget / 2, charge[k] * 3 / 2));
+      const int64_t min_micros = MinLease(k);
       // The slot's limit: its lease (never above its share of the budget), or what it has
       // committed while frozen. Until a holding includes this process's messages, new bids
       // wait (a return the process before a restart sent may not be in it yet), but notices of
@@ -312,23 +365,59 @@ struct LeaseClient::Impl {
       }
     }
     if (!asks.empty()) Send(budget::LeaseMsgType::kRequest, day, std::move(asks));
+    if (!frozen) PrepareDay(day + 1, now);
+    if (ready_day.load() != day && !frozen && Ready(day)) ready_day.store(day);
+    if (ready_next.load() != day + 1 && !frozen && Ready(day + 1)) ready_next.store(day + 1);
   }
 
   // Spend, reservations and caps of the current day: every slot (`full`), or those that
-  // changed since the last report Kafka took. A report Kafka takes renews the TTL and moves each
-  // slot's cap on; any report, even empty, is the heartbeat.
+  // changed since the last report Kafka took; and the caps of the next day's slots that changed
+  // (PrepareDay: nothing is spent there yet). A report Kafka takes renews the TTL and moves
+  // each slot's cap on; any report, even empty, is the heartbeat.
   void Report(int64_t now, bool full) {
     last_report_ms = now;
     report_soon = false;
     const int64_t day = days->CurrentDay();
     BudgetLedger* ledger = days->Current();
     if (ledger == nullptr || day < 0) return;
+    std::vector<std::pair<size_t, int64_t>> caps, next_caps;  // (slot, cap) once Kafka has it
+    bool sent = Send(budget::LeaseMsgType::kReport, day, ReportItems(day, ledger, full, &caps));
+    auto next_items = ReportItems(day + 1, nullptr, false, &next_caps);
+    if (!next_items.empty()) {
+      sent = Send(budget::LeaseMsgType::kReport, day + 1, std::move(next_items)) && sent;
+    }
+    if (sent && producer->Flush(std::max(100, cfg->leases.report_every_ms)).ok()) {
+      last_report_ok_ms = now;
+      for (const auto& [d, c] : {std::pair{day, &caps}, std::pair{day + 1, &next_caps}}) {
+        for (const auto& [k, cap] : *c) {
+          Slot& s = slots[{d, k}];
+          s.cap = cap;
+          s.reported_cap = cap;
+          PublishView(d, k, s);
+        }
+      }
+      if (frozen) log::Get("lease").info("lease client: Kafka is back; leases apply again");
+      frozen = false;
+    } else {
+      for (const auto& [k, cap] : caps) slots[{day, k}].reported_cap = -1;  // send it again
+      for (const auto& [k, cap] : next_caps) slots[{day + 1, k}].reported_cap = -1;
+    }
+  }
+
+  // One day's report items (a day without a ledger yet has nothing committed), and each slot's
+  // new cap.
+  std::vector<budget::LeaseItem> ReportItems(int64_t day, const BudgetLedger* ledger, bool full,
+                                             std::vector<std::pair<size_t, int64_t>>* caps) {
     std::vector<budget::LeaseItem> items;
-    std::vector<std::pair<size_t, int64_t>> caps;  // (slot, cap) once Kafka has the report
-    for (size_t k = 0; k < Slots() && k < ledger->advertisers(); ++k) {
+    for (size_t k = 0; k < Slots() && (ledger == nullptr || k < ledger->advertisers()); ++k) {
+      if (ledger == nullptr && slots.find({day, k}) == slots.end()) continue;
       const LeaseKey key = KeyOf(day, k);
       Slot& s = slots[{day, k}];
-      const int64_t committed = ledger->committed(k).value(), spent = ledger->spent(k).value();
+      const int64_t committed = ledger != nullptr ? ledger->committed(k).value() : 0;
+      const int64_t spent = ledger != nullptr ? ledger->spent(k).value() : 0;
+      if (ledger == nullptr) {  // as Check sizes it, before any spend
+        s.slack = std::max({s.slack, MinLease(k), 2 * (k < charge.size() ? charge[k] : 0)});
+      }
       // Unsynced, a restarted bidder may book notices up to its holding; synced, up to the cap.
       const int64_t cap = s.synced ? std::max(committed, std::min(s.held, committed + s.slack))
                                    : std::max(committed, std::min(s.held, ArmBudgetOf(k)));
@@ -340,23 +429,11 @@ struct LeaseClient::Impl {
       budget::LeaseItem it{key.advertiser, key.arm, 0, 0, spent, reserved};
       it.cap = cap - s.aside;
       items.push_back(it);
-      caps.emplace_back(k, cap);
+      caps->emplace_back(k, cap);
       s.reported_spent = spent;
       s.reported_reserved = reserved;
     }
-    const bool sent = Send(budget::LeaseMsgType::kReport, day, std::move(items));
-    if (sent && producer->Flush(std::max(100, cfg->leases.report_every_ms)).ok()) {
-      last_report_ok_ms = now;
-      for (const auto& [k, cap] : caps) {
-        Slot& s = slots[{day, k}];
-        s.cap = cap;
-        s.reported_cap = cap;
-      }
-      if (frozen) log::Get("lease").info("lease client: Kafka is back; leases apply again");
-      frozen = false;
-    } else {
-      for (const auto& [k, cap] : caps) slots[{day, k}].reported_cap = -1;  // send it again
-    }
+    return items;
   }
 
   void Run() {
@@ -399,6 +476,10 @@ struct LeaseClient::Impl {
 
 LeaseClient::LeaseClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
+std::pair<int64_t, int64_t> LeaseClient::ReadyDays() const {
+  return {impl_->ready_day.load(), impl_->ready_next.load()};
+}
+
 LeaseClient::~LeaseClient() {
   impl_->days->SetLeaseView(nullptr);
   impl_->stop = true;
@@ -434,7 +515,9 @@ Result<std::unique_ptr<LeaseClient>> LeaseClient::Start(const BidderConfig* cfg,
   days->SetLeaseView([raw](int64_t day, size_t slot) {
     std::lock_guard<std::mutex> l(raw->held_mu);
     const auto it = raw->held_known.find({day, slot});
-    return it == raw->held_known.end() ? int64_t{0} : it->second;
+    DayLedgers::LeaseView v = it == raw->held_known.end() ? DayLedgers::LeaseView{} : it->second;
+    if (raw->frozen.load()) v.open_limit = -1;  // no new money while Kafka takes no report
+    return v;
   });
   m->thread = std::thread([raw] { raw->Run(); });
   log::Get("lease").info("lease client {}: budgets shared through {} / {}", raw->name,

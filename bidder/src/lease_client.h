@@ -27,6 +27,11 @@ class LeaseClient {
                                                     const std::string& bootstrap, std::string name);
   ~LeaseClient();  // stops the thread
 
+  // The budget days (the current one and the next) whose every slot has been answered by the
+  // coordinator and has its cap on Kafka: the bidder can bid on that day from its first request
+  // (PrepareDay asks for the next day's leases as the current one starts). -1: none.
+  std::pair<int64_t, int64_t> ReadyDays() const;
+
   struct Impl;
 
  private:

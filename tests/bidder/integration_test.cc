@@ -1442,6 +1442,51 @@ TEST_F(BidderIntegration, ARestartedLeasedBidderBooksItsEarlierBidsButBidsOnlyOn
   server.Stop();
 }
 
+// The next day's leases are asked for as a day starts: before the next day's first request the
+// bidder's /metrics says the day is ready, the coordinator has granted it, and that request is
+// bid at once (without them it would wait for its asks, as the first day's first requests do).
+TEST_F(BidderIntegration, ALeasedBidderHoldsTheNextDaysLeasesBeforeItsFirstRequest) {
+  BidderConfig cfg = LeasedConfig(dir_, "bidder-a", 10.0, 0.5);
+  cfg.simulation_hooks = true;  // ext.sim's clock picks the budget day
+  Start(cfg);
+  budget::CoordinatorOptions co;
+  co.brokers = bidder_->events().bootstrap();
+  co.daily_budget = {{1, cfg.advertisers[0].daily_budget}};
+  co.learned_share = cfg.ab.learned_share;
+  CoordinatorThread coordinator(co);
+  ASSERT_TRUE(coordinator.status().ok()) << coordinator.status().message();
+  auto sim_request = [](const std::string& id, int64_t t_ms) {
+    std::string r = Request(id);
+    r.pop_back();  // the closing brace
+    return r + R"(,"ext":{"sim":{"t":)" + std::to_string(t_ms) + "}}}";
+  };
+  Client c(port_);
+  int n = 0;
+  // The first simulated day: its first requests wait for the asks they start.
+  EXPECT_NE(c.Do(http::verb::post, "/openrtb2/bid", sim_request("d0-first", 1000)).first, 200);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return c.Do(http::verb::post, "/openrtb2/bid",
+                    sim_request("d0-" + std::to_string(n++), 2000))
+                   .first == 200;
+      },
+      30))
+      << "no lease for the first day";
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return bidder_->Metrics().body.find("rtb_lease_day_ready{day=\"sim-1\"} 1") !=
+               std::string::npos;
+      },
+      10))
+      << "the next day's leases were not ready";
+  constexpr int64_t kFirstSimDay = int64_t{1} << 40;  // the bidder's day number of sim day 0
+  const int64_t held = coordinator->ledger().Held("bidder-a", {kFirstSimDay + 1, 1, 0});
+  EXPECT_GT(held, 0);
+  EXPECT_LE(held, cfg.advertisers[0].daily_budget.value());
+  EXPECT_EQ(c.Do(http::verb::post, "/openrtb2/bid", sim_request("d1-first", kDayMs + 1000)).first,
+            200);
+}
+
 // With Kafka gone the bidder cannot tell whether the coordinator has reclaimed its lease: after
 // leases.ttl_ms without a report taken it spends nothing new (its limit falls to what it has
 // committed), and when Kafka is back its lease applies again.
