@@ -17,6 +17,7 @@
 #include "rtb/core/ab.h"
 #include "rtb/core/auction.h"
 #include "rtb/core/clock.h"
+#include "rtb/core/log.h"
 #include "rtb/core/rng.h"
 #include "rtb/kafka/kafka.h"
 
@@ -219,6 +220,9 @@ struct Exchange::Impl {
               size_t competitors, int64_t day_index, size_t r, bool value_on_notice, Local& loc);
 
   Result<uint64_t> PolicyVersion();
+  // Before a day's traffic: every bidder starts the day and (with wait_for_policy), if it shares
+  // budgets, has its leases for it (its /metrics says rtb_lease_day_ready), up to policy_wait_ms.
+  Status OpenDay(int64_t day_index);
   void PlayRequest(Conn& conn, const sim::Day& day, int64_t day_index, size_t r, Local& loc);
   void PlayTrafficRequest(Conn& conn, const TrafficDay& day, int64_t day_index, size_t r,
                           Local& loc);
@@ -486,6 +490,40 @@ Result<uint64_t> Exchange::Impl::PolicyVersion() {
   return lowest;
 }
 
+Status Exchange::Impl::OpenDay(int64_t day_index) {
+  // A test request (never charged, no candidates) at the day's first instant: each bidder starts
+  // the day's budgets and, sharing them, asks for its leases.
+  const std::string body = "{\"id\":\"open-d" + std::to_string(day_index) +
+                           "\",\"imp\":[{\"id\":\"1\",\"banner\":{\"w\":300,\"h\":250}}],"
+                           "\"site\":{\"id\":\"sim\"},\"test\":1,\"cur\":[\"USD\"],"
+                           "\"ext\":{\"sim\":{\"t\":" +
+                           std::to_string(day_index * kDayMs) + ",\"cand\":[]}}}";
+  const std::string ready =
+      "\nrtb_lease_day_ready{day=\"sim-" + std::to_string(day_index) + "\"} 1";
+  const auto deadline = Clock::now() + std::chrono::milliseconds(cfg.policy_wait_ms);
+  for (auto& control : controls) {
+    RTB_RETURN_IF_ERROR(control->Do(http::verb::post, cfg.bid_path, body).status());
+    while (cfg.wait_for_policy) {
+      auto r = control->Do(http::verb::get, "/metrics", "");
+      if (!r.ok()) return r.status();
+      // A bidder that shares no budget has no leases to wait for.
+      if (r->body.find("\nrtb_lease_day_ready") == std::string::npos &&
+          r->body.find("# TYPE rtb_lease_day_ready") == std::string::npos) {
+        break;
+      }
+      if (r->body.find(ready) != std::string::npos) break;
+      if (Clock::now() > deadline) {
+        log::Get("exchange")
+            .warn("exchange: a bidder's leases for day {} were not ready in {} ms", day_index,
+                  cfg.policy_wait_ms);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  return Status::Ok();
+}
+
 std::vector<int64_t> Exchange::RequestsPerBidder() const {
   std::vector<int64_t> v;
   for (size_t b = 0; b < impl_->targets.size(); ++b) v.push_back(impl_->sent_to[b].load());
@@ -534,6 +572,7 @@ Result<DayAccount> Exchange::Impl::PlaySteps(
       per_bidder.push_back(std::make_unique<Conn>(host, port, m.cfg.io_timeout_ms));
     }
   }
+  if (m.cfg.open_days) RTB_RETURN_IF_ERROR(m.OpenDay(day_index));
   for (int step = 0; step < steps; ++step) {
     std::atomic<size_t> next{begins[static_cast<size_t>(step)]};
     const size_t end = begins[static_cast<size_t>(step) + 1];

@@ -47,9 +47,15 @@ struct ExchangeConfig {
   // Kafka: step-end markers (empty brokers: none are published).
   std::string brokers;
   std::string clock_topic = "rtb.clock";
-  // After each step: wait (up to policy_wait_ms) until the bidder serves the next table.
+  // After each step: wait (up to policy_wait_ms) until the bidder serves the next table (and
+  // before each day, for its leases: open_days).
   bool wait_for_policy = true;
   int policy_wait_ms = 30000;
+  // Before each day's traffic, open the day on every bidder (a test request at its first
+  // instant) and, with wait_for_policy, wait up to policy_wait_ms until the bidders that share
+  // budgets have their leases for it: the exchange's clock runs as fast as bidders answer, so a
+  // day's start would otherwise pass in the time the first asks take.
+  bool open_days = true;
   uint64_t seed = 1;  // sampled outcomes
   // The bidder's A/B test (its ab.learned_share and ab.salt): the exchange assigns each
   // request's user to the same arm as the bidder does (core/ab.h) and keeps its accounting per
