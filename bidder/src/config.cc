@@ -127,6 +127,7 @@ Result<BidderConfig> LoadBidderConfig(const std::string& path) {
   le.Get("ttl_ms", &c.leases.ttl_ms);
   le.Check(c.leases.ttl_ms > c.leases.report_every_ms, "ttl_ms",
            "must be longer than report_every_ms");
+  le.Get("lower_bids", &c.leases.lower_bids);
 
   std::set<uint32_t> ids;
   for (ConfigMap a : root.List("advertisers")) {

@@ -1487,6 +1487,47 @@ TEST_F(BidderIntegration, ALeasedBidderHoldsTheNextDaysLeasesBeforeItsFirstReque
             200);
 }
 
+// A lease too short for a bid's largest charge: with leases.lower_bids the bid is lowered to the
+// lease's room (its first bid is at most the first lease), without it none is made until a
+// larger lease comes (its first bid is at the full price).
+TEST_F(BidderIntegration, ABidTheLeaseCannotCoverIsLoweredToItsRoomOrNotMade) {
+  for (const bool lower : {true, false}) {
+    SCOPED_TRACE(lower ? "lower_bids" : "no lower_bids");
+    // Leases of 0.005 (5,000 micros) at first, against about 9,000 a bid.
+    BidderConfig cfg = LeasedConfig(dir_, lower ? "bidder-low" : "bidder-full", 10.0, 0.005);
+    cfg.leases.lower_bids = lower;
+    Start(cfg);
+    budget::CoordinatorOptions co;
+    co.brokers = bidder_->events().bootstrap();
+    co.daily_budget = {{1, cfg.advertisers[0].daily_budget}};
+    co.learned_share = cfg.ab.learned_share;
+    CoordinatorThread coordinator(co);
+    ASSERT_TRUE(coordinator.status().ok()) << coordinator.status().message();
+    Client c(port_);
+    int n = 0;
+    double first_price = 0;
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          auto [status, body] =
+              c.Do(http::verb::post, "/openrtb2/bid",
+                   Request(std::string(lower ? "l-" : "f-") + std::to_string(n++)));
+          if (status != 200) return false;
+          first_price = nlohmann::json::parse(body)["seatbid"][0]["bid"][0]["price"].get<double>();
+          return true;
+        },
+        30))
+        << "no bid";
+    if (lower) {
+      EXPECT_LE(first_price, 5.0 + 1e-6);  // CPM: one impression charges at most 5,000 micros
+      EXPECT_GT(first_price, 0.01);
+    } else {
+      EXPECT_GT(first_price, 8.0);
+    }
+    server_.reset();
+    bidder_.reset();
+  }
+}
+
 // With Kafka gone the bidder cannot tell whether the coordinator has reclaimed its lease: after
 // leases.ttl_ms without a report taken it spends nothing new (its limit falls to what it has
 // committed), and when Kafka is back its lease applies again.

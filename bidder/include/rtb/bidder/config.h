@@ -94,6 +94,12 @@ struct LeaseClientConfig {
   // Kafka has not taken a report for this long: stop spending new money (the coordinator
   // reclaims a silent bidder's lease after its heartbeat timeout, which must be longer).
   int ttl_ms = 45000;
+  // A bid whose largest charge the lease cannot cover: lowered to what the lease has room for
+  // (as a bid is at a budget's end), or (false) not made, so that bids stay those one bidder
+  // would make. Lowering delivers budgets of only a few bids far better; in the demo's market it
+  // also makes the manual arm's bids cheaper, so A/B ratios differ from one bidder's
+  // (docs/budget-leases.md, section 8).
+  bool lower_bids = true;
 };
 
 struct MarketConfig {
