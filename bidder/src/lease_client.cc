@@ -51,7 +51,9 @@ struct LeaseClient::Impl {
   };
   static constexpr int64_t kResendMs = 5'000;
   static constexpr int64_t kLeastPrepared = 1'000;  // micros: the least a prepared day asks for
-  static constexpr int64_t kSoonestReportMs = 20;   // between reports a cap asks for
+  static constexpr int64_t kKeptDays = 2;  // days before the current one whose slots are kept
+  int64_t pruned_for = -1;                 // the current day when Prune last ran
+  static constexpr int64_t kSoonestReportMs = 20;  // between reports a cap asks for
   // What the client did since the last stats line (logged every kStatsEveryMs with asks).
   struct Stats {
     int64_t asks = 0, answers = 0, zero = 0, answer_ms = 0, answer_ms_max = 0, blocked = 0,
@@ -259,10 +261,22 @@ struct LeaseClient::Impl {
     if (!asks.empty()) Send(budget::LeaseMsgType::kRequest, day, std::move(asks));
   }
 
+  // Forgets the slots of days before the last kKeptDays (a bidder runs for months): what is
+  // held there is no longer reported, and a new ledger of such a day (a late notice after a
+  // restart) starts at its spend.
+  void Prune(int64_t day) {
+    pruned_for = day;
+    const std::pair<int64_t, size_t> first{day - kKeptDays, 0};
+    slots.erase(slots.begin(), slots.lower_bound(first));
+    std::lock_guard<std::mutex> l(held_mu);
+    held_known.erase(held_known.begin(), held_known.lower_bound(first));
+  }
+
   void Check(int64_t now) {
     const int64_t day = days->CurrentDay();
     BudgetLedger* ledger = days->Current();
     if (ledger == nullptr || day < 0) return;
+    if (day != pruned_for) Prune(day);
     const LeaseClientConfig& lc = cfg->leases;
     std::vector<budget::LeaseItem> asks;
     for (size_t k = 0; k < Slots() && k < ledger->advertisers(); ++k) {
