@@ -45,9 +45,11 @@ struct LeaseClient::Impl {
     int64_t slack = 0;          // how far past what is committed a report sets the cap
     int64_t reported_cap = -1;  // the cap, spent and reserved in the last report Kafka took
     int64_t reported_spent = -1, reported_reserved = -1;
-    int64_t aside = 0;      // set aside for a return the coordinator has not confirmed
-    int64_t aside_seq = 0;  // the return's message
-    int64_t aside_ms = 0;   // when it was sent (resent after kResendMs without an answer)
+    int64_t aside = 0;             // set aside for a return the coordinator has not confirmed
+    int64_t aside_seq = 0;         // the return's message
+    int64_t aside_ms = 0;          // when it was sent (resent after kResendMs without an answer)
+    int64_t wanted = 0;            // others' unmet needs, from the last holding (a recall)
+    int64_t last_blocked_ms = -1;  // when a reservation was last refused
   };
   static constexpr int64_t kResendMs = 5'000;
   static constexpr int64_t kLeastPrepared = 1'000;  // micros: the least a prepared day asks for
@@ -172,6 +174,7 @@ struct LeaseClient::Impl {
     s.left = g->left;
     if (g->bidder != name) return;
     s.held = g->held;
+    s.wanted = g->wanted;
     if (first_seq > 0 && g->seen >= first_seq) s.synced = true;
     PublishView(g->key.day, slot, s);
     if (s.aside > 0 && g->seen >= s.aside_seq) {
@@ -333,6 +336,23 @@ struct LeaseClient::Impl {
         continue;
       }
       const int64_t unspent = s.held - committed;
+      if (blocked) s.last_blocked_ms = now;
+      // Others wait for money of this budget (a recall): a slot not refused itself within a
+      // horizon gives back, up to what they want, all it holds beyond a horizon of its own
+      // recent commit rate.
+      if (s.wanted > 0 && s.synced && unspent > 0 &&
+          (s.last_blocked_ms < 0 || now - s.last_blocked_ms > lc.horizon_ms)) {
+        const int64_t own =
+            static_cast<int64_t>(s.rate * (lc.horizon_ms / 1000.0 + answer_ms / 1000.0));
+        const int64_t back = std::min(s.wanted, unspent - own);
+        s.wanted = 0;
+        if (back >= kLeastPrepared && ledger->TrySetAside(k, Micros(back))) {
+          s.aside = back;
+          ++stats.returns;
+          SendReturn(day, k, *ledger, s, now);
+          continue;
+        }
+      }
       if (s.asked_ms >= 0 && now - s.asked_ms < 1'000) continue;  // waiting for the answer
       // Sizes in seconds of the slot's recent commit rate: a lease covers the horizon plus the
       // time an answer takes; a slot asks when what it has left covers less than half a

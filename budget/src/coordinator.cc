@@ -20,6 +20,61 @@ struct Coordinator::Impl {
   std::unique_ptr<kafka::Producer> producer;
   std::unique_ptr<kafka::Consumer> consumer;
   std::map<std::pair<LeaseKey, std::string>, int64_t> published;  // what the topic says
+  using Granted = std::map<std::pair<LeaseKey, std::string>, int64_t>;
+  // Needs the pool could not meet, per budget and bidder (what is missing, since when). The
+  // other holders of the budget are asked to give back (`wanted` on their holdings), and what
+  // comes back goes to these bidders first. A need stands until met, asked again, or kWantedMs.
+  struct Want {
+    int64_t need = 0;
+    int64_t since_ms = 0;
+  };
+  std::map<LeaseKey, std::map<std::string, Want>> wanted;
+  static constexpr int64_t kWantedMs = 2'000;
+
+  // What the other bidders wait for of a budget (a holding's `wanted`).
+  int64_t WantedFrom(const LeaseKey& key, const std::string& bidder, int64_t now) const {
+    const auto it = wanted.find(key);
+    if (it == wanted.end()) return 0;
+    int64_t sum = 0;
+    for (const auto& [b, w] : it->second) {
+      if (b != bidder && now - w.since_ms <= kWantedMs) sum += w.need;
+    }
+    return sum;
+  }
+
+  // A need went unmet: publish the holdings of the other bidders that hold some of the budget,
+  // with `wanted` (they give back what they do not use).
+  void Recall(const LeaseKey& key, const std::string& asker, Granted* granted) {
+    for (const auto& [b, seq] : seen_seq) {
+      if (b != asker && ledger.Held(b, key) > 0) (*granted)[{key, b}] += 0;
+    }
+  }
+
+  // Money came back to the pool: to the bidders waiting for it, oldest first.
+  void ServeWaiting(const LeaseKey& key, int64_t now, Granted* granted) {
+    const auto it = wanted.find(key);
+    if (it == wanted.end()) return;
+    for (auto w = it->second.begin(); w != it->second.end();) {
+      if (now - w->second.since_ms > kWantedMs) {
+        w = it->second.erase(w);
+        continue;
+      }
+      if (ledger.Of(key).pool() <= 0) break;
+      const int64_t g = ledger.Request(w->first, key, w->second.need, now, w->second.need);
+      (*granted)[{key, w->first}] += g;
+      w->second.need -= g;
+      w = w->second.need <= 0 ? it->second.erase(w) : std::next(w);
+    }
+    if (it->second.empty()) wanted.erase(it);
+  }
+
+  // Drops the needs nobody met in time.
+  void ForgetOldWants(int64_t now) {
+    for (auto it = wanted.begin(); it != wanted.end();) {
+      std::erase_if(it->second, [&](const auto& w) { return now - w.second.since_ms > kWantedMs; });
+      it = it->second.empty() ? wanted.erase(it) : std::next(it);
+    }
+  }
   mutable std::mutex counters_mu;
   Counters counters;
 
@@ -38,8 +93,7 @@ struct Coordinator::Impl {
 
   // Publishes the holdings a batch answered or changed (`granted`), and after a reclaim
   // (`all`) every holding that differs from what the topic says.
-  Status PublishChanges(const std::map<std::pair<LeaseKey, std::string>, int64_t>& granted,
-                        bool all) {
+  Status PublishChanges(const Granted& granted, bool all) {
     std::vector<LeaseLedger::Lease> changed;
     if (all) {
       changed = ledger.Leases();
@@ -64,6 +118,7 @@ struct Coordinator::Impl {
       g.ts_ms = NowUnixMs();
       const auto si = seen_seq.find(l.bidder);
       g.seen = si == seen_seq.end() ? 0 : si->second;
+      g.wanted = WantedFrom(l.key, l.bidder, g.ts_ms);
       RTB_RETURN_IF_ERROR(producer->Produce(opt.grants_topic, kafka::kAnyPartition,
                                             LeaseGrantKey(l.key, l.bidder), EncodeLeaseGrant(g)));
       published[id] = l.held;
@@ -73,7 +128,7 @@ struct Coordinator::Impl {
     return Status::Ok();
   }
 
-  void Apply(const LeaseMessage& m, std::map<std::pair<LeaseKey, std::string>, int64_t>* granted) {
+  void Apply(const LeaseMessage& m, Granted* granted) {
     const int64_t now = NowUnixMs();
     ledger.Heartbeat(m.bidder, now);
     int64_t& seen_of = seen_seq[m.bidder];
@@ -89,6 +144,12 @@ struct Coordinator::Impl {
         case LeaseMsgType::kRequest: {
           const int64_t g = ledger.Request(m.bidder, key, i.want, now, i.need);
           (*granted)[{key, m.bidder}] += g;  // answered even when 0: the bidder waits for it
+          if (i.need > g) {
+            wanted[key][m.bidder] = {i.need - g, now};
+            Recall(key, m.bidder, granted);
+          } else if (const auto w = wanted.find(key); w != wanted.end()) {
+            w->second.erase(m.bidder);
+          }
           break;
         }
         case LeaseMsgType::kReturn:
@@ -97,6 +158,7 @@ struct Coordinator::Impl {
           ledger.Report(m.bidder, key, i.spent, i.reserved, now, i.cap);
           ledger.Return(m.bidder, key, i.amount, now);
           (*granted)[{key, m.bidder}] += 0;
+          ServeWaiting(key, now, granted);
           break;
         case LeaseMsgType::kReport:
           ledger.Report(m.bidder, key, i.spent, i.reserved, now, i.cap);
@@ -220,6 +282,7 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
       next_status = now + kStatusEveryMs;
     }
     if (now >= next_reclaim) {
+      m.ForgetOldWants(now);
       const int r = m.ledger.Reclaim(now);
       reclaimed = true;  // a reservation released after the billing window counts no reclaim
       if (r > 0) {

@@ -258,6 +258,74 @@ TEST(Coordinator, AReturnIsConfirmedByAHoldingThatHasSeenItAndItsMoneyGoesToTheN
   EXPECT_EQ((*co)->ledger().Of(kKey).held, kArmBudget);
 }
 
+// A need the pool cannot meet is a recall: the other holders' holdings are published with
+// `wanted`, and what one of them gives back goes to the waiting bidder without its asking again.
+TEST(Coordinator, AnUnmetNeedAsksTheOtherHoldersBackAndWhatComesBackGoesToTheWaitingBidder) {
+  auto mock = LeaseCluster();
+  ASSERT_NE(mock, nullptr);
+  const std::string brokers = mock->bootstrap();
+  CoordinatorOptions opt = MarketOptions(brokers);
+  opt.group_id = "rtb-budget-recall";
+  auto co = Coordinator::Create(opt);
+  ASSERT_TRUE(co.ok()) << co.status().message();
+  std::atomic<bool> stop{false};
+  std::thread run([&] { EXPECT_TRUE((*co)->Run(stop).ok()); });
+  Joiner join_run{stop, run};
+  auto producer = RequestsProducer(brokers);
+  ASSERT_NE(producer, nullptr);
+  kafka::Producer& p = *producer;
+  auto send = [&](LeaseMsgType type, const std::string& bidder, int64_t seq, LeaseItem item) {
+    Send(p, type, bidder, {item}, seq);
+    ASSERT_TRUE(p.Flush(5000).ok());
+  };
+  std::optional<LeaseGrant> g;
+  auto latest = [&](const std::string& bidder, int64_t seen) {
+    return WaitFor(
+        [&] {
+          g = LatestOf(brokers, bidder);
+          return g.has_value() && g->seen >= seen;
+        },
+        10s);
+  };
+  // a takes the whole budget (its need); b then needs 1.00 of a dry pool.
+  send(LeaseMsgType::kRequest, "a", 1, {7, 0, kArmBudget, 0, 0, 0, kArmBudget});
+  ASSERT_TRUE(WaitFor([&] { return (*co)->ledger().Held("a", kKey) == kArmBudget; }, 10s));
+  send(LeaseMsgType::kRequest, "b", 1, {7, 0, 1'000'000, 0, 0, 0, 1'000'000});
+  ASSERT_TRUE(latest("b", 1));
+  EXPECT_EQ(g->held, 0);
+  EXPECT_EQ(g->wanted, 0);  // its own need is not asked of it
+  // a's holding is published again, asking for b's need.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        g = LatestOf(brokers, "a");
+        return g.has_value() && g->wanted > 0;
+      },
+      10s));
+  EXPECT_EQ(g->wanted, 1'000'000);
+  EXPECT_EQ(g->held, kArmBudget);
+  // a gives back 1.50: b gets its 1.00 at once, 0.50 stays in the pool, nobody waits any more.
+  send(LeaseMsgType::kReturn, "a", 2, {7, 0, 0, 1'500'000, 0, 0});
+  ASSERT_TRUE(WaitFor([&] { return (*co)->ledger().Held("b", kKey) == 1'000'000; }, 10s));
+  EXPECT_EQ((*co)->ledger().Held("a", kKey), kArmBudget - 1'500'000);
+  EXPECT_EQ((*co)->ledger().Of(kKey).pool(), 500'000);
+  ASSERT_TRUE(latest("b", 1));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        g = LatestOf(brokers, "b");
+        return g.has_value() && g->held == 1'000'000;
+      },
+      10s));
+  EXPECT_EQ(g->granted, 1'000'000);
+  ASSERT_TRUE(latest("a", 2));
+  EXPECT_EQ(g->wanted, 0);
+  // A need the pool meets asks nobody back.
+  send(LeaseMsgType::kRequest, "b", 2, {7, 0, 200'000, 0, 0, 0, 200'000});
+  ASSERT_TRUE(latest("b", 2));
+  EXPECT_EQ(g->held, 1'200'000);
+  ASSERT_TRUE(latest("a", 2));
+  EXPECT_EQ(g->wanted, 0);
+}
+
 TEST(LeaseMessages, RoundTripAndClearErrors) {
   LeaseMessage m;
   m.type = LeaseMsgType::kReport;
@@ -278,6 +346,11 @@ TEST(LeaseMessages, RoundTripAndClearErrors) {
   EXPECT_EQ(gb->held, 900);
   EXPECT_EQ(gb->left, 400);
   EXPECT_EQ(gb->seen, 123'456);
+  EXPECT_EQ(gb->wanted, 0);
+  g.wanted = 250;
+  gb = DecodeLeaseGrant(EncodeLeaseGrant(g));
+  ASSERT_TRUE(gb.ok());
+  EXPECT_EQ(gb->wanted, 250);
   // A request's need and every message's seq; a return carries what it leaves spent/reserved.
   m.type = LeaseMsgType::kRequest;
   m.seq = 99;
@@ -311,6 +384,10 @@ TEST(LeaseMessages, RoundTripAndClearErrors) {
       EXPECT_NE(r.status().message().find("lease message"), std::string::npos);
     }
   }
+  auto neg = DecodeLeaseGrant(
+      R"({"format":"rtb.lease_grant","schema_version":1,"bidder":"a","day":1,"adv":3,"arm":"learned","held":5,"wanted":-1})");
+  ASSERT_FALSE(neg.ok());
+  EXPECT_NE(neg.status().message().find("wanted"), std::string::npos);
 }
 
 }  // namespace

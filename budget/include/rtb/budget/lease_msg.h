@@ -52,6 +52,9 @@ struct LeaseGrant {
   // this: `held` includes every return and request up to it. The bidder lets a returned amount
   // go from its books only then, and a restarted bidder trusts a holding only from then.
   int64_t seen = 0;
+  // Other bidders' needs of this budget the pool could not meet (a recall: a bidder not using
+  // its lease gives back up to this much); 0 = none.
+  int64_t wanted = 0;
 };
 
 std::string EncodeLeaseGrant(const LeaseGrant& g);
