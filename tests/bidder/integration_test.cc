@@ -1528,6 +1528,62 @@ TEST_F(BidderIntegration, ABidTheLeaseCannotCoverIsLoweredToItsRoomOrNotMade) {
   }
 }
 
+// A recall: bidder a holds the whole of a budget of under three bids and sits idle (it would keep
+// it: it holds less than two of its leases); bidder b, whose bid the pool cannot cover, waits
+// with a need. The coordinator asks a back (`wanted`), a gives back what it does not use, and b
+// gets it without asking again: b bids.
+TEST_F(BidderIntegration, AnIdleBidderGivesBackWhatAnotherNeedsAndThatOneBids) {
+  BidderConfig cfg = LeasedConfig(dir_, "bidder-a", 0.024, 0.005);  // about 9,000 micros a bid
+  cfg.ab.learned_share = 1.0;
+  cfg.leases.lower_bids = false;  // b bids at the full price or not at all
+  Start(cfg);
+  const std::string brokers = bidder_->events().bootstrap();
+  const BidderConfig cfg2 = SecondLeasedConfig(cfg, dir_, brokers, "bidder-b");
+  auto other = Bidder::Create(cfg2);
+  ASSERT_TRUE(other.ok()) << other.status().message();
+  Server other_server(**other, cfg2.listen);
+  auto other_port = other_server.Start();
+  ASSERT_TRUE(other_port.ok());
+  budget::CoordinatorOptions co;
+  co.brokers = brokers;
+  co.daily_budget = {{1, cfg.advertisers[0].daily_budget}};
+  co.learned_share = 1.0;
+  CoordinatorThread coordinator(co);
+  ASSERT_TRUE(coordinator.status().ok()) << coordinator.status().message();
+  const LeaseKey key{NowUnixMs() / kDayMs, 1, 0};
+  // a bids (each bid lost, so nothing is spent) until it holds the whole budget.
+  Client ca(port_);
+  int n = 0;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const std::string id = "ra-" + std::to_string(n++);
+        if (ca.Do(http::verb::post, "/openrtb2/bid", Request(id)).first == 200) {
+          ca.Do(http::verb::get, Notice("loss", id, 1, "0"));
+        }
+        return coordinator->ledger().Of(key).pool() == 0 &&
+               coordinator->ledger().Held("bidder-a", key) > 0;
+      },
+      30))
+      << "a never held the whole budget: pool " << coordinator->ledger().Of(key).pool();
+  const int64_t a_held = coordinator->ledger().Held("bidder-a", key);
+  ASSERT_LT(a_held, 2 * 13'500);  // under two of a's leases: without a recall it keeps them
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // a idle past its horizon
+  // b's first request finds no lease; its need brings a's money.
+  Client cb(*other_port);
+  EXPECT_NE(cb.Do(http::verb::post, "/openrtb2/bid", Request("rb-first")).first, 200);
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return cb.Do(http::verb::post, "/openrtb2/bid", Request("rb-" + std::to_string(n++)))
+                   .first == 200;
+      },
+      15))
+      << "b got nothing back from a";
+  EXPECT_LT(coordinator->ledger().Held("bidder-a", key), a_held);
+  EXPECT_GT(coordinator->ledger().Held("bidder-b", key), 0);
+  EXPECT_LE(coordinator->ledger().Of(key).held, cfg.advertisers[0].daily_budget.value());
+  other_server.Stop();
+}
+
 // With Kafka gone the bidder cannot tell whether the coordinator has reclaimed its lease: after
 // leases.ttl_ms without a report taken it spends nothing new (its limit falls to what it has
 // committed), and when Kafka is back its lease applies again.
