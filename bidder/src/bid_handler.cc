@@ -142,10 +142,9 @@ HttpResult Bidder::HandleBid(std::string_view body, int64_t received_us, Request
       const size_t slot = slot0 + c.advertiser_index;
       const Key128 key = BidKey(req->id, req->imps[c.imp_index].id, c.advertiser);
       const int64_t deadline_ms = now_ms + m.cfg.reservation_timeout_ms;
-      bool reserved = ledger.bids_open(slot) &&
-                      ledger.TryReserve(slot, key, MaxCharge(c.price), now_ms, deadline_ms);
-      if (!reserved && ledger.bids_open(slot) &&
-          (m.cfg.leases.lower_bids || !m.cfg.leases.enabled)) {
+      const bool open = ledger.bids_open(slot);
+      bool reserved = open && ledger.TryReserve(slot, key, MaxCharge(c.price), now_ms, deadline_ms);
+      if (!reserved && open && (m.cfg.leases.lower_bids || !m.cfg.leases.enabled)) {
         // The lease (with one bidder: the budget) has less room than the bid can charge: bid
         // what the room allows, as one bidder does at its budget's end (CapBidToBudget). The
         // refusal above already made the lease client ask for more.

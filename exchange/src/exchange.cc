@@ -507,10 +507,7 @@ Status Exchange::Impl::OpenDay(int64_t day_index) {
       auto r = control->Do(http::verb::get, "/metrics", "");
       if (!r.ok()) return r.status();
       // A bidder that shares no budget has no leases to wait for.
-      if (r->body.find("\nrtb_lease_day_ready") == std::string::npos &&
-          r->body.find("# TYPE rtb_lease_day_ready") == std::string::npos) {
-        break;
-      }
+      if (r->body.find("# TYPE rtb_lease_day_ready") == std::string::npos) break;
       if (r->body.find(ready) != std::string::npos) break;
       if (Clock::now() > deadline) {
         log::Get("exchange")

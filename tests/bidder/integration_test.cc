@@ -1302,23 +1302,41 @@ class CoordinatorThread {
   std::thread thread_;
 };
 
+// The coordinator's market for a leased config: advertiser 1's budget, split as cfg splits it.
+budget::CoordinatorOptions MarketOf(const BidderConfig& cfg, const std::string& brokers) {
+  budget::CoordinatorOptions co;
+  co.brokers = brokers;
+  co.daily_budget = {{1, cfg.advertisers[0].daily_budget}};
+  co.learned_share = cfg.ab.learned_share;
+  return co;
+}
+
+// A second bidder process (SecondLeasedConfig), serving; the server stops before the bidder.
+struct SecondBidder {
+  std::unique_ptr<Bidder> bidder;
+  std::unique_ptr<Server> server;
+  int port = 0;
+};
+void StartSecond(const BidderConfig& cfg2, SecondBidder* b) {
+  auto created = Bidder::Create(cfg2);
+  ASSERT_TRUE(created.ok()) << created.status().message();
+  b->bidder = std::move(*created);
+  b->server = std::make_unique<Server>(*b->bidder, cfg2.listen);
+  auto port = b->server->Start();
+  ASSERT_TRUE(port.ok());
+  b->port = *port;
+}
+
 // Two bidders behind one load balancer share every budget through `rtb budget` (leases over
 // Kafka): together they never commit more than a budget, and both get to spend it.
 TEST_F(BidderIntegration, TwoBiddersSharingBudgetsThroughLeasesNeverSpendMoreThanABudget) {
   const BidderConfig cfg = LeasedConfig(dir_, "bidder-a", 1.0, 0.05);
   Start(cfg);
   const std::string brokers = bidder_->events().bootstrap();
-  const BidderConfig cfg2 = SecondLeasedConfig(cfg, dir_, brokers, "bidder-b");
-  auto other = Bidder::Create(cfg2);
-  ASSERT_TRUE(other.ok()) << other.status().message();
-  Server other_server(**other, cfg2.listen);
-  auto other_port = other_server.Start();
-  ASSERT_TRUE(other_port.ok());
+  SecondBidder other;
+  ASSERT_NO_FATAL_FAILURE(StartSecond(SecondLeasedConfig(cfg, dir_, brokers, "bidder-b"), &other));
   // The coordinator, in process.
-  budget::CoordinatorOptions co;
-  co.brokers = brokers;
-  co.daily_budget = {{1, cfg.advertisers[0].daily_budget}};
-  co.learned_share = 1.0;
+  budget::CoordinatorOptions co = MarketOf(cfg, brokers);
   co.lease.max_pool_share = 0.5;
   co.reclaim_every_ms = 100;
   CoordinatorThread coordinator(co);
@@ -1351,15 +1369,15 @@ TEST_F(BidderIntegration, TwoBiddersSharingBudgetsThroughLeasesNeverSpendMoreTha
     }
   };
   std::thread ta(traffic, port_, "a-", &bids_a);
-  std::thread tb(traffic, *other_port, "b-", &bids_b);
+  std::thread tb(traffic, other.port, "b-", &bids_b);
   ta.join();
   tb.join();
   const int64_t budget = cfg.advertisers[0].daily_budget.value();
-  const int64_t spent = bidder_->Spent(0).value() + (*other)->Spent(0).value();
+  const int64_t spent = bidder_->Spent(0).value() + other.bidder->Spent(0).value();
   EXPECT_LE(spent, budget);
   EXPECT_GE(spent, budget * 9 / 10) << "leases left the budget unspent";
   EXPECT_GT(bidder_->Spent(0).value(), budget / 10);  // both bidders spent a real part of it
-  EXPECT_GT((*other)->Spent(0).value(), budget / 10);
+  EXPECT_GT(other.bidder->Spent(0).value(), budget / 10);
   EXPECT_GT(bids_a.load(), 0);
   EXPECT_GT(bids_b.load(), 0);
   const auto t = coordinator->ledger().Of({NowUnixMs() / kDayMs, 1, 0});
@@ -1383,9 +1401,7 @@ TEST_F(BidderIntegration, ARestartedLeasedBidderBooksItsEarlierBidsButBidsOnlyOn
   Start(cfg);
   const std::string brokers = bidder_->events().bootstrap();
   const BidderConfig cfg2 = SecondLeasedConfig(cfg, dir_, brokers, "bidder-b");
-  budget::CoordinatorOptions co;
-  co.brokers = brokers;
-  co.daily_budget = {{1, cfg.advertisers[0].daily_budget}};
+  budget::CoordinatorOptions co = MarketOf(cfg, brokers);
   co.reclaim_every_ms = 100;
   int n = 0;
   auto bid_on = [&](int port) {
@@ -1449,11 +1465,7 @@ TEST_F(BidderIntegration, ALeasedBidderHoldsTheNextDaysLeasesBeforeItsFirstReque
   BidderConfig cfg = LeasedConfig(dir_, "bidder-a", 10.0, 0.5);
   cfg.simulation_hooks = true;  // ext.sim's clock picks the budget day
   Start(cfg);
-  budget::CoordinatorOptions co;
-  co.brokers = bidder_->events().bootstrap();
-  co.daily_budget = {{1, cfg.advertisers[0].daily_budget}};
-  co.learned_share = cfg.ab.learned_share;
-  CoordinatorThread coordinator(co);
+  CoordinatorThread coordinator(MarketOf(cfg, bidder_->events().bootstrap()));
   ASSERT_TRUE(coordinator.status().ok()) << coordinator.status().message();
   auto sim_request = [](const std::string& id, int64_t t_ms) {
     std::string r = Request(id);
@@ -1497,11 +1509,7 @@ TEST_F(BidderIntegration, ABidTheLeaseCannotCoverIsLoweredToItsRoomOrNotMade) {
     BidderConfig cfg = LeasedConfig(dir_, lower ? "bidder-low" : "bidder-full", 10.0, 0.005);
     cfg.leases.lower_bids = lower;
     Start(cfg);
-    budget::CoordinatorOptions co;
-    co.brokers = bidder_->events().bootstrap();
-    co.daily_budget = {{1, cfg.advertisers[0].daily_budget}};
-    co.learned_share = cfg.ab.learned_share;
-    CoordinatorThread coordinator(co);
+    CoordinatorThread coordinator(MarketOf(cfg, bidder_->events().bootstrap()));
     ASSERT_TRUE(coordinator.status().ok()) << coordinator.status().message();
     Client c(port_);
     int n = 0;
@@ -1538,17 +1546,9 @@ TEST_F(BidderIntegration, AnIdleBidderGivesBackWhatAnotherNeedsAndThatOneBids) {
   cfg.leases.lower_bids = false;  // b bids at the full price or not at all
   Start(cfg);
   const std::string brokers = bidder_->events().bootstrap();
-  const BidderConfig cfg2 = SecondLeasedConfig(cfg, dir_, brokers, "bidder-b");
-  auto other = Bidder::Create(cfg2);
-  ASSERT_TRUE(other.ok()) << other.status().message();
-  Server other_server(**other, cfg2.listen);
-  auto other_port = other_server.Start();
-  ASSERT_TRUE(other_port.ok());
-  budget::CoordinatorOptions co;
-  co.brokers = brokers;
-  co.daily_budget = {{1, cfg.advertisers[0].daily_budget}};
-  co.learned_share = 1.0;
-  CoordinatorThread coordinator(co);
+  SecondBidder other;
+  ASSERT_NO_FATAL_FAILURE(StartSecond(SecondLeasedConfig(cfg, dir_, brokers, "bidder-b"), &other));
+  CoordinatorThread coordinator(MarketOf(cfg, brokers));
   ASSERT_TRUE(coordinator.status().ok()) << coordinator.status().message();
   const LeaseKey key{NowUnixMs() / kDayMs, 1, 0};
   // a bids (each bid lost, so nothing is spent) until it holds the whole budget.
@@ -1569,7 +1569,7 @@ TEST_F(BidderIntegration, AnIdleBidderGivesBackWhatAnotherNeedsAndThatOneBids) {
   ASSERT_LT(a_held, 2 * 13'500);  // under two of a's leases: without a recall it keeps them
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // a idle past its horizon
   // b's first request finds no lease; its need brings a's money.
-  Client cb(*other_port);
+  Client cb(other.port);
   EXPECT_NE(cb.Do(http::verb::post, "/openrtb2/bid", Request("rb-first")).first, 200);
   EXPECT_TRUE(WaitFor(
       [&] {
@@ -1581,7 +1581,7 @@ TEST_F(BidderIntegration, AnIdleBidderGivesBackWhatAnotherNeedsAndThatOneBids) {
   EXPECT_LT(coordinator->ledger().Held("bidder-a", key), a_held);
   EXPECT_GT(coordinator->ledger().Held("bidder-b", key), 0);
   EXPECT_LE(coordinator->ledger().Of(key).held, cfg.advertisers[0].daily_budget.value());
-  other_server.Stop();
+  other.server->Stop();
 }
 
 // With Kafka gone the bidder cannot tell whether the coordinator has reclaimed its lease: after
@@ -1591,10 +1591,7 @@ TEST_F(BidderIntegration, WithoutKafkaPastTheLeaseTtlABidderSpendsNothingNewThen
   BidderConfig cfg = LeasedConfig(dir_, "bidder-ttl", 10.0, 0.5);
   cfg.leases.ttl_ms = 600;
   Start(cfg);
-  budget::CoordinatorOptions co;
-  co.brokers = bidder_->events().bootstrap();
-  co.daily_budget = {{1, cfg.advertisers[0].daily_budget}};
-  CoordinatorThread coordinator(co);
+  CoordinatorThread coordinator(MarketOf(cfg, bidder_->events().bootstrap()));
   ASSERT_TRUE(coordinator.status().ok()) << coordinator.status().message();
   Client client(port_);
   int n = 0;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
 #include <thread>
@@ -197,30 +198,54 @@ std::optional<LeaseGrant> LatestOf(const std::string& brokers, const std::string
   return last;
 }
 
-TEST(Coordinator, AReturnIsConfirmedByAHoldingThatHasSeenItAndItsMoneyGoesToTheNextAsker) {
-  auto mock = LeaseCluster();
-  ASSERT_NE(mock, nullptr);
-  const std::string brokers = mock->bootstrap();
-  CoordinatorOptions opt = MarketOptions(brokers);
-  opt.lease.max_pool_share = 0.5;
-  opt.group_id = "rtb-budget-returns";
-  auto co = Coordinator::Create(opt);
-  ASSERT_TRUE(co.ok()) << co.status().message();
+// A coordinator on a fresh mock cluster, serving on its own thread until destroyed, and a
+// producer that sends one bidder message at a time (flushed before Put returns).
+struct ServingCoordinator {
+  std::unique_ptr<kafka::MockCluster> mock;
+  std::string brokers;
+  std::unique_ptr<Coordinator> co;
   std::atomic<bool> stop{false};
-  std::thread run([&] { EXPECT_TRUE((*co)->Run(stop).ok()); });
-  Joiner join_run{stop, run};
-  auto producer = RequestsProducer(brokers);
-  ASSERT_NE(producer, nullptr);
-  kafka::Producer& p = *producer;
+  std::thread run;
+  std::unique_ptr<kafka::Producer> producer;
+
+  void Start(const std::function<void(CoordinatorOptions&)>& tune) {
+    mock = LeaseCluster();
+    ASSERT_NE(mock, nullptr);
+    brokers = mock->bootstrap();
+    CoordinatorOptions opt = MarketOptions(brokers);
+    tune(opt);
+    auto c = Coordinator::Create(opt);
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    co = std::move(*c);
+    run = std::thread([this] { EXPECT_TRUE(co->Run(stop).ok()); });
+    producer = RequestsProducer(brokers);
+    ASSERT_NE(producer, nullptr);
+  }
+  void Put(LeaseMsgType type, const std::string& bidder, int64_t seq, const LeaseItem& item) {
+    Send(*producer, type, bidder, {item}, seq);
+    ASSERT_TRUE(producer->Flush(5000).ok());
+  }
+  ~ServingCoordinator() {
+    stop = true;
+    if (run.joinable()) run.join();
+  }
+};
+
+TEST(Coordinator, AReturnIsConfirmedByAHoldingThatHasSeenItAndItsMoneyGoesToTheNextAsker) {
+  ServingCoordinator sc;
+  ASSERT_NO_FATAL_FAILURE(sc.Start([](CoordinatorOptions& o) {
+    o.lease.max_pool_share = 0.5;
+    o.group_id = "rtb-budget-returns";
+  }));
+  const std::string& brokers = sc.brokers;
   auto send = [&](LeaseMsgType type, const std::string& bidder, int64_t seq, LeaseItem item) {
-    Send(p, type, bidder, {item}, seq);
-    ASSERT_TRUE(p.Flush(5000).ok());
+    sc.Put(type, bidder, seq, item);
   };
   // a asks for everything: the pool share cap gives it half; a need past the cap is met.
   send(LeaseMsgType::kRequest, "a", 10, {7, 0, kArmBudget, 0, 0, 0});
-  ASSERT_TRUE(WaitFor([&] { return (*co)->ledger().Held("a", kKey) == kArmBudget / 2; }, 10s));
+  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("a", kKey) == kArmBudget / 2; }, 10s));
   send(LeaseMsgType::kRequest, "a", 11, {7, 0, 100, 0, 0, 0, 2'000'000});
-  ASSERT_TRUE(WaitFor([&] { return (*co)->ledger().Held("a", kKey) == 4'500'000; }, 10s));
+  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("a", kKey) == 4'500'000; }, 10s));
   std::optional<LeaseGrant> g;
   ASSERT_TRUE(WaitFor(
       [&] {
@@ -253,30 +278,20 @@ TEST(Coordinator, AReturnIsConfirmedByAHoldingThatHasSeenItAndItsMoneyGoesToTheN
   EXPECT_EQ(g->held, 700'000);
   // b gets the returned money; never more than the budget in all.
   send(LeaseMsgType::kRequest, "b", 1, {7, 0, kArmBudget, 0, 0, 0, kArmBudget});
-  ASSERT_TRUE(WaitFor([&] { return (*co)->ledger().Of(kKey).pool() == 0; }, 10s));
-  EXPECT_EQ((*co)->ledger().Held("b", kKey), kArmBudget - 700'000);
-  EXPECT_EQ((*co)->ledger().Of(kKey).held, kArmBudget);
+  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Of(kKey).pool() == 0; }, 10s));
+  EXPECT_EQ(sc.co->ledger().Held("b", kKey), kArmBudget - 700'000);
+  EXPECT_EQ(sc.co->ledger().Of(kKey).held, kArmBudget);
 }
 
 // A need the pool cannot meet is a recall: the other holders' holdings are published with
 // `wanted`, and what one of them gives back goes to the waiting bidder without its asking again.
 TEST(Coordinator, AnUnmetNeedAsksTheOtherHoldersBackAndWhatComesBackGoesToTheWaitingBidder) {
-  auto mock = LeaseCluster();
-  ASSERT_NE(mock, nullptr);
-  const std::string brokers = mock->bootstrap();
-  CoordinatorOptions opt = MarketOptions(brokers);
-  opt.group_id = "rtb-budget-recall";
-  auto co = Coordinator::Create(opt);
-  ASSERT_TRUE(co.ok()) << co.status().message();
-  std::atomic<bool> stop{false};
-  std::thread run([&] { EXPECT_TRUE((*co)->Run(stop).ok()); });
-  Joiner join_run{stop, run};
-  auto producer = RequestsProducer(brokers);
-  ASSERT_NE(producer, nullptr);
-  kafka::Producer& p = *producer;
+  ServingCoordinator sc;
+  ASSERT_NO_FATAL_FAILURE(
+      sc.Start([](CoordinatorOptions& o) { o.group_id = "rtb-budget-recall"; }));
+  const std::string& brokers = sc.brokers;
   auto send = [&](LeaseMsgType type, const std::string& bidder, int64_t seq, LeaseItem item) {
-    Send(p, type, bidder, {item}, seq);
-    ASSERT_TRUE(p.Flush(5000).ok());
+    sc.Put(type, bidder, seq, item);
   };
   std::optional<LeaseGrant> g;
   auto latest = [&](const std::string& bidder, int64_t seen) {
@@ -289,7 +304,7 @@ TEST(Coordinator, AnUnmetNeedAsksTheOtherHoldersBackAndWhatComesBackGoesToTheWai
   };
   // a takes the whole budget (its need); b then needs 1.00 of a dry pool.
   send(LeaseMsgType::kRequest, "a", 1, {7, 0, kArmBudget, 0, 0, 0, kArmBudget});
-  ASSERT_TRUE(WaitFor([&] { return (*co)->ledger().Held("a", kKey) == kArmBudget; }, 10s));
+  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("a", kKey) == kArmBudget; }, 10s));
   send(LeaseMsgType::kRequest, "b", 1, {7, 0, 1'000'000, 0, 0, 0, 1'000'000});
   ASSERT_TRUE(latest("b", 1));
   EXPECT_EQ(g->held, 0);
@@ -305,9 +320,9 @@ TEST(Coordinator, AnUnmetNeedAsksTheOtherHoldersBackAndWhatComesBackGoesToTheWai
   EXPECT_EQ(g->held, kArmBudget);
   // a gives back 1.50: b gets its 1.00 at once, 0.50 stays in the pool, nobody waits any more.
   send(LeaseMsgType::kReturn, "a", 2, {7, 0, 0, 1'500'000, 0, 0});
-  ASSERT_TRUE(WaitFor([&] { return (*co)->ledger().Held("b", kKey) == 1'000'000; }, 10s));
-  EXPECT_EQ((*co)->ledger().Held("a", kKey), kArmBudget - 1'500'000);
-  EXPECT_EQ((*co)->ledger().Of(kKey).pool(), 500'000);
+  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("b", kKey) == 1'000'000; }, 10s));
+  EXPECT_EQ(sc.co->ledger().Held("a", kKey), kArmBudget - 1'500'000);
+  EXPECT_EQ(sc.co->ledger().Of(kKey).pool(), 500'000);
   ASSERT_TRUE(latest("b", 1));
   ASSERT_TRUE(WaitFor(
       [&] {
