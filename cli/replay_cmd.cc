@@ -42,7 +42,7 @@ void AddReplayOptions(CLI::App* rp, ReplayArgs* a) {
       ->check(CLI::IsMember({"rlb", "benchmark"}))
       ->capture_default_str();
   rp->add_option("--strategy", a->job.strategy,
-                 "Comma-separated; rlb/ipinyou: lin | mcpc | const | rand | pacing (default "
+                 "Comma-separated; rlb/ipinyou: lin | mcpc | const | rand | pacing | rlb (default "
                  "lin); events: logged | manual | scale:<f> (default logged,manual)");
   rp->add_option("--baseline", a->job.baseline,
                  "The strategy the report is relative to (default lin, else the first)");

@@ -143,6 +143,19 @@ Result<CampaignInfo> ParseCampaignInfo(const std::string& json, const std::strin
     if (j.contains("imp_test")) num("imp_test", &c.imp_test);
     if (j.contains("clk_test")) num("clk_test", &c.clk_test);
     if (j.contains("cost_test")) num("cost_test", &c.cost_test);
+    if (j.contains("price_counter_train")) {
+      const auto& h = j["price_counter_train"];
+      if (!h.is_array()) throw std::runtime_error("'price_counter_train' must be an array");
+      for (size_t i = 0; i < h.size(); ++i) {
+        if (!h[i].is_number_integer() || h[i].get<int64_t>() < 0) {
+          std::string why = "'price_counter_train'[";
+          why += std::to_string(i);
+          why += "] must be a non-negative integer";
+          throw std::runtime_error(why);
+        }
+        c.price_counter_train.push_back(h[i].get<int64_t>());
+      }
+    }
     if (c.imp_train <= 0 || c.clk_train <= 0 || c.cost_train <= 0) {
       throw std::runtime_error("imp_train, clk_train and cost_train must be positive");
     }
@@ -188,11 +201,14 @@ Outcome ToOutcome(const ReplayTotals& t) {
   return o;
 }
 
+int64_t RlbEpisodeBudget(const CampaignInfo& info, const RlbProtocol& p) {
+  return static_cast<int64_t>(info.CpmTrain() * p.c0 * static_cast<double>(p.episode_size));
+}
+
 ReplayTotals ReplayRlb(const std::vector<LoggedAuction>& log, const CampaignInfo& info,
                        const RlbProtocol& p, BidStrategy& strategy) {
   ReplayTotals t;
-  // B = int(cpm_train * c0 * N), the same for every episode (the last, shorter one too).
-  t.budget = static_cast<int64_t>(info.CpmTrain() * p.c0 * static_cast<double>(p.episode_size));
+  t.budget = RlbEpisodeBudget(info, p);
   const size_t n = log.size(), size = static_cast<size_t>(std::max<int64_t>(1, p.episode_size));
   for (size_t start = 0; start < n; start += size) {
     const size_t end = std::min(n, start + size);
@@ -204,6 +220,7 @@ ReplayTotals ReplayRlb(const std::vector<LoggedAuction>& log, const CampaignInfo
     for (size_t i = start; i < end; ++i) {
       const LoggedAuction& a = log[i];
       ctx.auctions_left = static_cast<int64_t>(end - i);
+      ctx.step = static_cast<int64_t>(i - start);
       int64_t bid = strategy.Bid(a, ctx);
       bid = std::min(bid, p.max_bid);
       bid = std::min(bid, ctx.budget_left);
@@ -239,6 +256,7 @@ ReplayTotals ReplayBenchmark(const std::vector<LoggedAuction>& log, const Campai
     const LoggedAuction& a = log[i];
     ctx.budget_left = t.budget - t.cost;
     ctx.auctions_left = static_cast<int64_t>(log.size() - i);
+    ctx.step = static_cast<int64_t>(i);
     // Once the cost exceeds the budget the campaign bids 0 (it cannot win any more).
     const int64_t bid = t.cost > t.budget ? 0 : strategy.Bid(a, ctx);
     ++t.auctions;
@@ -260,6 +278,7 @@ std::string GenerateCompactLog(int64_t lines, uint64_t seed, CampaignInfo* info)
   out.reserve(static_cast<size_t>(lines) * 26);
   int64_t clicks = 0;
   double cost = 0;
+  std::vector<int64_t> prices(301, 0);
   char buf[64];
   for (int64_t i = 0; i < lines; ++i) {
     const double z = rng.Normal();
@@ -269,6 +288,7 @@ std::string GenerateCompactLog(int64_t lines, uint64_t seed, CampaignInfo* info)
     const int64_t payprice = std::min<int64_t>(300, static_cast<int64_t>(price));
     clicks += click;
     cost += static_cast<double>(payprice);
+    ++prices[static_cast<size_t>(payprice)];
     const int n = std::snprintf(buf, sizeof buf, "%d %lld %.10g\n", click,
                                 static_cast<long long>(payprice), pctr);
     out.append(buf, static_cast<size_t>(n));
@@ -277,6 +297,7 @@ std::string GenerateCompactLog(int64_t lines, uint64_t seed, CampaignInfo* info)
     info->imp_train = info->imp_test = lines;
     info->clk_train = info->clk_test = std::max<int64_t>(1, clicks);
     info->cost_train = info->cost_test = cost;
+    info->price_counter_train = std::move(prices);
   }
   return out;
 }
@@ -289,6 +310,7 @@ std::string CampaignInfoJson(const CampaignInfo& c) {
   j["imp_test"] = c.imp_test;
   j["clk_test"] = c.clk_test;
   j["cost_test"] = c.cost_test;
+  if (!c.price_counter_train.empty()) j["price_counter_train"] = c.price_counter_train;
   return j.dump(1) + "\n";
 }
 

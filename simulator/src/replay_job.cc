@@ -1,5 +1,6 @@
 #include "rtb/simulator/replay_job.h"
 
+#include <chrono>
 #include <cstdarg>
 #include <cstdio>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include "rtb/simulator/ipinyou.h"
 #include "rtb/simulator/outcome_replay.h"
 #include "rtb/simulator/pacing.h"
+#include "rtb/simulator/rlb_dp.h"
 #include "rtb/simulator/replay.h"
 #include "rtb/simulator/simulate.h"
 
@@ -234,10 +236,24 @@ Result<ReplayOutput> RunSingle(const ReplayJob& a) {
                                           " x 1 + clip(a x " + Fmt(tp->params.bratio) +
                                           ", +-0.9); " + std::to_string(tp->params.steps) +
                                           " decisions per episode)"});
+    } else if (n == "rlb") {
+      if (a.protocol != "rlb") {
+        return Status::InvalidArgument("RLB's dynamic program plays the rlb protocol (episodes)");
+      }
+      const auto t0 = std::chrono::steady_clock::now();
+      auto v = RlbForCampaign(L.info, rlb);
+      if (!v.ok()) return v.status();
+      const double secs =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      meta.push_back({"RLB value function",
+                      "V(n, b) for n < " + std::to_string(a.episode_size) + ", b <= " +
+                          std::to_string((*v)->params().budget) + " in " + Fmt(secs, "%.2f") +
+                          " s (" + std::to_string((*v)->early_stopped_rows()) +
+                          " rows stopped early at V_max)"});
+      s = std::make_unique<RlbDpStrategy>(*v);
     } else {
       return Status::InvalidArgument("unknown strategy '" + n + "' for " + a.format +
-                                     " logs (lin, mcpc, const, rand, "
-                                     "pacing)");
+                                     " logs (lin, mcpc, const, rand, pacing, rlb)");
     }
     MethodRun m{n, s->Describe(), run_on(L.test.auctions, *s)};
     runs.push_back(std::move(m));

@@ -36,6 +36,9 @@ struct CampaignInfo {  // the RLB code's campaign summary (JSON)
   double cost_train = 0;
   int64_t imp_test = 0, clk_test = 0;
   double cost_test = 0;
+  // Won auctions of the training log per market price 0, 1, 2... (RLB's histogram, the input
+  // of its dynamic program; empty when the summary has none).
+  std::vector<int64_t> price_counter_train;
   double CpmTrain() const { return cost_train / static_cast<double>(imp_train); }
   double CtrTrain() const {
     return static_cast<double>(clk_train) / static_cast<double>(imp_train);
@@ -64,6 +67,7 @@ Result<CampaignInfo> ReadCampaignInfo(const std::string& path);
 struct BidContext {
   int64_t budget_left = 0;    // in the episode (RLB) or the whole budget (benchmark)
   int64_t auctions_left = 0;  // in the episode, this one included
+  int64_t step = 0;           // this auction's position in the episode (0 = its first)
   int64_t episode = 0;
   int64_t budget = 0;        // the episode's (or the whole log's) budget
   int64_t episode_size = 0;  // N (RLB; the last episode may be shorter) or the log's length
@@ -109,6 +113,9 @@ struct RlbProtocol {
   int64_t max_bid = 300;
 };
 
+// B = int(cpm_train * c0 * N): every episode's budget (the last, shorter one too).
+int64_t RlbEpisodeBudget(const CampaignInfo& info, const RlbProtocol& p);
+
 ReplayTotals ReplayRlb(const std::vector<LoggedAuction>& log, const CampaignInfo& info,
                        const RlbProtocol& p, BidStrategy& strategy);
 
@@ -122,7 +129,8 @@ ReplayTotals ReplayBenchmark(const std::vector<LoggedAuction>& log, const Campai
 // A synthetic campaign in the compact format with a market-price model (seeded): pCTR
 // lognormal around 0.1%, clicks drawn from it, and a market price that rises with pCTR
 // (lognormal around 80, capped at 300), as in iPinYou's second-price logs. Returns the log's
-// text and fills `info` with its totals (used as both the train and the test summary).
+// text and fills `info` with its totals and its price histogram (0..300; used as both the train
+// and the test summary).
 std::string GenerateCompactLog(int64_t lines, uint64_t seed, CampaignInfo* info);
 std::string CampaignInfoJson(const CampaignInfo& info);
 

@@ -1,0 +1,97 @@
+// RLB (Cai et al., WSDM 2017, "Real-Time Bidding by Reinforcement Learning in Display
+// Advertising"): the value-function dynamic program of the paper's released code (its
+// RLB_DP_I), as a replay strategy for the RLB protocol (docs/replay.md section 2).
+//
+// V(n, b) is the expected objective with n auctions left and budget b left, for a campaign
+// whose market price has the p.d.f. m (the training log's price histogram, add-one smoothed in
+// every bin) and whose clicks come at the training CTR theta_avg:
+//
+//   V(0, b) = 0
+//   a(n, b) = the largest delta <= min(b, max_bid) with
+//             v1 * theta_avg + gamma * (V(n-1, b - delta) - V(n-1, b)) - v0 * delta >= 0
+//             (the code finds it by one downward scan of b per row)
+//   V(n, b) = gamma * V(n-1, b)
+//             + sum_{delta=0..a(n, b)} m(delta) * (v1 * theta_avg + gamma * (V(n-1, b - delta)
+//                                                   - V(n-1, b)) - v0 * delta)
+//
+// with the code's early stop: once V(n, b) is within 1e-10 of V_max(n) = gamma * V_max(n-1) +
+// sum_{delta<=a_max} m(delta) * (v1 * theta_avg - v0 * delta), V(n, b') = V_max(n) for every
+// b' > b. At an auction with n auctions left (n counts down from N in every episode, the last,
+// shorter one too), budget b and the auction's pCTR theta, the bid is the largest delta <=
+// min(b, max_bid) with v1 * theta + gamma * (V(n-1, b - delta) - V(n-1, b)) - v0 * delta >= 0,
+// scanning delta = 1, 2... and stopping at the first that fails (0 if delta = 1 fails).
+//
+// The sum over delta is evaluated as gamma * V(n-1, b) + (v1 * theta_avg - gamma * V(n-1, b)) *
+// M(a) - v0 * D(a) + gamma * sum m(delta) V(n-1, b - delta) (M, D: prefix sums of m and delta *
+// m), a dot product, instead of term by term: the same value up to rounding in the last bits.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rtb/core/status.h"
+#include "rtb/simulator/replay.h"
+
+namespace rtb::sim {
+
+// calc_m_pdf of the released code: (count + laplace) / (total + bins * laplace) per bin.
+std::vector<double> MarketPricePdf(const std::vector<int64_t>& counter, double laplace = 1.0);
+
+struct RlbDpParams {
+  int64_t episode_size = 1000;  // N: rows V(0..N-1, .) are computed
+  int64_t budget = 0;           // B: columns b = 0..B
+  int64_t max_bid = 300;
+  double theta_avg = 0;  // clk_train / imp_train
+  double v1 = 1, v0 = 0;  // objective v1 * clicks - v0 * cost (clicks: 1, 0)
+  double gamma = 1;
+};
+
+class RlbValueFunction {
+ public:
+  // Errors: N < 1, B < 0, max_bid < 0, or an m with fewer than max_bid + 1 bins.
+  static Result<RlbValueFunction> Compute(const RlbDpParams& p, const std::vector<double>& m_pdf);
+
+  // V(n, b) for 0 <= n < N, 0 <= b <= B.
+  double V(int64_t n, int64_t b) const {
+    const Row& r = rows_[static_cast<size_t>(n)];
+    return b < static_cast<int64_t>(r.v.size()) ? r.v[static_cast<size_t>(b)] : r.v_max;
+  }
+  // The bid with n auctions left (1 <= n <= N), budget b left (0 <= b <= B) and pCTR theta.
+  int64_t Bid(int64_t n, int64_t b, double theta) const;
+
+  const RlbDpParams& params() const { return p_; }
+  // Rows that reached V_max before b = B (the code's early stop).
+  int64_t early_stopped_rows() const { return early_stopped_; }
+  // Doubles held (every row up to where it reaches V_max).
+  int64_t stored_values() const;
+
+ private:
+  struct Row {
+    std::vector<double> v;  // V(n, 0..k); V(n, b) = v_max for b > k
+    double v_max = 0;
+  };
+  RlbDpParams p_;
+  std::vector<Row> rows_;
+  int64_t early_stopped_ = 0;
+};
+
+// The RLB strategy for ReplayRlb: the bid of RlbValueFunction::Bid with n = N - (position in the
+// episode). The value function must have been computed for the protocol's N and B.
+class RlbDpStrategy : public BidStrategy {
+ public:
+  explicit RlbDpStrategy(std::shared_ptr<const RlbValueFunction> v) : v_(std::move(v)) {}
+  int64_t Bid(const LoggedAuction& a, const BidContext& ctx) override;
+  std::string Describe() const override;
+
+ private:
+  std::shared_ptr<const RlbValueFunction> v_;
+};
+
+// The value function for a campaign under the RLB protocol: B = RlbEpisodeBudget, m from
+// info.price_counter_train, theta_avg = clk_train / imp_train, the click objective, gamma = 1.
+Result<std::shared_ptr<const RlbValueFunction>> RlbForCampaign(const CampaignInfo& info,
+                                                               const RlbProtocol& p);
+
+}  // namespace rtb::sim

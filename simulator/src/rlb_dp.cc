@@ -1,0 +1,234 @@
+#include "rtb/simulator/rlb_dp.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+namespace rtb::sim {
+namespace {
+
+constexpr double kUpPrecision = 1e-10;  // the released code's early-stop tolerance
+constexpr int64_t kSplitBudget = 4096;  // rows at least this long are computed on two threads
+
+constexpr int64_t kLanes = 8;  // Dot reads whole groups of 8; the arrays are padded with zeros
+
+// sum x[i] * y[i] for n a multiple of 8: the dynamic program's inner loop, two accumulators.
+inline __attribute__((always_inline)) double Dot(const double* x, const double* y, int64_t n) {
+  using V8 = double __attribute__((vector_size(64)));
+  V8 acc0 = {}, acc1 = {};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    V8 a, b, c, d;
+    std::memcpy(&a, x + i, sizeof a);
+    std::memcpy(&b, y + i, sizeof b);
+    std::memcpy(&c, x + i + 8, sizeof c);
+    std::memcpy(&d, y + i + 8, sizeof d);
+    acc0 += a * b;
+    acc1 += c * d;
+  }
+  for (; i + 8 <= n; i += 8) {
+    V8 a, b;
+    std::memcpy(&a, x + i, sizeof a);
+    std::memcpy(&b, y + i, sizeof b);
+    acc0 += a * b;
+  }
+  acc0 += acc1;
+  double s = 0;
+  for (int k = 0; k < 8; ++k) s += acc0[k];
+  return s;
+}
+
+// What one row's computation reads and writes.
+struct RowWork {
+  const double* v;       // V(n-1, 0..B)
+  double* nv;            // V(n, 0..B), written
+  const int64_t* a;      // a(n, 0..B)
+  const double* mr;      // m reversed: mr[M - delta] = m(delta), then kLanes zeros
+  const double* mass;    // sum_{delta <= k} m(delta)
+  const double* moment;  // sum_{delta <= k} delta * m(delta)
+  int64_t max_bid;
+  double gamma, v1t, v0, v_max;
+};
+
+// V(n, b) for b in [lo, hi]; returns the first b whose value is within the tolerance of V_max
+// (the code's early stop), or -1. The clones use AVX-512 or AVX2 where the CPU has them.
+__attribute__((target_clones("avx512f", "avx2", "default"))) int64_t FillRange(const RowWork& w,
+                                                                                 int64_t lo,
+                                                                                 int64_t hi) {
+  const int64_t M = w.max_bid;
+  for (int64_t b = lo; b <= hi; ++b) {
+    const double vb = w.v[b];
+    const int64_t ab = w.a[b];
+    double nv = w.gamma * vb;
+    if (ab >= 0) {
+      // Rounded up to whole lanes: the extra terms meet mr's zeros past M (and V's past B).
+      const int64_t len = (ab + 1 + kLanes - 1) / kLanes * kLanes;
+      const double conv = Dot(w.mr + (M - ab), w.v + (b - ab), len);
+      nv += (w.v1t - w.gamma * vb) * w.mass[ab] - w.v0 * w.moment[ab] + w.gamma * conv;
+    }
+    w.nv[b] = nv;
+    if (std::abs(nv - w.v_max) < kUpPrecision) return b;
+  }
+  return -1;
+}
+
+}  // namespace
+
+std::vector<double> MarketPricePdf(const std::vector<int64_t>& counter, double laplace) {
+  double sum = 0;
+  for (int64_t c : counter) sum += static_cast<double>(c);
+  std::vector<double> m(counter.size());
+  const double denominator = sum + static_cast<double>(counter.size()) * laplace;
+  for (size_t i = 0; i < counter.size(); ++i) {
+    m[i] = (static_cast<double>(counter[i]) + laplace) / denominator;
+  }
+  return m;
+}
+
+Result<RlbValueFunction> RlbValueFunction::Compute(const RlbDpParams& p,
+                                                   const std::vector<double>& m) {
+  if (p.episode_size < 1) return Status::InvalidArgument("RLB: the episode size N must be >= 1");
+  if (p.budget < 0) return Status::InvalidArgument("RLB: the episode budget B must be >= 0");
+  if (p.max_bid < 0) return Status::InvalidArgument("RLB: max_bid must be >= 0");
+  if (static_cast<int64_t>(m.size()) < p.max_bid + 1) {
+    return Status::InvalidArgument(
+        "RLB: the market price histogram has " + std::to_string(m.size()) +
+        " bins; the dynamic program needs one per price 0..max_bid (" +
+        std::to_string(p.max_bid + 1) + ")");
+  }
+  RlbValueFunction f;
+  f.p_ = p;
+  const int64_t B = p.budget, M = p.max_bid;
+  const double g = p.gamma, v1t = p.v1 * p.theta_avg, v0 = p.v0;
+  // Prefix sums of m and delta * m, and m reversed (so that sum_delta m(delta) V(b - delta) is
+  // a forward dot product of mr[M - a .. M] with V[b - a .. b]).
+  std::vector<double> mass(static_cast<size_t>(M) + 1), moment(static_cast<size_t>(M) + 1),
+      mr(static_cast<size_t>(M + 1 + kLanes), 0.0);
+  double acc = 0, acc_d = 0;
+  for (int64_t d = 0; d <= M; ++d) {
+    acc += m[static_cast<size_t>(d)];
+    acc_d += static_cast<double>(d) * m[static_cast<size_t>(d)];
+    mass[static_cast<size_t>(d)] = acc;
+    moment[static_cast<size_t>(d)] = acc_d;
+    mr[static_cast<size_t>(M - d)] = m[static_cast<size_t>(d)];
+  }
+  const int64_t a_max = v0 != 0 ? std::min(static_cast<int64_t>(v1t / v0), M) : M;
+  double v_inc = 0;
+  for (int64_t d = 0; d <= a_max; ++d) {
+    v_inc += m[static_cast<size_t>(d)] * (v1t - v0 * static_cast<double>(d));
+  }
+  std::vector<double> V(static_cast<size_t>(B + 1 + kLanes), 0.0),
+      nV(static_cast<size_t>(B + 1 + kLanes), 0.0);
+  std::vector<int64_t> a(static_cast<size_t>(B) + 1, 0);
+  f.rows_.reserve(static_cast<size_t>(p.episode_size));
+  f.rows_.push_back(Row{{0.0}, 0.0});  // V(0, .) = 0
+  double v_max = 0;
+  const unsigned threads = std::thread::hardware_concurrency();
+  int64_t prev_stop = 0, prev_prev_stop = 0;  // where the last two rows reached V_max
+  for (int64_t n = 1; n < p.episode_size; ++n) {
+    // a(n, b) from V(n-1, .), by the code's one downward scan.
+    int64_t bb = B - 1;
+    for (int64_t b = B; b > 0; --b) {
+      while (bb >= 0 && g * (V[static_cast<size_t>(bb)] - V[static_cast<size_t>(b)]) + v1t -
+                                v0 * static_cast<double>(b - bb) >=
+                            0) {
+        --bb;
+      }
+      a[static_cast<size_t>(b)] = bb < 0 ? std::min(M, b) : std::min(M, b - bb - 1);
+    }
+    v_max = g * v_max + v_inc;
+    const RowWork w{V.data(), nV.data(), a.data(), mr.data(), mass.data(), moment.data(),
+                    M,        g,         v1t,      v0,        v_max};
+    // A long row is cut in two parts of equal work (sum of a(n, b) + 1), the second on another
+    // thread; the stop is the first in b order, as in the code's one loop. Where the previous
+    // rows stopped early, the split covers only up to where this one is expected to stop (the
+    // rest, if it does not, runs after it on this thread).
+    int64_t first = -1;
+    const int64_t expect =
+        prev_stop < B ? std::min(B, prev_stop + 2 * (prev_stop - prev_prev_stop) + M) : B;
+    if (expect >= kSplitBudget && threads > 1) {
+      int64_t total = 0;
+      for (int64_t b = 1; b <= expect; ++b) total += a[static_cast<size_t>(b)] + 1;
+      int64_t mid = 1, run = 0;
+      while (mid < expect && run * 2 < total) run += a[static_cast<size_t>(mid++)] + 1;
+      int64_t second = -1;
+      std::thread worker([&] { second = FillRange(w, mid + 1, expect); });
+      first = FillRange(w, 1, mid);
+      worker.join();
+      if (first < 0) first = second;
+      if (first < 0 && expect < B) first = FillRange(w, expect + 1, B);
+    } else {
+      first = FillRange(w, 1, B);
+    }
+    const int64_t stop = first < 0 ? B : first;  // the last b computed; b > stop are V_max
+    if (first >= 0) {
+      ++f.early_stopped_;
+      std::fill(nV.begin() + stop + 1, nV.begin() + B + 1, v_max);
+    }
+    prev_prev_stop = prev_stop;
+    prev_stop = stop;
+    V.swap(nV);
+    f.rows_.push_back(Row{std::vector<double>(V.begin(), V.begin() + stop + 1), v_max});
+  }
+  return f;
+}
+
+int64_t RlbValueFunction::Bid(int64_t n, int64_t b, double theta) const {
+  const int64_t row = n - 1;
+  const double here = V(row, b);
+  int64_t bid = 0;
+  const int64_t top = std::min(b, p_.max_bid);
+  for (int64_t d = 1; d <= top; ++d) {
+    if (p_.v1 * theta + p_.gamma * (V(row, b - d) - here) - p_.v0 * static_cast<double>(d) >= 0) {
+      bid = d;
+    } else {
+      break;
+    }
+  }
+  return bid;
+}
+
+int64_t RlbValueFunction::stored_values() const {
+  int64_t n = 0;
+  for (const auto& r : rows_) n += static_cast<int64_t>(r.v.size());
+  return n;
+}
+
+int64_t RlbDpStrategy::Bid(const LoggedAuction& a, const BidContext& ctx) {
+  const RlbDpParams& p = v_->params();
+  const int64_t n = p.episode_size - ctx.step;
+  const int64_t b = std::clamp<int64_t>(ctx.budget_left, 0, p.budget);
+  if (n < 1) return 0;
+  return v_->Bid(n, b, a.pctr);
+}
+
+std::string RlbDpStrategy::Describe() const {
+  const RlbDpParams& p = v_->params();
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "RLB dynamic program (N %lld, B %lld, theta_avg %.6g)",
+                static_cast<long long>(p.episode_size), static_cast<long long>(p.budget),
+                p.theta_avg);
+  return buf;
+}
+
+Result<std::shared_ptr<const RlbValueFunction>> RlbForCampaign(const CampaignInfo& info,
+                                                               const RlbProtocol& p) {
+  if (info.price_counter_train.empty()) {
+    return Status::InvalidArgument(
+        "--strategy rlb needs the campaign summary's price_counter_train (the training log's "
+        "market price histogram); `rtb generate --rlb-out` writes it");
+  }
+  RlbDpParams dp;
+  dp.episode_size = p.episode_size;
+  dp.budget = RlbEpisodeBudget(info, p);
+  dp.max_bid = p.max_bid;
+  dp.theta_avg = info.CtrTrain();
+  RTB_ASSIGN_OR_RETURN(RlbValueFunction v,
+                       RlbValueFunction::Compute(dp, MarketPricePdf(info.price_counter_train)));
+  return std::shared_ptr<const RlbValueFunction>(
+      std::make_shared<RlbValueFunction>(std::move(v)));
+}
+
+}  // namespace rtb::sim

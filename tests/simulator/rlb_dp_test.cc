@@ -1,0 +1,211 @@
+// RLB's dynamic program (rtb/simulator/rlb_dp.h) on cases worked out by hand, against a
+// term-by-term transcription of the released loop, and as a replay strategy.
+#include "rtb/simulator/rlb_dp.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace rtb::sim {
+namespace {
+
+RlbDpParams Params(int64_t N, int64_t B, int64_t max_bid, double theta) {
+  RlbDpParams p;
+  p.episode_size = N;
+  p.budget = B;
+  p.max_bid = max_bid;
+  p.theta_avg = theta;
+  return p;
+}
+
+TEST(RlbDp, MarketPricePdfAddsOneToEveryBin) {
+  const auto m = MarketPricePdf({0, 0, 2});
+  ASSERT_EQ(m.size(), 3u);
+  EXPECT_DOUBLE_EQ(m[0], 0.2);
+  EXPECT_DOUBLE_EQ(m[1], 0.2);
+  EXPECT_DOUBLE_EQ(m[2], 0.6);
+  const auto flat = MarketPricePdf({0, 0});  // no data: uniform
+  EXPECT_DOUBLE_EQ(flat[0], 0.5);
+  EXPECT_DOUBLE_EQ(flat[1], 0.5);
+}
+
+TEST(RlbDp, ABudgetOfZeroBidsZeroEverywhere) {
+  auto v = RlbValueFunction::Compute(Params(5, 0, 300, 0.001), MarketPricePdf({3, 1, 4}));
+  // Three bins but max_bid 300: the program needs a bin per price up to max_bid.
+  ASSERT_FALSE(v.ok());
+  EXPECT_NE(v.status().message().find("has 3 bins"), std::string::npos) << v.status().message();
+  v = RlbValueFunction::Compute(Params(5, 0, 2, 0.001), MarketPricePdf({3, 1, 4}));
+  ASSERT_TRUE(v.ok()) << v.status().message();
+  for (int64_t n = 1; n <= 5; ++n) {
+    EXPECT_EQ(v->Bid(n, 0, 0.5), 0) << n;
+    EXPECT_EQ(v->V(n - 1, 0), 0.0);
+  }
+}
+
+// m = (1, 1, 1, 5) / 8 (counts 0, 0, 0, 4 plus one each; max_bid 3), theta_avg = 1/2: every
+// number below is a short binary fraction, so the values are exact.
+class RlbDpByHand : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto r = RlbValueFunction::Compute(Params(3, 4, 3, 0.5), MarketPricePdf({0, 0, 0, 4}));
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    v = std::make_unique<RlbValueFunction>(std::move(*r));
+  }
+  std::unique_ptr<RlbValueFunction> v;
+};
+
+TEST_F(RlbDpByHand, OneAuctionLeftBidsAllItMay) {
+  // V(0, .) = 0, so every delta up to min(b, max_bid) passes: bid the budget, capped.
+  for (int64_t b = 0; b <= 4; ++b) {
+    EXPECT_EQ(v->Bid(1, b, 0.5), std::min<int64_t>(b, 3)) << b;
+    EXPECT_EQ(v->Bid(1, b, 0.0), std::min<int64_t>(b, 3)) << b;  // >= 0 holds at theta 0
+  }
+}
+
+TEST_F(RlbDpByHand, ValueFunctionByHand) {
+  // V(1, b) = theta * sum_{delta <= min(b, 3)} m(delta); it reaches V_max(1) = 1/2 at b = 3.
+  const double v1[] = {0, 0.125, 0.1875, 0.5, 0.5};
+  for (int b = 0; b <= 4; ++b) EXPECT_EQ(v->V(1, b), v1[b]) << b;
+  EXPECT_EQ(v->early_stopped_rows(), 1);  // row 1 stopped at b = 3; row 2 (V_max 1) did not
+  // V(2, b) = V(1, b) + sum_{delta <= a} m(delta) (1/2 + V(1, b - delta) - V(1, b)), a = min(b, 3):
+  //   b = 1: 0.125 + (0.5)/8 + (0.5 - 0.125)/8                                    = 0.234375
+  //   b = 2: 0.1875 + (0.5)/8 + (0.5 - 0.0625)/8 + (0.5 - 0.1875)/8                = 0.34375
+  //   b = 3: 0.5 + (0.5)/8 + (0.1875)/8 + (0.125)/8 + 5 (0)/8                      = 0.6015625
+  //   b = 4: 0.5 + (0.5)/8 + (0.5)/8 + (0.1875)/8 + 5 (0.125)/8                    = 0.7265625
+  const double v2[] = {0, 0.234375, 0.34375, 0.6015625, 0.7265625};
+  for (int b = 0; b <= 4; ++b) EXPECT_EQ(v->V(2, b), v2[b]) << b;
+}
+
+TEST_F(RlbDpByHand, BidsAndTiesAtEquality) {
+  // n = 3 reads V(2, .): at b = 4 the gains of delta = 1, 2, 3 are theta - 0.125,
+  // theta - 0.3828125 and theta - 0.4921875.
+  EXPECT_EQ(v->Bid(3, 4, 0.5), 3);
+  EXPECT_EQ(v->Bid(3, 4, 0.25), 1);
+  EXPECT_EQ(v->Bid(3, 4, 0.125), 1);  // a gain of exactly 0 still bids (>= 0)
+  EXPECT_EQ(v->Bid(3, 4, 0.125 - 1.0 / (1 << 20)), 0);
+  EXPECT_EQ(v->Bid(3, 4, 0.3828125), 2);
+  // n = 2 reads V(1, .): V(1, 3) = V(1, 4), so delta = 1 is free at any theta.
+  EXPECT_EQ(v->Bid(2, 4, 0.5), 3);
+  EXPECT_EQ(v->Bid(2, 4, 0.2), 1);
+  EXPECT_EQ(v->Bid(2, 4, 0.0), 1);
+}
+
+// The released loop term by term (Python's order of additions), for the comparison below.
+std::vector<std::vector<double>> Transcribed(const RlbDpParams& p, const std::vector<double>& m) {
+  const int64_t B = p.budget, M = p.max_bid;
+  const double th = p.theta_avg;
+  std::vector<double> V(B + 1, 0.0), nV(B + 1, 0.0);
+  std::vector<std::vector<double>> rows{V};
+  double v_max = 0, v_inc = 0;
+  for (int64_t d = 0; d <= M; ++d) v_inc += m[d] * th;
+  for (int64_t n = 1; n < p.episode_size; ++n) {
+    std::vector<int64_t> a(B + 1, 0);
+    int64_t bb = B - 1;
+    for (int64_t b = B; b > 0; --b) {
+      while (bb >= 0 && (V[bb] - V[b]) + th >= 0) --bb;
+      a[b] = bb < 0 ? std::min(M, b) : std::min(M, b - bb - 1);
+    }
+    v_max += v_inc;
+    for (int64_t b = 1; b <= B; ++b) {
+      nV[b] = V[b];
+      for (int64_t d = 0; d <= a[b]; ++d) nV[b] += m[d] * (th + (V[b - d] - V[b]));
+      if (std::abs(nV[b] - v_max) < 1e-10) {
+        for (int64_t k = b + 1; k <= B; ++k) nV[k] = v_max;
+        break;
+      }
+    }
+    V = nV;
+    rows.push_back(V);
+  }
+  return rows;
+}
+
+TEST(RlbDp, MatchesTheTermByTermLoopOnTwoThreadsAndEarlyStops) {
+  // A market-price histogram like a campaign's (prices 0..300, a hump near 80), B past the
+  // size from which rows are cut over two threads, and rows short enough to stop early.
+  std::vector<int64_t> counter(301);
+  for (int i = 0; i <= 300; ++i) {
+    counter[i] = static_cast<int64_t>(1000 * std::exp(-std::pow((i - 80) / 30.0, 2)));
+  }
+  const auto m = MarketPricePdf(counter);
+  const RlbDpParams p = Params(60, 5000, 300, 0.0014);
+  auto v = RlbValueFunction::Compute(p, m);
+  ASSERT_TRUE(v.ok());
+  const auto ref = Transcribed(p, m);
+  EXPECT_GT(v->early_stopped_rows(), 10);
+  int64_t bids = 0, positive = 0;
+  for (int64_t n = 0; n < p.episode_size; ++n) {
+    for (int64_t b = 0; b <= p.budget; ++b) {
+      ASSERT_NEAR(v->V(n, b), ref[n][b], 1e-12 * std::max(1.0, ref[n][b])) << n << " " << b;
+    }
+  }
+  // The bids read V with a margin no rounding reaches: every one matches the transcription's.
+  for (int64_t n = 1; n <= p.episode_size; n += 7) {
+    for (int64_t b = 0; b <= p.budget; b += 97) {
+      for (double theta : {0.0002, 0.0014, 0.005, 0.03}) {
+        int64_t want = 0;
+        for (int64_t d = 1; d <= std::min<int64_t>(b, p.max_bid); ++d) {
+          if (theta + (ref[n - 1][b - d] - ref[n - 1][b]) >= 0) {
+            want = d;
+          } else {
+            break;
+          }
+        }
+        ASSERT_EQ(v->Bid(n, b, theta), want) << n << " " << b << " " << theta;
+        ++bids;
+        positive += want > 0;
+      }
+    }
+  }
+  EXPECT_GT(positive, bids / 4);
+}
+
+TEST(RlbDp, ReplaysTheRlbProtocolWithNCountingDownFromNInEveryEpisode) {
+  CampaignInfo info;
+  info.imp_train = 1000;
+  info.clk_train = 500;  // theta_avg = 1/2
+  info.cost_train = 4000;  // cpm 4: B = int(4 * c0 * N)
+  info.price_counter_train = {0, 0, 0, 4};
+  RlbProtocol p;
+  p.episode_size = 3;
+  p.c0 = 1.0 / 3;
+  p.max_bid = 3;
+  auto v = RlbForCampaign(info, p);
+  ASSERT_TRUE(v.ok()) << v.status().message();
+  const int64_t B = RlbEpisodeBudget(info, p);
+  EXPECT_EQ((*v)->params().budget, B);
+  RlbDpStrategy s(*v);
+  // Seven auctions (two episodes of 3, a last one of 1) at price 2 and pCTR 0.2. The released
+  // loop counts n down from N in every episode, the last too; counting the auctions actually
+  // left in it (n = 1: bid the budget) would win the last one.
+  std::vector<LoggedAuction> log(7, LoggedAuction{0, 2, 0.2, 0});
+  const ReplayTotals t = ReplayRlb(log, info, p, s);
+  EXPECT_EQ(t.episodes, 3);
+  auto cost_if = [&](bool n_from_n) {
+    int64_t cost = 0;
+    for (int64_t start = 0; start < 7; start += 3) {
+      const int64_t len = std::min<int64_t>(3, 7 - start);
+      int64_t b = B;
+      for (int64_t i = 0; i < len; ++i) {
+        const int64_t n = n_from_n ? 3 - i : len - i;
+        const int64_t bid = std::min({(*v)->Bid(n, b, 0.2), b, int64_t{3}});
+        if (bid >= 2) {
+          b -= 2;
+          cost += 2;
+        }
+      }
+    }
+    return cost;
+  };
+  EXPECT_EQ(t.cost, cost_if(true));
+  EXPECT_NE(cost_if(true), cost_if(false));
+  EXPECT_GT(t.impressions, 0);
+
+  info.price_counter_train.clear();
+  auto none = RlbForCampaign(info, p);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("price_counter_train"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace rtb::sim
