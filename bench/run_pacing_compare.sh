@@ -4,12 +4,12 @@
 # validation and test logs of 156K auctions each, different seeds). For each c0 the agent is
 # trained on the training log (`rtb train-pacing`), Lin-Bid's b0 is tuned on the validation
 # log in steps of 6, and all three replay the test log. Reports go to out/pacing-compare/.
-# Usage: bench/run_pacing_compare.sh [EPISODES=400] [C0 list="0.03125 0.125 0.5"] [SEED=1]
+# Usage: bench/run_pacing_compare.sh [EPISODES=400] [C0 list="0.03125 0.0625 0.125 0.25 0.5"] [SEED=1]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=build/release
 EPISODES=${1:-400}
-C0S=${2:-0.03125 0.125 0.5}
+C0S=${2:-0.03125 0.0625 0.125 0.25 0.5}
 SEED=${3:-1}
 OUT=out/pacing-compare
 rm -rf "$OUT" && mkdir -p "$OUT"
@@ -20,7 +20,7 @@ for c0 in $C0S; do
   "$B/rtb" train-pacing --log "$OUT/logs/train.txt" --info "$OUT/logs/campaign.json" --c0 "$c0" \
     --episodes "$EPISODES" --seed "$SEED" --out "$OUT/pacing-$c0.json" --quiet >/dev/null
   "$B/rtb" replay --format rlb --log "$OUT/logs/test.txt" --info "$OUT/logs/campaign.json" \
-    --validation-log "$OUT/logs/validation.txt" --c0 "$c0" --strategy pacing,lin,mcpc \
+    --validation-log "$OUT/logs/validation.txt" --c0 "$c0" --strategy pacing,rlb,lin,mcpc \
     --pacing "$OUT/pacing-$c0.json" --out "$OUT/c0-$c0" --json > "$OUT/c0-$c0.json"
   python3 - "$OUT/c0-$c0.json" "$c0" <<'PY'
 import json, sys

@@ -86,10 +86,23 @@ int main(int argc, char** argv) {
   po.hp = rtb::learn::PacingHyperParams();
   std::string p_log, p_info, p_out = "out/pacing/pacing-table.json";
   auto* pc = app.add_subcommand(
-      "pacing", "Train the single-campaign pacing policy on an RLB-format training log");
-  pc->add_option("--log", p_log, "Training log (click payprice pCTR per line)")->required();
-  pc->add_option("--info", p_info, "Campaign summary JSON (imp_train, clk_train, cost_train)")
+      "pacing",
+      "Train the single-campaign pacing policy from a campaign summary (and a training log)");
+  pc->add_option("--log", p_log,
+                 "Training log (click payprice pCTR per line): its pCTRs (--prices histogram) or "
+                 "its auctions (--prices log); optional with --prices histogram");
+  pc->add_option("--info", p_info,
+                 "Campaign summary JSON (imp_train, clk_train, cost_train, price_counter_train)")
       ->required();
+  pc->add_option("--base", po.base, "The bid the action scales: lin (Lin-Bid) | rlb (RLB's bid)")
+      ->check(CLI::IsMember({"lin", "rlb"}))
+      ->capture_default_str();
+  pc->add_option("--prices", po.prices,
+                 "Train on auctions drawn from the summary's price histogram (histogram) or on "
+                 "the training log itself (log). Default: log with --log, else histogram")
+      ->check(CLI::IsMember({"histogram", "log"}));
+  pc->add_option("--bratio", po.bratio, "Action scale: bid x (1 + clip(a x bratio, +-0.9))")
+      ->capture_default_str();
   pc->add_option("--out", p_out, "The pacing table to write (schemas/pacing-table-v1.md)")
       ->capture_default_str();
   pc->add_option("--c0", po.protocol.c0, "Budget fraction of cpm_train x N")->capture_default_str();
@@ -148,7 +161,13 @@ int main(int argc, char** argv) {
     if (!InitLog("train-pacing", log_level, log_format, "info")) return 1;
     torch::set_num_threads(1);
     po.progress = !quiet;
-    auto log = rtb::sim::ReadCompactLog(p_log, {});
+    if (pc->get_option("--prices")->count() == 0) po.prices = p_log.empty() ? "histogram" : "log";
+    if (p_log.empty() && po.prices == "log") {
+      std::fprintf(stderr, "rtb pacing: error: --prices log needs --log\n");
+      return 1;
+    }
+    rtb::Result<rtb::sim::CompactLog> log = rtb::sim::CompactLog{};
+    if (!p_log.empty()) log = rtb::sim::ReadCompactLog(p_log, {});
     auto info = log.ok() ? rtb::sim::ReadCampaignInfo(p_info) : log.status();
     if (!info.ok()) {
       std::fprintf(stderr, "rtb pacing: error: %s\n", info.status().message().c_str());
@@ -164,13 +183,16 @@ int main(int argc, char** argv) {
       return 1;
     }
     std::printf(
-        "{\"table\":\"%s\",\"b0\":%lld,\"best_episode\":%d,\"train_clicks\":%lld,"
-        "\"train_expected_clicks\":%.3f,\"lin_train_expected_clicks\":%.3f,"
-        "\"train_cost\":%lld,\"lin_train_clicks\":%lld,\"lin_train_cost\":%lld}\n",
-        p_out.c_str(), static_cast<long long>(res->table.params.b0), res->best_episode,
+        "{\"table\":\"%s\",\"base\":\"%s\",\"b0\":%lld,\"best_episode\":%d,"
+        "\"train_clicks\":%lld,\"train_expected_clicks\":%.3f,"
+        "\"base_train_expected_clicks\":%.3f,\"train_cost\":%lld,\"base_train_clicks\":%lld,"
+        "\"base_train_cost\":%lld}\n",
+        p_out.c_str(), res->table.params.base.c_str(),
+        static_cast<long long>(res->table.params.b0), res->best_episode,
         static_cast<long long>(res->best_train.clicks), res->best_train.expected_clicks,
-        res->lin_train.expected_clicks, static_cast<long long>(res->best_train.cost),
-        static_cast<long long>(res->lin_train.clicks), static_cast<long long>(res->lin_train.cost));
+        res->base_train.expected_clicks, static_cast<long long>(res->best_train.cost),
+        static_cast<long long>(res->base_train.clicks),
+        static_cast<long long>(res->base_train.cost));
     return 0;
   }
   opt.progress = !quiet;

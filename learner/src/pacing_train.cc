@@ -9,6 +9,7 @@
 #include "rtb/learner/pacing.h"
 #include "rtb/learner/replay_store.h"
 #include "rtb/simulator/ipinyou.h"
+#include "rtb/simulator/rlb_dp.h"
 
 namespace rtb::learn {
 namespace {
@@ -22,9 +23,10 @@ sim::PacingTable TableOf(MultiAgentLearner& learner, const sim::PacingParams& p)
 
 sim::ReplayTotals PlayTable(const std::vector<sim::LoggedAuction>& log,
                             const sim::CampaignInfo& info, const sim::RlbProtocol& protocol,
-                            const sim::PacingTable& t) {
+                            const sim::PacingTable& t,
+                            const std::shared_ptr<const sim::RlbValueFunction>& rlb) {
   sim::PacingStrategy s(
-      t.params, [&t](const std::vector<float>& st) { return t.Lookup(st); }, false);
+      t.params, [&t](const std::vector<float>& st) { return t.Lookup(st); }, false, rlb);
   return sim::ReplayRlb(log, info, protocol, s);
 }
 
@@ -48,18 +50,40 @@ Result<PacingTrainResult> TrainPacing(const std::vector<sim::LoggedAuction>& log
                                       const sim::CampaignInfo& info,
                                       const PacingTrainOptions& opt) {
   const int64_t N = opt.protocol.episode_size;
-  if (static_cast<int64_t>(log.size()) < N) {
-    return Status::InvalidArgument("the training log has " + std::to_string(log.size()) +
+  if (opt.base != "lin" && opt.base != "rlb") {
+    return Status::InvalidArgument("--base must be lin or rlb, got '" + opt.base + "'");
+  }
+  std::vector<sim::LoggedAuction> drawn;
+  if (opt.prices == "histogram") {
+    std::vector<double> pctrs;
+    pctrs.reserve(log.size());
+    for (const auto& a : log) pctrs.push_back(a.pctr);
+    RTB_ASSIGN_OR_RETURN(drawn, sim::DrawAuctions(info, pctrs, opt.world_auctions,
+                                                  Rng::Mix(opt.seed, 0xd7a3)));
+  } else if (opt.prices != "log") {
+    return Status::InvalidArgument("--prices must be histogram or log, got '" + opt.prices + "'");
+  }
+  const std::vector<sim::LoggedAuction>& world = opt.prices == "log" ? log : drawn;
+  if (static_cast<int64_t>(world.size()) < N) {
+    return Status::InvalidArgument("the training " + std::string(opt.prices == "log" ? "log" : "world") +
+                                   " has " + std::to_string(world.size()) +
                                    " auctions, fewer than one episode (" + std::to_string(N) + ")");
   }
   if (opt.steps <= 0 || N % opt.steps != 0) {
     return Status::InvalidArgument("--steps must divide the episode size");
   }
   auto replay_train = [&](sim::BidStrategy& s) {
-    return sim::ReplayRlb(log, info, opt.protocol, s);
+    return sim::ReplayRlb(world, info, opt.protocol, s);
   };
   sim::PacingParams params;
-  params.b0 = opt.b0 > 0 ? opt.b0 : sim::TuneLinB0(replay_train, info.CtrTrain()).b0;
+  params.base = opt.base;
+  std::shared_ptr<const sim::RlbValueFunction> rlb;
+  if (opt.base == "rlb") {
+    RTB_ASSIGN_OR_RETURN(rlb, sim::RlbForCampaign(info, opt.protocol));
+    params.c0 = opt.protocol.c0;
+  } else {
+    params.b0 = opt.b0 > 0 ? opt.b0 : sim::TuneLinB0(replay_train, info.CtrTrain()).b0;
+  }
   params.ctr_avg_train = info.CtrTrain();
   params.bratio = opt.bratio;
   params.episode_size = N;
@@ -78,21 +102,31 @@ Result<PacingTrainResult> TrainPacing(const std::vector<sim::LoggedAuction>& log
   MultiAgentLearner learner(spec, opt.hp, norm, opt.seed);
 
   PacingTrainResult res;
-  {
+  if (rlb != nullptr) {
+    sim::RlbDpStrategy base(rlb);
+    res.base_train = replay_train(base);
+  } else {
     auto lin = sim::LinBid(params.b0, params.ctr_avg_train);
-    res.lin_train = replay_train(*lin);
+    res.base_train = replay_train(*lin);
   }
   Rng rng(Rng::Mix(opt.seed, 0x9ac1));
   Rng sample_rng(Rng::Mix(opt.seed, 0x5a3b));
-  const uint64_t windows = log.size() - static_cast<uint64_t>(N) + 1;
-  bool have_best = false;
+  const uint64_t windows = world.size() - static_cast<uint64_t>(N) + 1;
+  // The zero table (the base bid alone) is the first candidate: a learned table replaces it only
+  // when it does better on the training world.
+  res.table.params = params;
+  res.table.actions.assign(res.table.CellStates().size(), 0.0f);
+  res.best_train = res.base_train;
+  res.best_episode = 0;
+  bool have_best = true;
   for (int ep = 1; ep <= opt.episodes; ++ep) {
     // One episode on a random window of N auctions, the actor plus noise deciding.
     const size_t start = static_cast<size_t>(rng.UniformInt(windows));
-    const std::vector<sim::LoggedAuction> window(log.begin() + static_cast<int64_t>(start),
-                                                 log.begin() + static_cast<int64_t>(start) + N);
+    const std::vector<sim::LoggedAuction> window(world.begin() + static_cast<int64_t>(start),
+                                                 world.begin() + static_cast<int64_t>(start) + N);
     sim::PacingStrategy play(
-        params, [&learner](const std::vector<float>& s) { return learner.Act(s, true)[0]; }, true);
+        params, [&learner](const std::vector<float>& s) { return learner.Act(s, true)[0]; }, true,
+        rlb);
     sim::ReplayRlb(window, info, opt.protocol, play);
     play.Finish();
     for (const sim::PacingStep& st : play.steps()) {
@@ -117,7 +151,7 @@ Result<PacingTrainResult> TrainPacing(const std::vector<sim::LoggedAuction>& log
     learner.EndEpisode();
     if (ep % opt.eval_every == 0 || ep == opt.episodes) {
       sim::PacingTable table = TableOf(learner, params);
-      const sim::ReplayTotals t = PlayTable(log, info, opt.protocol, table);
+      const sim::ReplayTotals t = PlayTable(world, info, opt.protocol, table, rlb);
       res.curve.push_back(t.expected_clicks);
       if (!have_best || t.expected_clicks > res.best_train.expected_clicks) {
         have_best = true;
@@ -127,9 +161,9 @@ Result<PacingTrainResult> TrainPacing(const std::vector<sim::LoggedAuction>& log
       }
       if (opt.progress) {
         log::Get("pacing").info(
-            "episode {}/{}  train expected clicks {:.2f} (lin b0 {}: {:.2f})  best {:.2f} @{}  "
+            "episode {}/{}  train expected clicks {:.2f} ({} alone: {:.2f})  best {:.2f} @{}  "
             "noise {:.3f}",
-            ep, opt.episodes, t.expected_clicks, params.b0, res.lin_train.expected_clicks,
+            ep, opt.episodes, t.expected_clicks, params.base, res.base_train.expected_clicks,
             res.best_train.expected_clicks, res.best_episode, learner.noise_sigma());
       }
     }

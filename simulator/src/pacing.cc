@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rtb/core/text.h"
+#include "rtb/simulator/rlb_dp.h"
 
 namespace rtb::sim {
 
@@ -41,6 +42,8 @@ std::vector<std::vector<float>> PacingTable::CellStates() const {
 std::string PacingTable::ToJson() const {
   nlohmann::json j;
   j["schema"] = "rtb.pacing-table.v1";
+  j["base"] = params.base;
+  if (params.base == "rlb") j["c0"] = params.c0;
   j["b0"] = params.b0;
   j["ctr_avg_train"] = params.ctr_avg_train;
   j["bratio"] = params.bratio;
@@ -58,9 +61,9 @@ Result<PacingTable> PacingTable::FromJson(const std::string& json, const std::st
     if (j.value("schema", "") != "rtb.pacing-table.v1") {
       return Status::InvalidArgument(name + ": not a pacing table (schema rtb.pacing-table.v1)");
     }
-    static const char* kKeys[] = {"schema",       "b0",    "ctr_avg_train",  "bratio",
-                                  "episode_size", "steps", "budget_buckets", "level_buckets",
-                                  "actions"};
+    static const char* kKeys[] = {"schema", "base",          "c0",           "b0",
+                                  "ctr_avg_train",  "bratio",        "episode_size", "steps",
+                                  "budget_buckets", "level_buckets", "actions"};
     for (const auto& [k, v] : j.items()) {
       if (std::find_if(std::begin(kKeys), std::end(kKeys), [&](const char* x) { return k == x; }) ==
           std::end(kKeys)) {
@@ -68,6 +71,15 @@ Result<PacingTable> PacingTable::FromJson(const std::string& json, const std::st
       }
     }
     PacingTable t;
+    t.params.base = j.value("base", std::string("lin"));
+    if (t.params.base != "lin" && t.params.base != "rlb") {
+      return Status::InvalidArgument(name + ": base must be lin or rlb, got '" + t.params.base +
+                                     "'");
+    }
+    if (t.params.base == "rlb") {
+      t.params.c0 = j.at("c0").get<double>();
+      if (!(t.params.c0 > 0)) return Status::InvalidArgument(name + ": c0 must be positive");
+    }
     t.params.b0 = j.at("b0").get<int64_t>();
     t.params.ctr_avg_train = j.at("ctr_avg_train").get<double>();
     t.params.bratio = j.at("bratio").get<double>();
@@ -76,7 +88,7 @@ Result<PacingTable> PacingTable::FromJson(const std::string& json, const std::st
     t.budget_buckets = j.at("budget_buckets").get<int>();
     t.level_buckets = j.at("level_buckets").get<int>();
     t.actions = j.at("actions").get<std::vector<float>>();
-    if (t.params.b0 <= 0 || !(t.params.ctr_avg_train > 0) || t.params.steps <= 0 ||
+    if ((t.params.base == "lin" && t.params.b0 <= 0) || !(t.params.ctr_avg_train > 0) || t.params.steps <= 0 ||
         t.params.episode_size <= 0 || t.budget_buckets < 2 || t.level_buckets < 2) {
       return Status::InvalidArgument(name +
                                      ": b0, ctr_avg_train, steps, episode_size must be "
@@ -104,12 +116,19 @@ Result<PacingTable> ReadPacingTable(const std::string& path) {
   return PacingTable::FromJson(text, path);
 }
 
-PacingStrategy::PacingStrategy(const PacingParams& p, Policy policy, bool record)
-    : p_(p), policy_(std::move(policy)), record_(record) {}
+PacingStrategy::PacingStrategy(const PacingParams& p, Policy policy, bool record,
+                               std::shared_ptr<const RlbValueFunction> rlb)
+    : p_(p), rlb_(std::move(rlb)), policy_(std::move(policy)), record_(record) {}
 
 std::string PacingStrategy::Describe() const {
-  return "pacing (lin b0 " + std::to_string(p_.b0) + " x learned multiplier, " +
-         std::to_string(p_.steps) + " steps)";
+  std::string base = "rlb";
+  if (p_.base != "rlb") {
+    base = "lin b0 ";
+    base += std::to_string(p_.b0);
+  }
+  base += " x learned multiplier, ";
+  base += std::to_string(p_.steps);
+  return "pacing (" + base + " steps)";
 }
 
 std::vector<float> PacingStrategy::State(int64_t budget_left, int64_t auctions_left) const {
@@ -161,6 +180,12 @@ int64_t PacingStrategy::Bid(const LoggedAuction& a, const BidContext& ctx) {
     seen_ = 0;
   }
   budget_left_ = ctx.budget_left;
+  if (rlb_ != nullptr) {
+    const int64_t n_left = rlb_->params().episode_size - ctx.step;
+    if (n_left < 1) return 0;
+    const int64_t b = std::clamp<int64_t>(ctx.budget_left, 0, rlb_->params().budget);
+    return static_cast<int64_t>(static_cast<double>(rlb_->Bid(n_left, b, a.pctr)) * multiplier_);
+  }
   return static_cast<int64_t>(a.pctr * static_cast<double>(p_.b0) / p_.ctr_avg_train * multiplier_);
 }
 

@@ -302,6 +302,36 @@ std::string GenerateCompactLog(int64_t lines, uint64_t seed, CampaignInfo* info)
   return out;
 }
 
+Result<std::vector<LoggedAuction>> DrawAuctions(const CampaignInfo& info,
+                                                const std::vector<double>& pctrs, int64_t count,
+                                                uint64_t seed) {
+  if (info.price_counter_train.empty()) {
+    return Status::InvalidArgument(
+        "the campaign summary has no price_counter_train (the training log's market prices) to "
+        "draw auctions from");
+  }
+  // The add-one smoothed p.d.f. of RLB's program, as a c.d.f.
+  double total = 0;
+  for (int64_t c : info.price_counter_train) total += static_cast<double>(c);
+  const double bins = static_cast<double>(info.price_counter_train.size());
+  std::vector<double> cdf;
+  double acc = 0;
+  for (int64_t c : info.price_counter_train) {
+    acc += (static_cast<double>(c) + 1.0) / (total + bins);
+    cdf.push_back(acc);
+  }
+  Rng rng(seed);
+  std::vector<LoggedAuction> out(static_cast<size_t>(std::max<int64_t>(0, count)));
+  for (auto& a : out) {
+    const double u = rng.Uniform() * cdf.back();
+    a.payprice = std::min<int64_t>(static_cast<int64_t>(cdf.size()) - 1,
+                                   std::upper_bound(cdf.begin(), cdf.end(), u) - cdf.begin());
+    a.pctr = pctrs.empty() ? info.CtrTrain() : pctrs[rng.UniformInt(pctrs.size())];
+    a.click = rng.Uniform() < a.pctr ? 1 : 0;
+  }
+  return out;
+}
+
 std::string CampaignInfoJson(const CampaignInfo& c) {
   nlohmann::json j;
   j["imp_train"] = c.imp_train;

@@ -1,6 +1,7 @@
 #include "rtb/simulator/replay_job.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdarg>
 #include <cstdio>
 #include <fstream>
@@ -230,11 +231,24 @@ Result<ReplayOutput> RunSingle(const ReplayJob& a) {
       }
       pacing = std::move(*t);
       const PacingTable* tp = &*pacing;
+      std::shared_ptr<const RlbValueFunction> base_rlb;
+      std::string base = "Lin-Bid b0 " + std::to_string(tp->params.b0);
+      if (tp->params.base == "rlb") {
+        if (std::abs(tp->params.c0 - a.c0) > 1e-12) {
+          return Status::InvalidArgument(a.pacing + " scales RLB's bids for c0 = " +
+                                         Fmt(tp->params.c0) + "; --c0 is " + Fmt(a.c0));
+        }
+        auto v = RlbForCampaign(L.info, rlb);
+        if (!v.ok()) return v.status();
+        base_rlb = *v;
+        base = "RLB's bid";
+      }
       s = std::make_unique<PacingStrategy>(
-          tp->params, [tp](const std::vector<float>& st) { return tp->Lookup(st); }, false);
-      meta.push_back({"pacing table", a.pacing + " (Lin-Bid b0 " + std::to_string(tp->params.b0) +
-                                          " x 1 + clip(a x " + Fmt(tp->params.bratio) +
-                                          ", +-0.9); " + std::to_string(tp->params.steps) +
+          tp->params, [tp](const std::vector<float>& st) { return tp->Lookup(st); }, false,
+          base_rlb);
+      meta.push_back({"pacing table", a.pacing + " (" + base + " x 1 + clip(a x " +
+                                          Fmt(tp->params.bratio) + ", +-0.9); " +
+                                          std::to_string(tp->params.steps) +
                                           " decisions per episode)"});
     } else if (n == "rlb") {
       if (a.protocol != "rlb") {

@@ -36,6 +36,30 @@ print("rlb: pacing %d clicks (%.1f expected), lin %d (%.1f), mcpc %d (%.1f)" % t
     v for m in x["methods"] for v in (m["clicks"], m["expected_clicks"])))
 PY
 
+# A pacing table on RLB's bids trained from the campaign summary alone (no log), replayed
+# beside RLB; a table trained for another c0 is a clear error.
+"$RTB" train-pacing --info "$T/rlb/campaign.json" --out "$T/pacing-rlb.json" --base rlb \
+  --bratio 0.2 --c0 0.0625 --episodes 40 --eval-every 20 --quiet > "$T/train-rlb.json"
+"$RTB" replay --format rlb --log "$T/rlb/test.txt" --info "$T/rlb/campaign.json" --c0 0.0625 \
+  --strategy pacing,rlb --pacing "$T/pacing-rlb.json" --json > "$T/replay-rlb.json"
+/usr/bin/python3 - "$T" <<'PY'
+import json, sys
+t = sys.argv[1]
+tr = json.load(open(t + "/train-rlb.json"))
+x = json.load(open(t + "/replay-rlb.json"))
+assert tr["base"] == "rlb" and tr["train_expected_clicks"] >= tr["base_train_expected_clicks"], tr
+assert [m["name"] for m in x["methods"]] == ["pacing", "rlb"], x
+assert "rlb x learned multiplier" in x["strategy"], x["strategy"]
+assert all(m["impressions"] > 0 for m in x["methods"]), x
+print("pacing on rlb from the summary alone: %d clicks (%.1f expected), rlb %d (%.1f)" % tuple(
+    v for m in x["methods"] for v in (m["clicks"], m["expected_clicks"])))
+PY
+if "$RTB" replay --format rlb --log "$T/rlb/test.txt" --info "$T/rlb/campaign.json" --c0 0.125 \
+     --strategy pacing --pacing "$T/pacing-rlb.json" 2>"$T/err"; then
+  echo "FAIL: a table for c0 0.0625 replayed at 0.125"; exit 1
+fi
+grep -q "scales RLB's bids for c0 = 0.0625; --c0 is 0.125" "$T/err" || { echo "FAIL: $(cat "$T/err")"; exit 1; }
+
 # Raw iPinYou: columns shuffled, categorical features derived from pCTR, no pctr column.
 for f in train test; do
   /usr/bin/python3 - "$T/rlb/$f.txt" "$T/$f.ipinyou.tsv" <<'PY'

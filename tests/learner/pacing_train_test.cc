@@ -5,6 +5,7 @@
 
 #include "rtb/learner/pacing.h"
 #include "rtb/simulator/replay.h"
+#include "rtb/simulator/rlb_dp.h"
 
 namespace rtb::learn {
 namespace {
@@ -29,6 +30,7 @@ PacingTrainOptions Small() {
   o.hp.actor_hidden = 16;
   o.hp.critic_hidden = 16;
   o.progress = false;
+  o.prices = "log";  // the log's own auctions (the tests below replay the same log)
   return o;
 }
 
@@ -78,6 +80,47 @@ TEST(PacingTrain, RefusesLogsShorterThanAnEpisodeAndStepsThatDoNotDivide) {
   PacingTrainOptions o = Small();
   o.steps = 7;
   EXPECT_FALSE(TrainPacing(f.log, f.info, o).ok());
+}
+
+TEST(PacingTrain, FromTheSummaryAloneOnRlbsBidsNeverBelowRlbOnItsWorld) {
+  // No log: auctions drawn from the summary's price histogram at the training CTR. The action
+  // scales RLB's bid; the kept table is at least RLB alone on the world it was trained on.
+  Fixture f;
+  PacingTrainOptions o = Small();
+  o.prices = "histogram";
+  o.base = "rlb";
+  o.bratio = 0.2;
+  o.world_auctions = 20000;
+  auto r = TrainPacing({}, f.info, o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->table.params.base, "rlb");
+  EXPECT_DOUBLE_EQ(r->table.params.c0, o.protocol.c0);
+  EXPECT_GT(r->base_train.impressions, 0);
+  EXPECT_GE(r->best_train.expected_clicks, r->base_train.expected_clicks);
+  // The table round-trips and replays on RLB's bids (a zero table is RLB exactly).
+  auto t = sim::PacingTable::FromJson(r->table.ToJson(), "table");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  auto v = sim::RlbForCampaign(f.info, o.protocol);
+  ASSERT_TRUE(v.ok());
+  sim::PacingTable zero = *t;
+  std::fill(zero.actions.begin(), zero.actions.end(), 0.0f);
+  sim::PacingStrategy z(
+      zero.params, [&zero](const std::vector<float>& st) { return zero.Lookup(st); }, false, *v);
+  sim::RlbDpStrategy rlb(*v);
+  const auto a = sim::ReplayRlb(f.log, f.info, o.protocol, z);
+  const auto b = sim::ReplayRlb(f.log, f.info, o.protocol, rlb);
+  EXPECT_EQ(a.impressions, b.impressions);
+  EXPECT_EQ(a.cost, b.cost);
+  // Training on the log's own auctions needs a log.
+  o.prices = "log";
+  EXPECT_FALSE(TrainPacing({}, f.info, o).ok());
+  // The histogram world needs the histogram.
+  o.prices = "histogram";
+  sim::CampaignInfo bare = f.info;
+  bare.price_counter_train.clear();
+  auto none = TrainPacing({}, bare, o);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("price_counter_train"), std::string::npos);
 }
 
 }  // namespace

@@ -207,5 +207,30 @@ TEST(RlbDp, ReplaysTheRlbProtocolWithNCountingDownFromNInEveryEpisode) {
   EXPECT_NE(none.status().message().find("price_counter_train"), std::string::npos);
 }
 
+TEST(RlbDp, AuctionsDrawnFromTheSummaryFollowItsSmoothedHistogram) {
+  CampaignInfo info;
+  info.imp_train = 1000;
+  info.clk_train = 2;
+  info.cost_train = 50000;
+  info.price_counter_train = {0, 96, 0, 0};  // smoothed: 1/100, 97/100, 1/100, 1/100
+  auto a = DrawAuctions(info, {}, 20000, 7);
+  ASSERT_TRUE(a.ok());
+  int64_t at1 = 0;
+  for (const auto& x : *a) {
+    ASSERT_GE(x.payprice, 0);
+    ASSERT_LE(x.payprice, 3);
+    EXPECT_EQ(x.pctr, 0.002);  // no pCTRs given: the training CTR
+    at1 += x.payprice == 1;
+  }
+  EXPECT_NEAR(static_cast<double>(at1) / 20000, 0.97, 0.01);
+  auto again = DrawAuctions(info, {}, 20000, 7);
+  auto other = DrawAuctions(info, {0.5, 0.25}, 20000, 7);
+  ASSERT_TRUE(again.ok() && other.ok());
+  EXPECT_EQ((*again)[123].payprice, (*a)[123].payprice);  // same seed, same draws
+  for (const auto& x : *other) ASSERT_TRUE(x.pctr == 0.5 || x.pctr == 0.25);
+  info.price_counter_train.clear();
+  EXPECT_FALSE(DrawAuctions(info, {}, 10, 7).ok());
+}
+
 }  // namespace
 }  // namespace rtb::sim

@@ -2,13 +2,20 @@
 // the learner's actor-critic (Algorithm 1 with one agent and one cluster: actor mu, critic Q,
 // target networks, soft updates) from a RocksDB (or memory) replay store.
 //
-// Episode loop: a window of N auctions is drawn from the training log (seeded), played under
+// The auctions trained on (the training world): with `prices` "histogram" (the default), drawn
+// from the campaign summary alone as RLB's model has them (market prices from
+// price_counter_train, pCTRs from the training log's predictions when there is one, else
+// clk_train / imp_train; sim::DrawAuctions), so a campaign released without a training log can
+// be trained; with "log", the training log itself (its prices and pCTRs together).
+//
+// Episode loop: a window of N auctions is drawn from the training world (seeded), played under
 // the RLB protocol with the actor plus exploration noise deciding at each of the K steps; the
 // K transitions go to the replay store and every step is followed by `updates_per_step`
 // minibatch updates. Every `eval_every` episodes the actor is turned into a table and replayed
-// over the whole training log; the table with the most expected training clicks (sum of pCTR
+// over the whole training world; the table with the most expected training clicks (sum of pCTR
 // over won auctions: far less noisy than the few logged clicks) is kept (the learner's model
-// selection on its training data, as `rtb train` does it).
+// selection on its training data, as `rtb train` does it). The zero table (the base bid alone,
+// episode 0) is the first candidate, so the kept table never does worse than its base there.
 #pragma once
 
 #include <string>
@@ -24,8 +31,11 @@ namespace rtb::learn {
 struct PacingTrainOptions {
   sim::RlbProtocol protocol;  // c0, N, max bid of the episodes trained on
   int steps = 10;             // K decisions per episode
-  int64_t b0 = 0;             // Lin-Bid base bid scaled by the action; 0 = tuned on the log
-  double bratio = 1.0;        // action scale
+  std::string base = "lin";   // the bid the action scales: lin (Lin-Bid) | rlb (RLB's bid)
+  std::string prices = "histogram";  // the training world: histogram (summary) | log
+  int64_t world_auctions = 200000;   // auctions drawn for the histogram world
+  int64_t b0 = 0;       // Lin-Bid base bid scaled by the action; 0 = tuned on the world
+  double bratio = 1.0;  // action scale
   int episodes = 400;         // training episodes
   int eval_every = 20;        // episodes between table evaluations (model selection)
   uint64_t seed = 1;
@@ -36,8 +46,8 @@ struct PacingTrainOptions {
 
 struct PacingTrainResult {
   sim::PacingTable table;
-  sim::ReplayTotals lin_train;   // Lin-Bid (the same b0) on the training log
-  sim::ReplayTotals best_train;  // the kept table on the training log
+  sim::ReplayTotals base_train;  // the base bid alone (Lin-Bid's b0, or RLB) on the world
+  sim::ReplayTotals best_train;  // the kept table on the training world
   int best_episode = 0;          // when it was found
   std::vector<double> curve;     // training clicks per evaluation
 };
@@ -45,6 +55,7 @@ struct PacingTrainResult {
 // Defaults for this small problem (smaller networks than the DCMAB ones, more updates).
 HyperParams PacingHyperParams();
 
+// `log` may be empty with prices "histogram" (pCTRs are then clk_train / imp_train).
 Result<PacingTrainResult> TrainPacing(const std::vector<sim::LoggedAuction>& log,
                                       const sim::CampaignInfo& info, const PacingTrainOptions& opt);
 

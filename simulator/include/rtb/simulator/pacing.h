@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,12 +27,18 @@
 
 namespace rtb::sim {
 
+class RlbValueFunction;
+
 struct PacingParams {
-  int64_t b0 = 0;               // Lin-Bid base bid the action scales
+  int64_t b0 = 0;               // Lin-Bid base bid the action scales (lin base)
   double ctr_avg_train = 0;     // clk_train / imp_train
   double bratio = 1.0;          // action scale
   int64_t episode_size = 1000;  // N
   int steps = 10;               // K decision steps per episode
+  // The bid the action scales: "lin" (Lin-Bid, int(pCTR * b0 / ctr_avg_train)) or "rlb" (RLB's
+  // dynamic-program bid for the auctions and budget left, rtb/simulator/rlb_dp.h).
+  std::string base = "lin";
+  double c0 = 0;  // rlb base: the budget fraction the table was trained for
 };
 
 // The table the learner publishes (schemas/pacing-table-v1.md).
@@ -64,7 +71,9 @@ struct PacingStep {
 class PacingStrategy : public BidStrategy {
  public:
   using Policy = std::function<double(const std::vector<float>&)>;
-  PacingStrategy(const PacingParams& p, Policy policy, bool record);
+  // `rlb`: the value function of the rlb base (null for lin), computed for the protocol's N, B.
+  PacingStrategy(const PacingParams& p, Policy policy, bool record,
+                 std::shared_ptr<const RlbValueFunction> rlb = nullptr);
   int64_t Bid(const LoggedAuction& a, const BidContext& ctx) override;
   void Observe(const LoggedAuction& a, int64_t bid, bool won) override;
   std::string Describe() const override;
@@ -79,6 +88,7 @@ class PacingStrategy : public BidStrategy {
   void CloseStep(const std::vector<float>& s2, bool done);
 
   PacingParams p_;
+  std::shared_ptr<const RlbValueFunction> rlb_;
   Policy policy_;
   bool record_;
   bool open_ = false;

@@ -132,6 +132,14 @@ ReplayTotals ReplayBenchmark(const std::vector<LoggedAuction>& log, const Campai
 // text and fills `info` with its totals and its price histogram (0..300; used as both the train
 // and the test summary).
 std::string GenerateCompactLog(int64_t lines, uint64_t seed, CampaignInfo* info);
+
+// Auctions drawn from what a campaign summary says (RLB's model of the market): the market
+// price from price_counter_train (add-one smoothed, as RLB's program reads it), the pCTR from
+// `pctrs` (drawn with replacement; a training log's predictions) or clk_train / imp_train for
+// every auction when `pctrs` is empty, the click drawn from the pCTR. Seeded.
+Result<std::vector<LoggedAuction>> DrawAuctions(const CampaignInfo& info,
+                                                const std::vector<double>& pctrs, int64_t count,
+                                                uint64_t seed);
 std::string CampaignInfoJson(const CampaignInfo& info);
 
 }  // namespace rtb::sim
