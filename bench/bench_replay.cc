@@ -3,6 +3,7 @@
 #include <benchmark/benchmark.h>
 
 #include "rtb/simulator/replay.h"
+#include "rtb/simulator/rlb_dp.h"
 
 namespace {
 
@@ -43,6 +44,20 @@ void BM_ParseAndReplayRlbLin_156K(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * 156000);
 }
 BENCHMARK(BM_ParseAndReplayRlbLin_156K)->Unit(benchmark::kMillisecond);
+
+// RLB's dynamic program, V(n, b) for N = 1000 and the episode budget of c0 = 1 / range(0)
+// (1/32 .. 1/2) on the synthetic campaign's price histogram.
+void BM_RlbValueFunction(benchmark::State& state) {
+  rtb::sim::CampaignInfo info;
+  rtb::sim::GenerateCompactLog(156000, 7, &info);
+  const rtb::sim::RlbProtocol p{1.0 / static_cast<double>(state.range(0)), 1000, 300};
+  for (auto _ : state) {
+    auto v = rtb::sim::RlbForCampaign(info, p);
+    benchmark::DoNotOptimize(v);
+  }
+  state.counters["B"] = static_cast<double>(rtb::sim::RlbEpisodeBudget(info, p));
+}
+BENCHMARK(BM_RlbValueFunction)->Arg(32)->Arg(8)->Arg(2)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
