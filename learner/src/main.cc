@@ -101,8 +101,9 @@ int main(int argc, char** argv) {
                  "Train on auctions drawn from the summary's price histogram (histogram) or on "
                  "the training log itself (log). Default: log with --log, else histogram")
       ->check(CLI::IsMember({"histogram", "log"}));
-  pc->add_option("--bratio", po.bratio, "Action scale: bid x (1 + clip(a x bratio, +-0.9))")
-      ->capture_default_str();
+  pc->add_option("--bratio", po.bratio,
+                 "Action scale: bid x (1 + clip(a x bratio, +-0.9)) (default 1 with --base lin, "
+                 "0.1 with --base rlb)");
   pc->add_option("--out", p_out, "The pacing table to write (schemas/pacing-table-v1.md)")
       ->capture_default_str();
   pc->add_option("--c0", po.protocol.c0, "Budget fraction of cpm_train x N")->capture_default_str();
@@ -161,6 +162,7 @@ int main(int argc, char** argv) {
     if (!InitLog("train-pacing", log_level, log_format, "info")) return 1;
     torch::set_num_threads(1);
     po.progress = !quiet;
+    if (pc->get_option("--bratio")->count() == 0) po.bratio = po.base == "rlb" ? 0.1 : 1.0;
     if (pc->get_option("--prices")->count() == 0) po.prices = p_log.empty() ? "histogram" : "log";
     if (p_log.empty() && po.prices == "log") {
       std::fprintf(stderr, "rtb pacing: error: --prices log needs --log\n");
@@ -187,10 +189,10 @@ int main(int argc, char** argv) {
         "\"train_clicks\":%lld,\"train_expected_clicks\":%.3f,"
         "\"base_train_expected_clicks\":%.3f,\"train_cost\":%lld,\"base_train_clicks\":%lld,"
         "\"base_train_cost\":%lld}\n",
-        p_out.c_str(), res->table.params.base.c_str(),
-        static_cast<long long>(res->table.params.b0), res->best_episode,
-        static_cast<long long>(res->best_train.clicks), res->best_train.expected_clicks,
-        res->base_train.expected_clicks, static_cast<long long>(res->best_train.cost),
+        p_out.c_str(), res->table.params.base.c_str(), static_cast<long long>(res->table.params.b0),
+        res->best_episode, static_cast<long long>(res->best_train.clicks),
+        res->best_train.expected_clicks, res->base_train.expected_clicks,
+        static_cast<long long>(res->best_train.cost),
         static_cast<long long>(res->base_train.clicks),
         static_cast<long long>(res->base_train.cost));
     return 0;

@@ -58,15 +58,16 @@ Result<PacingTrainResult> TrainPacing(const std::vector<sim::LoggedAuction>& log
     std::vector<double> pctrs;
     pctrs.reserve(log.size());
     for (const auto& a : log) pctrs.push_back(a.pctr);
-    RTB_ASSIGN_OR_RETURN(drawn, sim::DrawAuctions(info, pctrs, opt.world_auctions,
-                                                  Rng::Mix(opt.seed, 0xd7a3)));
+    RTB_ASSIGN_OR_RETURN(
+        drawn, sim::DrawAuctions(info, pctrs, opt.world_auctions, Rng::Mix(opt.seed, 0xd7a3)));
   } else if (opt.prices != "log") {
     return Status::InvalidArgument("--prices must be histogram or log, got '" + opt.prices + "'");
   }
   const std::vector<sim::LoggedAuction>& world = opt.prices == "log" ? log : drawn;
   if (static_cast<int64_t>(world.size()) < N) {
-    return Status::InvalidArgument("the training " + std::string(opt.prices == "log" ? "log" : "world") +
-                                   " has " + std::to_string(world.size()) +
+    return Status::InvalidArgument("the training " +
+                                   std::string(opt.prices == "log" ? "log" : "world") + " has " +
+                                   std::to_string(world.size()) +
                                    " auctions, fewer than one episode (" + std::to_string(N) + ")");
   }
   if (opt.steps <= 0 || N % opt.steps != 0) {

@@ -61,7 +61,7 @@ Result<PacingTable> PacingTable::FromJson(const std::string& json, const std::st
     if (j.value("schema", "") != "rtb.pacing-table.v1") {
       return Status::InvalidArgument(name + ": not a pacing table (schema rtb.pacing-table.v1)");
     }
-    static const char* kKeys[] = {"schema", "base",          "c0",           "b0",
+    static const char* kKeys[] = {"schema",         "base",          "c0",           "b0",
                                   "ctr_avg_train",  "bratio",        "episode_size", "steps",
                                   "budget_buckets", "level_buckets", "actions"};
     for (const auto& [k, v] : j.items()) {
@@ -88,8 +88,9 @@ Result<PacingTable> PacingTable::FromJson(const std::string& json, const std::st
     t.budget_buckets = j.at("budget_buckets").get<int>();
     t.level_buckets = j.at("level_buckets").get<int>();
     t.actions = j.at("actions").get<std::vector<float>>();
-    if ((t.params.base == "lin" && t.params.b0 <= 0) || !(t.params.ctr_avg_train > 0) || t.params.steps <= 0 ||
-        t.params.episode_size <= 0 || t.budget_buckets < 2 || t.level_buckets < 2) {
+    if ((t.params.base == "lin" && t.params.b0 <= 0) || !(t.params.ctr_avg_train > 0) ||
+        t.params.steps <= 0 || t.params.episode_size <= 0 || t.budget_buckets < 2 ||
+        t.level_buckets < 2) {
       return Status::InvalidArgument(name +
                                      ": b0, ctr_avg_train, steps, episode_size must be "
                                      "positive and bucket counts at least 2");

@@ -17,8 +17,8 @@
 #include "rtb/simulator/ipinyou.h"
 #include "rtb/simulator/outcome_replay.h"
 #include "rtb/simulator/pacing.h"
-#include "rtb/simulator/rlb_dp.h"
 #include "rtb/simulator/replay.h"
+#include "rtb/simulator/rlb_dp.h"
 #include "rtb/simulator/simulate.h"
 
 namespace rtb::sim {
@@ -259,11 +259,11 @@ Result<ReplayOutput> RunSingle(const ReplayJob& a) {
       if (!v.ok()) return v.status();
       const double secs =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      meta.push_back({"RLB value function",
-                      "V(n, b) for n < " + std::to_string(a.episode_size) + ", b <= " +
-                          std::to_string((*v)->params().budget) + " in " + Fmt(secs, "%.2f") +
-                          " s (" + std::to_string((*v)->early_stopped_rows()) +
-                          " rows stopped early at V_max)"});
+      meta.push_back({"RLB value function", "V(n, b) for n < " + std::to_string(a.episode_size) +
+                                                ", b <= " + std::to_string((*v)->params().budget) +
+                                                " in " + Fmt(secs, "%.2f") + " s (" +
+                                                std::to_string((*v)->early_stopped_rows()) +
+                                                " rows stopped early at V_max)"});
       s = std::make_unique<RlbDpStrategy>(*v);
     } else {
       return Status::InvalidArgument("unknown strategy '" + n + "' for " + a.format +

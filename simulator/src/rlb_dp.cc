@@ -55,8 +55,8 @@ struct RowWork {
 // V(n, b) for b in [lo, hi]; returns the first b whose value is within the tolerance of V_max
 // (the code's early stop), or -1. The clones use AVX-512 or AVX2 where the CPU has them.
 __attribute__((target_clones("avx512f", "avx2", "default"))) int64_t FillRange(const RowWork& w,
-                                                                                 int64_t lo,
-                                                                                 int64_t hi) {
+                                                                               int64_t lo,
+                                                                               int64_t hi) {
   const int64_t M = w.max_bid;
   for (int64_t b = lo; b <= hi; ++b) {
     const double vb = w.v[b];
@@ -93,10 +93,10 @@ Result<RlbValueFunction> RlbValueFunction::Compute(const RlbDpParams& p,
   if (p.budget < 0) return Status::InvalidArgument("RLB: the episode budget B must be >= 0");
   if (p.max_bid < 0) return Status::InvalidArgument("RLB: max_bid must be >= 0");
   if (static_cast<int64_t>(m.size()) < p.max_bid + 1) {
-    return Status::InvalidArgument(
-        "RLB: the market price histogram has " + std::to_string(m.size()) +
-        " bins; the dynamic program needs one per price 0..max_bid (" +
-        std::to_string(p.max_bid + 1) + ")");
+    return Status::InvalidArgument("RLB: the market price histogram has " +
+                                   std::to_string(m.size()) +
+                                   " bins; the dynamic program needs one per price 0..max_bid (" +
+                                   std::to_string(p.max_bid + 1) + ")");
   }
   RlbValueFunction f;
   f.p_ = p;
@@ -227,8 +227,7 @@ Result<std::shared_ptr<const RlbValueFunction>> RlbForCampaign(const CampaignInf
   dp.theta_avg = info.CtrTrain();
   RTB_ASSIGN_OR_RETURN(RlbValueFunction v,
                        RlbValueFunction::Compute(dp, MarketPricePdf(info.price_counter_train)));
-  return std::shared_ptr<const RlbValueFunction>(
-      std::make_shared<RlbValueFunction>(std::move(v)));
+  return std::shared_ptr<const RlbValueFunction>(std::make_shared<RlbValueFunction>(std::move(v)));
 }
 
 }  // namespace rtb::sim

@@ -163,7 +163,7 @@ TEST(RlbDp, MatchesTheTermByTermLoopOnTwoThreadsAndEarlyStops) {
 TEST(RlbDp, ReplaysTheRlbProtocolWithNCountingDownFromNInEveryEpisode) {
   CampaignInfo info;
   info.imp_train = 1000;
-  info.clk_train = 500;  // theta_avg = 1/2
+  info.clk_train = 500;    // theta_avg = 1/2
   info.cost_train = 4000;  // cpm 4: B = int(4 * c0 * N)
   info.price_counter_train = {0, 0, 0, 4};
   RlbProtocol p;

@@ -29,15 +29,15 @@
 namespace rtb::learn {
 
 struct PacingTrainOptions {
-  sim::RlbProtocol protocol;  // c0, N, max bid of the episodes trained on
-  int steps = 10;             // K decisions per episode
-  std::string base = "lin";   // the bid the action scales: lin (Lin-Bid) | rlb (RLB's bid)
+  sim::RlbProtocol protocol;         // c0, N, max bid of the episodes trained on
+  int steps = 10;                    // K decisions per episode
+  std::string base = "lin";          // the bid the action scales: lin (Lin-Bid) | rlb (RLB's bid)
   std::string prices = "histogram";  // the training world: histogram (summary) | log
   int64_t world_auctions = 200000;   // auctions drawn for the histogram world
   int64_t b0 = 0;       // Lin-Bid base bid scaled by the action; 0 = tuned on the world
   double bratio = 1.0;  // action scale
-  int episodes = 400;         // training episodes
-  int eval_every = 20;        // episodes between table evaluations (model selection)
+  int episodes = 400;   // training episodes
+  int eval_every = 20;  // episodes between table evaluations (model selection)
   uint64_t seed = 1;
   std::string store_dir;  // RocksDB replay store ("" = in memory)
   HyperParams hp;         // actor/critic sizes, learning rates, noise, batch, updates per step

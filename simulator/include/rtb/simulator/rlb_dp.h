@@ -43,7 +43,7 @@ struct RlbDpParams {
   int64_t episode_size = 1000;  // N: rows V(0..N-1, .) are computed
   int64_t budget = 0;           // B: columns b = 0..B
   int64_t max_bid = 300;
-  double theta_avg = 0;  // clk_train / imp_train
+  double theta_avg = 0;   // clk_train / imp_train
   double v1 = 1, v0 = 0;  // objective v1 * clicks - v0 * cost (clicks: 1, 0)
   double gamma = 1;
 };
