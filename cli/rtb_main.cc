@@ -502,6 +502,11 @@ int main(int argc, char** argv) {
                  "A bidder silent this long is dead: its unspent lease returns")
       ->check(CLI::Range(int64_t{1000}, int64_t{86'400'000}))
       ->capture_default_str();
+  bu->add_option("--reclaim-every-ms", ba.c.reclaim_every_ms,
+                 "How often silent bidders are checked (a dead bidder is found at most this "
+                 "long after its heartbeat timeout)")
+      ->check(CLI::Range(50, 60'000))
+      ->capture_default_str();
   bu->add_option("--leases-out", ba.c.leases_out,
                  "On stop, write every lease (budget, held, spent per bidder) to this CSV");
   LogArgs la;
