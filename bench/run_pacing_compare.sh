@@ -3,8 +3,8 @@
 # section 2, RLB protocol, the published table's columns): a synthetic campaign from the
 # simulator's market-price model (train, validation and test logs of 156K auctions each,
 # different seeds). For each c0 the agent is trained (`rtb train-pacing`, never on the test log),
-# RLB's dynamic program is computed from the campaign summary, Lin-Bid's b0 is tuned on the
-# validation log in steps of 6, and all four replay the test log. Reports go to
+# RLB's dynamic program is computed from the campaign summary, the agent's tables and Lin-Bid's
+# b0 (in steps of 6) are chosen on the validation log, and all four replay the test log. Reports go to
 # out/pacing-compare/; the last lines sum the clicks over c0 and give each method's margin
 # against RLB.
 # Usage: bench/run_pacing_compare.sh [EPISODES=400] [C0 list="0.03125 0.0625 0.125 0.25 0.5"]
@@ -23,6 +23,7 @@ rm -rf "$OUT/unused"
 for c0 in $C0S; do
   # shellcheck disable=SC2086
   "$B/rtb" train-pacing --log "$OUT/logs/train.txt" --info "$OUT/logs/campaign.json" --c0 "$c0" \
+    --validation-log "$OUT/logs/validation.txt" \
     --episodes "$EPISODES" --seed "$SEED" --out "$OUT/pacing-$c0.json" --quiet $PACING_ARGS \
     > "$OUT/train-$c0.json"
   "$B/rtb" replay --format rlb --log "$OUT/logs/test.txt" --info "$OUT/logs/campaign.json" \

@@ -84,7 +84,7 @@ int main(int argc, char** argv) {
 
   rtb::learn::PacingTrainOptions po;
   po.hp = rtb::learn::PacingHyperParams();
-  std::string p_log, p_info, p_out = "out/pacing/pacing-table.json";
+  std::string p_log, p_info, p_validation, p_out = "out/pacing/pacing-table.json";
   auto* pc = app.add_subcommand(
       "pacing",
       "Train the single-campaign pacing policy from a campaign summary (and a training log)");
@@ -94,6 +94,9 @@ int main(int argc, char** argv) {
   pc->add_option("--info", p_info,
                  "Campaign summary JSON (imp_train, clk_train, cost_train, price_counter_train)")
       ->required();
+  pc->add_option("--validation-log", p_validation,
+                 "Compare the tables (and the base alone) on this log instead of the training "
+                 "data; the kept table is the best there");
   pc->add_option("--base", po.base, "The bid the action scales: lin (Lin-Bid) | rlb (RLB's bid)")
       ->check(CLI::IsMember({"lin", "rlb"}))
       ->capture_default_str();
@@ -175,7 +178,13 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "rtb pacing: error: %s\n", info.status().message().c_str());
       return 1;
     }
-    auto res = rtb::learn::TrainPacing(log->auctions, *info, po);
+    rtb::Result<rtb::sim::CompactLog> validation = rtb::sim::CompactLog{};
+    if (!p_validation.empty()) validation = rtb::sim::ReadCompactLog(p_validation, {});
+    if (!validation.ok()) {
+      std::fprintf(stderr, "rtb pacing: error: %s\n", validation.status().message().c_str());
+      return 1;
+    }
+    auto res = rtb::learn::TrainPacing(log->auctions, *info, po, validation->auctions);
     if (!res.ok()) {
       std::fprintf(stderr, "rtb pacing: error: %s\n", res.status().message().c_str());
       return 1;

@@ -48,7 +48,8 @@ HyperParams PacingHyperParams() {
 
 Result<PacingTrainResult> TrainPacing(const std::vector<sim::LoggedAuction>& log,
                                       const sim::CampaignInfo& info,
-                                      const PacingTrainOptions& opt) {
+                                      const PacingTrainOptions& opt,
+                                      const std::vector<sim::LoggedAuction>& validation) {
   const int64_t N = opt.protocol.episode_size;
   if (opt.base != "lin" && opt.base != "rlb") {
     return Status::InvalidArgument("--base must be lin or rlb, got '" + opt.base + "'");
@@ -76,6 +77,8 @@ Result<PacingTrainResult> TrainPacing(const std::vector<sim::LoggedAuction>& log
   auto replay_train = [&](sim::BidStrategy& s) {
     return sim::ReplayRlb(world, info, opt.protocol, s);
   };
+  // Where tables are compared: the validation log when there is one, else the training world.
+  const std::vector<sim::LoggedAuction>& select = validation.empty() ? world : validation;
   sim::PacingParams params;
   params.base = opt.base;
   std::shared_ptr<const sim::RlbValueFunction> rlb;
@@ -105,16 +108,16 @@ Result<PacingTrainResult> TrainPacing(const std::vector<sim::LoggedAuction>& log
   PacingTrainResult res;
   if (rlb != nullptr) {
     sim::RlbDpStrategy base(rlb);
-    res.base_train = replay_train(base);
+    res.base_train = sim::ReplayRlb(select, info, opt.protocol, base);
   } else {
     auto lin = sim::LinBid(params.b0, params.ctr_avg_train);
-    res.base_train = replay_train(*lin);
+    res.base_train = sim::ReplayRlb(select, info, opt.protocol, *lin);
   }
   Rng rng(Rng::Mix(opt.seed, 0x9ac1));
   Rng sample_rng(Rng::Mix(opt.seed, 0x5a3b));
   const uint64_t windows = world.size() - static_cast<uint64_t>(N) + 1;
   // The zero table (the base bid alone) is the first candidate: a learned table replaces it only
-  // when it does better on the training world.
+  // when it does better where tables are compared.
   res.table.params = params;
   res.table.actions.assign(res.table.CellStates().size(), 0.0f);
   res.best_train = res.base_train;
@@ -152,7 +155,7 @@ Result<PacingTrainResult> TrainPacing(const std::vector<sim::LoggedAuction>& log
     learner.EndEpisode();
     if (ep % opt.eval_every == 0 || ep == opt.episodes) {
       sim::PacingTable table = TableOf(learner, params);
-      const sim::ReplayTotals t = PlayTable(world, info, opt.protocol, table, rlb);
+      const sim::ReplayTotals t = PlayTable(select, info, opt.protocol, table, rlb);
       res.curve.push_back(t.expected_clicks);
       if (!have_best || t.expected_clicks > res.best_train.expected_clicks) {
         have_best = true;

@@ -46,8 +46,9 @@ struct PacingTrainOptions {
 
 struct PacingTrainResult {
   sim::PacingTable table;
-  sim::ReplayTotals base_train;  // the base bid alone (Lin-Bid's b0, or RLB) on the world
-  sim::ReplayTotals best_train;  // the kept table on the training world
+  sim::ReplayTotals base_train;  // the base bid alone (Lin-Bid's b0, or RLB), on the world or
+                                 // the validation log
+  sim::ReplayTotals best_train;  // the kept table, on the same
   int best_episode = 0;          // when it was found
   std::vector<double> curve;     // training clicks per evaluation
 };
@@ -55,8 +56,11 @@ struct PacingTrainResult {
 // Defaults for this small problem (smaller networks than the DCMAB ones, more updates).
 HyperParams PacingHyperParams();
 
-// `log` may be empty with prices "histogram" (pCTRs are then clk_train / imp_train).
+// `log` may be empty with prices "histogram" (pCTRs are then clk_train / imp_train). With a
+// `validation` log, the tables (and the base alone) are compared on it instead of on the training
+// world: the kept table is the one that does best on auctions it was not trained on.
 Result<PacingTrainResult> TrainPacing(const std::vector<sim::LoggedAuction>& log,
-                                      const sim::CampaignInfo& info, const PacingTrainOptions& opt);
+                                      const sim::CampaignInfo& info, const PacingTrainOptions& opt,
+                                      const std::vector<sim::LoggedAuction>& validation = {});
 
 }  // namespace rtb::learn
