@@ -47,8 +47,7 @@ HyperParams PacingHyperParams() {
 }
 
 Result<PacingTrainResult> TrainPacing(const std::vector<sim::LoggedAuction>& log,
-                                      const sim::CampaignInfo& info,
-                                      const PacingTrainOptions& opt,
+                                      const sim::CampaignInfo& info, const PacingTrainOptions& opt,
                                       const std::vector<sim::LoggedAuction>& validation) {
   const int64_t N = opt.protocol.episode_size;
   if (opt.base != "lin" && opt.base != "rlb") {

@@ -111,6 +111,15 @@ TEST(PacingTrain, FromTheSummaryAloneOnRlbsBidsNeverBelowRlbOnItsWorld) {
   const auto b = sim::ReplayRlb(f.log, f.info, o.protocol, rlb);
   EXPECT_EQ(a.impressions, b.impressions);
   EXPECT_EQ(a.cost, b.cost);
+  // With a validation log the tables (and RLB alone) are compared there.
+  std::vector<sim::LoggedAuction> held(f.log.begin(), f.log.begin() + 5000);
+  auto rv = TrainPacing({}, f.info, o, held);
+  ASSERT_TRUE(rv.ok()) << rv.status().message();
+  sim::RlbDpStrategy rlb_held(*v);
+  const auto on_held = sim::ReplayRlb(held, f.info, o.protocol, rlb_held);
+  EXPECT_EQ(rv->base_train.auctions, 5000);
+  EXPECT_EQ(rv->base_train.cost, on_held.cost);
+  EXPECT_GE(rv->best_train.expected_clicks, on_held.expected_clicks);
   // Training on the log's own auctions needs a log.
   o.prices = "log";
   EXPECT_FALSE(TrainPacing({}, f.info, o).ok());
