@@ -3,14 +3,15 @@
 
 From a table of a = BASE for every agent and cluster, moves one agent's row at a time and
 prints every agent's test-day revenue and COST, then the largest change of another agent's
-revenue. Usage: scripts/coupling_check.py [build/release/rtb] [base]
+revenue. Usage: scripts/coupling_check.py [build/release/rtb] [base] [simulator config]
 """
 import os, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sim_tables import Simulator
 
-sim = Simulator(sys.argv[1] if len(sys.argv) > 1 else "build/release/rtb")
+sim = Simulator(sys.argv[1] if len(sys.argv) > 1 else "build/release/rtb",
+                sys.argv[3] if len(sys.argv) > 3 else None)
 base = float(sys.argv[2]) if len(sys.argv) > 2 else -0.65
 
 ref, _ = sim.play([[base] * 3 for _ in range(3)])
