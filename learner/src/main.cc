@@ -116,7 +116,8 @@ int main(int argc, char** argv) {
   pc->add_option("--max-bid", po.protocol.max_bid, "Bid cap")->capture_default_str();
   pc->add_option("--steps", po.steps, "Decision steps per episode (K; divides N)")
       ->capture_default_str();
-  pc->add_option("--b0", po.b0, "Lin-Bid base bid the action scales (0 = tune on the log)")
+  pc->add_option("--b0", po.b0,
+                 "Lin-Bid base bid the action scales (0 = tuned on the training data)")
       ->capture_default_str();
   pc->add_option("--episodes", po.episodes, "Training episodes")->capture_default_str();
   pc->add_option("--eval-every", po.eval_every, "Episodes between table evaluations")
@@ -184,6 +185,18 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "rtb pacing: error: %s\n", validation.status().message().c_str());
       return 1;
     }
+    if (!p_validation.empty() &&
+        static_cast<int64_t>(validation->auctions.size()) < po.protocol.episode_size) {
+      std::fprintf(stderr,
+                   "rtb pacing: error: %s has %zu auctions, fewer than one episode (%lld)\n",
+                   p_validation.c_str(), validation->auctions.size(),
+                   static_cast<long long>(po.protocol.episode_size));
+      return 1;
+    }
+    if (po.base == "rlb" && pc->get_option("--b0")->count() > 0) {
+      std::fprintf(stderr, "rtb pacing: error: --b0 is Lin-Bid's base bid; --base rlb has none\n");
+      return 1;
+    }
     auto res = rtb::learn::TrainPacing(log->auctions, *info, po, validation->auctions);
     if (!res.ok()) {
       std::fprintf(stderr, "rtb pacing: error: %s\n", res.status().message().c_str());
@@ -194,14 +207,16 @@ int main(int argc, char** argv) {
       return 1;
     }
     std::printf(
-        "{\"table\":\"%s\",\"base\":\"%s\",\"b0\":%lld,\"best_episode\":%d,"
+        "{\"table\":\"%s\",\"base\":\"%s\",\"selected_on\":\"%s\",\"b0\":%lld,"
+        "\"best_episode\":%d,"
         "\"train_clicks\":%lld,\"train_expected_clicks\":%.3f,"
         "\"base_train_expected_clicks\":%.3f,\"train_cost\":%lld,\"base_train_clicks\":%lld,"
         "\"base_train_cost\":%lld}\n",
-        p_out.c_str(), res->table.params.base.c_str(), static_cast<long long>(res->table.params.b0),
-        res->best_episode, static_cast<long long>(res->best_train.clicks),
-        res->best_train.expected_clicks, res->base_train.expected_clicks,
-        static_cast<long long>(res->best_train.cost),
+        p_out.c_str(), res->table.params.base.c_str(),
+        p_validation.empty() ? "training" : "validation",
+        static_cast<long long>(res->table.params.b0), res->best_episode,
+        static_cast<long long>(res->best_train.clicks), res->best_train.expected_clicks,
+        res->base_train.expected_clicks, static_cast<long long>(res->best_train.cost),
         static_cast<long long>(res->base_train.clicks),
         static_cast<long long>(res->base_train.cost));
     return 0;

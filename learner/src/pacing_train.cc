@@ -82,8 +82,9 @@ Result<PacingTrainResult> TrainPacing(const std::vector<sim::LoggedAuction>& log
   params.base = opt.base;
   std::shared_ptr<const sim::RlbValueFunction> rlb;
   if (opt.base == "rlb") {
-    RTB_ASSIGN_OR_RETURN(rlb, sim::RlbForCampaign(info, opt.protocol));
+    RTB_ASSIGN_OR_RETURN(rlb, sim::RlbForCampaign(info, opt.protocol, "--base rlb"));
     params.c0 = opt.protocol.c0;
+    params.max_bid = opt.protocol.max_bid;
   } else {
     params.b0 = opt.b0 > 0 ? opt.b0 : sim::TuneLinB0(replay_train, info.CtrTrain()).b0;
   }
@@ -121,7 +122,6 @@ Result<PacingTrainResult> TrainPacing(const std::vector<sim::LoggedAuction>& log
   res.table.actions.assign(res.table.CellStates().size(), 0.0f);
   res.best_train = res.base_train;
   res.best_episode = 0;
-  bool have_best = true;
   for (int ep = 1; ep <= opt.episodes; ++ep) {
     // One episode on a random window of N auctions, the actor plus noise deciding.
     const size_t start = static_cast<size_t>(rng.UniformInt(windows));
@@ -156,17 +156,17 @@ Result<PacingTrainResult> TrainPacing(const std::vector<sim::LoggedAuction>& log
       sim::PacingTable table = TableOf(learner, params);
       const sim::ReplayTotals t = PlayTable(select, info, opt.protocol, table, rlb);
       res.curve.push_back(t.expected_clicks);
-      if (!have_best || t.expected_clicks > res.best_train.expected_clicks) {
-        have_best = true;
+      if (t.expected_clicks > res.best_train.expected_clicks) {
         res.best_train = t;
         res.best_episode = ep;
         res.table = std::move(table);
       }
       if (opt.progress) {
         log::Get("pacing").info(
-            "episode {}/{}  train expected clicks {:.2f} ({} alone: {:.2f})  best {:.2f} @{}  "
+            "episode {}/{}  expected clicks on the {} {:.2f} ({} alone: {:.2f})  best {:.2f} @{}  "
             "noise {:.3f}",
-            ep, opt.episodes, t.expected_clicks, params.base, res.base_train.expected_clicks,
+            ep, opt.episodes, validation.empty() ? "training data" : "validation log",
+            t.expected_clicks, params.base, res.base_train.expected_clicks,
             res.best_train.expected_clicks, res.best_episode, learner.noise_sigma());
       }
     }

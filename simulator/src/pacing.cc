@@ -42,8 +42,11 @@ std::vector<std::vector<float>> PacingTable::CellStates() const {
 std::string PacingTable::ToJson() const {
   nlohmann::json j;
   j["schema"] = "rtb.pacing-table.v1";
-  j["base"] = params.base;
-  if (params.base == "rlb") j["c0"] = params.c0;
+  if (params.base == "rlb") {
+    j["base"] = params.base;
+    j["c0"] = params.c0;
+    j["max_bid"] = params.max_bid;
+  }
   j["b0"] = params.b0;
   j["ctr_avg_train"] = params.ctr_avg_train;
   j["bratio"] = params.bratio;
@@ -61,9 +64,10 @@ Result<PacingTable> PacingTable::FromJson(const std::string& json, const std::st
     if (j.value("schema", "") != "rtb.pacing-table.v1") {
       return Status::InvalidArgument(name + ": not a pacing table (schema rtb.pacing-table.v1)");
     }
-    static const char* kKeys[] = {"schema",         "base",          "c0",           "b0",
-                                  "ctr_avg_train",  "bratio",        "episode_size", "steps",
-                                  "budget_buckets", "level_buckets", "actions"};
+    static const char* kKeys[] = {
+        "schema",        "base",   "c0",           "max_bid", "b0",
+        "ctr_avg_train", "bratio", "episode_size", "steps",   "budget_buckets",
+        "level_buckets", "actions"};
     for (const auto& [k, v] : j.items()) {
       if (std::find_if(std::begin(kKeys), std::end(kKeys), [&](const char* x) { return k == x; }) ==
           std::end(kKeys)) {
@@ -78,7 +82,10 @@ Result<PacingTable> PacingTable::FromJson(const std::string& json, const std::st
     }
     if (t.params.base == "rlb") {
       t.params.c0 = j.at("c0").get<double>();
-      if (!(t.params.c0 > 0)) return Status::InvalidArgument(name + ": c0 must be positive");
+      t.params.max_bid = j.at("max_bid").get<int64_t>();
+      if (!(t.params.c0 > 0) || t.params.max_bid < 0) {
+        return Status::InvalidArgument(name + ": c0 must be positive and max_bid at least 0");
+      }
     }
     t.params.b0 = j.at("b0").get<int64_t>();
     t.params.ctr_avg_train = j.at("ctr_avg_train").get<double>();

@@ -238,7 +238,12 @@ Result<ReplayOutput> RunSingle(const ReplayJob& a) {
           return Status::InvalidArgument(a.pacing + " scales RLB's bids for c0 = " +
                                          Fmt(tp->params.c0) + "; --c0 is " + Fmt(a.c0));
         }
-        auto v = RlbForCampaign(L.info, rlb);
+        if (tp->params.max_bid != a.max_bid) {
+          return Status::InvalidArgument(a.pacing + " scales RLB's bids for max bid " +
+                                         std::to_string(tp->params.max_bid) + "; --max-bid is " +
+                                         std::to_string(a.max_bid));
+        }
+        auto v = RlbForCampaign(L.info, rlb, "a pacing table on RLB's bids");
         if (!v.ok()) return v.status();
         base_rlb = *v;
         base = "RLB's bid";

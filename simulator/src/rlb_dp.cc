@@ -10,7 +10,6 @@ namespace rtb::sim {
 namespace {
 
 constexpr double kUpPrecision = 1e-10;  // the released code's early-stop tolerance
-constexpr int64_t kSplitBudget = 4096;  // rows at least this long are computed on two threads
 
 constexpr int64_t kLanes = 8;  // Dot reads whole groups of 8; the arrays are padded with zeros
 
@@ -114,7 +113,10 @@ Result<RlbValueFunction> RlbValueFunction::Compute(const RlbDpParams& p,
     moment[static_cast<size_t>(d)] = acc_d;
     mr[static_cast<size_t>(M - d)] = m[static_cast<size_t>(d)];
   }
-  const int64_t a_max = v0 != 0 ? std::min(static_cast<int64_t>(v1t / v0), M) : M;
+  // int(v1 * theta / v0), capped at max_bid (compared as doubles first: the ratio may be huge).
+  const double ratio = v0 != 0 ? v1t / v0 : static_cast<double>(M);
+  const int64_t a_max =
+      !(ratio < static_cast<double>(M)) ? M : std::max<int64_t>(-1, static_cast<int64_t>(ratio));
   double v_inc = 0;
   for (int64_t d = 0; d <= a_max; ++d) {
     v_inc += m[static_cast<size_t>(d)] * (v1t - v0 * static_cast<double>(d));
@@ -125,7 +127,8 @@ Result<RlbValueFunction> RlbValueFunction::Compute(const RlbDpParams& p,
   f.rows_.reserve(static_cast<size_t>(p.episode_size));
   f.rows_.push_back(Row{{0.0}, 0.0});  // V(0, .) = 0
   double v_max = 0;
-  const unsigned threads = std::thread::hardware_concurrency();
+  const unsigned threads =
+      p.threads > 0 ? static_cast<unsigned>(p.threads) : std::thread::hardware_concurrency();
   int64_t prev_stop = 0, prev_prev_stop = 0;  // where the last two rows reached V_max
   for (int64_t n = 1; n < p.episode_size; ++n) {
     // a(n, b) from V(n-1, .), by the code's one downward scan.
@@ -148,7 +151,7 @@ Result<RlbValueFunction> RlbValueFunction::Compute(const RlbDpParams& p,
     int64_t first = -1;
     const int64_t expect =
         prev_stop < B ? std::min(B, prev_stop + 2 * (prev_stop - prev_prev_stop) + M) : B;
-    if (expect >= kSplitBudget && threads > 1) {
+    if (expect >= p.split_budget && threads > 1) {
       int64_t total = 0;
       for (int64_t b = 1; b <= expect; ++b) total += a[static_cast<size_t>(b)] + 1;
       int64_t mid = 1, run = 0;
@@ -176,6 +179,7 @@ Result<RlbValueFunction> RlbValueFunction::Compute(const RlbDpParams& p,
 }
 
 int64_t RlbValueFunction::Bid(int64_t n, int64_t b, double theta) const {
+  if (n < 1 || n > p_.episode_size || b < 0 || b > p_.budget) return 0;
   const int64_t row = n - 1;
   const double here = V(row, b);
   int64_t bid = 0;
@@ -214,11 +218,13 @@ std::string RlbDpStrategy::Describe() const {
 }
 
 Result<std::shared_ptr<const RlbValueFunction>> RlbForCampaign(const CampaignInfo& info,
-                                                               const RlbProtocol& p) {
+                                                               const RlbProtocol& p,
+                                                               const std::string& who) {
   if (info.price_counter_train.empty()) {
     return Status::InvalidArgument(
-        "--strategy rlb needs the campaign summary's price_counter_train (the training log's "
-        "market price histogram); `rtb generate --rlb-out` writes it");
+        who +
+        " needs the campaign summary's price_counter_train (the training log's market price "
+        "histogram); `rtb generate --rlb-out` writes it");
   }
   RlbDpParams dp;
   dp.episode_size = p.episode_size;

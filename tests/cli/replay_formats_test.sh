@@ -47,7 +47,7 @@ import json, sys
 t = sys.argv[1]
 tr = json.load(open(t + "/train-rlb.json"))
 x = json.load(open(t + "/replay-rlb.json"))
-assert tr["base"] == "rlb" and tr["train_expected_clicks"] >= tr["base_train_expected_clicks"], tr
+assert tr["base"] == "rlb" and tr["selected_on"] == "training", tr
 assert [m["name"] for m in x["methods"]] == ["pacing", "rlb"], x
 assert "rlb x learned multiplier" in x["strategy"], x["strategy"]
 assert all(m["impressions"] > 0 for m in x["methods"]), x
@@ -59,6 +59,11 @@ if "$RTB" replay --format rlb --log "$T/rlb/test.txt" --info "$T/rlb/campaign.js
   echo "FAIL: a table for c0 0.0625 replayed at 0.125"; exit 1
 fi
 grep -q "scales RLB's bids for c0 = 0.0625; --c0 is 0.125" "$T/err" || { echo "FAIL: $(cat "$T/err")"; exit 1; }
+if "$RTB" replay --format rlb --log "$T/rlb/test.txt" --info "$T/rlb/campaign.json" --c0 0.0625 \
+     --max-bid 200 --strategy pacing --pacing "$T/pacing-rlb.json" 2>"$T/err"; then
+  echo "FAIL: a table for max bid 300 replayed at 200"; exit 1
+fi
+grep -q "scales RLB's bids for max bid 300; --max-bid is 200" "$T/err" || { echo "FAIL: $(cat "$T/err")"; exit 1; }
 
 # Raw iPinYou: columns shuffled, categorical features derived from pCTR, no pctr column.
 for f in train test; do

@@ -93,22 +93,23 @@ TEST_F(RlbDpByHand, BidsAndTiesAtEquality) {
 // The released loop term by term (Python's order of additions), for the comparison below.
 std::vector<std::vector<double>> Transcribed(const RlbDpParams& p, const std::vector<double>& m) {
   const int64_t B = p.budget, M = p.max_bid;
-  const double th = p.theta_avg;
+  const double v1t = p.v1 * p.theta_avg, v0 = p.v0, g = p.gamma;
   std::vector<double> V(B + 1, 0.0), nV(B + 1, 0.0);
   std::vector<std::vector<double>> rows{V};
   double v_max = 0, v_inc = 0;
-  for (int64_t d = 0; d <= M; ++d) v_inc += m[d] * th;
+  const int64_t a_max = v0 != 0 ? std::min<int64_t>(static_cast<int64_t>(v1t / v0), M) : M;
+  for (int64_t d = 0; d <= a_max; ++d) v_inc += m[d] * (v1t - v0 * d);
   for (int64_t n = 1; n < p.episode_size; ++n) {
     std::vector<int64_t> a(B + 1, 0);
     int64_t bb = B - 1;
     for (int64_t b = B; b > 0; --b) {
-      while (bb >= 0 && (V[bb] - V[b]) + th >= 0) --bb;
+      while (bb >= 0 && g * (V[bb] - V[b]) + v1t - v0 * (b - bb) >= 0) --bb;
       a[b] = bb < 0 ? std::min(M, b) : std::min(M, b - bb - 1);
     }
-    v_max += v_inc;
+    v_max = g * v_max + v_inc;
     for (int64_t b = 1; b <= B; ++b) {
-      nV[b] = V[b];
-      for (int64_t d = 0; d <= a[b]; ++d) nV[b] += m[d] * (th + (V[b - d] - V[b]));
+      nV[b] = g * V[b];
+      for (int64_t d = 0; d <= a[b]; ++d) nV[b] += m[d] * (v1t + g * (V[b - d] - V[b]) - v0 * d);
       if (std::abs(nV[b] - v_max) < 1e-10) {
         for (int64_t k = b + 1; k <= B; ++k) nV[k] = v_max;
         break;
@@ -120,15 +121,68 @@ std::vector<std::vector<double>> Transcribed(const RlbDpParams& p, const std::ve
   return rows;
 }
 
-TEST(RlbDp, MatchesTheTermByTermLoopOnTwoThreadsAndEarlyStops) {
-  // A market-price histogram like a campaign's (prices 0..300, a hump near 80), B past the
-  // size from which rows are cut over two threads, and rows short enough to stop early.
+std::vector<double> HumpPdf() {
+  // A market-price histogram like a campaign's: prices 0..300, a hump near 80.
   std::vector<int64_t> counter(301);
   for (int i = 0; i <= 300; ++i) {
     counter[i] = static_cast<int64_t>(1000 * std::exp(-std::pow((i - 80) / 30.0, 2)));
   }
-  const auto m = MarketPricePdf(counter);
-  const RlbDpParams p = Params(60, 5000, 300, 0.0014);
+  return MarketPricePdf(counter);
+}
+
+TEST(RlbDp, AProfitObjectiveAndADiscountMatchTheTermByTermLoop) {
+  // v0 != 0 (profit: a click is worth v1, a unit of cost v0) caps a_max below max_bid; gamma < 1
+  // discounts the future.
+  RlbDpParams p = Params(30, 900, 300, 0.0014);
+  p.v1 = 60000;  // v1 * theta = 84: a_max = 84
+  p.v0 = 1;
+  p.gamma = 0.99;
+  const auto m = HumpPdf();
+  auto v = RlbValueFunction::Compute(p, m);
+  ASSERT_TRUE(v.ok());
+  const auto ref = Transcribed(p, m);
+  for (int64_t n = 0; n < p.episode_size; ++n) {
+    for (int64_t b = 0; b <= p.budget; ++b) {
+      ASSERT_NEAR(v->V(n, b), ref[n][b], 1e-9 * std::max(1.0, std::abs(ref[n][b])))
+          << n << " " << b;
+    }
+  }
+  EXPECT_GT(v->V(p.episode_size - 1, p.budget), 0.0);
+  // Outside the table: no bid.
+  EXPECT_EQ(v->Bid(0, 10, 0.01), 0);
+  EXPECT_EQ(v->Bid(p.episode_size + 1, 10, 0.01), 0);
+  EXPECT_EQ(v->Bid(5, -1, 0.01), 0);
+  EXPECT_EQ(v->Bid(5, p.budget + 1, 0.01), 0);
+}
+
+TEST(RlbDp, EverySplitOverTwoThreadsGivesTheOneThreadValues) {
+  // Rows cut over two threads from a budget of 64 on: the stop found by the first part, by the
+  // second, past the expected range (the continuation) or not at all; the values must be the
+  // one-thread ones bit for bit (each b is the same arithmetic).
+  const auto m = HumpPdf();
+  for (int64_t B : {300, 1200, 5000}) {
+    RlbDpParams one = Params(80, B, 300, 0.0014);
+    one.threads = 1;
+    RlbDpParams two = one;
+    two.threads = 2;
+    two.split_budget = 64;
+    auto a = RlbValueFunction::Compute(one, m);
+    auto b = RlbValueFunction::Compute(two, m);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(a->early_stopped_rows(), b->early_stopped_rows()) << B;
+    for (int64_t n = 0; n < one.episode_size; ++n) {
+      for (int64_t x = 0; x <= B; ++x)
+        ASSERT_EQ(a->V(n, x), b->V(n, x)) << B << " " << n << " " << x;
+    }
+  }
+}
+
+TEST(RlbDp, MatchesTheTermByTermLoopOnTwoThreadsAndEarlyStops) {
+  // B past the size from which rows are cut over two threads (two threads asked for), and rows
+  // short enough to stop early.
+  const auto m = HumpPdf();
+  RlbDpParams p = Params(60, 5000, 300, 0.0014);
+  p.threads = 2;
   auto v = RlbValueFunction::Compute(p, m);
   ASSERT_TRUE(v.ok());
   const auto ref = Transcribed(p, m);

@@ -32,10 +32,11 @@ struct PacingTrainOptions {
   sim::RlbProtocol protocol;         // c0, N, max bid of the episodes trained on
   int steps = 10;                    // K decisions per episode
   std::string base = "lin";          // the bid the action scales: lin (Lin-Bid) | rlb (RLB's bid)
-  std::string prices = "histogram";  // the training world: histogram (summary) | log
+  std::string prices = "histogram";  // the training world: histogram (summary) | log (the
+                                     // command line picks log when it is given a --log)
   int64_t world_auctions = 200000;   // auctions drawn for the histogram world
   int64_t b0 = 0;       // Lin-Bid base bid scaled by the action; 0 = tuned on the world
-  double bratio = 1.0;  // action scale
+  double bratio = 1.0;  // action scale (the command line's default with --base rlb is 0.1)
   int episodes = 400;   // training episodes
   int eval_every = 20;  // episodes between table evaluations (model selection)
   uint64_t seed = 1;

@@ -38,7 +38,8 @@ struct PacingParams {
   // The bid the action scales: "lin" (Lin-Bid, int(pCTR * b0 / ctr_avg_train)) or "rlb" (RLB's
   // dynamic-program bid for the auctions and budget left, rtb/simulator/rlb_dp.h).
   std::string base = "lin";
-  double c0 = 0;  // rlb base: the budget fraction the table was trained for
+  double c0 = 0;        // rlb base: the budget fraction the table was trained for
+  int64_t max_bid = 0;  // rlb base: the bid cap it was trained with
 };
 
 // The table the learner publishes (schemas/pacing-table-v1.md).

@@ -46,6 +46,10 @@ struct RlbDpParams {
   double theta_avg = 0;   // clk_train / imp_train
   double v1 = 1, v0 = 0;  // objective v1 * clicks - v0 * cost (clicks: 1, 0)
   double gamma = 1;
+  // Rows expected to be at least this long are cut over `threads` (0: the machine's, at most
+  // two) threads. The values do not depend on either; tests lower them to reach every branch.
+  int64_t split_budget = 4096;
+  int threads = 0;
 };
 
 class RlbValueFunction {
@@ -58,7 +62,8 @@ class RlbValueFunction {
     const Row& r = rows_[static_cast<size_t>(n)];
     return b < static_cast<int64_t>(r.v.size()) ? r.v[static_cast<size_t>(b)] : r.v_max;
   }
-  // The bid with n auctions left (1 <= n <= N), budget b left (0 <= b <= B) and pCTR theta.
+  // The bid with n auctions left (1 <= n <= N), budget b left (0 <= b <= B) and pCTR theta;
+  // 0 outside those ranges.
   int64_t Bid(int64_t n, int64_t b, double theta) const;
 
   const RlbDpParams& params() const { return p_; }
@@ -89,9 +94,10 @@ class RlbDpStrategy : public BidStrategy {
   std::shared_ptr<const RlbValueFunction> v_;
 };
 
-// The value function for a campaign under the RLB protocol: B = RlbEpisodeBudget, m from
+// The value function for a campaign under the RLB protocol (`who`: what needs it, for the error
+// when the summary has no histogram): B = RlbEpisodeBudget, m from
 // info.price_counter_train, theta_avg = clk_train / imp_train, the click objective, gamma = 1.
-Result<std::shared_ptr<const RlbValueFunction>> RlbForCampaign(const CampaignInfo& info,
-                                                               const RlbProtocol& p);
+Result<std::shared_ptr<const RlbValueFunction>> RlbForCampaign(
+    const CampaignInfo& info, const RlbProtocol& p, const std::string& who = "--strategy rlb");
 
 }  // namespace rtb::sim
