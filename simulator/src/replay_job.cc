@@ -191,6 +191,16 @@ Result<ReplayOutput> RunSingle(const ReplayJob& a) {
   std::string b0_note;
   int64_t b0 = a.b0;
   std::vector<MethodRun> runs;
+  // RLB's value function, computed once for every strategy that reads it (rlb, pacing on RLB).
+  std::shared_ptr<const RlbValueFunction> rlb_v;
+  double rlb_secs = 0;  // how long computing it took
+  auto rlb_value = [&](const std::string& who) -> Result<std::shared_ptr<const RlbValueFunction>> {
+    if (rlb_v != nullptr) return rlb_v;
+    const auto t0 = std::chrono::steady_clock::now();
+    RTB_ASSIGN_OR_RETURN(rlb_v, RlbForCampaign(L.info, rlb, who));
+    rlb_secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return rlb_v;
+  };
   for (const std::string& n : names) {
     std::unique_ptr<BidStrategy> s;
     std::optional<PacingTable> pacing;
@@ -243,7 +253,7 @@ Result<ReplayOutput> RunSingle(const ReplayJob& a) {
                                          std::to_string(tp->params.max_bid) + "; --max-bid is " +
                                          std::to_string(a.max_bid));
         }
-        auto v = RlbForCampaign(L.info, rlb, "a pacing table on RLB's bids");
+        auto v = rlb_value("a pacing table on RLB's bids");
         if (!v.ok()) return v.status();
         base_rlb = *v;
         base = "RLB's bid";
@@ -259,14 +269,11 @@ Result<ReplayOutput> RunSingle(const ReplayJob& a) {
       if (a.protocol != "rlb") {
         return Status::InvalidArgument("RLB's dynamic program plays the rlb protocol (episodes)");
       }
-      const auto t0 = std::chrono::steady_clock::now();
-      auto v = RlbForCampaign(L.info, rlb);
+      auto v = rlb_value("--strategy rlb");
       if (!v.ok()) return v.status();
-      const double secs =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       meta.push_back({"RLB value function", "V(n, b) for n < " + std::to_string(a.episode_size) +
                                                 ", b <= " + std::to_string((*v)->params().budget) +
-                                                " in " + Fmt(secs, "%.2f") + " s (" +
+                                                " in " + Fmt(rlb_secs, "%.2f") + " s (" +
                                                 std::to_string((*v)->early_stopped_rows()) +
                                                 " rows stopped early at V_max)"});
       s = std::make_unique<RlbDpStrategy>(*v);
