@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "rtb/core/events.h"
 #include "rtb/core/text.h"
 
 namespace rtb::bidder {
@@ -130,8 +131,8 @@ Result<Notice> ParseNotice(std::string_view target) {
   else
     return Status::InvalidArgument("unknown notice type");
   std::string_view query = q == std::string_view::npos ? "" : target.substr(q + 1);
-  std::string price_raw, value_raw, adv_raw, loss_raw, t_raw, bp_raw, ts_raw, c_raw;
-  bool has_price = false, has_value = false;
+  std::string price_raw, value_raw, adv_raw, loss_raw, t_raw, bp_raw, ts_raw, c_raw, n_raw;
+  bool has_price = false, has_value = false, has_n = false;
   while (!query.empty()) {
     const size_t amp = query.find('&');
     const std::string_view kv = query.substr(0, amp);
@@ -167,6 +168,8 @@ Result<Notice> ParseNotice(std::string_view target) {
       n.test = v == "1";
     else if (k == "c")
       c_raw = v;
+    else if (k == "n")
+      n_raw = v, has_n = true;
     else if (k == "ab" && (v == "l" || v == "m"))
       n.arm = v == "l" ? Arm::kLearned : Arm::kManual;
     else if (k == "sig")
@@ -204,6 +207,20 @@ Result<Notice> ParseNotice(std::string_view target) {
       return Status::InvalidArgument("notice value (conversion value, currency units): " + why);
     }
     n.value = m;
+  }
+  if (has_n) {
+    if (n.type != NoticeType::kClick && n.type != NoticeType::kConversion) {
+      return Status::InvalidArgument(
+          "notice n (how many) is for click and conversion notices only");
+    }
+    double c = 0;
+    const auto [np, nec] = std::from_chars(n_raw.data(), n_raw.data() + n_raw.size(), c);
+    if (n_raw.empty() || nec != std::errc() || np != n_raw.data() + n_raw.size() ||
+        !(c > 0 && c <= kMaxEventCount)) {
+      return Status::InvalidArgument(
+          "notice n (how many clicks or conversions) must be a number in (0, 1e6]");
+    }
+    n.count = c;
   }
   if (!t_raw.empty()) {
     int64_t t = -1;

@@ -109,6 +109,9 @@ HttpResult Bidder::HandleNotice(std::string_view target) {
     // The order value the exchange or the advertiser reported, else the campaign's value of a
     // conversion (0 when neither is known).
     e.price_micros = n->value ? n->value->value() : m.cfg.advertisers[k].conversion_value.value();
+    e.count = n->count.value_or(1.0);
+  } else if (n->type == NoticeType::kClick) {
+    e.count = n->count.value_or(1.0);
   } else if (n->type == NoticeType::kLoss) {
     e.reason = std::to_string(n->loss_code);
   }

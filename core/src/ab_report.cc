@@ -26,8 +26,8 @@ ArmTotals& ArmTotals::operator+=(const ArmTotals& o) {
 
 double ArmTotals::Cost() const { return SafeDiv(spend.units(), budget.units()); }
 double ArmTotals::Roi() const { return SafeDiv(revenue.units(), spend.units()); }
-double ArmTotals::Cpa() const { return SafeDiv(spend.units(), static_cast<double>(conversions)); }
-double ArmTotals::Cpc() const { return SafeDiv(spend.units(), static_cast<double>(clicks)); }
+double ArmTotals::Cpa() const { return SafeDiv(spend.units(), conversions); }
+double ArmTotals::Cpc() const { return SafeDiv(spend.units(), clicks); }
 double ArmTotals::WinRate() const {
   return SafeDiv(static_cast<double>(impressions), static_cast<double>(bids));
 }
@@ -74,9 +74,9 @@ void AbTally::Add(const Event& e) {
     spend_by_bucket_[{day, (t % kDayMs) / bucket_ms_, arm, advertisers_[k].agent}] +=
         charge.value();
   } else if (e.type == "click") {
-    ++c.clicks;
+    c.clicks += e.count;
   } else if (e.type == "conversion") {
-    ++c.conversions;
+    c.conversions += e.count;
     c.revenue += Micros(e.price_micros);
     b.revenue[arm] += Micros(e.price_micros);
   }
@@ -345,8 +345,8 @@ doc::Document AbReportDocument(const AbTally& t, const AbReportInfo& info) {
                               Value::Num(a.spend.units()),
                               Value::Num(a.Cost()),
                               Value::Num(static_cast<double>(a.impressions)),
-                              Value::Num(static_cast<double>(a.clicks)),
-                              Value::Num(static_cast<double>(a.conversions)),
+                              Value::Num(a.clicks),
+                              Value::Num(a.conversions),
                               Value::Num(a.revenue.units()),
                               Value::Num(a.Roi()),
                               Value::Num(a.Cpa()),

@@ -10,7 +10,7 @@
 namespace rtb {
 
 std::string EncodeEvent(const Event& e) {
-  constexpr size_t kLiterals = 320;  // keys, punctuation and booleans of every field below
+  constexpr size_t kLiterals = 336;  // keys, punctuation and booleans of every field below
   JsonWriter w(kLiterals + 12 * JsonWriter::kMaxNumber + JsonWriter::Escaped(e.type) +
                JsonWriter::Escaped(e.eid) + JsonWriter::Escaped(e.auction_id) +
                JsonWriter::Escaped(e.imp_id) + JsonWriter::Escaped(e.reason) +
@@ -61,6 +61,10 @@ std::string EncodeEvent(const Event& e) {
       w.Int(e.computed[i]);
     }
     w.Raw(']');
+  }
+  if (e.count != 1.0) {
+    w.Raw(",\"count\":");
+    w.Dbl9(e.count);
   }
   w.Raw(",\"charged\":");
   w.Bool(e.charged);
@@ -145,6 +149,13 @@ Result<Event> DecodeEvent(std::string_view json) {
           return Status::Corruption("event: computed holds a non-integer or out-of-range value");
         }
         e.computed.push_back(static_cast<int>(x.get<int64_t>()));
+      }
+    }
+    if (j.contains("count")) {
+      if (!j["count"].is_number()) return Status::Corruption("event: count is not a number");
+      e.count = j["count"].get<double>();
+      if (!(e.count >= 0 && e.count <= kMaxEventCount)) {
+        return Status::Corruption("event: count is negative or above 1e6");
       }
     }
     return e;

@@ -39,6 +39,13 @@ std::string Decimal(int64_t micros) {
   return buf;
 }
 
+// A count for a notice's n= (expected clicks or conversions), 9 significant digits.
+std::string Count9(double x) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.9g", x);
+  return buf;
+}
+
 void ReplaceAll(std::string& s, std::string_view from, const std::string& to) {
   for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) {
     s.replace(p, from.size(), to);
@@ -344,11 +351,19 @@ void Exchange::Impl::Settle(Conn& conn, const std::string& id, const std::string
     const size_t q = burl.find('?');
     const std::string who = q == std::string::npos ? "?" : burl.substr(q);
     int64_t value = 0;
+    double conversions = 0;  // what the conversion notice books
+    std::string count;       // its n= (expected outcomes)
     if (cfg.outcomes == "expected") {
-      out.clicks += o.pctr;
-      out.conversions += o.pctr * o.pcvr;
-      value = std::llround(o.pctr * o.pcvr * static_cast<double>(o.value));
+      // Expected outcomes: one click notice with the expected clicks (n = pCTR) and one
+      // conversion notice with the expected conversions (n = pCTR x pCVR) and their value, each
+      // counted once the bidder acknowledged it, so that its events count what this counts.
+      if (o.pctr > 0 && Notice(conn, "/notice/click" + who + "&n=" + Count9(o.pctr) + t, loc)) {
+        out.clicks += o.pctr;
+      }
+      conversions = o.pctr * o.pcvr;
+      value = std::llround(conversions * static_cast<double>(o.value));
       value_on_notice = true;  // an expected value is not the campaign's conversion value
+      count = "&n=" + Count9(conversions);
     } else {
       const bool click = Draw(cfg.seed, day_index, r, o.adv, 1) < o.pctr;
       const bool buy = click && Draw(cfg.seed, day_index, r, o.adv, 2) < o.pcvr;
@@ -363,8 +378,12 @@ void Exchange::Impl::Settle(Conn& conn, const std::string& id, const std::string
     }
     if (value > 0) {
       const std::string target = "/notice/conversion" + who +
-                                 (value_on_notice ? "&value=" + Decimal(value) : std::string()) + t;
-      if (Notice(conn, target, loc)) out.revenue += Micros(value);
+                                 (value_on_notice ? "&value=" + Decimal(value) : std::string()) +
+                                 count + t;
+      if (Notice(conn, target, loc)) {
+        out.revenue += Micros(value);
+        if (cfg.outcomes == "expected") out.conversions += conversions;
+      }
     }
   }
   if (!cfg.send_loss_notices) return;

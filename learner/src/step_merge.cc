@@ -97,7 +97,7 @@ MergeResult StepMerger::Add(const Event& e) {
   } else if (e.type == "conversion") {
     t.revenue_micros[p] += e.price_micros;
   } else if (e.type == "click") {
-    ++t.clicks[p];
+    t.clicks[p] += e.count;
   }
   return MergeResult::kMerged;
 }
@@ -141,7 +141,7 @@ Result<StepMerger> StepMerger::FromJson(const std::string& json) {
       t.cost_micros = o.at("cost_micros").get<std::vector<int64_t>>();
       t.revenue_micros = o.at("revenue_micros").get<std::vector<int64_t>>();
       t.computed = o.at("computed").get<std::vector<int64_t>>();
-      t.clicks = o.at("clicks").get<std::vector<int64_t>>();
+      t.clicks = o.at("clicks").get<std::vector<double>>();
       t.count_by_type = o.at("count_by_type").get<std::map<std::string, int64_t>>();
       t.events = o.at("events").get<int64_t>();
       t.unattributed = o.at("unattributed").get<int64_t>();

@@ -17,9 +17,9 @@ void ApplyNotice(const Event& e, LoggedBid* b) {
     if (!b->won || e.type == "billing") b->price_micros = e.price_micros;
     b->won = true;
   } else if (e.type == "click") {
-    ++b->clicks;
+    b->clicks += e.count;
   } else if (e.type == "conversion") {
-    ++b->conversions;
+    b->conversions += e.count;
     b->value_micros += e.price_micros;
   }
   // loss: nothing to record (the bid stays lost unless a win says otherwise).
@@ -112,8 +112,8 @@ OutcomeReplayResult ReplayOutcomes(const OutcomeLog& log, const OutcomeBid& bid,
     if (b.won) {
       if (nb >= b.price_micros) {
         ++o.impressions;
-        o.clicks += static_cast<double>(b.clicks);
-        o.conversions += static_cast<double>(b.conversions);
+        o.clicks += b.clicks;
+        o.conversions += b.conversions;
         o.cost = Micros(o.cost.value() + b.price_micros / 1000);
         o.revenue = Micros(o.revenue.value() + b.value_micros);
       }

@@ -254,6 +254,34 @@ TEST(Notice, SimulatedClockParameter) {
   EXPECT_FALSE(ParseNotice("/notice/billing?auction=a&imp=1&adv=3&t=12x").ok());
 }
 
+TEST(Notice, ExpectedOutcomesCountParameter) {
+  // Expected outcomes: a click or conversion notice says how many it reports.
+  auto c = ParseNotice("/notice/click?auction=a&imp=1&adv=3&n=0.0125");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  ASSERT_TRUE(c->count.has_value());
+  EXPECT_DOUBLE_EQ(*c->count, 0.0125);
+  auto v = ParseNotice("/notice/conversion?auction=a&imp=1&adv=3&value=0.25&n=3.5e-4");
+  ASSERT_TRUE(v.ok()) << v.status().message();
+  EXPECT_DOUBLE_EQ(*v->count, 3.5e-4);
+  EXPECT_EQ(v->value->value(), 250'000);
+  EXPECT_FALSE(ParseNotice("/notice/click?auction=a&imp=1&adv=3")->count.has_value());  // = 1
+  // Out of range or not a number: a clear error, not a silent 1.
+  for (const char* bad : {"0", "-1", "1e7", "nan", "inf", "abc", "", "0.5x"}) {
+    auto r = ParseNotice(std::string("/notice/click?auction=a&imp=1&adv=3&n=") + bad);
+    EXPECT_FALSE(r.ok()) << bad;
+    if (!r.ok()) {
+      EXPECT_NE(r.status().message().find("n (how many"), std::string::npos)
+          << r.status().message();
+    }
+  }
+  // A win, billing or loss counts one impression: n there is an error.
+  for (const char* type : {"win", "billing", "loss"}) {
+    EXPECT_FALSE(
+        ParseNotice(std::string("/notice/") + type + "?auction=a&imp=1&adv=3&price=1&n=0.5").ok())
+        << type;
+  }
+}
+
 TEST(Budget, ManyThreadsNeverOverspendBeyondReservations) {
   BudgetLedger ledger({Micros(1'000'000)}, {Micros(0)});
   std::atomic<int64_t> billed{0};

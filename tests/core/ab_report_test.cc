@@ -74,6 +74,28 @@ TEST(AbTally, BooksEachEventToItsDayArmAndAdvertiserAsTheBidderDoes) {
   EXPECT_DOUBLE_EQ(c.back(), 0.003);
 }
 
+TEST(AbTally, ExpectedOutcomesAddTheEventsCountsNotTheirNumber) {
+  // Expected outcomes: every impression sends a click notice counting pCTR and a conversion
+  // notice counting pCTR x pCVR (core/events.h `count`).
+  AbTally t(Market(), 0.5, kHourMs);
+  for (int k = 0; k < 4; ++k) {
+    t.Add(Ev("billing", 1, Arm::kLearned, 10 + k, 1'000'000));  // 1000 micros each
+    Event click = Ev("click", 1, Arm::kLearned, 20 + k);
+    click.count = 0.02;
+    t.Add(click);
+    Event conv = Ev("conversion", 1, Arm::kLearned, 30 + k, 40'000);
+    conv.count = 0.0005;
+    t.Add(conv);
+  }
+  const ArmTotals l = t.Of(0, Arm::kLearned, 0);
+  EXPECT_EQ(l.impressions, 4);
+  EXPECT_DOUBLE_EQ(l.clicks, 0.08);
+  EXPECT_DOUBLE_EQ(l.conversions, 0.002);
+  EXPECT_DOUBLE_EQ(l.Cpc(), 0.004 / 0.08);
+  EXPECT_DOUBLE_EQ(l.Cpa(), 0.004 / 0.002);
+  EXPECT_EQ(l.revenue.value(), 160'000);
+}
+
 TEST(AbTally, RatiosArePerShareAndTheirIntervalsHoldTheTruthAndRepeat) {
   // 30% learned: per unit of share the learned arm earns twice the manual arm, every hour.
   AbTally exact(Market(), 0.3, kHourMs);

@@ -50,6 +50,24 @@ TEST(Events, EveryEventCarriesItsArmAndOldEventsReadAsLearned) {
   }
 }
 
+TEST(Events, ExpectedOutcomeCountsRoundTripAndAreWrittenOnlyWhenNotOne) {
+  Event e;
+  e.type = "click";
+  e.eid = "i-3";
+  const std::string one = EncodeEvent(e);
+  EXPECT_EQ(one.find("count"), std::string::npos) << one;  // a real click: 1, not written
+  EXPECT_DOUBLE_EQ(DecodeEvent(one)->count, 1.0);
+  e.count = 0.012345678;
+  const std::string expected = EncodeEvent(e);
+  EXPECT_NE(expected.find(R"("count":0.012345678)"), std::string::npos) << expected;
+  EXPECT_DOUBLE_EQ(DecodeEvent(expected)->count, 0.012345678);
+  for (const char* bad : {"-0.5", "2e6", "\"1\"", "null", "true"}) {
+    auto r =
+        DecodeEvent(std::string(R"({"v":1,"type":"click","eid":"x","ts":1,"count":)") + bad + "}");
+    EXPECT_FALSE(r.ok()) << bad;
+  }
+}
+
 TEST(StepMarkers, RoundTripAndRangeChecks) {
   StepMarker m;
   m.day = 3;

@@ -42,10 +42,14 @@ struct Notice {
   bool test = false;                // `x`: the bid answered a test=1 request
   std::optional<int32_t> cluster;   // `c`: the user's consumer cluster at bid time
   std::optional<Arm> arm;           // `ab`: the user's A/B arm, `l` learned or `m` manual
-  std::string sig;                  // `sig`
+  // `n`, click and conversion only: how many clicks or conversions the notice reports, when an
+  // exchange settles expected outcomes (pCTR, pCTR x pCVR); absent = 1. In (0, 1e6].
+  std::optional<double> count;
+  std::string sig;  // `sig`
 };
 
-// Parses "/notice/<type>?query". Errors: unknown type, missing auction/imp/adv, bad adv.
+// Parses "/notice/<type>?query". Errors: unknown type, missing auction/imp/adv, bad adv, a
+// value or an `n` that is not a number in range, `n` on a win, billing or loss.
 Result<Notice> ParseNotice(std::string_view target);
 
 // The signed query of one bid, without the leading '?': auction, imp, adv, bp, ts, x, c, ab,

@@ -5,7 +5,7 @@
 //
 // Definitions (the bidder's):
 //   spend        = sum of charged billing events' price / 1000, rounded like the bidder books it
-//   impressions  = charged billing events;  clicks, conversions = their events
+//   impressions  = charged billing events;  clicks, conversions = their events' counts
 //   revenue      = sum of conversion values;  bids = bid events (test requests excluded)
 //   COST = spend / budget, ROI = revenue / spend, CPA = spend / conversions,
 //   CPC = spend / clicks, win rate = impressions / bids.
@@ -38,7 +38,10 @@ struct AbAdvertiser {
 
 struct ArmTotals {
   Micros budget, spend, revenue;
-  int64_t impressions = 0, clicks = 0, conversions = 0, bids = 0;
+  int64_t impressions = 0, bids = 0;
+  // Events' counts (core/events.h `count`): whole for real clicks and purchases, expected numbers
+  // when the exchange settles expected outcomes.
+  double clicks = 0, conversions = 0;
 
   ArmTotals& operator+=(const ArmTotals& o);
   double Cost() const;  // spend / budget (NaN without a budget)

@@ -34,11 +34,18 @@ struct Event {
   bool charged = false;       // billing: whether spend was booked
   int64_t sim_ms = -1;        // simulated clock of the auction (ext.sim / notice `t`); -1 = none
   std::vector<int> computed;  // bid computations per agent, on one event per request
+  // click, conversion: how many this event counts for. 1 for a real click or purchase; the
+  // expected number (pCTR, pCTR x pCVR) when the exchange settles expected outcomes (notice
+  // `n=`). Written only when it is not 1.
+  double count = 1.0;
 
   std::string Key() const {
     return advertiser < 0 ? std::string("nobid") : std::to_string(advertiser);
   }
 };
+
+// The largest `count` an event may carry (DecodeEvent refuses more, and negative counts).
+inline constexpr double kMaxEventCount = 1e6;
 
 std::string EncodeEvent(const Event& e);
 Result<Event> DecodeEvent(std::string_view json);

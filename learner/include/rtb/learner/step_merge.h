@@ -33,7 +33,7 @@ struct StepTotals {
   std::vector<int64_t> cost_micros;              // [i*L + j], billed (charged) spend
   std::vector<int64_t> revenue_micros;           // [i*L + j], conversion values
   std::vector<int64_t> computed;                 // [i*L + j], bid computations (d_ij's counts)
-  std::vector<int64_t> clicks;                   // [i*L + j]
+  std::vector<double> clicks;                    // [i*L + j], the click events' counts
   std::map<std::string, int64_t> count_by_type;  // events merged, by type
   int64_t events = 0;                            // events merged (after dedupe)
   int64_t unattributed = 0;  // outcomes whose cluster was unknown (booked to cluster 0)

@@ -33,9 +33,9 @@ struct LoggedBid {
   int64_t bid_micros = 0;  // the CPM bid sent
   double pctr = 0, pcvr = 0, alpha = 0;
   bool won = false;
-  int64_t price_micros = 0;  // clearing CPM (billing if any, else win)
-  int64_t clicks = 0, conversions = 0;
-  int64_t value_micros = 0;  // order value of the conversions
+  int64_t price_micros = 0;            // clearing CPM (billing if any, else win)
+  double clicks = 0, conversions = 0;  // the events' counts (expected outcomes: fractional)
+  int64_t value_micros = 0;            // order value of the conversions
   bool test = false;
 };
 
