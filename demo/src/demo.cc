@@ -72,6 +72,9 @@ struct Setup {
 struct Services {
   std::unique_ptr<kafka::MockCluster> kafka;
   std::string bootstrap;
+  // events.jsonl, written as the events topic is (the tail stops before the file closes).
+  std::ofstream events_dump;
+  std::unique_ptr<kafka::TopicTail> events_tail;
   std::vector<std::string> listens;  // each bidder's host:port
   std::vector<std::unique_ptr<Child>> bidders;
   std::unique_ptr<Child> learner;
@@ -329,8 +332,9 @@ Result<std::unique_ptr<Services>> StartServices(const Setup& s, const std::strin
   auto svc = std::make_unique<Services>();
   RTB_ASSIGN_OR_RETURN(svc->kafka, kafka::MockCluster::Start(3));
   svc->bootstrap = svc->kafka->bootstrap();
-  // librdkafka 2.0.2's mock keeps the last 5 MB of each partition (rdkafka_mock.c); 16
-  // partitions of lz4 batches hold far more than a reader lagging one step behind needs.
+  // librdkafka 2.0.2's mock keeps the last 5 MB of each partition (rdkafka_mock.c); 48
+  // partitions of lz4 batches hold far more than a reader lagging one step behind needs, and
+  // the dump reads the topic as it is written.
   RTB_RETURN_IF_ERROR(svc->kafka->CreateTopic("rtb.events", kEventPartitions, 3));
   RTB_RETURN_IF_ERROR(svc->kafka->CreateTopic("rtb.policy", 1, 3));
   RTB_RETURN_IF_ERROR(svc->kafka->CreateTopic("rtb.clock", 1, 3));
@@ -339,6 +343,14 @@ Result<std::unique_ptr<Services>> StartServices(const Setup& s, const std::strin
     RTB_RETURN_IF_ERROR(svc->kafka->CreateTopic("rtb.lease.grants", 1, 3));
   }
   s.Say("embedded Kafka (mock cluster) at " + svc->bootstrap);
+  svc->events_dump.open(s.out + "/events.jsonl", std::ios::trunc | std::ios::binary);
+  if (!svc->events_dump) return Status::IoError("cannot write " + s.out + "/events.jsonl");
+  RTB_ASSIGN_OR_RETURN(svc->events_tail,
+                       kafka::TopicTail::Start(
+                           {.bootstrap = svc->bootstrap}, "rtb.events", 30000,
+                           [out = &svc->events_dump](int32_t, int64_t, std::string_view payload) {
+                             *out << payload << '\n';
+                           }));
   for (int b = 0; b < s.cfg.bidders; ++b) {
     svc->listens.push_back("127.0.0.1:" + std::to_string(FreePort()));
   }
@@ -760,24 +772,20 @@ json BuildReport(const Setup& s, const Services& svc, const Played& p, const Loo
   return report;
 }
 
-// The events topic as a JSON-lines dump: what `rtb replay --format events` reads offline.
-json DumpEvents(const Setup& s, const Services& svc) {
-  std::ofstream dump(s.out + "/events.jsonl", std::ios::trunc);
-  int64_t dumped = 0, not_retained = 0;
-  const Status st = kafka::ReadWholeTopic(
-      {.bootstrap = svc.bootstrap}, "rtb.events", 30000,
-      [&](int, int64_t, std::string_view payload) {
-        dump << payload << '\n';
-        ++dumped;
-      },
-      &not_retained);
-  // The embedded mock cluster keeps about 5 MB per partition: on long runs the oldest events
-  // are gone before the dump (a real cluster's retention is a config value).
+// The events topic as a JSON-lines dump: what `rtb replay --format events` reads offline. It
+// was read as it was written (the embedded cluster keeps about 5 MB per partition, less than a
+// long run); this reads on to the topic's end.
+json DumpEvents(const Setup& s, Services& svc) {
+  const Status st = svc.events_tail->Finish(30000);
+  svc.events_dump.flush();
+  const bool written = static_cast<bool>(svc.events_dump);
+  svc.events_dump.close();
+  const int64_t dumped = svc.events_tail->messages(), not_retained = svc.events_tail->missed();
   return {{"file", "events.jsonl"},
           {"messages", dumped},
           {"read_to_end", st.ok()},
           {"messages_no_longer_retained", not_retained},
-          {"complete", st.ok() && not_retained == 0},
+          {"complete", st.ok() && written && not_retained == 0},
           {"replay", "rtb replay --format events --log " + doc::ShownPath(s.cfg.out) +
                          "/events.jsonl --strategy logged,manual"}};
 }
@@ -799,9 +807,10 @@ Result<json> AbFromEvents(const Setup& s, const json& report) {
   info.malformed = malformed;
   if (s.cfg.exchange.outcomes == "expected") {
     info.notes.push_back(
-        "The simulated exchange ran with expected outcomes: each impression sends one conversion "
-        "notice carrying its expected order value (pCTR x pCVR x value) and no click notice, so "
-        "'conversions' counts those notices, not purchases, and CPA is per notice.");
+        "The simulated exchange ran with expected outcomes: each impression sends one click "
+        "notice counting its expected clicks (pCTR) and one conversion notice counting its "
+        "expected conversions (pCTR x pCVR) with their value, so clicks and conversions are "
+        "expected numbers, as the exchange's accounting has them.");
   }
   info.rerun = "rtb report --events " + doc::ShownPath(s.cfg.out) +
                "/events.jsonl --bidder-config " + doc::ShownPath(s.cfg.out) +
@@ -822,8 +831,13 @@ Result<json> AbFromEvents(const Setup& s, const json& report) {
     auto close = [](double a, double b) {
       return std::abs(a - b) <= 0.001 * std::max(1.0, std::abs(b));
     };
-    match = match && close(t.spend.units(), spend) && close(t.revenue.units(), revenue);
-    out["arms"][ArmName(arm)] = {{"spend", t.spend.units()}, {"revenue", t.revenue.units()}};
+    const double clicks = ex["clicks"].get<double>(), conversions = ex["conversions"].get<double>();
+    match = match && close(t.spend.units(), spend) && close(t.revenue.units(), revenue) &&
+            close(t.clicks, clicks) && close(t.conversions, conversions);
+    out["arms"][ArmName(arm)] = {{"spend", t.spend.units()},
+                                 {"revenue", t.revenue.units()},
+                                 {"clicks", t.clicks},
+                                 {"conversions", t.conversions}};
   }
   out["matches_exchange_within_0_1_pct"] = match;
   // Budgets, from the bidders' events: no (day, arm, advertiser) over its part of the budget,

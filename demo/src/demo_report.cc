@@ -74,7 +74,7 @@ doc::Document BuildDemoDocument(const json& r, const std::string& currency) {
     };
     d.Add(doc::Link{"the A/B report (rtb report)", ab.value("file", "ab/report.html"),
                     "From the bidder's own events: revenue per share " + ci(rr) + ", ROI " +
-                        ci(roi) + "; arms' spend and revenue " +
+                        ci(roi) + "; arms' spend, revenue, clicks and conversions " +
                         (ab.value("matches_exchange_within_0_1_pct", false)
                              ? "equal to the exchange's accounting within 0.1%"
                              : "NOT equal to the exchange's accounting") +

@@ -7,8 +7,12 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include "rtb/core/log.h"
 
@@ -397,5 +401,127 @@ Status ReadWholeTopic(const ClientOptions& client, const std::string& topic, int
   }
   return Status::Ok();
 }
+
+struct TopicTail::State {
+  std::unique_ptr<Consumer> consumer;
+  std::string topic;
+  Fn fn;
+  std::vector<int64_t> next;  // per partition: the next offset expected
+  std::atomic<int64_t> messages{0}, missed{0};
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stop = false;       // guarded by mu
+  int finish_timeout = 0;  // > 0: read to the ends as of now (guarded by mu)
+  bool done = false;       // guarded by mu
+  Status result;           // guarded by mu
+  std::thread thread;
+
+  void Take(const Message& m) {
+    const auto p = static_cast<size_t>(m.partition());
+    if (p >= next.size()) return;
+    if (m.offset() > next[p]) missed += m.offset() - next[p];
+    if (m.offset() < next[p]) return;  // a repeat after a reconnect
+    next[p] = m.offset() + 1;
+    fn(m.partition(), m.offset(), m.payload());
+    ++messages;
+  }
+
+  void Run() {
+    std::vector<int64_t> ends;  // per partition, once finishing: the end offsets to reach
+    std::chrono::steady_clock::time_point deadline;
+    for (;;) {
+      int finish = 0;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (stop) return;
+        finish = finish_timeout;
+      }
+      if (finish > 0 && ends.empty()) {
+        deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(finish);
+        for (size_t p = 0; p < next.size(); ++p) {
+          auto wm = consumer->Watermarks(topic, static_cast<int32_t>(p), finish);
+          if (!wm.ok()) {
+            std::lock_guard<std::mutex> lock(mu);
+            result = wm.status();
+            done = true;
+            cv.notify_all();
+            return;
+          }
+          ends.push_back(wm->second);
+        }
+      }
+      if (!ends.empty()) {
+        bool all = true;
+        for (size_t p = 0; p < next.size(); ++p) all = all && next[p] >= ends[p];
+        const bool late = std::chrono::steady_clock::now() >= deadline;
+        if (all || late) {
+          int behind = 0;
+          for (size_t p = 0; p < next.size(); ++p) behind += next[p] < ends[p] ? 1 : 0;
+          std::lock_guard<std::mutex> lock(mu);
+          if (behind > 0) {
+            result = Status::Unavailable("topic " + topic + ": " + std::to_string(behind) +
+                                         " partitions not read to the end in time");
+          }
+          done = true;
+          cv.notify_all();
+          return;
+        }
+      }
+      std::optional<Message> m = consumer->Poll(100);
+      if (m && m->ok() && !m->eof()) Take(*m);
+    }
+  }
+};
+
+Result<std::unique_ptr<TopicTail>> TopicTail::Start(const ClientOptions& client,
+                                                    const std::string& topic, int timeout_ms,
+                                                    Fn fn) {
+  Consumer::Options o;
+  static_cast<ClientOptions&>(o) = client;
+  o.group_id = "rtb-tail-" + topic;
+  o.properties.emplace_back("enable.auto.commit", "false");
+  // Fallen behind what the brokers keep: go on from the oldest they have (counted as missed).
+  o.properties.emplace_back("auto.offset.reset", "earliest");
+  RTB_ASSIGN_OR_RETURN(auto c, Consumer::Create(std::move(o)));
+  auto n = c->PartitionCount(topic, timeout_ms);
+  if (!n.ok()) return Status::Unavailable(n.status().message() + " at " + client.bootstrap);
+  std::vector<TopicPartition> parts;
+  for (int32_t p = 0; p < *n; ++p) parts.push_back({topic, p, kOffsetBeginning});
+  RTB_RETURN_IF_ERROR(c->Assign(parts));
+  std::unique_ptr<TopicTail> t(new TopicTail());
+  t->state_ = std::make_unique<State>();
+  State& s = *t->state_;
+  s.consumer = std::move(c);
+  s.topic = topic;
+  s.fn = std::move(fn);
+  s.next.assign(static_cast<size_t>(*n), 0);
+  s.thread = std::thread([&s] { s.Run(); });
+  return t;
+}
+
+TopicTail::~TopicTail() {
+  if (!state_) return;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->stop = true;
+  }
+  if (state_->thread.joinable()) state_->thread.join();
+}
+
+Status TopicTail::Finish(int timeout_ms) {
+  State& s = *state_;
+  std::unique_lock<std::mutex> lock(s.mu);
+  s.finish_timeout = std::max(1, timeout_ms);
+  // The thread gives up at its own deadline; wait a little longer than that for it.
+  s.cv.wait_for(lock, std::chrono::milliseconds(timeout_ms + 5000), [&] { return s.done; });
+  const Status r = s.done ? s.result : Status::Unavailable("topic " + s.topic + ": tail stuck");
+  s.stop = true;
+  lock.unlock();
+  if (s.thread.joinable()) s.thread.join();
+  return r;
+}
+
+int64_t TopicTail::messages() const { return state_->messages.load(); }
+int64_t TopicTail::missed() const { return state_->missed.load(); }
 
 }  // namespace rtb::kafka

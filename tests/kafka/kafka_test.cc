@@ -72,6 +72,62 @@ TEST(Kafka, ProducesConsumesAndReportsDeliveries) {
   EXPECT_EQ(*n, 2);
 }
 
+// Produces n messages "<i>" of `pad` bytes of padding, alternately to partitions 0 and 1.
+void ProduceNumbered(const std::string& bootstrap, int from, int n, size_t pad) {
+  Producer::Options po;
+  po.bootstrap = bootstrap;
+  po.properties = {{"compression.type", "none"}};
+  auto p = Producer::Create(std::move(po));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  for (int i = from; i < from + n; ++i) {
+    std::string value = std::to_string(i);
+    value += ' ';
+    value.append(pad, 'x');
+    ASSERT_TRUE((*p)->Produce("t", i % 2, "k", value, nullptr).ok());
+  }
+  ASSERT_TRUE((*p)->Flush(20000).ok());
+}
+
+TEST(TopicTail, ReadsEveryMessageAsItIsWrittenInOrderPerPartition) {
+  auto mock = MockCluster::Start(1);
+  ASSERT_TRUE(mock.ok()) << mock.status().message();
+  ASSERT_TRUE((*mock)->CreateTopic("t", 2, 1).ok());
+  std::vector<int> seen[2];
+  auto tail = TopicTail::Start({.bootstrap = (*mock)->bootstrap()}, "t", 10000,
+                               [&](int32_t part, int64_t, std::string_view v) {
+                                 seen[part].push_back(std::stoi(std::string(v)));
+                               });
+  ASSERT_TRUE(tail.ok()) << tail.status().message();
+  ProduceNumbered((*mock)->bootstrap(), 0, 500, 10);
+  ProduceNumbered((*mock)->bootstrap(), 500, 500, 10);
+  ASSERT_TRUE((*tail)->Finish(10000).ok());
+  EXPECT_EQ((*tail)->messages(), 1000);
+  EXPECT_EQ((*tail)->missed(), 0);
+  for (int part = 0; part < 2; ++part) {
+    ASSERT_EQ(seen[part].size(), 500u);
+    for (size_t k = 0; k < 500; ++k) EXPECT_EQ(seen[part][k], 2 * static_cast<int>(k) + part);
+  }
+}
+
+TEST(TopicTail, CountsWhatTheBrokersNoLongerHeldWhenItStarted) {
+  // The mock keeps about 5 MB per partition: 8 MB written before the tail starts loses the
+  // oldest, and the tail says how many it missed; the rest it reads.
+  auto mock = MockCluster::Start(1);
+  ASSERT_TRUE(mock.ok()) << mock.status().message();
+  ASSERT_TRUE((*mock)->CreateTopic("t", 2, 1).ok());
+  constexpr int kBefore = 16'000, kAfter = 100;
+  ProduceNumbered((*mock)->bootstrap(), 0, kBefore, 1000);
+  int64_t read = 0;
+  auto tail = TopicTail::Start({.bootstrap = (*mock)->bootstrap()}, "t", 10000,
+                               [&](int32_t, int64_t, std::string_view) { ++read; });
+  ASSERT_TRUE(tail.ok()) << tail.status().message();
+  ProduceNumbered((*mock)->bootstrap(), kBefore, kAfter, 10);
+  ASSERT_TRUE((*tail)->Finish(20000).ok());
+  EXPECT_GT((*tail)->missed(), 0);
+  EXPECT_EQ((*tail)->messages(), read);
+  EXPECT_EQ((*tail)->messages() + (*tail)->missed(), kBefore + kAfter);
+}
+
 TEST(Kafka, BadPropertiesAndMissingTopicsAreErrors) {
   Producer::Options po;
   po.properties = {{"no.such.property", "1"}};

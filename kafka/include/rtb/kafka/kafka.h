@@ -190,4 +190,30 @@ Status ReadWholeTopic(const ClientOptions& client, const std::string& topic, int
                       const std::function<void(int32_t, int64_t, std::string_view)>& fn,
                       int64_t* not_retained = nullptr);
 
+// Reads every partition of a topic from the beginning as it is written, on a thread of its
+// own, so that a dump holds every message even when the brokers keep less than a whole run
+// (the embedded cluster keeps about 5 MB per partition). fn(partition, offset, payload) runs
+// on that thread, in offset order per partition.
+class TopicTail {
+ public:
+  using Fn = std::function<void(int32_t, int64_t, std::string_view)>;
+  // The topic must exist. Errors: the brokers cannot be reached within timeout_ms.
+  static Result<std::unique_ptr<TopicTail>> Start(const ClientOptions& client,
+                                                  const std::string& topic, int timeout_ms, Fn fn);
+  ~TopicTail();  // stops the thread (without reading to the end)
+
+  // Reads on to every partition's end offset as of this call, then stops. Errors: not every
+  // partition was read to its end within timeout_ms (the tail stops all the same).
+  Status Finish(int timeout_ms);
+  int64_t messages() const;  // messages given to fn
+  // Messages the tail never saw because the brokers no longer held them when it got there
+  // (the gaps between the offsets it read, and before the first): 0 for a complete dump.
+  int64_t missed() const;
+
+ private:
+  TopicTail() = default;
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
 }  // namespace rtb::kafka
