@@ -211,14 +211,16 @@ int main(int argc, char** argv) {
         "\"best_episode\":%d,"
         "\"train_clicks\":%lld,\"train_expected_clicks\":%.3f,"
         "\"base_train_expected_clicks\":%.3f,\"train_cost\":%lld,\"base_train_clicks\":%lld,"
-        "\"base_train_cost\":%lld}\n",
+        "\"base_train_cost\":%lld,\"world_expected_clicks\":%.3f,"
+        "\"base_world_expected_clicks\":%.3f,\"rejected_on_world\":%d}\n",
         p_out.c_str(), res->table.params.base.c_str(),
         p_validation.empty() ? "training" : "validation",
         static_cast<long long>(res->table.params.b0), res->best_episode,
         static_cast<long long>(res->best_train.clicks), res->best_train.expected_clicks,
         res->base_train.expected_clicks, static_cast<long long>(res->best_train.cost),
         static_cast<long long>(res->base_train.clicks),
-        static_cast<long long>(res->base_train.cost));
+        static_cast<long long>(res->base_train.cost), res->best_world.expected_clicks,
+        res->base_world.expected_clicks, res->rejected);
     return 0;
   }
   opt.progress = !quiet;

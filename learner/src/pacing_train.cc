@@ -32,6 +32,12 @@ sim::ReplayTotals PlayTable(const std::vector<sim::LoggedAuction>& log,
 
 }  // namespace
 
+bool KeepPacingTable(double candidate, double kept, bool validated,
+                     const std::function<double()>& on_world, double base_world) {
+  if (!(candidate > kept)) return false;
+  return !validated || on_world() >= base_world;
+}
+
 HyperParams PacingHyperParams() {
   HyperParams hp;
   hp.actor_hidden = 64;
@@ -122,6 +128,10 @@ Result<PacingTrainResult> TrainPacing(const std::vector<sim::LoggedAuction>& log
   res.table.actions.assign(res.table.CellStates().size(), 0.0f);
   res.best_train = res.base_train;
   res.best_episode = 0;
+  if (!validation.empty()) {
+    res.base_world = PlayTable(world, info, opt.protocol, res.table, rlb);
+    res.best_world = res.base_world;
+  }
   for (int ep = 1; ep <= opt.episodes; ++ep) {
     // One episode on a random window of N auctions, the actor plus noise deciding.
     const size_t start = static_cast<size_t>(rng.UniformInt(windows));
@@ -156,10 +166,19 @@ Result<PacingTrainResult> TrainPacing(const std::vector<sim::LoggedAuction>& log
       sim::PacingTable table = TableOf(learner, params);
       const sim::ReplayTotals t = PlayTable(select, info, opt.protocol, table, rlb);
       res.curve.push_back(t.expected_clicks);
-      if (t.expected_clicks > res.best_train.expected_clicks) {
+      sim::ReplayTotals on_world;
+      auto world_clicks = [&] {
+        on_world = PlayTable(world, info, opt.protocol, table, rlb);
+        return on_world.expected_clicks;
+      };
+      if (KeepPacingTable(t.expected_clicks, res.best_train.expected_clicks, !validation.empty(),
+                          world_clicks, res.base_world.expected_clicks)) {
         res.best_train = t;
+        res.best_world = on_world;
         res.best_episode = ep;
         res.table = std::move(table);
+      } else if (on_world.auctions > 0) {
+        ++res.rejected;  // better on the validation log alone
       }
       if (opt.progress) {
         log::Get("pacing").info(

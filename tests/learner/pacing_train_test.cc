@@ -73,6 +73,26 @@ TEST(PacingTrain, SameSeedSameTableAndARocksDbStore) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(PacingTrain, AValidationGainAloneDoesNotReplaceTheBase) {
+  int replays = 0;
+  auto world = [&replays](double v) {
+    return [&replays, v] {
+      ++replays;
+      return v;
+    };
+  };
+  // Without a validation log: more where compared is enough, and the world is not replayed.
+  EXPECT_TRUE(KeepPacingTable(10.1, 10.0, false, world(0.0), 50.0));
+  EXPECT_FALSE(KeepPacingTable(10.0, 10.0, false, world(99.0), 50.0));  // a tie keeps the kept
+  EXPECT_EQ(replays, 0);
+  // With one: also at least the base alone on the training world (a tie there is enough).
+  EXPECT_TRUE(KeepPacingTable(10.1, 10.0, true, world(50.0), 50.0));
+  EXPECT_FALSE(KeepPacingTable(10.1, 10.0, true, world(49.9), 50.0));
+  EXPECT_EQ(replays, 2);
+  EXPECT_FALSE(KeepPacingTable(9.9, 10.0, true, world(99.0), 50.0));  // not replayed
+  EXPECT_EQ(replays, 2);
+}
+
 TEST(PacingTrain, RefusesLogsShorterThanAnEpisodeAndStepsThatDoNotDivide) {
   Fixture f;
   std::vector<sim::LoggedAuction> tiny(f.log.begin(), f.log.begin() + 500);
@@ -126,6 +146,11 @@ TEST(PacingTrain, FromTheSummaryAloneOnRlbsBidsNeverBelowRlbOnItsWorld) {
   const auto kept_held = sim::ReplayRlb(held, f.info, o.protocol, ks);
   EXPECT_EQ(rv->best_train.cost, kept_held.cost);
   EXPECT_EQ(rv->best_train.impressions, kept_held.impressions);
+  // ... and it is at least RLB alone on the training world too: tables that won on the
+  // validation log alone were refused.
+  EXPECT_GE(rv->best_world.expected_clicks, rv->base_world.expected_clicks);
+  EXPECT_GT(rv->base_world.auctions, 5000);
+  EXPECT_GE(rv->rejected, 0);
   // Training on the log's own auctions needs a log.
   o.prices = "log";
   EXPECT_FALSE(TrainPacing({}, f.info, o).ok());

@@ -18,6 +18,7 @@
 // episode 0) is the first candidate, so the kept table never does worse than its base there.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -50,16 +51,28 @@ struct PacingTrainResult {
   sim::ReplayTotals base_train;  // the base bid alone (Lin-Bid's b0, or RLB), on the world or
                                  // the validation log
   sim::ReplayTotals best_train;  // the kept table, on the same
-  int best_episode = 0;          // when it was found
-  std::vector<double> curve;     // training clicks per evaluation
+  // With a validation log: the base alone and the kept table on the training world (a table
+  // is kept only when it is also at least as good as the base there).
+  sim::ReplayTotals base_world, best_world;
+  int rejected = 0;           // tables better on the validation log alone
+  int best_episode = 0;       // when it was found
+  std::vector<double> curve;  // training clicks per evaluation
 };
+
+// The rule training keeps a table by (expected clicks): more than the kept table where tables
+// are compared, and, with a validation log, at least the base bid alone on the training world
+// (`on_world` is called only when the first test passes: it replays the world).
+bool KeepPacingTable(double candidate, double kept, bool validated,
+                     const std::function<double()>& on_world, double base_world);
 
 // Defaults for this small problem (smaller networks than the DCMAB ones, more updates).
 HyperParams PacingHyperParams();
 
 // `log` may be empty with prices "histogram" (pCTRs are then clk_train / imp_train). With a
 // `validation` log, the tables (and the base alone) are compared on it instead of on the training
-// world: the kept table is the one that does best on auctions it was not trained on.
+// world: the kept table is the one that does best on auctions it was not trained on, among those
+// at least as good as the base alone on the training world too (a gain on one log alone can be
+// that log's noise).
 Result<PacingTrainResult> TrainPacing(const std::vector<sim::LoggedAuction>& log,
                                       const sim::CampaignInfo& info, const PacingTrainOptions& opt,
                                       const std::vector<sim::LoggedAuction>& validation = {});
