@@ -162,6 +162,20 @@ TEST(TrainSmoke, TheModelIsPickedOnTheValidationDays) {
   }
 }
 
+TEST(LearnerConfig, TheShippedConfigsLoadWithTheirWorlds) {
+  const std::string dir = std::string(RTB_SOURCE_DIR) + "/configs/learner/";
+  auto d = LoadLearnerConfig(dir + "default.yaml");
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_EQ(d->sim.auction.slots, 3);
+  // The coordination world: the default learner, one slot (configs/simulator/coordination.yaml).
+  auto c = LoadLearnerConfig(dir + "coordination.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->sim.auction.slots, 1);
+  EXPECT_EQ(c->seeds, d->seeds);
+  EXPECT_EQ(c->episodes, d->episodes);
+  EXPECT_EQ(c->hp.actor_lr, d->hp.actor_lr);
+}
+
 TEST(LearnerConfig, ValidationDaysAreBounded) {
   const std::string kSimConfig =
       "simulator_config: " RTB_SOURCE_DIR "/configs/simulator/default.yaml\n";

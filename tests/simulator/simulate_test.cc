@@ -24,6 +24,23 @@ TEST(Simulate, DefaultConfigLoadsAndMatchesTheStructDefaults) {
   EXPECT_EQ(cfg->market.budget_fraction, d.market.budget_fraction);
 }
 
+TEST(Simulate, TheCoordinationWorldIsTheDefaultWithOneSlotFewCandidatesAndNoFloors) {
+  auto d = LoadSimulatorConfig(kDefault);
+  auto c =
+      LoadSimulatorConfig(std::string(RTB_SOURCE_DIR) + "/configs/simulator/coordination.yaml");
+  ASSERT_TRUE(d.ok() && c.ok()) << c.status().message();
+  EXPECT_EQ(c->auction.slots, 1);
+  EXPECT_EQ(c->day.candidates_min, 2);
+  EXPECT_LT(c->day.candidates_mean, d->day.candidates_mean);
+  EXPECT_EQ(c->day.floor_fraction, 0.0);
+  // Everything else as in the default world: the same advertisers, users, budgets.
+  EXPECT_EQ(c->world.advertisers, d->world.advertisers);
+  EXPECT_EQ(c->day.requests, d->day.requests);
+  EXPECT_EQ(c->market.budget_fraction, d->market.budget_fraction);
+  auto sc = BuildScenario(*c, "", "", false);
+  ASSERT_TRUE(sc.ok()) << sc.status().message();
+}
+
 class DefaultDay : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
