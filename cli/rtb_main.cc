@@ -346,6 +346,10 @@ int main(int argc, char** argv) {
       !(argc > 2 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h"))) {
     return ExecLearner("train", argc, argv, 2);
   }
+  if (argc > 1 && std::string(argv[1]) == "tune" &&
+      !(argc > 2 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h"))) {
+    return ExecLearner("tune", argc, argv, 2);
+  }
   if (argc > 1 && std::string(argv[1]) == "train-pacing") {
     return ExecLearner("pacing", argc, argv, 2);
   }
@@ -409,6 +413,12 @@ int main(int argc, char** argv) {
       "--algo <manual|bandit|a2c|ddpg|dcmab|dcmab-coord|partial|all> --seeds <k> --episodes <n> "
       "--out <dir> --jobs <n> --resume");
   tr->allow_extras();
+  auto* tu = app.add_subcommand(
+      "tune",
+      "Search learner configurations by successive halving (runs rtb-learner tune): --config "
+      "<yaml> --algo <method> --trials <n> --min-episodes <n> --eta <k> --max-episodes <n> "
+      "--seed <s> --jobs <n> --out <dir>");
+  tu->allow_extras();
   auto* ln = app.add_subcommand(
       "learn",
       "Learn online from the bidders' Kafka events and publish action tables (runs rtb-learner "

@@ -13,6 +13,7 @@
 #include "rtb/learner/online.h"
 #include "rtb/learner/pacing.h"
 #include "rtb/learner/train.h"
+#include "rtb/learner/tune.h"
 #include "rtb/simulator/replay.h"
 
 namespace {
@@ -82,6 +83,29 @@ int main(int argc, char** argv) {
                 "The bidders' config: the market learned in (default: online.market)");
   l->add_flag("--quiet", quiet, "No per-step lines");
 
+  rtb::learn::TuneOptions tu;
+  std::string tune_config = "configs/learner/default.yaml";
+  auto* tn = app.add_subcommand(
+      "tune", "Successive-halving search over learner configurations (HyperTrick)");
+  tn->add_option("--config", tune_config, "The learner config searched around (trial 0)")
+      ->capture_default_str();
+  tn->add_option("--algo", tu.algo, "The method tuned")->capture_default_str();
+  tn->add_option("--trials", tu.trials, "Configurations, the config as given among them")
+      ->check(CLI::Range(2, 1000))
+      ->capture_default_str();
+  tn->add_option("--min-episodes", tu.min_episodes, "Episodes of the first rung")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  tn->add_option("--eta", tu.eta, "Keep the best 1/eta at each rung; rungs grow by eta")
+      ->check(CLI::Range(2, 100))
+      ->capture_default_str();
+  tn->add_option("--max-episodes", tu.max_episodes, "Episodes of the last rung (0 = the config's)")
+      ->capture_default_str();
+  tn->add_option("--seed", tu.seed, "Draws the configurations")->capture_default_str();
+  tn->add_option("--jobs", tu.jobs, "Trials trained at once")->capture_default_str();
+  tn->add_option("--out", tu.out, "Output directory")->capture_default_str();
+  tn->add_flag("--quiet", quiet, "No progress lines");
+
   rtb::learn::PacingTrainOptions po;
   po.hp = rtb::learn::PacingHyperParams();
   std::string p_log, p_info, p_validation, p_out = "out/pacing/pacing-table.json";
@@ -128,7 +152,7 @@ int main(int argc, char** argv) {
   pc->add_option("--store-dir", po.store_dir, "RocksDB replay store (default: in memory)");
   pc->add_flag("--quiet", quiet, "No progress lines");
   std::string log_level, log_format = "text";
-  for (CLI::App* sub : {t, l, pc}) {
+  for (CLI::App* sub : {t, l, pc, tn}) {
     sub->add_option("--log-level", log_level,
                     "Log level: trace, debug, info, warn, error or off (default: the config's)");
     sub->add_option("--log-format", log_format, "Log lines as text or json")
@@ -221,6 +245,27 @@ int main(int argc, char** argv) {
         static_cast<long long>(res->base_train.clicks),
         static_cast<long long>(res->base_train.cost), res->best_world.expected_clicks,
         res->base_world.expected_clicks, res->rejected);
+    return 0;
+  }
+  if (tn->parsed()) {
+    auto cfg = rtb::learn::LoadLearnerConfig(tune_config);
+    if (!cfg.ok()) {
+      std::fprintf(stderr, "rtb tune: error: %s\n", cfg.status().message().c_str());
+      return 1;
+    }
+    if (!InitLog("tune", log_level, log_format, cfg->log_level)) return 1;
+    tu.config_path = tune_config;
+    tu.progress = !quiet;
+    auto res = rtb::learn::RunTuning(*cfg, tu);
+    if (!res.ok()) {
+      std::fprintf(stderr, "rtb tune: error: %s\n", res.status().message().c_str());
+      return 1;
+    }
+    std::printf(
+        "best: trial %d; wrote %s/report.{json,md,html} and %s/best.yaml (%lld episodes, "
+        "%.2f full runs, %.0f s)\n",
+        res->best, tu.out.c_str(), tu.out.c_str(), static_cast<long long>(res->episodes),
+        res->full_runs, res->seconds);
     return 0;
   }
   opt.progress = !quiet;

@@ -19,6 +19,7 @@
 #include "rtb/learner/replay_store.h"
 #include "rtb/learner/state.h"
 #include "rtb/simulator/env.h"
+#include "train_run.h"
 
 namespace rtb::learn {
 namespace fs = std::filesystem;
@@ -51,13 +52,6 @@ double TrainingScore(const std::vector<RunResult>& runs) {
   }
   return worst >= 0.99 ? revenue : revenue * std::pow(worst / 0.99, 50.0);
 }
-
-struct RunOutput {
-  RunResult test;
-  std::vector<ActionTable> tables;
-  int episodes = 0;
-  double seconds = 0;
-};
 
 struct TrainState {  // what a resumed run needs besides the learner's checkpoint
   std::vector<double> curve;
@@ -99,6 +93,8 @@ bool LoadTrainState(const std::string& path, TrainState* s) {
     return false;
   }
 }
+
+}  // namespace
 
 // One (method, seed) run: the training loop of Algorithm 1, top to bottom.
 Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const sim::Scenario& sc,
@@ -252,6 +248,8 @@ Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const
   out.test.curve = ts.curve;
   out.tables = ev.tables;
   out.episodes = static_cast<int>(ts.curve.size());
+  out.best_pick = ts.best_pick;
+  out.converged = ts.since_best >= cfg.patience;
   RTB_RETURN_IF_ERROR(learner.ExportTorchScript(dir + "/actors"));
   for (size_t t = 0; t < ev.tables.size(); ++t) {
     ActionTable tab = ev.tables[t];
@@ -263,8 +261,6 @@ Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }
-
-}  // namespace
 
 Evaluation EvaluatePolicy(MultiAgentLearner& learner, const sim::Scenario& sc, const sim::Day& day,
                           const std::vector<Micros>& budgets) {
@@ -322,7 +318,12 @@ Result<Report> RunTraining(const LearnerConfig& cfg_in, const TrainOptions& opt)
   };
   std::vector<Job> jobs;
   for (size_t m = 0; m < specs.size(); ++m) {
-    for (int s = 0; s < cfg.seeds; ++s) jobs.push_back({m, s});
+    for (int s = 0; s < cfg.seeds; ++s) {
+      // Built in place: GCC 12 warns falsely (maybe-uninitialized) on a moved temporary here.
+      jobs.emplace_back();
+      jobs.back().method = m;
+      jobs.back().seed = s;
+    }
   }
   int64_t total_episodes = 0;
   for (const auto& j : jobs) total_episodes += specs[j.method].trains() ? cfg.episodes : 0;

@@ -1,0 +1,34 @@
+// One training run (a method, a seed), shared by `rtb train` (train.cc) and `rtb tune`
+// (tune.cc). Private to learner/src.
+#pragma once
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "rtb/learner/agents.h"
+#include "rtb/learner/config.h"
+#include "rtb/learner/train.h"
+#include "rtb/simulator/simulate.h"
+
+namespace rtb::learn {
+
+struct RunOutput {
+  RunResult test;
+  std::vector<ActionTable> tables;
+  int episodes = 0;
+  double seconds = 0;
+  // The best selection score so far (validation days; training days if none): what picks the
+  // model, and what `rtb tune` compares trials by.
+  double best_pick = -1;
+  bool converged = false;  // stopped by the paper's convergence rule (patience) before `episodes`
+};
+
+// Trains `spec` with `seed` up to `episodes` episodes in `dir` (the training loop of Algorithm
+// 1), resuming from dir's last checkpoint when `resume` and one exists, then evaluates the
+// picked model on the test day. `progress` counts episodes.
+Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const sim::Scenario& sc,
+                           uint64_t seed, int episodes, const std::string& dir, bool resume,
+                           std::atomic<int64_t>* progress);
+
+}  // namespace rtb::learn
