@@ -359,23 +359,39 @@ Status MockCluster::CreateTopic(const std::string& topic, int partitions, int re
 void MockCluster::SetBrokerDown(int broker) { rd_kafka_mock_broker_set_down(mock_, broker); }
 void MockCluster::SetBrokerUp(int broker) { rd_kafka_mock_broker_set_up(mock_, broker); }
 
-// ---- ReadWholeTopic ----
+// ---- ReadWholeTopic, TopicTail ----
+
+namespace {
+
+// A consumer that reads `topic` by assignment (group `group`, no commits, these properties),
+// and the topic's partition count.
+Result<std::pair<std::unique_ptr<Consumer>, int>> OpenTopicReader(
+    const ClientOptions& client, const std::string& topic, const std::string& group,
+    std::vector<std::pair<std::string, std::string>> properties, int timeout_ms) {
+  Consumer::Options o;
+  static_cast<ClientOptions&>(o) = client;
+  o.group_id = group;
+  o.properties.emplace_back("enable.auto.commit", "false");
+  for (auto& p : properties) o.properties.push_back(std::move(p));
+  RTB_ASSIGN_OR_RETURN(auto c, Consumer::Create(std::move(o)));
+  auto n = c->PartitionCount(topic, timeout_ms);
+  if (!n.ok()) return Status::Unavailable(n.status().message() + " at " + client.bootstrap);
+  return std::make_pair(std::move(c), *n);
+}
+
+}  // namespace
 
 Status ReadWholeTopic(const ClientOptions& client, const std::string& topic, int timeout_ms,
                       const std::function<void(int32_t, int64_t, std::string_view)>& fn,
                       int64_t* not_retained) {
   if (not_retained != nullptr) *not_retained = 0;
-  Consumer::Options o;
-  static_cast<ClientOptions&>(o) = client;
-  o.group_id = "rtb-read-" + topic;
-  o.properties.emplace_back("enable.auto.commit", "false");
-  o.properties.emplace_back("enable.partition.eof", "true");
-  RTB_ASSIGN_OR_RETURN(auto c, Consumer::Create(std::move(o)));
-  auto n = c->PartitionCount(topic, timeout_ms);
-  if (!n.ok()) return Status::Unavailable(n.status().message() + " at " + client.bootstrap);
+  RTB_ASSIGN_OR_RETURN(auto reader,
+                       OpenTopicReader(client, topic, "rtb-read-" + topic,
+                                       {{"enable.partition.eof", "true"}}, timeout_ms));
+  auto& [c, n] = reader;
   std::vector<TopicPartition> parts;
   std::set<int32_t> open;
-  for (int32_t p = 0; p < *n; ++p) {
+  for (int32_t p = 0; p < n; ++p) {
     // Empty partitions give no EOF event before a message would; skip them by watermark.
     auto wm = c->Watermarks(topic, p, timeout_ms);
     if (wm.ok() && not_retained != nullptr) *not_retained += wm->first;
@@ -476,17 +492,13 @@ struct TopicTail::State {
 Result<std::unique_ptr<TopicTail>> TopicTail::Start(const ClientOptions& client,
                                                     const std::string& topic, int timeout_ms,
                                                     Fn fn) {
-  Consumer::Options o;
-  static_cast<ClientOptions&>(o) = client;
-  o.group_id = "rtb-tail-" + topic;
-  o.properties.emplace_back("enable.auto.commit", "false");
   // Fallen behind what the brokers keep: go on from the oldest they have (counted as missed).
-  o.properties.emplace_back("auto.offset.reset", "earliest");
-  RTB_ASSIGN_OR_RETURN(auto c, Consumer::Create(std::move(o)));
-  auto n = c->PartitionCount(topic, timeout_ms);
-  if (!n.ok()) return Status::Unavailable(n.status().message() + " at " + client.bootstrap);
+  RTB_ASSIGN_OR_RETURN(auto reader,
+                       OpenTopicReader(client, topic, "rtb-tail-" + topic,
+                                       {{"auto.offset.reset", "earliest"}}, timeout_ms));
+  auto& [c, n] = reader;
   std::vector<TopicPartition> parts;
-  for (int32_t p = 0; p < *n; ++p) parts.push_back({topic, p, kOffsetBeginning});
+  for (int32_t p = 0; p < n; ++p) parts.push_back({topic, p, kOffsetBeginning});
   RTB_RETURN_IF_ERROR(c->Assign(parts));
   std::unique_ptr<TopicTail> t(new TopicTail());
   t->state_ = std::make_unique<State>();
@@ -494,7 +506,7 @@ Result<std::unique_ptr<TopicTail>> TopicTail::Start(const ClientOptions& client,
   s.consumer = std::move(c);
   s.topic = topic;
   s.fn = std::move(fn);
-  s.next.assign(static_cast<size_t>(*n), 0);
+  s.next.assign(static_cast<size_t>(n), 0);
   s.thread = std::thread([&s] { s.Run(); });
   return t;
 }

@@ -262,6 +262,24 @@ Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const
   return out;
 }
 
+void RunParallel(size_t n, int jobs, const std::function<void(size_t)>& work, Progress& progress,
+                 const std::atomic<int64_t>& done) {
+  std::atomic<size_t> next{0}, finished{0};
+  auto worker = [&] {
+    for (size_t k = next++; k < n; k = next++) {
+      work(k);
+      finished.fetch_add(1);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < std::max(1, jobs); ++t) threads.emplace_back(worker);
+  while (finished.load() < n) {
+    progress.Update(done.load());
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  for (auto& th : threads) th.join();
+}
+
 Evaluation EvaluatePolicy(MultiAgentLearner& learner, const sim::Scenario& sc, const sim::Day& day,
                           const std::vector<Micros>& budgets) {
   const int N = sc.market.agents, L = sc.market.clusters;
@@ -327,32 +345,23 @@ Result<Report> RunTraining(const LearnerConfig& cfg_in, const TrainOptions& opt)
   }
   int64_t total_episodes = 0;
   for (const auto& j : jobs) total_episodes += specs[j.method].trains() ? cfg.episodes : 0;
-  std::atomic<size_t> next{0};
   std::atomic<int64_t> done_episodes{0};
-  std::atomic<size_t> finished{0};
   Progress progress("train", total_episodes, opt.progress);
-  auto worker = [&] {
-    for (size_t k = next++; k < jobs.size(); k = next++) {
-      Job& j = jobs[k];
-      const AlgoSpec& spec = specs[j.method];
-      const std::string dir = opt.out + "/" + spec.name + "/seed" + std::to_string(j.seed);
-      j.result = TrainOne(cfg, spec, sc, cfg.base_seed + static_cast<uint64_t>(j.seed),
-                          cfg.episodes, dir, opt.resume, &done_episodes);
-      if (j.result.ok()) {
-        log::Get("train").info("{} seed {}: {} episodes in {:.1f}s, test revenue {:.0f}", spec.name,
-                               j.seed, j.result->episodes, j.result->seconds,
-                               j.result->test.total.revenue.units());
-      }
-      finished.fetch_add(1);
-    }
-  };
-  std::vector<std::thread> threads;
-  for (int t = 0; t < std::max(1, opt.jobs); ++t) threads.emplace_back(worker);
-  while (finished.load() < jobs.size()) {
-    progress.Update(done_episodes.load());
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  for (auto& th : threads) th.join();
+  RunParallel(
+      jobs.size(), opt.jobs,
+      [&](size_t k) {
+        Job& j = jobs[k];
+        const AlgoSpec& spec = specs[j.method];
+        const std::string dir = opt.out + "/" + spec.name + "/seed" + std::to_string(j.seed);
+        j.result = TrainOne(cfg, spec, sc, cfg.base_seed + static_cast<uint64_t>(j.seed),
+                            cfg.episodes, dir, opt.resume, &done_episodes);
+        if (j.result.ok()) {
+          log::Get("train").info("{} seed {}: {} episodes in {:.1f}s, test revenue {:.0f}",
+                                 spec.name, j.seed, j.result->episodes, j.result->seconds,
+                                 j.result->test.total.revenue.units());
+        }
+      },
+      progress, done_episodes);
   progress.Done();
 
   Report r;

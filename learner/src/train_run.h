@@ -3,9 +3,11 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "rtb/core/progress.h"
 #include "rtb/learner/agents.h"
 #include "rtb/learner/config.h"
 #include "rtb/learner/train.h"
@@ -30,5 +32,10 @@ struct RunOutput {
 Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const sim::Scenario& sc,
                            uint64_t seed, int episodes, const std::string& dir, bool resume,
                            std::atomic<int64_t>* progress);
+
+// Runs work(k) for every k in [0, n) on `jobs` threads (at least one), each taking the next k in
+// order, and updates `progress` from `done` (episodes) until all have finished.
+void RunParallel(size_t n, int jobs, const std::function<void(size_t)>& work, Progress& progress,
+                 const std::atomic<int64_t>& done);
 
 }  // namespace rtb::learn

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -74,6 +75,20 @@ nlohmann::json ParamsJson(const TrialParams& p) {
           {"updates_per_step", p.updates_per_step},
           {"noise_sigma", p.noise_sigma},
           {"delivery_penalty", p.delivery_penalty}};
+}
+
+// The value of the first `key:` line of a YAML text (after indentation; up to a comment or the
+// end of the line), replaced by edit(old value): comments and every other line kept. False when
+// no such line.
+bool EditKeyLine(std::string& text, const std::string& key,
+                 const std::function<std::string(std::string)>& edit) {
+  const std::regex re("(^|\\n)([ \\t]*" + key +
+                      ":[ \\t]*)([^#\\n]*?)([ \\t]*(#[^\\n]*)?)(?=\\n|$)");
+  std::smatch m;
+  if (!std::regex_search(text, m, re)) return false;
+  text.replace(static_cast<size_t>(m.position(0)), static_cast<size_t>(m.length(0)),
+               m[1].str() + m[2].str() + edit(m[3].str()) + m[4].str());
+  return true;
 }
 
 std::string Short(double v) {
@@ -233,15 +248,9 @@ LearnerConfig WithParams(const LearnerConfig& base, const TrialParams& p) {
 Result<std::string> RewriteConfigText(const std::string& text, const TrialParams& p) {
   std::string out = text;
   auto set = [&](const std::string& key, const std::string& value) -> Status {
-    // The key at the start of a line (after indentation); its value up to a comment or the end.
-    const std::regex re("(^|\\n)([ \\t]*" + key +
-                        ":[ \\t]*)[^#\\n]*?([ \\t]*(#[^\\n]*)?)(?=\\n|$)");
-    std::smatch m;
-    if (!std::regex_search(out, m, re)) {
+    if (!EditKeyLine(out, key, [&](const std::string&) { return value; })) {
       return Status::InvalidArgument("the config has no '" + key + "' line to set");
     }
-    out.replace(static_cast<size_t>(m.position(0)), static_cast<size_t>(m.length(0)),
-                m[1].str() + m[2].str() + value + (m[3].length() > 0 ? m[3].str() : ""));
     return Status::Ok();
   };
   char buf[64];
@@ -317,33 +326,25 @@ Result<TuneResult> RunTuning(const LearnerConfig& cfg, const TuneOptions& opt) {
   for (size_t k = 0; k < rungs.size(); ++k) {
     // Every surviving trial trains on to this rung, `jobs` at a time.
     std::vector<Status> status(alive.size(), Status::Ok());
-    std::atomic<size_t> next{0}, finished{0};
-    auto worker = [&] {
-      for (size_t q = next++; q < alive.size(); q = next++) {
-        Trial& x = res.trials[static_cast<size_t>(alive[q])];
-        if (!x.converged) {
-          auto out = TrainOne(cfgs[static_cast<size_t>(x.id)], spec, sc, cfg.base_seed, rungs[k],
-                              opt.out + "/trial" + std::to_string(x.id), k > 0, &done_episodes);
-          if (!out.ok()) {
-            status[q] = out.status();
+    RunParallel(
+        alive.size(), opt.jobs,
+        [&](size_t q) {
+          Trial& x = res.trials[static_cast<size_t>(alive[q])];
+          if (!x.converged) {
+            auto out = TrainOne(cfgs[static_cast<size_t>(x.id)], spec, sc, cfg.base_seed, rungs[k],
+                                opt.out + "/trial" + std::to_string(x.id), k > 0, &done_episodes);
+            if (!out.ok()) {
+              status[q] = out.status();
+            } else {
+              x.episodes = out->episodes;
+              x.converged = out->converged;
+              x.scores.push_back(out->best_pick);
+            }
           } else {
-            x.episodes = out->episodes;
-            x.converged = out->converged;
-            x.scores.push_back(out->best_pick);
+            x.scores.push_back(x.scores.back());  // stopped by the convergence rule: as it was
           }
-        } else {
-          x.scores.push_back(x.scores.back());  // stopped by the convergence rule: as it was
-        }
-        finished.fetch_add(1);
-      }
-    };
-    std::vector<std::thread> threads;
-    for (int w = 0; w < std::max(1, opt.jobs); ++w) threads.emplace_back(worker);
-    while (finished.load() < alive.size()) {
-      progress.Update(done_episodes.load());
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
-    for (auto& th : threads) th.join();
+        },
+        progress, done_episodes);
     for (const Status& s : status) RTB_RETURN_IF_ERROR(s);
     // Rank by this rung's score (ties: the lower trial id, so the config as given wins a tie).
     std::stable_sort(alive.begin(), alive.end(), [&](int a, int b) {
@@ -385,17 +386,10 @@ Result<TuneResult> RunTuning(const LearnerConfig& cfg, const TuneOptions& opt) {
   // best.yaml lives in the output folder: its simulator_config must still find the world.
   const fs::path from = fs::absolute(fs::path(opt.config_path)).parent_path();
   const fs::path out_dir = fs::absolute(fs::path(opt.out));
-  const std::regex sim_re(
-      "(^|\\n)(simulator_config:[ \\t]*)([^#\\n]*?)([ \\t]*(#[^\\n]*)?)(?=\\n|$)");
-  std::smatch m;
-  if (std::regex_search(rebased, m, sim_re)) {
-    std::string v = m[3].str();
-    while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.pop_back();
+  EditKeyLine(rebased, "simulator_config", [&](const std::string& v) {
     const fs::path target = fs::path(v).is_absolute() ? fs::path(v) : (from / v).lexically_normal();
-    rebased.replace(
-        static_cast<size_t>(m.position(0)), static_cast<size_t>(m.length(0)),
-        m[1].str() + m[2].str() + target.lexically_relative(out_dir).string() + m[4].str());
-  }
+    return target.lexically_relative(out_dir).string();
+  });
   RTB_RETURN_IF_ERROR(WriteFileAtomic(opt.out + "/best.yaml", header + rebased));
   RTB_RETURN_IF_ERROR(WriteTuneReport(res, opt, cfg));
   return res;
