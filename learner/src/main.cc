@@ -6,6 +6,7 @@
 #include <csignal>
 #include <cstdio>
 
+#include "kernels.h"
 #include "rtb/core/log.h"
 #include "rtb/core/memory.h"
 #include "rtb/learner/agents.h"
@@ -33,12 +34,17 @@ bool InitLog(const std::string& sub, const std::string& flag_level, const std::s
     o.format = *f;
     st = rtb::log::Init(o);
   }
-  if (!st.ok()) std::fprintf(stderr, "rtb: error: %s\n", st.message().c_str());
-  return st.ok();
+  if (!st.ok()) {
+    std::fprintf(stderr, "rtb: error: %s\n", st.message().c_str());
+    return false;
+  }
+  rtb::log::Get("kernels").info("numeric kernels: {}", rtb::learn::NumericKernels());
+  return true;
 }
 }  // namespace
 
 int main(int argc, char** argv) {
+  rtb::learn::PinNumericKernels(argv);  // first: may re-execute the process
   rtb::KeepFreedMemoryForReuse(rtb::learn::kTrainMmapThreshold, rtb::learn::kTrainTrimThreshold);
   CLI::App app{"rtb-learner: trains the bidding agents (LibTorch)"};
   app.require_subcommand(1);
