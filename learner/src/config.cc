@@ -31,6 +31,8 @@ Result<LearnerConfig> LoadLearnerConfig(const std::string& path) {
   root.Check(c.checkpoint_every >= 0, "checkpoint_every", "must be >= 0");
   root.Get("roi_scale", &c.roi_scale);
   root.Check(c.roi_scale > 0, "roi_scale", "must be positive");
+  root.Get("pick_delivery", &c.pick_delivery);
+  root.Check(c.pick_delivery > 0 && c.pick_delivery <= 1, "pick_delivery", "must be in (0, 1]");
   root.Get("learning_agents", &c.learning_agents);
   root.Get("delivery_target", &c.delivery_target);
   root.Check(c.delivery_target >= 0 && c.delivery_target <= 1, "delivery_target",

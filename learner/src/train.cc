@@ -40,19 +40,6 @@ std::string Fmt(double v) {
   return buf;
 }
 
-// The score of a policy on some days: total revenue, discounted by (worst delivery / 0.99)^50
-// when some agent spends less than 99% of its budget (a budget is a contract: at 98% delivery
-// a policy keeps 60% of its score). On the training days it drives the paper's convergence
-// rule; on the validation days it picks the model.
-double TrainingScore(const std::vector<RunResult>& runs) {
-  double worst = 1.0, revenue = 0;
-  for (const auto& run : runs) {
-    for (const auto& o : run.rows) worst = std::min(worst, CostOverBudget(o));
-    revenue += run.total.revenue.units();
-  }
-  return worst >= 0.99 ? revenue : revenue * std::pow(worst / 0.99, 50.0);
-}
-
 struct TrainState {  // what a resumed run needs besides the learner's checkpoint
   std::vector<double> curve;
   double best = -1;  // best training score (the paper's convergence rule)
@@ -97,6 +84,31 @@ bool LoadTrainState(const std::string& path, TrainState* s) {
 }  // namespace
 
 // One (method, seed) run: the training loop of Algorithm 1, top to bottom.
+std::vector<double> DeliveryReference(double pick_delivery, const sim::Scenario& sc,
+                                      const sim::Day& day, const std::vector<Micros>& budgets) {
+  const int N = sc.market.agents, L = sc.market.clusters;
+  std::vector<double> ref;
+  for (int i = 0; i < N; ++i) {
+    ActionTable t(N, L);
+    for (int j = 0; j < L; ++j) t.set(i, j, 1.0);
+    const RunResult most = sim::EvaluateTable(sc, day, budgets, t);
+    ref.push_back(std::min(pick_delivery, CostOverBudget(most.rows[static_cast<size_t>(i)])));
+  }
+  return ref;
+}
+
+double TrainingScore(const std::vector<RunResult>& runs,
+                     const std::vector<std::vector<double>>& refs) {
+  double worst = 1.0, revenue = 0;
+  for (size_t k = 0; k < runs.size(); ++k) {
+    for (size_t i = 0; i < runs[k].rows.size(); ++i) {
+      if (refs[k][i] > 0) worst = std::min(worst, CostOverBudget(runs[k].rows[i]) / refs[k][i]);
+    }
+    revenue += runs[k].total.revenue.units();
+  }
+  return worst >= 1.0 ? revenue : revenue * std::pow(worst, 50.0);
+}
+
 Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const sim::Scenario& sc,
                            uint64_t seed, int episodes, const std::string& dir, bool resume,
                            std::atomic<int64_t>* progress) {
@@ -140,6 +152,18 @@ Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const
     RTB_ASSIGN_OR_RETURN(replay, OpenRocksDbReplayStore(dir + "/replay", ro));
   } else {
     replay = NewMemoryReplayStore(ro);
+  }
+  // What each scored day holds the policies to (training days, then validation days).
+  std::vector<std::vector<double>> train_refs = {
+      DeliveryReference(cfg.pick_delivery, sc, sc.train, sc.train_budgets)};
+  for (size_t k = 0; k < sc.extra_train.size(); ++k) {
+    train_refs.push_back(
+        DeliveryReference(cfg.pick_delivery, sc, sc.extra_train[k], sc.extra_train_budgets[k]));
+  }
+  std::vector<std::vector<double>> val_refs;
+  for (size_t k = 0; k < sc.validation.size(); ++k) {
+    val_refs.push_back(
+        DeliveryReference(cfg.pick_delivery, sc, sc.validation[k], sc.validation_budgets[k]));
   }
   Rng sample_rng(Rng::Mix(seed, 0x5a3));
   if (resumed && ts.has_rng) sample_rng.SetState(ts.sample_rng);
@@ -200,7 +224,7 @@ Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const
       train_runs.push_back(
           EvaluatePolicy(learner, sc, sc.extra_train[k], sc.extra_train_budgets[k]).run);
     }
-    const double train_score = TrainingScore(train_runs);
+    const double train_score = TrainingScore(train_runs, train_refs);
     // The model is picked on held-out days when there are any: the training days' best score
     // over ~100 episodes is a winner's-curse pick (models lucky on the days they learn from).
     double pick_score = train_score;
@@ -210,7 +234,7 @@ Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const
         val_runs.push_back(
             EvaluatePolicy(learner, sc, sc.validation[k], sc.validation_budgets[k]).run);
       }
-      pick_score = TrainingScore(val_runs);
+      pick_score = TrainingScore(val_runs, val_refs);
     }
     ts.curve.push_back(test_ev.run.total.revenue.units());
     log << ep << "," << Fmt(train_ev.run.total.revenue.units()) << ","

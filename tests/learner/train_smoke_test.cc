@@ -162,6 +162,59 @@ TEST(TrainSmoke, TheModelIsPickedOnTheValidationDays) {
   }
 }
 
+RunResult RunOf(double revenue, const std::vector<double>& delivery) {
+  RunResult r;
+  for (double d : delivery) {
+    Outcome o;
+    o.budget = Micros(1'000'000'000);
+    o.cost = Micros(static_cast<int64_t>(d * 1e9));
+    r.rows.push_back(o);
+  }
+  r.total.revenue = Micros(static_cast<int64_t>(revenue * 1e6));
+  return r;
+}
+
+// Each agent is held to its own reference: an agent that delivers all it can is not discounted,
+// below it the discount is (delivery / reference)^50, and the worst (agent, day) sets it.
+TEST(TrainingScore, HoldsEachAgentToWhatItCanDeliver) {
+  const std::vector<RunResult> runs = {RunOf(100, {0.95, 0.995})};
+  EXPECT_DOUBLE_EQ(TrainingScore(runs, {{0.95, 0.99}}), 100);
+  EXPECT_NEAR(TrainingScore(runs, {{0.99, 0.99}}), 100 * std::pow(0.95 / 0.99, 50), 1e-9);
+  EXPECT_NEAR(TrainingScore({RunOf(100, {0.94, 0.995})}, {{0.95, 0.99}}),
+              100 * std::pow(0.94 / 0.95, 50), 1e-9);
+  // Two days: revenues add, the worse day's shortfall discounts both.
+  const std::vector<RunResult> two = {RunOf(100, {0.99, 0.99}), RunOf(50, {0.97, 0.99})};
+  EXPECT_NEAR(TrainingScore(two, {{0.99, 0.99}, {0.99, 0.99}}), 150 * std::pow(0.97 / 0.99, 50),
+              1e-9);
+  EXPECT_DOUBLE_EQ(TrainingScore(two, {{0.99, 0.99}, {0.97, 0.99}}), 150);
+}
+
+// Budgets that bind (a third of what manual bids spend): every agent can deliver 99%, so the
+// reference is pick_delivery. Budgets no bid can spend (three times it): the reference is what the
+// agent delivers at its highest bids, under 99% and at least what manual bids deliver.
+TEST(TrainingScore, TheReferenceIsTheMostAnAgentCanDeliver) {
+  for (const double fraction : {1.0 / 3, 3.0}) {
+    LearnerConfig c = Tiny();
+    c.sim.market.budget_fraction = fraction;
+    auto sc = sim::BuildScenario(c.sim, "", "", /*progress=*/false);
+    ASSERT_TRUE(sc.ok()) << sc.status().message();
+    const sim::Scenario& s = **sc;
+    const std::vector<double> ref = DeliveryReference(0.99, s, s.test, s.test_budgets);
+    const RunResult manual = sim::EvaluateTable(s, s.test, s.test_budgets,
+                                                ActionTable(s.market.agents, s.market.clusters));
+    ASSERT_EQ(ref.size(), static_cast<size_t>(s.market.agents));
+    for (size_t i = 0; i < ref.size(); ++i) {
+      const double manual_delivery = CostOverBudget(manual.rows[i]);
+      if (fraction < 1) {
+        EXPECT_EQ(ref[i], 0.99) << "agent " << i + 1;
+      } else {
+        EXPECT_LT(ref[i], 0.9) << "agent " << i + 1;
+        EXPECT_GT(ref[i], manual_delivery) << "agent " << i + 1;
+      }
+    }
+  }
+}
+
 TEST(LearnerConfig, TheShippedConfigsLoadWithTheirWorlds) {
   const std::string dir = std::string(RTB_SOURCE_DIR) + "/configs/learner/";
   auto d = LoadLearnerConfig(dir + "default.yaml");

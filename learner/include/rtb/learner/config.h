@@ -99,6 +99,11 @@ struct LearnerConfig {
                               // evaluated, exported and reported; 0 = pick on the training
                               // days' score instead (a winner's-curse pick, see README)
   double roi_scale = 4.0;     // reward and revenue normalisation: revenue / (budget x this)
+  // The budget delivery a policy is held to when runs are scored (convergence and the model
+  // pick): each agent's cost / budget on each scored day, against this or against what manual
+  // bids deliver that day when that is less; below it the score is discounted by
+  // (delivery / reference)^50. In (0, 1].
+  double pick_delivery = 0.99;
   // Budget delivery (deviation from the paper's pure revenue reward, see learner/README.md):
   // at the day's last step r_i -= delivery_penalty x max(0, delivery_target - cost_i/budget_i)
   // (coordinated: the sum over agents, for every agent). 0 = the paper's reward.
