@@ -7,9 +7,10 @@
 // ones, on the same machine and seed, picked models 2.24x and 1.50x manual. PinNumericKernels
 // sets OPENBLAS_CORETYPE=Haswell and ATEN_CPU_CAPABILITY=avx2 (AVX2 and FMA, on every x86-64
 // server CPU since 2013) and re-executes the process, since OpenBLAS reads its variable when it
-// loads. Either variable set otherwise in the environment is overridden (some machines set
-// OPENBLAS_CORETYPE for every process); RTB_NATIVE_KERNELS=1 keeps the environment's or the CPU's
-// choice (e.g. AVX-512 kernels for speed, at the price of other floats).
+// loads (one more LibTorch load per start: ~0.3 s, measured with `rtb-learner --help`). Either
+// variable set otherwise in the environment is overridden (some machines set OPENBLAS_CORETYPE for
+// every process); RTB_NATIVE_KERNELS=1 keeps the environment's or the CPU's choice (e.g. AVX-512
+// kernels for speed, at the price of other floats).
 #pragma once
 
 #include <string>

@@ -83,7 +83,6 @@ bool LoadTrainState(const std::string& path, TrainState* s) {
 
 }  // namespace
 
-// One (method, seed) run: the training loop of Algorithm 1, top to bottom.
 std::vector<double> DeliveryReference(double pick_delivery, const sim::Scenario& sc,
                                       const sim::Day& day, const std::vector<Micros>& budgets) {
   const int N = sc.market.agents, L = sc.market.clusters;
@@ -109,6 +108,7 @@ double TrainingScore(const std::vector<RunResult>& runs,
   return worst >= 1.0 ? revenue : revenue * std::pow(worst, 50.0);
 }
 
+// One (method, seed) run: the training loop of Algorithm 1, top to bottom.
 Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const sim::Scenario& sc,
                            uint64_t seed, int episodes, const std::string& dir, bool resume,
                            std::atomic<int64_t>* progress) {
