@@ -1,5 +1,5 @@
-// Same seed, same floats on every x86-64 machine: the numeric kernels a training process uses are
-// pinned, not chosen per CPU.
+// The numeric kernels a training process uses are pinned, not chosen per CPU, so that a seed's
+// floats do not depend on which kernels OpenBLAS and ATen would pick for the machine.
 //
 // OpenBLAS (sgemm, every network's matrix products) and ATen (elementwise and reductions) pick
 // their kernels for the CPU they load on (or as OPENBLAS_CORETYPE says), and kernels round
