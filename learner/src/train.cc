@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -108,10 +109,22 @@ double TrainingScore(const std::vector<RunResult>& runs,
   return worst >= 1.0 ? revenue : revenue * std::pow(worst, 50.0);
 }
 
+Deliverable MostDeliverable(const sim::Scenario& sc) {
+  Deliverable d;
+  d.train.push_back(DeliveryReference(1.0, sc, sc.train, sc.train_budgets));
+  for (size_t k = 0; k < sc.extra_train.size(); ++k) {
+    d.train.push_back(DeliveryReference(1.0, sc, sc.extra_train[k], sc.extra_train_budgets[k]));
+  }
+  for (size_t k = 0; k < sc.validation.size(); ++k) {
+    d.validation.push_back(DeliveryReference(1.0, sc, sc.validation[k], sc.validation_budgets[k]));
+  }
+  return d;
+}
+
 // One (method, seed) run: the training loop of Algorithm 1, top to bottom.
 Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const sim::Scenario& sc,
-                           uint64_t seed, int episodes, const std::string& dir, bool resume,
-                           std::atomic<int64_t>* progress) {
+                           const Deliverable& most, uint64_t seed, int episodes,
+                           const std::string& dir, bool resume, std::atomic<int64_t>* progress) {
   const auto t0 = std::chrono::steady_clock::now();
   const int N = sc.market.agents, L = sc.market.clusters;
   const Normalizer norm = MakeNormalizer(sc.market, cfg.roi_scale);
@@ -154,17 +167,14 @@ Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const
     replay = NewMemoryReplayStore(ro);
   }
   // What each scored day holds the policies to (training days, then validation days).
-  std::vector<std::vector<double>> train_refs = {
-      DeliveryReference(cfg.pick_delivery, sc, sc.train, sc.train_budgets)};
-  for (size_t k = 0; k < sc.extra_train.size(); ++k) {
-    train_refs.push_back(
-        DeliveryReference(cfg.pick_delivery, sc, sc.extra_train[k], sc.extra_train_budgets[k]));
-  }
-  std::vector<std::vector<double>> val_refs;
-  for (size_t k = 0; k < sc.validation.size(); ++k) {
-    val_refs.push_back(
-        DeliveryReference(cfg.pick_delivery, sc, sc.validation[k], sc.validation_budgets[k]));
-  }
+  auto capped = [&](std::vector<std::vector<double>> refs) {
+    for (auto& day : refs) {
+      for (double& r : day) r = std::min(cfg.pick_delivery, r);
+    }
+    return refs;
+  };
+  const std::vector<std::vector<double>> train_refs = capped(most.train);
+  const std::vector<std::vector<double>> val_refs = capped(most.validation);
   Rng sample_rng(Rng::Mix(seed, 0x5a3));
   if (resumed && ts.has_rng) sample_rng.SetState(ts.sample_rng);
   // episodes.csv: one line per episode (docs: learner/README.md).
@@ -371,13 +381,16 @@ Result<Report> RunTraining(const LearnerConfig& cfg_in, const TrainOptions& opt)
   for (const auto& j : jobs) total_episodes += specs[j.method].trains() ? cfg.episodes : 0;
   std::atomic<int64_t> done_episodes{0};
   Progress progress("train", total_episodes, opt.progress);
+  const bool any_trains =
+      std::any_of(specs.begin(), specs.end(), [](const AlgoSpec& sp) { return sp.trains(); });
+  const Deliverable most = any_trains ? MostDeliverable(sc) : Deliverable{};
   RunParallel(
       jobs.size(), opt.jobs,
       [&](size_t k) {
         Job& j = jobs[k];
         const AlgoSpec& spec = specs[j.method];
         const std::string dir = opt.out + "/" + spec.name + "/seed" + std::to_string(j.seed);
-        j.result = TrainOne(cfg, spec, sc, cfg.base_seed + static_cast<uint64_t>(j.seed),
+        j.result = TrainOne(cfg, spec, sc, most, cfg.base_seed + static_cast<uint64_t>(j.seed),
                             cfg.episodes, dir, opt.resume, &done_episodes);
         if (j.result.ok()) {
           log::Get("train").info("{} seed {}: {} episodes in {:.1f}s, test revenue {:.0f}",

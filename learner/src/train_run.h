@@ -26,12 +26,20 @@ struct RunOutput {
   bool converged = false;  // stopped by the paper's convergence rule (patience) before `episodes`
 };
 
+// The most each agent can deliver on each scored day of a scenario (DeliveryReference before
+// pick_delivery caps it): training days (train, then extra_train) and validation days. A property
+// of the days alone, so computed once per scenario for all of its runs.
+struct Deliverable {
+  std::vector<std::vector<double>> train, validation;
+};
+Deliverable MostDeliverable(const sim::Scenario& sc);
+
 // Trains `spec` with `seed` up to `episodes` episodes in `dir` (the training loop of Algorithm
 // 1), resuming from dir's last checkpoint when `resume` and one exists, then evaluates the
-// picked model on the test day. `progress` counts episodes.
+// picked model on the test day. `most` is MostDeliverable(sc). `progress` counts episodes.
 Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const sim::Scenario& sc,
-                           uint64_t seed, int episodes, const std::string& dir, bool resume,
-                           std::atomic<int64_t>* progress);
+                           const Deliverable& most, uint64_t seed, int episodes,
+                           const std::string& dir, bool resume, std::atomic<int64_t>* progress);
 
 // Runs work(k) for every k in [0, n) on `jobs` threads (at least one), each taking the next k in
 // order, and updates `progress` from `done` (episodes) until all have finished.

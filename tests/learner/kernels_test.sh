@@ -11,18 +11,10 @@ if ! grep -qw avx2 /proc/cpuinfo || ! grep -qw fma /proc/cpuinfo; then
   echo "SKIP: no AVX2/FMA on this CPU: nothing to pin"
   exit 0
 fi
-cat >"$T/tiny.yaml" <<YAML
-simulator_config: $SRC/tests/learner/tiny_world.yaml
-seeds: 1
-episodes: 3
-training_days: 1
-hyper: {actor_hidden: 64, updates_per_step: 4, rollouts_per_episode: 1, warmup_transitions: 2, batch_size: 16}
-replay: {backend: memory}
-YAML
 run() {  # run <out> <env...>: trains, prints the kernels line of its log
   local out=$1
   shift
-  env -u RTB_NATIVE_KERNELS "$@" "$LEARNER" train --config "$T/tiny.yaml" --algo dcmab \
+  env -u RTB_NATIVE_KERNELS "$@" "$LEARNER" train --config "$SRC/tests/learner/tiny_learner.yaml" --algo dcmab \
     --out "$T/$out" --quiet 2>&1 | grep -o 'numeric kernels: .*'
 }
 fail() { echo "FAIL: $*"; exit 1; }

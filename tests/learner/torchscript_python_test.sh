@@ -7,15 +7,7 @@ PY=/usr/bin/python3
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 $PY -c "import torch" || { echo "FAIL: python3-torch is not installed (scripts/setup.sh installs it)"; exit 1; }
-cat >"$T/tiny.yaml" <<YAML
-simulator_config: $SRC/tests/learner/tiny_world.yaml
-seeds: 1
-episodes: 2
-training_days: 1
-hyper: {actor_hidden: 300, updates_per_step: 2, rollouts_per_episode: 1, warmup_transitions: 2, batch_size: 8}
-replay: {backend: memory}
-YAML
-"$LEARNER" train --config "$T/tiny.yaml" --algo dcmab --out "$T/out" --quiet >/dev/null
+"$LEARNER" train --config "$SRC/tests/learner/tiny_learner.yaml" --algo dcmab --out "$T/out" --quiet >/dev/null
 $PY - "$T/out/dcmab/seed0/actors" <<'PY'
 import json, sys, torch
 d = sys.argv[1]

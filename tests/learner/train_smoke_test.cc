@@ -11,24 +11,16 @@
 
 #include "rtb/learner/config.h"
 #include "rtb/learner/train.h"
+#include "tiny_config.h"
 
 namespace rtb::learn {
 namespace {
 
 LearnerConfig Tiny() {
-  LearnerConfig c;
-  c.sim.world.advertisers = 200;
-  c.sim.world.consumers = 1000;
-  c.sim.day.requests = 3000;
+  LearnerConfig c = TinyLearnerConfig();
   c.training_days = 4;  // as these tests' runs were written (the default is 8)
-  c.seeds = 2;
   c.episodes = 6;
-  c.patience = 50;
-  c.hp.actor_hidden = 32;
-  c.hp.critic_hidden = 16;
   c.hp.updates_per_step = 2;
-  c.hp.rollouts_per_episode = 2;
-  c.hp.warmup_transitions = 4;
   c.hp.batch_size = 16;
   return c;
 }

@@ -9,6 +9,8 @@
 #include <regex>
 #include <sstream>
 
+#include "tiny_config.h"
+
 namespace rtb::learn {
 namespace {
 
@@ -108,19 +110,10 @@ TEST(Tune, TheBestConfigIsTheBaseTextWithTheTunedValuesAndLoads) {
 }
 
 LearnerConfig Tiny() {
-  LearnerConfig c;
-  c.sim.world.advertisers = 200;
-  c.sim.world.consumers = 1000;
-  c.sim.day.requests = 3000;
+  LearnerConfig c = TinyLearnerConfig();
   c.training_days = 2;
   c.validation_days = 1;
-  c.seeds = 2;
   c.episodes = 4;
-  c.patience = 50;
-  c.hp.actor_hidden = 32;
-  c.hp.critic_hidden = 16;
-  c.hp.rollouts_per_episode = 2;
-  c.hp.warmup_transitions = 4;
   return c;
 }
 
