@@ -5,6 +5,8 @@
 // BM_DefaultDay_Manual runs the whole test day (70K requests, ~1M candidates, budgets on)
 // under manual bids; BM_DefaultDay_Policy under a non-trivial action table (every bid goes
 // through the DCMAB formula). items_per_second = auctions (requests) per second on one core.
+// BM_DefaultDay_PolicyNewEngine builds a new engine per day (as each evaluation did), and
+// ...SharedIndex does so on the day's shared sim::DayIndex (as training now does).
 // BM_BareAuction is the baseline in the same run: the GSP ranking alone over the same
 // candidates, without bids, budgets or bookkeeping.
 #include <benchmark/benchmark.h>
@@ -49,6 +51,41 @@ void BM_DefaultDay_Policy(benchmark::State& state) {
   RunDay(state, t);
 }
 BENCHMARK(BM_DefaultDay_Policy)->Unit(benchmark::kMillisecond);
+
+// The same day with a new engine every time (what a fresh evaluation pays): construction,
+// allocation and the per-candidate precomputation on top of BM_DefaultDay_Policy.
+void BM_DefaultDay_PolicyNewEngine(benchmark::State& state) {
+  const auto& sc = DefaultScenario();
+  rtb::ActionTable t(3, 3);
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 3; ++j) t.set(i, j, -0.7 + 0.1 * i + 0.05 * j);
+  }
+  for (auto _ : state) {
+    rtb::sim::AuctionEngine e(sc.test, sc.market, sc.cfg.auction, 0.9, sc.test_budgets);
+    e.RunToEnd(t);
+    benchmark::DoNotOptimize(e.advertiser_outcomes().data());
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(sc.test.requests()));
+}
+BENCHMARK(BM_DefaultDay_PolicyNewEngine)->Unit(benchmark::kMillisecond);
+
+// A new engine every time on the day's shared index (sim::IndexDay, what training now does).
+void BM_DefaultDay_PolicyNewEngineSharedIndex(benchmark::State& state) {
+  const auto& sc = DefaultScenario();
+  rtb::ActionTable t(3, 3);
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 3; ++j) t.set(i, j, -0.7 + 0.1 * i + 0.05 * j);
+  }
+  const auto index = rtb::sim::IndexDay(sc.test, sc.market);
+  for (auto _ : state) {
+    rtb::sim::AuctionEngine e(sc.test, sc.market, sc.cfg.auction, 0.9, sc.test_budgets,
+                              rtb::sim::AuctionEngine::kDefaultBurnBuckets, index);
+    e.RunToEnd(t);
+    benchmark::DoNotOptimize(e.advertiser_outcomes().data());
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(sc.test.requests()));
+}
+BENCHMARK(BM_DefaultDay_PolicyNewEngineSharedIndex)->Unit(benchmark::kMillisecond);
 
 void BM_BareAuction(benchmark::State& state) {
   const auto& day = DefaultScenario().test;

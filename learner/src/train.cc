@@ -109,21 +109,27 @@ double TrainingScore(const std::vector<RunResult>& runs,
   return worst >= 1.0 ? revenue : revenue * std::pow(worst, 50.0);
 }
 
-Deliverable MostDeliverable(const sim::Scenario& sc) {
-  Deliverable d;
-  d.train.push_back(DeliveryReference(1.0, sc, sc.train, sc.train_budgets));
+ScenarioDays PrepareDays(const sim::Scenario& sc) {
+  ScenarioDays d;
+  d.most_train.push_back(DeliveryReference(1.0, sc, sc.train, sc.train_budgets));
+  d.train_index.push_back(sim::IndexDay(sc.train, sc.market));
   for (size_t k = 0; k < sc.extra_train.size(); ++k) {
-    d.train.push_back(DeliveryReference(1.0, sc, sc.extra_train[k], sc.extra_train_budgets[k]));
+    d.most_train.push_back(
+        DeliveryReference(1.0, sc, sc.extra_train[k], sc.extra_train_budgets[k]));
+    d.train_index.push_back(sim::IndexDay(sc.extra_train[k], sc.market));
   }
   for (size_t k = 0; k < sc.validation.size(); ++k) {
-    d.validation.push_back(DeliveryReference(1.0, sc, sc.validation[k], sc.validation_budgets[k]));
+    d.most_validation.push_back(
+        DeliveryReference(1.0, sc, sc.validation[k], sc.validation_budgets[k]));
+    d.validation_index.push_back(sim::IndexDay(sc.validation[k], sc.market));
   }
+  d.test_index = sim::IndexDay(sc.test, sc.market);
   return d;
 }
 
 // One (method, seed) run: the training loop of Algorithm 1, top to bottom.
 Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const sim::Scenario& sc,
-                           const Deliverable& most, uint64_t seed, int episodes,
+                           const ScenarioDays& days, uint64_t seed, int episodes,
                            const std::string& dir, bool resume, std::atomic<int64_t>* progress) {
   const auto t0 = std::chrono::steady_clock::now();
   const int N = sc.market.agents, L = sc.market.clusters;
@@ -132,7 +138,7 @@ Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const
   MultiAgentLearner learner(spec, cfg.hp, norm, seed);
   RunOutput out;
   if (!spec.trains()) {
-    const Evaluation ev = EvaluatePolicy(learner, sc, sc.test, sc.test_budgets);
+    const Evaluation ev = EvaluatePolicy(learner, sc, sc.test, sc.test_budgets, days.test_index);
     out.test = ev.run;
     out.test.curve = {ev.run.total.revenue.units()};
     out.tables = ev.tables;
@@ -143,12 +149,13 @@ Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const
   const sim::RewardMode mode =
       spec.coordinated ? sim::RewardMode::kCoordinated : sim::RewardMode::kSelf;
   std::vector<std::unique_ptr<sim::MultiAgentEnv>> envs;
-  envs.push_back(std::make_unique<sim::MultiAgentEnv>(
-      sc.train, sc.market, sc.cfg.auction, sc.cfg.market.alpha_range, sc.train_budgets, mode));
+  envs.push_back(std::make_unique<sim::MultiAgentEnv>(sc.train, sc.market, sc.cfg.auction,
+                                                      sc.cfg.market.alpha_range, sc.train_budgets,
+                                                      mode, days.train_index[0]));
   for (size_t k = 0; k < sc.extra_train.size(); ++k) {
-    envs.push_back(std::make_unique<sim::MultiAgentEnv>(sc.extra_train[k], sc.market,
-                                                        sc.cfg.auction, sc.cfg.market.alpha_range,
-                                                        sc.extra_train_budgets[k], mode));
+    envs.push_back(std::make_unique<sim::MultiAgentEnv>(
+        sc.extra_train[k], sc.market, sc.cfg.auction, sc.cfg.market.alpha_range,
+        sc.extra_train_budgets[k], mode, days.train_index[k + 1]));
   }
   std::error_code ec;
   TrainState ts;
@@ -173,8 +180,8 @@ Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const
     }
     return refs;
   };
-  const std::vector<std::vector<double>> train_refs = capped(most.train);
-  const std::vector<std::vector<double>> val_refs = capped(most.validation);
+  const std::vector<std::vector<double>> train_refs = capped(days.most_train);
+  const std::vector<std::vector<double>> val_refs = capped(days.most_validation);
   Rng sample_rng(Rng::Mix(seed, 0x5a3));
   if (resumed && ts.has_rng) sample_rng.SetState(ts.sample_rng);
   // episodes.csv: one line per episode (docs: learner/README.md).
@@ -227,12 +234,15 @@ Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const
     learner.EndEpisode();
 
     // Score deterministically: the training day picks the model, the test day is the curve.
-    const Evaluation train_ev = EvaluatePolicy(learner, sc, sc.train, sc.train_budgets);
-    const Evaluation test_ev = EvaluatePolicy(learner, sc, sc.test, sc.test_budgets);
+    const Evaluation train_ev =
+        EvaluatePolicy(learner, sc, sc.train, sc.train_budgets, days.train_index[0]);
+    const Evaluation test_ev =
+        EvaluatePolicy(learner, sc, sc.test, sc.test_budgets, days.test_index);
     std::vector<RunResult> train_runs = {train_ev.run};
     for (size_t k = 0; k < sc.extra_train.size(); ++k) {
-      train_runs.push_back(
-          EvaluatePolicy(learner, sc, sc.extra_train[k], sc.extra_train_budgets[k]).run);
+      train_runs.push_back(EvaluatePolicy(learner, sc, sc.extra_train[k], sc.extra_train_budgets[k],
+                                          days.train_index[k + 1])
+                               .run);
     }
     const double train_score = TrainingScore(train_runs, train_refs);
     // The model is picked on held-out days when there are any: the training days' best score
@@ -241,8 +251,9 @@ Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const
     if (!sc.validation.empty()) {
       std::vector<RunResult> val_runs;
       for (size_t k = 0; k < sc.validation.size(); ++k) {
-        val_runs.push_back(
-            EvaluatePolicy(learner, sc, sc.validation[k], sc.validation_budgets[k]).run);
+        val_runs.push_back(EvaluatePolicy(learner, sc, sc.validation[k], sc.validation_budgets[k],
+                                          days.validation_index[k])
+                               .run);
       }
       pick_score = TrainingScore(val_runs, val_refs);
     }
@@ -277,7 +288,7 @@ Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const
   learner.RestoreSnapshot();
   // The deployable model (best actors): what `rtb learn --init` starts online learning from.
   RTB_RETURN_IF_ERROR(learner.SaveCheckpoint(dir + "/best"));
-  const Evaluation ev = EvaluatePolicy(learner, sc, sc.test, sc.test_budgets);
+  const Evaluation ev = EvaluatePolicy(learner, sc, sc.test, sc.test_budgets, days.test_index);
   out.test = ev.run;
   out.test.curve = ts.curve;
   out.tables = ev.tables;
@@ -315,10 +326,11 @@ void RunParallel(size_t n, int jobs, const std::function<void(size_t)>& work, Pr
 }
 
 Evaluation EvaluatePolicy(MultiAgentLearner& learner, const sim::Scenario& sc, const sim::Day& day,
-                          const std::vector<Micros>& budgets) {
+                          const std::vector<Micros>& budgets,
+                          std::shared_ptr<const sim::DayIndex> index) {
   const int N = sc.market.agents, L = sc.market.clusters;
   sim::MultiAgentEnv env(day, sc.market, sc.cfg.auction, sc.cfg.market.alpha_range, budgets,
-                         sim::RewardMode::kSelf);
+                         sim::RewardMode::kSelf, std::move(index));
   const std::vector<double> agent_budgets = env.AgentBudgets();
   sim::Observation obs = env.Reset(0);
   Evaluation ev;
@@ -383,14 +395,14 @@ Result<Report> RunTraining(const LearnerConfig& cfg_in, const TrainOptions& opt)
   Progress progress("train", total_episodes, opt.progress);
   const bool any_trains =
       std::any_of(specs.begin(), specs.end(), [](const AlgoSpec& sp) { return sp.trains(); });
-  const Deliverable most = any_trains ? MostDeliverable(sc) : Deliverable{};
+  const ScenarioDays days = any_trains ? PrepareDays(sc) : ScenarioDays{};
   RunParallel(
       jobs.size(), opt.jobs,
       [&](size_t k) {
         Job& j = jobs[k];
         const AlgoSpec& spec = specs[j.method];
         const std::string dir = opt.out + "/" + spec.name + "/seed" + std::to_string(j.seed);
-        j.result = TrainOne(cfg, spec, sc, most, cfg.base_seed + static_cast<uint64_t>(j.seed),
+        j.result = TrainOne(cfg, spec, sc, days, cfg.base_seed + static_cast<uint64_t>(j.seed),
                             cfg.episodes, dir, opt.resume, &done_episodes);
         if (j.result.ok()) {
           log::Get("train").info("{} seed {}: {} episodes in {:.1f}s, test revenue {:.0f}",

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,19 +27,24 @@ struct RunOutput {
   bool converged = false;  // stopped by the paper's convergence rule (patience) before `episodes`
 };
 
-// The most each agent can deliver on each scored day of a scenario (DeliveryReference before
-// pick_delivery caps it): training days (train, then extra_train) and validation days. A property
-// of the days alone, so computed once per scenario for all of its runs.
-struct Deliverable {
-  std::vector<std::vector<double>> train, validation;
+// What every run on a scenario reads about its days: properties of the days alone, computed once
+// per scenario and shared read-only by all of its runs and rungs.
+struct ScenarioDays {
+  // The most each agent can deliver on each scored day (DeliveryReference before pick_delivery
+  // caps it): training days (train, then extra_train) and validation days.
+  std::vector<std::vector<double>> most_train, most_validation;
+  // What the auction engines on each day precompute (sim::IndexDay), in the same order, and the
+  // test day's: an evaluation reuses it instead of redoing it every episode.
+  std::vector<std::shared_ptr<const sim::DayIndex>> train_index, validation_index;
+  std::shared_ptr<const sim::DayIndex> test_index;
 };
-Deliverable MostDeliverable(const sim::Scenario& sc);
+ScenarioDays PrepareDays(const sim::Scenario& sc);
 
 // Trains `spec` with `seed` up to `episodes` episodes in `dir` (the training loop of Algorithm
 // 1), resuming from dir's last checkpoint when `resume` and one exists, then evaluates the
-// picked model on the test day. `most` is MostDeliverable(sc). `progress` counts episodes.
+// picked model on the test day. `days` is PrepareDays(sc). `progress` counts episodes.
 Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const sim::Scenario& sc,
-                           const Deliverable& most, uint64_t seed, int episodes,
+                           const ScenarioDays& days, uint64_t seed, int episodes,
                            const std::string& dir, bool resume, std::atomic<int64_t>* progress);
 
 // Runs work(k) for every k in [0, n) on `jobs` threads (at least one), each taking the next k in

@@ -323,7 +323,7 @@ Result<TuneResult> RunTuning(const LearnerConfig& cfg, const TuneOptions& opt) {
   std::vector<int> alive(static_cast<size_t>(opt.trials));
   for (int t = 0; t < opt.trials; ++t) alive[static_cast<size_t>(t)] = t;
 
-  const Deliverable most = MostDeliverable(sc);
+  const ScenarioDays days = PrepareDays(sc);
   for (size_t k = 0; k < rungs.size(); ++k) {
     // Every surviving trial trains on to this rung, `jobs` at a time.
     std::vector<Status> status(alive.size(), Status::Ok());
@@ -333,7 +333,7 @@ Result<TuneResult> RunTuning(const LearnerConfig& cfg, const TuneOptions& opt) {
           Trial& x = res.trials[static_cast<size_t>(alive[q])];
           if (!x.converged) {
             auto out =
-                TrainOne(cfgs[static_cast<size_t>(x.id)], spec, sc, most, cfg.base_seed, rungs[k],
+                TrainOne(cfgs[static_cast<size_t>(x.id)], spec, sc, days, cfg.base_seed, rungs[k],
                          opt.out + "/trial" + std::to_string(x.id), k > 0, &done_episodes);
             if (!out.ok()) {
               status[q] = out.status();

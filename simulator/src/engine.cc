@@ -7,8 +7,28 @@
 
 namespace rtb::sim {
 
+std::shared_ptr<const DayIndex> IndexDay(const Day& day, const Market& market) {
+  auto index = std::make_shared<DayIndex>();
+  index->cand_agent.resize(day.candidates());
+  index->cand_bratio.resize(day.candidates());
+  for (size_t c = 0; c < day.candidates(); ++c) {
+    const uint32_t k = day.adv[c];
+    index->cand_agent[c] = k < market.agent_of.size() ? market.agent_of[k] : 0;
+    const double avg = k < market.avg_pcvr.size() ? market.avg_pcvr[k] : 0.0;
+    index->cand_bratio[c] = BidRatio(day.pcvr[c], avg);
+  }
+  index->req_cluster.resize(day.requests());
+  for (size_t r = 0; r < day.requests(); ++r) {
+    const uint32_t u = day.consumer[r];
+    index->req_cluster[r] =
+        u < market.cluster_of.size() ? market.cluster_of[u] : market.default_cluster;
+  }
+  return index;
+}
+
 AuctionEngine::AuctionEngine(const Day& day, const Market& market, const AuctionConfig& acfg,
-                             double alpha_range, std::vector<Micros> budgets, int burn_buckets)
+                             double alpha_range, std::vector<Micros> budgets, int burn_buckets,
+                             std::shared_ptr<const DayIndex> index)
     : day_(day),
       market_(market),
       acfg_(acfg),
@@ -17,21 +37,15 @@ AuctionEngine::AuctionEngine(const Day& day, const Market& market, const Auction
       budgets_(std::move(budgets)),
       unlimited_(budgets_.empty()),
       step_begin_(day.StepBegins()),
+      index_(index != nullptr && index->cand_agent.size() == day.candidates() &&
+                     index->req_cluster.size() == day.requests()
+                 ? std::move(index)
+                 : IndexDay(day, market)),
+      cand_agent_(index_->cand_agent.data()),
+      cand_bratio_(index_->cand_bratio.data()),
+      req_cluster_(index_->req_cluster.data()),
       reserve_ecpm_(acfg.reserve_cpm * 1e6 / 1000.0) {
   if (unlimited_) budgets_.assign(day.num_advertisers, Micros(0));
-  cand_agent_.resize(day.candidates());
-  cand_bratio_.resize(day.candidates());
-  for (size_t c = 0; c < day.candidates(); ++c) {
-    const uint32_t k = day.adv[c];
-    cand_agent_[c] = k < market.agent_of.size() ? market.agent_of[k] : 0;
-    const double avg = k < market.avg_pcvr.size() ? market.avg_pcvr[k] : 0.0;
-    cand_bratio_[c] = BidRatio(day.pcvr[c], avg);
-  }
-  req_cluster_.resize(day.requests());
-  for (size_t r = 0; r < day.requests(); ++r) {
-    const uint32_t u = day.consumer[r];
-    req_cluster_[r] = u < market.cluster_of.size() ? market.cluster_of[u] : market.default_cluster;
-  }
   slot_factor_.assign(static_cast<size_t>(acfg.slots), 1.0);
   for (size_t s = 0; s < acfg.slot_ctr_factors.size() && s < slot_factor_.size(); ++s) {
     slot_factor_[s] = acfg.slot_ctr_factors[s];

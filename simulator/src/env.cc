@@ -5,8 +5,12 @@
 namespace rtb::sim {
 
 MultiAgentEnv::MultiAgentEnv(const Day& day, const Market& market, const AuctionConfig& acfg,
-                             double alpha_range, std::vector<Micros> budgets, RewardMode mode)
-    : market_(market), engine_(day, market, acfg, alpha_range, std::move(budgets)), mode_(mode) {}
+                             double alpha_range, std::vector<Micros> budgets, RewardMode mode,
+                             std::shared_ptr<const DayIndex> index)
+    : market_(market),
+      engine_(day, market, acfg, alpha_range, std::move(budgets),
+              AuctionEngine::kDefaultBurnBuckets, std::move(index)),
+      mode_(mode) {}
 
 Observation MultiAgentEnv::Reset(uint64_t seed) {
   engine_.Reset(seed);

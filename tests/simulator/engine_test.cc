@@ -51,6 +51,39 @@ TEST(Engine, ActionsScaleBidsThroughTheSharedFormula) {
   EXPECT_EQ(o[3].cost.value(), 20000);  // D now third, pays A's adjusted eCPM
 }
 
+// An engine reads the day's precomputation from the index it is given (the training loop shares
+// one per day across every evaluation), builds its own without one, and does not use an index
+// whose sizes are another day's.
+TEST(Engine, ReadsTheSharedDayIndexItIsGivenAndIgnoresAnotherDays) {
+  const Day day = MakeDay({kFour}, 4);
+  const Market m = MakeMarket({0, 1, 1, 1}, 2);
+  ActionTable a(2, 1);
+  a.set(0, 0, -0.8);  // agent 0 (advertiser A) shades
+  const std::shared_ptr<const DayIndex> index = IndexDay(day, m);
+  EXPECT_EQ(index->cand_agent, (std::vector<uint16_t>{0, 1, 1, 1}));
+  EXPECT_EQ(index->cand_bratio, (std::vector<double>{1, 1, 1, 1}));  // average pCVR unknown
+  EXPECT_EQ(index->req_cluster, (std::vector<uint16_t>{0}));
+
+  AuctionEngine own(day, m, Rules(), 0.9, {});
+  AuctionEngine shared(day, m, Rules(), 0.9, {}, AuctionEngine::kDefaultBurnBuckets, index);
+  const Day other = MakeDay({{{0, 1.0, 0.1}, {1, 0.5, 0.1}}}, 4);
+  AuctionEngine mismatched(day, m, Rules(), 0.9, {}, AuctionEngine::kDefaultBurnBuckets,
+                           IndexDay(other, m));
+  for (AuctionEngine* e : {&own, &shared, &mismatched}) e->RunToEnd(a);
+  for (size_t k = 0; k < 4; ++k) {
+    EXPECT_EQ(shared.advertiser_outcomes()[k].cost, own.advertiser_outcomes()[k].cost) << k;
+    EXPECT_EQ(mismatched.advertiser_outcomes()[k].cost, own.advertiser_outcomes()[k].cost) << k;
+  }
+  EXPECT_EQ(own.advertiser_outcomes()[0].impressions, 0);  // A shaded out of the slots
+
+  // What the engine reads is the index: one that puts A in agent 1 leaves A unshaded.
+  auto moved = std::make_shared<DayIndex>(*index);
+  moved->cand_agent[0] = 1;
+  AuctionEngine read(day, m, Rules(), 0.9, {}, AuctionEngine::kDefaultBurnBuckets, moved);
+  read.RunToEnd(a);
+  EXPECT_EQ(read.advertiser_outcomes()[0].impressions, 1);
+}
+
 TEST(Engine, LastWinnerPaysReserve) {
   const Day day = MakeDay({{{0, 1.0, 0.1}, {1, 0.5, 0.1}}}, 2);
   const Market m = MakeMarket({0, 0}, 1);

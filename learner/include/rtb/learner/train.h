@@ -2,6 +2,7 @@
 // each deterministically (no noise) on the test day, and build the comparison report.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -34,9 +35,11 @@ struct Evaluation {
 };
 
 // Plays `day` with the learner's deterministic policy: at each step the table is
-// a[i][j] = mu_i([g, x_j]) for the current state (docs/dcmab.md section 2).
+// a[i][j] = mu_i([g, x_j]) for the current state (docs/dcmab.md section 2). `index`:
+// sim::IndexDay(day, sc.market) when the caller keeps one, else null (built here).
 Evaluation EvaluatePolicy(MultiAgentLearner& learner, const sim::Scenario& sc, const sim::Day& day,
-                          const std::vector<Micros>& budgets);
+                          const std::vector<Micros>& budgets,
+                          std::shared_ptr<const sim::DayIndex> index = nullptr);
 
 // The delivery a policy is held to on a day, per agent: `pick_delivery` (0.99), or the most the
 // agent can deliver that day when that is less: its delivery when it bids its highest (a = +1)

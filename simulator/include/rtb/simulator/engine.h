@@ -17,6 +17,7 @@
 // Not thread-safe; one engine per thread. The engine keeps references to day and market.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "rtb/core/action_table.h"
@@ -29,14 +30,26 @@
 
 namespace rtb::sim {
 
+// What an engine precomputes for a day and its market: built once per day and shared read-only
+// by every engine on that day (the training loop evaluates the same days every episode).
+struct DayIndex {
+  std::vector<uint16_t> cand_agent;   // per candidate: its advertiser's agent
+  std::vector<double> cand_bratio;    // per candidate: BidRatio(pCVR, its advertiser's average)
+  std::vector<uint16_t> req_cluster;  // per request: its consumer's cluster
+};
+std::shared_ptr<const DayIndex> IndexDay(const Day& day, const Market& market);
+
 class AuctionEngine {
  public:
   // A budget with less than this left (0.0001 currency units) counts as spent.
   static constexpr int64_t kSpentMicros = kMinBudgetLeftMicros;  // core/bid.h
+  static constexpr int kDefaultBurnBuckets = 36;                 // budget-burn chart buckets a day
 
-  // budgets: per advertiser; empty = unlimited.
+  // budgets: per advertiser; empty = unlimited. index: IndexDay(day, market), or null to build
+  // it here (an index whose sizes are not the day's is not used).
   AuctionEngine(const Day& day, const Market& market, const AuctionConfig& acfg, double alpha_range,
-                std::vector<Micros> budgets, int burn_buckets = 36);
+                std::vector<Micros> budgets, int burn_buckets = kDefaultBurnBuckets,
+                std::shared_ptr<const DayIndex> index = nullptr);
 
   // Starts the day again (budgets full, counters zero). seed drives sampled outcomes only.
   void Reset(uint64_t seed);
@@ -82,10 +95,11 @@ class AuctionEngine {
   std::vector<Micros> budgets_;
   bool unlimited_;
   std::vector<size_t> step_begin_;
-  // Precomputed per candidate / request.
-  std::vector<uint16_t> cand_agent_;
-  std::vector<double> cand_bratio_;
-  std::vector<uint16_t> req_cluster_;
+  // Precomputed per candidate / request (index_'s arrays).
+  std::shared_ptr<const DayIndex> index_;
+  const uint16_t* cand_agent_;
+  const double* cand_bratio_;
+  const uint16_t* req_cluster_;
   std::vector<double> slot_factor_;
   double reserve_ecpm_;
 

@@ -42,8 +42,10 @@ enum class RewardMode { kSelf, kCoordinated };
 
 class MultiAgentEnv {
  public:
+  // index: IndexDay(day, market) shared with other engines on the day, or null (engine.h).
   MultiAgentEnv(const Day& day, const Market& market, const AuctionConfig& acfg, double alpha_range,
-                std::vector<Micros> budgets, RewardMode mode);
+                std::vector<Micros> budgets, RewardMode mode,
+                std::shared_ptr<const DayIndex> index = nullptr);
 
   Observation Reset(uint64_t seed);
   StepResult Step(const ActionTable& a);
