@@ -43,40 +43,22 @@ void RunDay(benchmark::State& state, const rtb::ActionTable& table) {
 void BM_DefaultDay_Manual(benchmark::State& state) { RunDay(state, rtb::ActionTable(3, 3)); }
 BENCHMARK(BM_DefaultDay_Manual)->Unit(benchmark::kMillisecond);
 
-void BM_DefaultDay_Policy(benchmark::State& state) {
+// A non-trivial table: every bid goes through the DCMAB formula.
+rtb::ActionTable PolicyTable() {
   rtb::ActionTable t(3, 3);
   for (int i = 0; i < 3; ++i) {
     for (int j = 0; j < 3; ++j) t.set(i, j, -0.7 + 0.1 * i + 0.05 * j);
   }
-  RunDay(state, t);
+  return t;
 }
+
+void BM_DefaultDay_Policy(benchmark::State& state) { RunDay(state, PolicyTable()); }
 BENCHMARK(BM_DefaultDay_Policy)->Unit(benchmark::kMillisecond);
 
-// The same day with a new engine every time (what a fresh evaluation pays): construction,
-// allocation and the per-candidate precomputation on top of BM_DefaultDay_Policy.
-void BM_DefaultDay_PolicyNewEngine(benchmark::State& state) {
+// The policy day with a new engine every time, on `index` (null: the engine builds its own).
+void RunNewEngineDays(benchmark::State& state, std::shared_ptr<const rtb::sim::DayIndex> index) {
   const auto& sc = DefaultScenario();
-  rtb::ActionTable t(3, 3);
-  for (int i = 0; i < 3; ++i) {
-    for (int j = 0; j < 3; ++j) t.set(i, j, -0.7 + 0.1 * i + 0.05 * j);
-  }
-  for (auto _ : state) {
-    rtb::sim::AuctionEngine e(sc.test, sc.market, sc.cfg.auction, 0.9, sc.test_budgets);
-    e.RunToEnd(t);
-    benchmark::DoNotOptimize(e.advertiser_outcomes().data());
-  }
-  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(sc.test.requests()));
-}
-BENCHMARK(BM_DefaultDay_PolicyNewEngine)->Unit(benchmark::kMillisecond);
-
-// A new engine every time on the day's shared index (sim::IndexDay, what training now does).
-void BM_DefaultDay_PolicyNewEngineSharedIndex(benchmark::State& state) {
-  const auto& sc = DefaultScenario();
-  rtb::ActionTable t(3, 3);
-  for (int i = 0; i < 3; ++i) {
-    for (int j = 0; j < 3; ++j) t.set(i, j, -0.7 + 0.1 * i + 0.05 * j);
-  }
-  const auto index = rtb::sim::IndexDay(sc.test, sc.market);
+  const rtb::ActionTable t = PolicyTable();
   for (auto _ : state) {
     rtb::sim::AuctionEngine e(sc.test, sc.market, sc.cfg.auction, 0.9, sc.test_budgets,
                               rtb::sim::AuctionEngine::kDefaultBurnBuckets, index);
@@ -84,6 +66,17 @@ void BM_DefaultDay_PolicyNewEngineSharedIndex(benchmark::State& state) {
     benchmark::DoNotOptimize(e.advertiser_outcomes().data());
   }
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(sc.test.requests()));
+}
+
+// What a fresh evaluation paid: construction, allocation and the per-candidate precomputation
+// on top of BM_DefaultDay_Policy.
+void BM_DefaultDay_PolicyNewEngine(benchmark::State& state) { RunNewEngineDays(state, nullptr); }
+BENCHMARK(BM_DefaultDay_PolicyNewEngine)->Unit(benchmark::kMillisecond);
+
+// On the day's shared index (sim::IndexDay), as training now does.
+void BM_DefaultDay_PolicyNewEngineSharedIndex(benchmark::State& state) {
+  const auto& sc = DefaultScenario();
+  RunNewEngineDays(state, rtb::sim::IndexDay(sc.test, sc.market));
 }
 BENCHMARK(BM_DefaultDay_PolicyNewEngineSharedIndex)->Unit(benchmark::kMillisecond);
 
