@@ -62,8 +62,8 @@ void AddReplayOptions(CLI::App* rp, ReplayArgs* a) {
   rp->add_option("--pacing", a->job.pacing,
                  "pacing: the table `rtb train-pacing` wrote (schemas/pacing-table-v1.md)");
   rp->add_option("--policy", a->job.policies,
-                 "full: manual | const:<a> | action-table.json (repeat to compare; the first "
-                 "is the primary, manual bids are the baseline)");
+                 "full: manual | const:<a> | action-table.json, or comma-separated one per step "
+                 "(repeat to compare; the first is the primary, manual bids are the baseline)");
   rp->add_option("--config", a->job.config, "full: simulator config (YAML)")->capture_default_str();
   rp->add_option("--brokers", a->job.brokers, "events: read the topic at these bootstrap.servers");
   rp->add_option("--topic", a->job.topic, "events: the topic")->capture_default_str();

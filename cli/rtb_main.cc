@@ -367,7 +367,8 @@ int main(int argc, char** argv) {
                                "Simulate a day under a policy and manual bids; write the report");
   s->add_option("--config", sim.config, "Simulator config (YAML)")->capture_default_str();
   s->add_option("--policy", sim.policy,
-                "manual | const:<a> | <action-table.json> (schemas/action-table-v1.md)")
+                "manual | const:<a> | <action-table.json> (schemas/action-table-v1.md); "
+                "comma-separated: one per step, the last for the rest of the day")
       ->capture_default_str();
   s->add_option("--seed", sim.seed, "Seed of the world and the days (default: the config's)");
   s->add_option("--out", sim.out, "Output directory for report.{json,csv,md,html}")

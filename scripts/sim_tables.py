@@ -26,3 +26,12 @@ class Simulator:
         json.dump({"format": "rtb.action_table", "schema_version": 1, "actions": table},
                   open(path, "w"))
         return self.run(path, day)
+
+    def play_steps(self, tables, day="test"):
+        """tables: one a[i][j] per step (the last plays the rest of the day)."""
+        paths = []
+        for t, table in enumerate(tables):
+            paths.append(os.path.join(self.tmp, f"table_step{t}.json"))
+            json.dump({"format": "rtb.action_table", "schema_version": 1, "actions": table},
+                      open(paths[-1], "w"))
+        return self.run(",".join(paths), day)

@@ -195,6 +195,31 @@ Result<ActionTable> ResolvePolicy(const std::string& spec, int agents, int clust
   return t;
 }
 
+Result<std::vector<ActionTable>> ResolveStepPolicies(const std::string& spec, int agents,
+                                                     int clusters, int steps) {
+  std::vector<ActionTable> tables;
+  for (size_t from = 0;;) {
+    const size_t comma = spec.find(',', from);
+    const std::string one = spec.substr(from, comma == std::string::npos ? comma : comma - from);
+    RTB_ASSIGN_OR_RETURN(ActionTable t, ResolvePolicy(one, agents, clusters));
+    tables.push_back(std::move(t));
+    if (comma == std::string::npos) break;
+    from = comma + 1;
+  }
+  if (static_cast<int>(tables.size()) > steps) {
+    return Status::InvalidArgument("policy '" + spec + "': " + std::to_string(tables.size()) +
+                                   " tables, one per step, but the day has " +
+                                   std::to_string(steps) + " steps");
+  }
+  return tables;
+}
+
+void PlaySteps(AuctionEngine& engine, const std::vector<ActionTable>& tables) {
+  for (size_t t = 0; !engine.done() && !tables.empty(); ++t) {
+    engine.RunStep(tables[std::min(t, tables.size() - 1)]);
+  }
+}
+
 void DescribeAgents(const Market& m, Report* r) {
   double rev = 0, pres = 0, advs = 0;
   for (int i = 0; i < m.agents; ++i) {
@@ -230,9 +255,7 @@ RunResult EvaluateTables(const Scenario& sc, const Day& day, const std::vector<M
   AuctionEngine e(day, sc.market, sc.cfg.auction, sc.cfg.market.alpha_range, budgets,
                   sc.cfg.burn_buckets);
   e.Reset(seed);
-  for (size_t t = 0; !e.done() && !tables.empty(); ++t) {
-    e.RunStep(tables[std::min(t, tables.size() - 1)]);
-  }
+  PlaySteps(e, tables);
   return RunOf(e, {});
 }
 
@@ -243,14 +266,14 @@ Result<Report> Simulate(const Scenario& sc, const SimulateOptions& opt) {
   const Day& day = opt.day == "train" ? sc.train : sc.test;
   const auto& budgets = opt.day == "train" ? sc.train_budgets : sc.test_budgets;
   const int N = sc.market.agents, L = sc.market.clusters;
-  std::vector<std::pair<std::string, ActionTable>> policies;
+  std::vector<std::pair<std::string, std::vector<ActionTable>>> policies;
   for (const std::string& name : [&] {
          std::vector<std::string> all = {opt.policy};
          all.insert(all.end(), opt.more_policies.begin(), opt.more_policies.end());
          return all;
        }()) {
     if (name == "manual") continue;
-    RTB_ASSIGN_OR_RETURN(ActionTable t, ResolvePolicy(name, N, L));
+    RTB_ASSIGN_OR_RETURN(std::vector<ActionTable> t, ResolveStepPolicies(name, N, L, day.steps));
     policies.emplace_back(name, std::move(t));
   }
   // Policies other than manual bids, as the report names them (a file by its path relative
@@ -290,10 +313,10 @@ Result<Report> Simulate(const Scenario& sc, const SimulateOptions& opt) {
                         sc.cfg.burn_buckets);
   r.burn_bucket_minutes = limited.burn_bucket_minutes();
   int done = 0;
-  for (const auto& [name, table] : policies) {
+  for (const auto& [name, tables] : policies) {
     if (name == "manual") continue;  // the baseline below
     limited.Reset(sc.cfg.seed);
-    limited.RunToEnd(table);
+    PlaySteps(limited, tables);
     r.methods.push_back(
         {ShownPolicy(name), "the policy under test, with budgets", {RunOf(limited, {})}});
     p.Update(++done);

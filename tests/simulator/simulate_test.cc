@@ -124,6 +124,43 @@ TEST_F(DefaultDay, PolicyFromATableFile) {
   EXPECT_FALSE(Simulate(*sc_, opt).ok());
 }
 
+TEST_F(DefaultDay, PolicyPerStepPlaysEachTableAtItsStep) {
+  auto tables = ResolveStepPolicies("const:-0.5,manual,const:0.25", 3, 3, sc_->test.steps);
+  ASSERT_TRUE(tables.ok()) << tables.status().message();
+  ASSERT_EQ(tables->size(), 3u);
+  EXPECT_EQ((*tables)[0].at(2, 1), -0.5);
+  EXPECT_EQ((*tables)[1].at(2, 1), 0.0);
+  EXPECT_EQ((*tables)[2].at(2, 1), 0.25);
+  SimulateOptions opt;
+  opt.progress = false;
+  auto revenue = [&](const std::string& policy) {
+    opt.policy = policy;
+    auto r = Simulate(*sc_, opt);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? r->methods[0].runs[0].total.revenue.value() : -1;
+  };
+  // One table repeated is that table; the last one plays the rest of the day.
+  const int64_t constant = revenue("const:-0.5");
+  EXPECT_EQ(revenue("const:-0.5,const:-0.5,const:-0.5"), constant);
+  EXPECT_EQ(revenue("const:-0.5,const:-0.5"), constant);
+  // Shading only from the second step: what the engine gives for those tables step by step.
+  const int64_t late = revenue("manual,const:-0.5");
+  const RunResult expected =
+      EvaluateTables(*sc_, sc_->test, sc_->test_budgets, {(*tables)[1], (*tables)[0]});
+  EXPECT_EQ(late, expected.total.revenue.value());
+  EXPECT_NE(late, constant);
+  EXPECT_NE(late, revenue("manual"));
+  // More tables than steps, or a bad one among them: a clear error.
+  opt.policy = "manual,manual,manual,manual";
+  auto too_many = Simulate(*sc_, opt);
+  ASSERT_FALSE(too_many.ok());
+  EXPECT_NE(too_many.status().message().find("4 tables, one per step, but the day has 3 steps"),
+            std::string::npos)
+      << too_many.status().message();
+  opt.policy = "manual,const:7";
+  EXPECT_FALSE(Simulate(*sc_, opt).ok());
+}
+
 TEST(Scenario, DifferentSeedsGiveDifferentDaysSameSeedTheSame) {
   SimulatorConfig c;
   c.world.advertisers = 200;

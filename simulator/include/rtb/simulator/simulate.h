@@ -9,6 +9,7 @@
 #include "rtb/core/action_table.h"
 #include "rtb/core/report.h"
 #include "rtb/simulator/config.h"
+#include "rtb/simulator/engine.h"
 #include "rtb/simulator/market.h"
 #include "rtb/simulator/world.h"
 
@@ -58,6 +59,15 @@ Result<std::unique_ptr<Scenario>> BuildScenario(const SimulatorConfig& cfg,
 
 // A policy for the simulator: "manual", "const:<a>" (every a_ij = a), or an action-table file.
 Result<ActionTable> ResolvePolicy(const std::string& spec, int agents, int clusters);
+
+// A policy per step: policies as above, separated by commas, "t0.json,t1.json,t2.json" (the
+// per-step tables `rtb train` writes); the last one plays the rest of the day. More than
+// `steps` is an error.
+Result<std::vector<ActionTable>> ResolveStepPolicies(const std::string& spec, int agents,
+                                                     int clusters, int steps);
+
+// Plays the day from a reset engine to its end, table t at step t (the last for the rest).
+void PlaySteps(AuctionEngine& engine, const std::vector<ActionTable>& tables);
 
 struct SimulateOptions {
   std::string policy = "manual";
