@@ -568,7 +568,7 @@ Result<LoopRecord> ReadLoopRecord(const Setup& s, const Services& svc) {
 // ---- 7. Report --------------------------------------------------------------------------
 
 // One live day against manual bids, with its steps' tables, policy lags and bookkeeping check.
-json DayJson(const Setup& s, const Played& p, const LoopRecord& rec, int d,
+json DayJson(const Setup& s, const Services& svc, const Played& p, const LoopRecord& rec, int d,
              const std::vector<Micros> (&arm_budget)[kArms], std::vector<double>* lags,
              bool* totals_match, Outcome (*arm_totals)[kArms]) {
   const sim::Scenario& sc = *s.sc;
@@ -604,6 +604,22 @@ json DayJson(const Setup& s, const Played& p, const LoopRecord& rec, int d,
   day["learned_in_simulator"] = OutcomeJson(ls.total);
   day["learned_in_simulator"]["by_agent"] = json::array();
   for (const auto& o : ls.rows) day["learned_in_simulator"]["by_agent"].push_back(OutcomeJson(o));
+  // The same tables on the learned arm alone (its users, its part of the budgets): what the
+  // live learned arm would get if HTTP, reservations and Kafka cost it nothing.
+  if (svc.xc.learned_share < 1) {
+    sim::Scenario arm;
+    arm.cfg = sc.cfg;
+    arm.market = sc.market;
+    arm.train = arm.test = p.days[static_cast<size_t>(d)];
+    arm.train_budgets = arm.test_budgets = sc.test_budgets;
+    sim::RestrictToArm(arm, svc.xc.learned_share, svc.xc.ab_salt);
+    const RunResult la = sim::EvaluateTables(arm, arm.test, arm.test_budgets, served);
+    day["learned_arm_in_simulator"] = OutcomeJson(la.total);
+    day["learned_arm_in_simulator"]["by_agent"] = json::array();
+    for (const auto& o : la.rows) {
+      day["learned_arm_in_simulator"]["by_agent"].push_back(OutcomeJson(o));
+    }
+  }
   // The simulator's counterfactual: every user of the day bid manual with the whole budgets.
   day["manual_in_simulator"] = OutcomeJson(manual.total);
   day["manual_in_simulator"]["by_agent"] = json::array();
@@ -687,7 +703,8 @@ json BuildReport(const Setup& s, const Services& svc, const Played& p, const Loo
   std::vector<double> lags;
   bool totals_match = true;
   for (int d = 0; d < s.cfg.days; ++d) {
-    report["days"].push_back(DayJson(s, p, rec, d, arm_budget, &lags, &totals_match, &arm_totals));
+    report["days"].push_back(
+        DayJson(s, svc, p, rec, d, arm_budget, &lags, &totals_match, &arm_totals));
   }
   // The A/B test's totals over the days (the exchange's accounting).
   report["learned_share"] = s.cfg.learned_share;
@@ -757,7 +774,9 @@ json BuildReport(const Setup& s, const Services& svc, const Played& p, const Loo
           "learned arm's events alone. Revenue ratios are per unit of each arm's share.",
       "manual_in_simulator: the same days' requests, every user, whole budgets, run through the "
       "simulator's GSP auction (`rtb simulate`'s engine) with manual bids: the offline "
-      "counterfactual.",
+      "counterfactual. learned_arm_in_simulator: the tables the bidder served, played by the "
+      "same engine on the learned arm's users with its part of the budgets: what the live "
+      "learned arm would get if HTTP, reservations and Kafka cost it nothing.",
       std::string("The learner started from ") +
           (init_ckpt.empty() ? "fresh networks"
                              : "DCMAB pre-trained offline (" +

@@ -33,6 +33,12 @@ for d in r["days"]:
             assert isinstance(d[side][k], (int, float)), (side, k)
         assert d[side]["revenue"] > 0 and d[side]["budget"] > 0
     assert len(d["steps"]) == 3
+    # The served tables replayed by the simulator on the learned arm: the same users' budgets.
+    sa = d["learned_arm_in_simulator"]
+    assert len(sa["by_agent"]) == len(d["learned"]["by_agent"]), sa
+    for live, sim in zip(d["learned"]["by_agent"], sa["by_agent"]):
+        assert abs(live["budget"] - sim["budget"]) <= 1e-6, (live["budget"], sim["budget"])
+    assert sa["revenue"] > 0 and sa["cost"] <= sa["budget"] + 1e-6, sa
 assert len(r["chaos"]) == 2, r["chaos"]
 # The learner was killed on day 0: the bidder kept serving (with the last table) meanwhile.
 assert all(s["lost_requests"] == 0 for s in r["days"][0]["steps"]), r["days"][0]["steps"]
