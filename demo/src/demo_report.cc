@@ -125,15 +125,27 @@ doc::Document BuildDemoDocument(const json& r, const std::string& currency) {
                     {"manual revenue" + cur, Fmt::kMoney},
                     {"learned delivery (COST)", Fmt::kPercent, 1},
                     {"manual delivery (COST)", Fmt::kPercent, 1}};
+  // The served tables in the simulator on the learned arm, beside the live arm (A/B runs).
+  const bool replayed = !days.empty() && days[0].contains("learned_arm_in_simulator");
+  if (replayed) agents.columns.push_back({"learned delivery, simulator", Fmt::kPercent, 1});
   for (const auto& day : days) {
     for (size_t i = 0; i < day["learned"]["by_agent"].size(); ++i) {
       const json &l = day["learned"]["by_agent"][i], &m = day["manual"]["by_agent"][i];
       agents.rows.push_back({V(day["day"]), doc::Value::Text("agent " + std::to_string(i + 1)),
                              V(l["revenue"]), V(m["revenue"]), V(l["cost_over_budget"]),
                              V(m["cost_over_budget"])});
+      if (replayed) {
+        agents.rows.back().push_back(
+            V(day["learned_arm_in_simulator"]["by_agent"][i]["cost_over_budget"]));
+      }
     }
   }
   d.Add(agents);
+  if (replayed) {
+    d.Add(doc::Paragraph{
+        "Learned delivery, simulator: the tables the bidder served, played by the simulator on "
+        "the learned arm's users with its part of the budgets (as one bidder spends them)."});
+  }
 
   // 2. Budget burn per agent over each day: the learner's per-step spend (agent x cluster),
   // cumulated, against the agent's budget.
