@@ -16,8 +16,11 @@ namespace rtb::sim {
 namespace {
 
 // A policy spec as a report shows it: "table:/abs/dir/t.json" -> "table:dir/t.json" (the path
-// relative to the working directory, or its last two components).
+// relative to the working directory, or its last two components); each of a per-step list.
 std::string ShownPolicy(const std::string& spec) {
+  if (const size_t comma = spec.find(','); comma != std::string::npos) {
+    return ShownPolicy(spec.substr(0, comma)) + "," + ShownPolicy(spec.substr(comma + 1));
+  }
   const size_t slash = spec.find('/');
   if (slash == std::string::npos) return spec;
   const size_t colon = spec.rfind(':', slash);

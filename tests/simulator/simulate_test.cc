@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "rtb/core/ab.h"
@@ -145,6 +146,19 @@ TEST_F(DefaultDay, PolicyPerStepPlaysEachTableAtItsStep) {
   EXPECT_EQ(revenue("const:-0.5,const:-0.5"), constant);
   // Shading only from the second step: what the engine gives for those tables step by step.
   const int64_t late = revenue("manual,const:-0.5");
+  {  // The report names every step's policy (a file by its short path).
+    const std::string dir = ::testing::TempDir() + "/per_step";
+    std::filesystem::create_directories(dir);
+    ASSERT_TRUE(SaveActionTable((*tables)[1], dir + "/step0.json").ok());
+    ASSERT_TRUE(SaveActionTable((*tables)[0], dir + "/step1.json").ok());
+    EXPECT_EQ(revenue(dir + "/step0.json," + dir + "/step1.json"), late);
+    auto r = Simulate(*sc_, opt);
+    ASSERT_TRUE(r.ok());
+    const std::string shown = nlohmann::json::parse(RenderJson(*r))["meta"]["policy"];
+    EXPECT_NE(shown.find("step0.json,"), std::string::npos) << shown;
+    EXPECT_NE(shown.find("step1.json"), std::string::npos) << shown;
+    EXPECT_EQ(shown.find(dir), std::string::npos) << shown;
+  }
   const RunResult expected =
       EvaluateTables(*sc_, sc_->test, sc_->test_budgets, {(*tables)[1], (*tables)[0]});
   EXPECT_EQ(late, expected.total.revenue.value());
