@@ -204,6 +204,10 @@ Result<std::vector<ActionTable>> ResolveStepPolicies(const std::string& spec, in
   for (size_t from = 0;;) {
     const size_t comma = spec.find(',', from);
     const std::string one = spec.substr(from, comma == std::string::npos ? comma : comma - from);
+    if (one.empty()) {
+      return Status::InvalidArgument(
+          "policy '" + spec + "': an empty entry (one policy per step, separated by commas)");
+    }
     RTB_ASSIGN_OR_RETURN(ActionTable t, ResolvePolicy(one, agents, clusters));
     tables.push_back(std::move(t));
     if (comma == std::string::npos) break;

@@ -173,6 +173,11 @@ TEST_F(DefaultDay, PolicyPerStepPlaysEachTableAtItsStep) {
       << too_many.status().message();
   opt.policy = "manual,const:7";
   EXPECT_FALSE(Simulate(*sc_, opt).ok());
+  opt.policy = "manual,";
+  auto empty = Simulate(*sc_, opt);
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.status().message().find("an empty entry"), std::string::npos)
+      << empty.status().message();
 }
 
 TEST(Scenario, DifferentSeedsGiveDifferentDaysSameSeedTheSame) {
