@@ -610,8 +610,8 @@ json DayJson(const Setup& s, const Services& svc, const Played& p, const LoopRec
     sim::Scenario arm;
     arm.cfg = sc.cfg;
     arm.market = sc.market;
-    arm.train = arm.test = p.days[static_cast<size_t>(d)];
-    arm.train_budgets = arm.test_budgets = sc.test_budgets;
+    arm.test = p.days[static_cast<size_t>(d)];  // the only day restricted (no training day)
+    arm.test_budgets = sc.test_budgets;
     sim::RestrictToArm(arm, svc.xc.learned_share, svc.xc.ab_salt);
     const RunResult la = sim::EvaluateTables(arm, arm.test, arm.test_budgets, served);
     day["learned_arm_in_simulator"] = OutcomeJson(la.total);
