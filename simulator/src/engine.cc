@@ -88,39 +88,76 @@ void AuctionEngine::RunToEnd(const ActionTable& a) {
   while (!done()) RunStep(a);
 }
 
+// Requests ahead whose winners' data RunRequests fetches early.
+constexpr size_t kPrefetchAhead = 8;
+// A budget left that caps no bid.
+constexpr int64_t kNoCapMicros = INT64_MAX / 4;
+
 void AuctionEngine::RunRequests(size_t from, size_t to, const ActionTable& a) {
+  const int N = market_.agents;
   const int L = market_.clusters;
   const bool sampled = acfg_.outcomes == "sampled";
-  const size_t pairs = static_cast<size_t>(market_.agents) * L;
+  const ChargeBasis basis = sampled ? ChargeBasis::kPerClick : ChargeBasis::kExpected;
+  const size_t pairs = static_cast<size_t>(N) * L;
   std::vector<int64_t> d_count(pairs, 0);
-  const double* table = a.values().data();
+  presences_.assign(adv_.size(), 0);
+  // The table by cluster: column j holds a[i][j] for every agent i, contiguous.
+  std::vector<double> by_cluster(pairs);
+  for (int i = 0; i < N; ++i) {
+    for (int j = 0; j < L; ++j) by_cluster[static_cast<size_t>(j) * N + i] = a.at(i, j);
+  }
   const TimeMs day_ms = day_.steps * day_.step_ms;
   GspAuction auction(acfg_.slots, reserve_ecpm_);
   SlotResult won[kMaxSlots];
+  std::vector<AuctionEntry> offers(kMaxBatch);
   if (track_requests_) {
     req_revenue_.resize(day_.requests(), 0);
     req_cost_.resize(day_.requests(), 0);
   }
+  const uint32_t* adv = day_.adv.data();
+  const int64_t* bid = day_.bid.data();
+  const double* cand_pctr = day_.pctr.data();
 
   for (size_t r = from; r < to; ++r) {
     const int j = req_cluster_[r];
+    const double* a_j = &by_cluster[static_cast<size_t>(j) * N];
+    int64_t* d_j = &d_count[static_cast<size_t>(j)];
     // The request's reserve per impression: its floor (CPM / 1000) or the exchange minimum.
     const double reserve = std::max(reserve_ecpm_, static_cast<double>(day_.floor_cpm[r]) / 1000.0);
     auction.Reset(reserve);
-    for (uint32_t c = day_.begin[r]; c < day_.begin[r + 1]; ++c) {
-      const uint32_t k = day_.adv[c];
-      if (gone_[k]) continue;
+    // Every candidate still in the day bids; the bids are independent of one another, so this
+    // loop carries no dependency from one candidate to the next. GspAuction ranks them after.
+    const uint32_t begin = day_.begin[r], end = day_.begin[r + 1];
+    // The winners' pCVR and order value are read a request later; fetch them ahead.
+    if (r + kPrefetchAhead < to) {
+      const uint32_t ahead = day_.begin[r + kPrefetchAhead];
+      __builtin_prefetch(day_.pcvr.data() + ahead);
+      __builtin_prefetch(day_.ppb.data() + ahead);
+      __builtin_prefetch(day_.pcvr.data() + ahead + 8);
+      __builtin_prefetch(day_.ppb.data() + ahead + 8);
+    }
+    if (end - begin > offers.size()) offers.resize(end - begin);
+    int n = 0;
+    for (uint32_t c = begin; c < end; ++c) {
+      // An advertiser that has left the day computes no bid. Which ones have left changes
+      // through the day with no pattern a branch predictor could follow, so every candidate is
+      // computed and only those still in count and are offered.
+      const uint32_t k = adv[c];
+      const int in = gone_[k] ? 0 : 1;
       const int i = cand_agent_[c];
-      const double pctr = day_.pctr[c];
-      Micros bid_hat = AdjustedBid(Micros(day_.bid[c]), table[i * L + j], cand_bratio_[c], range_);
+      Micros bid_hat = AdjustedBid(Micros(bid[c]), a_j[i], cand_bratio_[c], range_);
       // The largest charge this bid can cause is its own eCPM (expected outcomes) or its CPC
       // (sampled outcomes); it never exceeds the budget left (core/bid.h).
-      bid_hat = CapBidToBudget(bid_hat, pctr, remaining_[k],
-                               sampled ? ChargeBasis::kPerClick : ChargeBasis::kExpected);
-      ++d_count[static_cast<size_t>(i * L + j)];
-      ++adv_[k].auctions;
-      auction.Offer({static_cast<double>(bid_hat.value()) * pctr, k, c});
+      // A candidate that has left the day is not capped (its bid is not offered): capping it
+      // would again branch on who has left.
+      const int64_t left = in ? remaining_[k] : kNoCapMicros;
+      bid_hat = CapBidToBudget(bid_hat, cand_pctr[c], left, basis);
+      d_j[static_cast<size_t>(i) * L] += in;
+      presences_[k] += in;
+      offers[static_cast<size_t>(n)] = {static_cast<double>(bid_hat.value()) * cand_pctr[c], k, c};
+      n += in;
     }
+    auction.RankAll(offers.data(), n);
     const int winners = auction.Resolve(won);
     if (winners == 0) continue;
     ++auctions_;
@@ -167,6 +204,7 @@ void AuctionEngine::RunRequests(size_t from, size_t to, const ActionTable& a) {
       }
     }
   }
+  for (size_t k = 0; k < adv_.size(); ++k) adv_[k].auctions += presences_[k];
   int64_t total = 0;
   for (int64_t x : d_count) total += x;
   d_.assign(pairs, 0.0);

@@ -2,6 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "rtb/core/rng.h"
+
 namespace rtb {
 namespace {
 
@@ -74,6 +80,39 @@ TEST(Gsp, ResetStartsAFreshAuction) {
   SlotResult out[kMaxSlots];
   ASSERT_EQ(a.Resolve(out), 1);
   EXPECT_EQ(out[0].index, 1u);
+}
+
+// RankAll (the simulator's batch ranking) keeps exactly what Offer, one entry at a time, keeps:
+// random auctions with many exact ties (few distinct eCPMs and advertiser ids, repeated ids
+// included), entries below the reserve, zero, negative and NaN eCPMs, every slot count, and
+// more entries than one batch holds.
+TEST(Gsp, RankAllKeepsWhatOfferKeepsTiesAndReserveIncluded) {
+  Rng rng(7);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (int trial = 0; trial < 20000; ++trial) {
+    const int slots = 1 + static_cast<int>(rng.Uniform() * kMaxSlots);
+    const double reserve = rng.Uniform() < 0.5 ? 0.0 : 2.0;
+    const int n = static_cast<int>(rng.Uniform() * (trial % 50 == 0 ? 2 * kMaxBatch : 20));
+    std::vector<AuctionEntry> in;
+    for (int q = 0; q < n; ++q) {
+      const double u = rng.Uniform();
+      const double ecpm = u < 0.05   ? nan
+                          : u < 0.1  ? -1.0
+                          : u < 0.15 ? 0.0
+                                     : static_cast<double>(static_cast<int>(u * 6));
+      in.push_back({ecpm, static_cast<uint32_t>(rng.Uniform() * 4), static_cast<uint32_t>(q)});
+    }
+    GspAuction one(slots, reserve), batch(slots, reserve);
+    for (const auto& e : in) one.Offer(e);
+    batch.RankAll(in.data(), n);
+    SlotResult a[kMaxSlots], b[kMaxSlots];
+    const int na = one.Resolve(a), nb = batch.Resolve(b);
+    ASSERT_EQ(na, nb) << "trial " << trial;
+    for (int k = 0; k < na; ++k) {
+      ASSERT_EQ(a[k].index, b[k].index) << "trial " << trial << " rank " << k;
+      ASSERT_EQ(a[k].price_ecpm, b[k].price_ecpm) << "trial " << trial << " rank " << k;
+    }
+  }
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 namespace rtb {
 namespace {
@@ -48,6 +49,31 @@ TEST(AdjustedBid, RoundsToNearestMicro) {
 TEST(CpmPrice, IsCpcTimesCtrTimesThousand) {
   EXPECT_EQ(CpmPrice(Micros(1'500'000), 0.02).value(), 30'000'000);
   EXPECT_EQ(CpmPrice(Micros(1'500'000), 0.0).value(), 0);
+}
+
+// The hot paths' rounding is std::llround's: halves away from zero, at every magnitude (exact
+// halves, the neighbours of halves, the 2^52 edge, negatives, huge values).
+TEST(RoundHalfAway, RoundsAsLlround) {
+  std::vector<double> xs = {0.0,
+                            0.5,
+                            1.5,
+                            2.5,
+                            0.49999999999999994,
+                            1e-300,
+                            12345.5,
+                            -0.5,
+                            -2.5,
+                            -7.25,
+                            4503599627370495.5,
+                            4503599627370496.0,
+                            4503599627370497.0,
+                            9.2e18,
+                            -9.2e18};
+  for (double x = 0.25; x < 1e16; x *= 1.37) {
+    const double h = std::floor(x) + 0.5;
+    xs.insert(xs.end(), {x, h, std::nextafter(h, 0.0), std::nextafter(h, 1e300)});
+  }
+  for (double x : xs) EXPECT_EQ(RoundHalfAway(x), std::llround(x)) << x;
 }
 
 }  // namespace

@@ -31,6 +31,17 @@ using ConsumerId = StrongId<struct ConsumerTag>;      // one user
 using AgentId = StrongId<struct AgentTag>;            // advertiser cluster i = 0..N-1
 using ClusterId = StrongId<struct ClusterTag>;        // consumer cluster j = 0..L-1
 
+// std::llround (halves away from zero), without the library call on the hot paths: for
+// 0 <= x < 2^52, x - trunc(x) is exact, so comparing it with 0.5 rounds exactly as llround
+// does. Anything else (negative, huge, NaN) goes to llround itself.
+inline int64_t RoundHalfAway(double x) {
+  if (x >= 0 && x < 4503599627370496.0) {
+    const auto t = static_cast<int64_t>(x);
+    return t + (x - static_cast<double>(t) >= 0.5 ? 1 : 0);
+  }
+  return std::llround(x);
+}
+
 // Micros: an amount of money in millionths of the currency unit.
 class Micros {
  public:
@@ -40,7 +51,7 @@ class Micros {
     return Micros(static_cast<int64_t>(units * 1e6 + (units >= 0 ? 0.5 : -0.5)));
   }
   // Rounds a non-negative expected value in micros (for example pCTR x bid) to whole micros.
-  static Micros Round(double micros) { return Micros(std::llround(micros)); }
+  static Micros Round(double micros) { return Micros(RoundHalfAway(micros)); }
   static constexpr Micros Max() { return Micros(std::numeric_limits<int64_t>::max()); }
 
   constexpr int64_t value() const { return v_; }

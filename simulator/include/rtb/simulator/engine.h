@@ -109,6 +109,7 @@ class AuctionEngine {
   std::vector<int64_t> remaining_;
   std::vector<uint8_t> gone_;
   std::vector<Outcome> adv_;
+  std::vector<int64_t> presences_;
   std::vector<Micros> pair_cost_, pair_revenue_, step_revenue_;
   std::vector<double> d_;
   std::vector<int64_t> burn_cost_;  // [agent * buckets + bucket] cost within the bucket
