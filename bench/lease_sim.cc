@@ -40,6 +40,9 @@ struct Args {
   int outage_s = 30;
   int lease_ttl_s = 45;      // no answer from the coordinator this long: stop spending
   int empty_backoff_s = 60;  // an empty grant (budget used up): ask again after this
+  // Lease sizing (core/lease.h): rate (each bidder asks for a horizon of its spend rate) or
+  // share (the coordinator keeps each bidder at its traffic share of what is left).
+  rtb::LeaseSizing sizing = rtb::LeaseSizing::kShare;
 };
 
 int64_t Micros(double x) { return static_cast<int64_t>(std::llround(x)); }
@@ -78,6 +81,8 @@ Result Run(const Args& a, Mode mode) {
   lc.heartbeat_timeout_ms = 60'000;
   lc.billing_window_ms = 60'000;
   lc.min_grant_micros = 10'000;
+  lc.sizing = a.sizing;
+  const bool share_sizing = a.sizing == rtb::LeaseSizing::kShare;
   rtb::LeaseLedger ledger(lc);
   for (int k = 0; k < K; ++k) {
     ledger.SetBudget({0, static_cast<uint32_t>(k), 0}, rtb::Micros(budget[static_cast<size_t>(k)]));
@@ -95,19 +100,22 @@ Result Run(const Args& a, Mode mode) {
     int64_t amount, win;
   };
   std::deque<Pending> pend;
-  struct Msg {  // a lease request in flight, and its answer
+  struct Msg {  // a lease request in flight, and its answer (or a holding the coordinator pushed)
     int at, b, k;
     int64_t want;
     bool answer;
     int64_t grant;
+    int64_t recall = 0;  // share sizing: asked back
   };
   std::deque<Msg> msgs;
+  std::vector<Msg> pushed;  // holdings published while msgs is being walked
   std::vector<int> dead_until(static_cast<size_t>(B), -1), last_answer(static_cast<size_t>(B), 0);
   std::vector<int> crash_at;
   for (int c = 0; c < a.crashes; ++c) {
     crash_at.push_back(static_cast<int>(rng.UniformInt(static_cast<uint64_t>(a.seconds - 600))));
   }
   std::vector<int> burst_until(static_cast<size_t>(B), -1);
+  std::vector<double> requests(static_cast<size_t>(B), 0);  // each bidder's bid requests so far
   std::vector<int64_t> spent_total(static_cast<size_t>(K), 0);
   int64_t refused = 0, billed = 0;
   Result res;
@@ -123,6 +131,7 @@ Result Run(const Args& a, Mode mode) {
       if (c != t) continue;
       const int b = static_cast<int>(rng.UniformInt(static_cast<uint64_t>(B)));
       dead_until[static_cast<size_t>(b)] = t + a.restart_after_s;
+      requests[static_cast<size_t>(b)] = 0;  // the new process counts from 0
       for (int k = 0; k < K; ++k) {
         Cell& x = cell[static_cast<size_t>(b * K + k)];
         x.held = 0;
@@ -182,12 +191,30 @@ Result Run(const Args& a, Mode mode) {
           // The answer carries the bidder's whole holding: its lease is what the ledger says.
           x.held = ledger.Held(name[static_cast<size_t>(it->b)], key);
           last_answer[static_cast<size_t>(it->b)] = t;
-          if (it->grant == 0) x.next_ask = t + a.empty_backoff_s;
+          if (it->grant == 0 && it->recall == 0 && !share_sizing)
+            x.next_ask = t + a.empty_backoff_s;
+          if (it->recall > 0 && coordinator_up) {  // gives back what it does not need soon
+            const int64_t keep = Micros(x.rate * (a.report_every_s + 2 * a.latency_s));
+            const int64_t back = std::min(it->recall, x.held - x.spent - x.reserved - keep);
+            if (back > 0) {
+              x.held -=
+                  ledger.Return(name[static_cast<size_t>(it->b)], key, back, int64_t{t} * 1000);
+              messages_this_s += 2;
+              for (const auto& mv :
+                   ledger.Rebalance(key, int64_t{t} * 1000)) {  // what came back goes on
+                const int o = std::stoi(mv.bidder.substr(7));
+                pushed.push_back({t + a.latency_s, o, it->k, 0, true, mv.grant, mv.recall});
+                ++messages_this_s;
+              }
+            }
+          }
         }
         x.asked = false;
         ++messages_this_s;
         it = msgs.erase(it);
       }
+      msgs.insert(msgs.end(), pushed.begin(), pushed.end());
+      pushed.clear();
       if (coordinator_up) res.reclaims += ledger.Reclaim(int64_t{t} * 1000);
     }
     for (int b = 0; b < B; ++b) {
@@ -200,9 +227,14 @@ Result Run(const Args& a, Mode mode) {
       const bool fresh = t - last_answer[static_cast<size_t>(b)] <= a.lease_ttl_s;
       const bool report =
           mode == Mode::kLeases && coordinator_up && t % a.report_every_s == b % a.report_every_s;
+      requests[static_cast<size_t>(b)] += 1000.0 * share[static_cast<size_t>(b)] * Hour(t) * burst;
       if (report) {
         ++messages_this_s;  // one message with every advertiser's spend; its ack renews the TTL
         last_answer[static_cast<size_t>(b)] = t;
+        if (share_sizing) {
+          ledger.Traffic(name[static_cast<size_t>(b)],
+                         static_cast<int64_t>(requests[static_cast<size_t>(b)]), int64_t{t} * 1000);
+        }
       }
       for (int k = 0; k < K; ++k) {
         Cell& x = cell[static_cast<size_t>(b * K + k)];
@@ -211,6 +243,13 @@ Result Run(const Args& a, Mode mode) {
           ledger.Report(name[static_cast<size_t>(b)], key, x.spent, x.reserved, int64_t{t} * 1000);
           if (x.asked == false && x.held == 0 && x.spent > 0) {
             x.held = ledger.Held(name[static_cast<size_t>(b)], key);  // after a restart
+          }
+          // Share sizing: the coordinator tops up or asks back; its holdings arrive later.
+          for (const auto& mv :
+               ledger.Rebalance(key, int64_t{t} * 1000, &name[static_cast<size_t>(b)])) {
+            const int o = std::stoi(mv.bidder.substr(7));
+            msgs.push_back({t + a.latency_s, o, k, 0, true, mv.grant, mv.recall});
+            ++messages_this_s;
           }
         }
         // This second's demand: 2x the money it would win (half the reserved value wins).
@@ -225,6 +264,7 @@ Result Run(const Args& a, Mode mode) {
           room = std::max<int64_t>(0, limit - x.spent - x.reserved);
         }
         const int64_t r = std::min(room, Micros(want));
+        const bool blocked = Micros(want) > room;
         if (r > 0) {
           x.reserved += r;
           const int64_t win = r / 2;
@@ -233,6 +273,14 @@ Result Run(const Args& a, Mode mode) {
         x.rate = 0.9 * x.rate + 0.1 * want;
         if (mode != Mode::kLeases || x.asked || t < x.next_ask) continue;
         const int64_t unspent = x.held - x.spent - x.reserved;
+        if (share_sizing) {  // asks only when its lease held it back (then for that much)
+          if (blocked && x.held == 0) {
+            msgs.push_back({t + a.latency_s, b, k, Micros(want) - room, false, 0});
+            x.asked = true;
+            ++messages_this_s;
+          }
+          continue;
+        }
         const int64_t need =
             rtb::LeaseWant(x.rate, int64_t{a.horizon_s} * 1000, lc.min_grant_micros, unspent);
         if (unspent < Micros(x.rate * a.horizon_s / 2.0) && need > 0) {
@@ -290,7 +338,7 @@ int main(int argc, char** argv) {
     if (f == "--help" || f == "-h") {
       std::printf(
           "lease_sim [--bidders N] [--advertisers K] [--seed S] [--crashes C] [--outage-s S] "
-          "[--latency-s S] [--horizon-s S]\n");
+          "[--latency-s S] [--horizon-s S] [--sizing share|rate]\n");
       return 0;
     }
   }
@@ -301,15 +349,25 @@ int main(int argc, char** argv) {
   a.outage_s = Flag(argc, argv, "--outage-s", a.outage_s);
   a.latency_s = Flag(argc, argv, "--latency-s", a.latency_s);
   a.horizon_s = Flag(argc, argv, "--horizon-s", a.horizon_s);
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::string(argv[i]) != "--sizing") continue;
+    const std::string v = argv[i + 1];
+    if (v != "share" && v != "rate") {
+      std::fprintf(stderr, "lease_sim: error: --sizing must be share or rate\n");
+      return 1;
+    }
+    a.sizing = v == "share" ? rtb::LeaseSizing::kShare : rtb::LeaseSizing::kRate;
+  }
   if (a.bidders < 1 || a.advertisers < 1 || a.latency_s < 0 || a.horizon_s < 1) {
     std::fprintf(stderr, "lease_sim: error: bidders, advertisers, horizon >= 1, latency >= 0\n");
     return 1;
   }
   std::printf(
       "%d bidders (Zipf %.1f traffic, 5-minute 4x bursts), %d advertisers, one day of 1 s ticks, "
-      "demand %.1fx budget, message latency %d s each way, lease horizon %d s, %d crashes "
-      "(restart after %d s), coordinator down %d s at noon, seed %llu\n",
-      a.bidders, a.skew, a.advertisers, a.demand_over_budget, a.latency_s, a.horizon_s, a.crashes,
+      "demand %.1fx budget, message latency %d s each way, %s sizing (lease horizon %d s), %d "
+      "crashes (restart after %d s), coordinator down %d s at noon, seed %llu\n",
+      a.bidders, a.skew, a.advertisers, a.demand_over_budget, a.latency_s,
+      a.sizing == rtb::LeaseSizing::kShare ? "share" : "rate", a.horizon_s, a.crashes,
       a.restart_after_s, a.outage_s, static_cast<unsigned long long>(a.seed));
   std::printf(
       "| mode | max overspend | COST min / median / mean | lease messages (peak /s) | "

@@ -209,9 +209,10 @@ Result<std::unique_ptr<Bidder>> Bidder::Create(const BidderConfig& cfg) {
       RTB_RETURN_IF_ERROR(mock->CreateTopic(cfg.leases.requests_topic, cfg.kafka.partitions, rf));
       RTB_RETURN_IF_ERROR(mock->CreateTopic(cfg.leases.grants_topic, 1, rf));
     }
-    RTB_ASSIGN_OR_RETURN(
-        m->leases, LeaseClient::Start(&m->cfg, m->days.get(), m->events->bootstrap(),
-                                      cfg.leases.name.empty() ? cfg.listen : cfg.leases.name));
+    RTB_ASSIGN_OR_RETURN(m->leases,
+                         LeaseClient::Start(&m->cfg, m->days.get(), m->events->bootstrap(),
+                                            cfg.leases.name.empty() ? cfg.listen : cfg.leases.name,
+                                            &m->counters.requests_bid));
   }
   log::Get("bidder").info("instance {}: {} advertisers over {} agents, events to {} at {}",
                           m->instance, cfg.advertisers.size(), m->agents, cfg.kafka.events_topic,

@@ -15,6 +15,8 @@ namespace rtb::bidder {
 struct LeaseClient::Impl {
   const BidderConfig* cfg = nullptr;
   DayLedgers* days = nullptr;
+  const Counter* requests = nullptr;  // bid requests answered: the traffic share's measure
+  bool share = false;                 // leases.sizing: share (the coordinator sizes leases)
   std::string name;
   std::unique_ptr<kafka::Producer> producer;
   std::unique_ptr<kafka::Consumer> grants;
@@ -45,7 +47,10 @@ struct LeaseClient::Impl {
     int64_t slack = 0;          // how far past what is committed a report sets the cap
     int64_t reported_cap = -1;  // the cap, spent and reserved in the last report Kafka took
     int64_t reported_spent = -1, reported_reserved = -1;
-    int64_t aside = 0;             // set aside for a return the coordinator has not confirmed
+    int64_t aside = 0;  // set aside for a return the coordinator has not confirmed
+    // The part of that return above the slot's limit: no bid can reserve it, so it is not set
+    // aside; until the return is confirmed the limit and the cap stay below held - this.
+    int64_t aside_above = 0;
     int64_t aside_seq = 0;         // the return's message
     int64_t aside_ms = 0;          // when it was sent (resent after kResendMs without an answer)
     int64_t wanted = 0;            // others' unmet needs, from the last holding (a recall)
@@ -84,7 +89,7 @@ struct LeaseClient::Impl {
   void PublishView(int64_t day, size_t k, const Slot& s) {
     DayLedgers::LeaseView v{s.held, -1};
     if (s.synced && s.reported_cap >= 0 && !frozen) {
-      v.open_limit = std::min({s.held, ArmBudgetOf(k), s.cap});
+      v.open_limit = std::min({Usable(s), ArmBudgetOf(k), s.cap});
     }
     std::lock_guard<std::mutex> l(held_mu);
     held_known[{day, k}] = v;
@@ -109,14 +114,19 @@ struct LeaseClient::Impl {
     return last_seq;
   }
 
+  // `with_requests`: the message carries the bid requests answered so far (the full report of
+  // the current day does, once per report interval: the coordinator's traffic rate).
   bool Send(budget::LeaseMsgType type, int64_t day, std::vector<budget::LeaseItem> items,
-            int64_t seq = 0) {
+            int64_t seq = 0, bool with_requests = false) {
     budget::LeaseMessage m;
     m.type = type;
     m.bidder = name;
     m.day = day;
     m.ts_ms = NowUnixMs();
     m.seq = seq > 0 ? seq : NextSeq();
+    if (with_requests && requests != nullptr) {
+      m.requests = static_cast<int64_t>(requests->Get());
+    }
     m.items = std::move(items);
     return producer
         ->Produce(cfg->leases.requests_topic, kafka::kAnyPartition, name,
@@ -174,13 +184,17 @@ struct LeaseClient::Impl {
     s.left = g->left;
     if (g->bidder != name) return;
     s.held = g->held;
-    s.wanted = g->wanted;
+    // A recall published before the coordinator had this slot's last return is stale: it asks
+    // for money already on its way.
+    if (g->seen >= s.aside_seq) s.wanted = g->wanted;
     if (first_seq > 0 && g->seen >= first_seq) s.synced = true;
     PublishView(g->key.day, slot, s);
-    if (s.aside > 0 && g->seen >= s.aside_seq) {
+    if (s.aside + s.aside_above > 0 && g->seen >= s.aside_seq) {
       // The holding includes the return: the limit falls to it (and the cap by the amount)
       // first, then the set-aside amount leaves committed, so no bid ever sees the room twice.
       s.cap = std::max<int64_t>(0, s.cap - s.aside);
+      stats.returned += s.aside_above;
+      s.aside_above = 0;
       BudgetLedger* ledger = days->Current();
       if (ledger != nullptr && days->CurrentDay() == g->key.day) {
         ledger->SetLimit(slot, Micros(std::max(std::min({s.held, ArmBudgetOf(slot), s.cap}),
@@ -209,12 +223,36 @@ struct LeaseClient::Impl {
   void SendReturn(int64_t day, size_t k, const BudgetLedger& ledger, Slot& s, int64_t now) {
     const LeaseKey key = KeyOf(day, k);
     const int64_t spent = ledger.spent(k).value();
-    budget::LeaseItem it{key.advertiser, key.arm, 0,
-                         s.aside,        spent,   ledger.committed(k).value() - spent - s.aside};
+    budget::LeaseItem it{
+        key.advertiser,          key.arm, 0,
+        s.aside + s.aside_above, spent,   ledger.committed(k).value() - spent - s.aside};
     it.cap = s.cap - s.aside;
     s.aside_seq = NextSeq();
     s.aside_ms = now;
     Send(budget::LeaseMsgType::kReturn, day, {it}, s.aside_seq);
+  }
+
+  // What the slot may use of its holding: all of it but a return under way above its limit.
+  static int64_t Usable(const Slot& s) { return s.held - s.aside_above; }
+
+  // Sets `back` aside for a return (Slot::aside, Slot::aside_above) and sends it: the part above
+  // the slot's limit as it is, the rest with the bids' own compare-and-swap (or not at all, if a
+  // bid took it first). False when less than `least` could be set aside.
+  bool GiveBack(int64_t day, size_t k, BudgetLedger& ledger, Slot& s, int64_t back, int64_t least,
+                int64_t now) {
+    const int64_t above =
+        std::clamp<int64_t>(Usable(s) - ledger.budget(k).value(), 0, std::max<int64_t>(0, back));
+    int64_t room = back - above;
+    if (room > 0 && !ledger.TrySetAside(k, Micros(room))) room = 0;
+    if (above + room < std::max<int64_t>(1, least)) {
+      if (room > 0) ledger.ReleaseSetAside(k, Micros(room));
+      return false;
+    }
+    s.aside = room;
+    s.aside_above = above;
+    ++stats.returns;
+    SendReturn(day, k, ledger, s, now);
+    return true;
   }
 
   int64_t ArmBudgetOf(size_t slot) const {
@@ -304,15 +342,16 @@ struct LeaseClient::Impl {
       // bids made before may book inside it: their reservations are in it, the return is not.
       const bool hold_still = frozen || !s.synced;
       // Past the last report's cap, nothing more until the next report is on Kafka.
-      const int64_t limit = frozen     ? std::min(committed, s.held)
-                            : s.synced ? std::min({s.held, arm_budget, s.cap})
-                                       : std::min(s.held, arm_budget);
+      const int64_t limit = frozen     ? std::min(committed, Usable(s))
+                            : s.synced ? std::min({Usable(s), arm_budget, s.cap})
+                                       : std::min(Usable(s), arm_budget);
       ledger->SetBidsOpen(k, s.synced);
       // The cap stays a few bids and two report intervals of spend ahead of what is committed;
       // when it holds bids back while the lease has room, report now.
       s.slack = std::max({2 * charge[k], min_micros,
-                          static_cast<int64_t>(s.rate * 3 * cfg->leases.report_every_ms / 1000.0)});
-      if (s.synced && !frozen && s.cap < std::min(s.held, arm_budget) &&
+                          static_cast<int64_t>(s.rate * 3 * cfg->leases.report_every_ms / 1000.0),
+                          share ? (Usable(s) - committed) / 2 : int64_t{0}});
+      if (s.synced && !frozen && s.cap < std::min(Usable(s), arm_budget) &&
           committed + std::max<int64_t>(charge[k], 1) > s.cap) {
         report_soon = true;
       }
@@ -331,7 +370,7 @@ struct LeaseClient::Impl {
       const LeaseKey key = KeyOf(day, k);
       // A return the coordinator has not confirmed: send it again (a second copy can only give
       // back more than the bidder set aside, which lowers its limit, never raises it).
-      if (s.aside > 0) {
+      if (s.aside + s.aside_above > 0) {
         if (now - s.aside_ms >= kResendMs) SendReturn(day, k, *ledger, s, now);
         continue;
       }
@@ -340,18 +379,20 @@ struct LeaseClient::Impl {
       // Others wait for money of this budget (a recall): a slot not refused itself within a
       // horizon gives back, up to what they want, all it holds beyond a horizon of its own
       // recent commit rate.
+      // Share sizing: the coordinator asks back what is beyond this bidder's share, or what a
+      // budget's last bids need; all of it comes back.
       if (s.wanted > 0 && s.synced && unspent > 0 &&
-          (s.last_blocked_ms < 0 || now - s.last_blocked_ms > lc.horizon_ms)) {
+          (share || s.last_blocked_ms < 0 || now - s.last_blocked_ms > lc.horizon_ms)) {
+        // Share sizing: the coordinator asked from reports a report old; keep what this slot
+        // commits until the next answer, and two bids.
         const int64_t own =
-            static_cast<int64_t>(s.rate * (lc.horizon_ms / 1000.0 + answer_ms / 1000.0));
+            share ? std::max<int64_t>(
+                        2 * charge[k],
+                        static_cast<int64_t>(s.rate * (lc.report_every_ms + answer_ms) / 1000.0))
+                  : static_cast<int64_t>(s.rate * (lc.horizon_ms / 1000.0 + answer_ms / 1000.0));
         const int64_t back = std::min(s.wanted, unspent - own);
         s.wanted = 0;
-        if (back >= kLeastPrepared && ledger->TrySetAside(k, Micros(back))) {
-          s.aside = back;
-          ++stats.returns;
-          SendReturn(day, k, *ledger, s, now);
-          continue;
-        }
+        if (GiveBack(day, k, *ledger, s, back, kLeastPrepared, now)) continue;
       }
       if (s.asked_ms >= 0 && now - s.asked_ms < 1'000) continue;  // waiting for the answer
       // Sizes in seconds of the slot's recent commit rate: a lease covers the horizon plus the
@@ -367,13 +408,9 @@ struct LeaseClient::Impl {
       const int64_t keep =
           std::max<int64_t>(min_micros, static_cast<int64_t>(2 * s.rate * lease_s));
       const bool fragment = blocked && now < s.quiet_until_ms && unspent > 0 && unspent < refused;
-      if (s.synced && s.pool <= 0 && (fragment || (!blocked && unspent > keep + min_micros))) {
-        const int64_t back = fragment ? unspent : unspent - keep;
-        if (ledger->TrySetAside(k, Micros(back))) {
-          s.aside = back;
-          ++stats.returns;
-          SendReturn(day, k, *ledger, s, now);
-        }
+      if (s.synced && s.pool <= 0 &&
+          (fragment || (!share && !blocked && unspent > keep + min_micros))) {
+        GiveBack(day, k, *ledger, s, fragment ? unspent : unspent - keep, 1, now);
         continue;
       }
       // The pool was dry at the last answer: wait, unless a holding since says it is not.
@@ -391,7 +428,10 @@ struct LeaseClient::Impl {
           unspent <
           std::max<int64_t>(std::max(min_micros / 2, charge[k]),
                             static_cast<int64_t>(s.rate * (lc.horizon_ms / 2000.0 + wait_s)));
-      if (((low || blocked) && want > 0) || !s.synced) {
+      // Share sizing: the coordinator tops the lease up from the reports; a slot asks only to
+      // learn what it holds, or with the charge of a bid it could not reserve.
+      if (share) want = blocked ? std::max<int64_t>(0, std::min(need, arm_budget - s.held)) : 0;
+      if (((share ? blocked : low || blocked) && want > 0) || !s.synced) {
         asks.push_back({key.advertiser, key.arm, want, 0, 0, 0, std::min(need, want)});
         s.asked_ms = now;
         s.last_want = want;
@@ -415,7 +455,8 @@ struct LeaseClient::Impl {
     BudgetLedger* ledger = days->Current();
     if (ledger == nullptr || day < 0) return;
     std::vector<std::pair<size_t, int64_t>> caps, next_caps;  // (slot, cap) once Kafka has it
-    bool sent = Send(budget::LeaseMsgType::kReport, day, ReportItems(day, ledger, full, &caps));
+    bool sent = Send(budget::LeaseMsgType::kReport, day, ReportItems(day, ledger, full, &caps), 0,
+                     /*with_requests=*/full);
     auto next_items = ReportItems(day + 1, nullptr, false, &next_caps);
     if (!next_items.empty()) {
       sent = Send(budget::LeaseMsgType::kReport, day + 1, std::move(next_items)) && sent;
@@ -453,8 +494,8 @@ struct LeaseClient::Impl {
         s.slack = std::max({s.slack, MinLease(k), 2 * (k < charge.size() ? charge[k] : 0)});
       }
       // Unsynced, a restarted bidder may book notices up to its holding; synced, up to the cap.
-      const int64_t cap = s.synced ? std::max(committed, std::min(s.held, committed + s.slack))
-                                   : std::max(committed, std::min(s.held, ArmBudgetOf(k)));
+      const int64_t cap = s.synced ? std::max(committed, std::min(Usable(s), committed + s.slack))
+                                   : std::max(committed, std::min(Usable(s), ArmBudgetOf(k)));
       const int64_t reserved = committed - spent - s.aside;  // the aside is a return under way
       if (!full && cap == s.reported_cap && spent == s.reported_spent &&
           reserved == s.reported_reserved) {
@@ -522,10 +563,12 @@ LeaseClient::~LeaseClient() {
 
 Result<std::unique_ptr<LeaseClient>> LeaseClient::Start(const BidderConfig* cfg, DayLedgers* days,
                                                         const std::string& bootstrap,
-                                                        std::string name) {
+                                                        std::string name, const Counter* requests) {
   auto m = std::make_unique<Impl>();
   m->cfg = cfg;
   m->days = days;
+  m->requests = requests;
+  m->share = cfg->leases.sizing == "share";
   m->name = std::move(name);
   for (size_t k = 0; k < cfg->advertisers.size(); ++k) m->index_of[cfg->advertisers[k].id] = k;
   kafka::Producer::Options po;

@@ -23,8 +23,11 @@ namespace rtb::bidder {
 
 class LeaseClient {
  public:
+  // `requests` counts the bid requests the bidder answers (its reports carry it: the
+  // coordinator's measure of this bidder's traffic share); may be null.
   static Result<std::unique_ptr<LeaseClient>> Start(const BidderConfig* cfg, DayLedgers* days,
-                                                    const std::string& bootstrap, std::string name);
+                                                    const std::string& bootstrap, std::string name,
+                                                    const Counter* requests);
   ~LeaseClient();  // stops the thread
 
   // The budget days (the current one and the next) whose every slot has been answered by the

@@ -68,6 +68,19 @@ struct Coordinator::Impl {
     if (it->second.empty()) wanted.erase(it);
   }
 
+  // Share sizing: what Rebalance asked back of each holding (its `wanted` when published next).
+  std::map<std::pair<LeaseKey, std::string>, int64_t> recalls;
+
+  // Share sizing: tops up the bidders of `key` below their part, asks back the excess of the
+  // others when the pool cannot (LeaseLedger::Rebalance); every changed holding is published.
+  // `reporter`: the bidder whose report this follows (nothing moves unless it is short).
+  void Rebalance(const LeaseKey& key, Granted* granted, const std::string* reporter = nullptr) {
+    for (const LeaseLedger::Move& mv : ledger.Rebalance(key, NowUnixMs(), reporter)) {
+      (*granted)[{key, mv.bidder}] += mv.grant;
+      if (mv.recall > 0) recalls[{key, mv.bidder}] = mv.recall;
+    }
+  }
+
   // Drops the needs nobody met in time.
   void ForgetOldWants(int64_t now) {
     for (auto it = wanted.begin(); it != wanted.end();) {
@@ -119,6 +132,10 @@ struct Coordinator::Impl {
       const auto si = seen_seq.find(l.bidder);
       g.seen = si == seen_seq.end() ? 0 : si->second;
       g.wanted = WantedFrom(l.key, l.bidder, g.ts_ms);
+      if (const auto r = recalls.find(id); r != recalls.end()) {
+        g.wanted = std::max(g.wanted, r->second);
+        recalls.erase(r);
+      }
       RTB_RETURN_IF_ERROR(producer->Produce(opt.grants_topic, kafka::kAnyPartition,
                                             LeaseGrantKey(l.key, l.bidder), EncodeLeaseGrant(g)));
       published[id] = l.held;
@@ -131,6 +148,9 @@ struct Coordinator::Impl {
   void Apply(const LeaseMessage& m, Granted* granted) {
     const int64_t now = NowUnixMs();
     ledger.Heartbeat(m.bidder, now);
+    // The bidder's own send time: messages arrive in batches, so arrival times would make a
+    // rate of noise.
+    if (m.requests >= 0 && m.ts_ms > 0) ledger.Traffic(m.bidder, m.requests, m.ts_ms);
     int64_t& seen_of = seen_seq[m.bidder];
     seen_of = std::max(seen_of, m.seq);
     for (const LeaseItem& i : m.items) {
@@ -144,7 +164,9 @@ struct Coordinator::Impl {
         case LeaseMsgType::kRequest: {
           const int64_t g = ledger.Request(m.bidder, key, i.want, now, i.need);
           (*granted)[{key, m.bidder}] += g;  // answered even when 0: the bidder waits for it
-          if (i.need > g) {
+          // Under share sizing an unmet need asks the others back only once shares no longer
+          // apply (a budget's last bids): before that, the shares move the money.
+          if (i.need > g && !ledger.SharesApply(key)) {
             wanted[key][m.bidder] = {i.need - g, now};
             Recall(key, m.bidder, granted);
           } else if (const auto w = wanted.find(key); w != wanted.end()) {
@@ -159,9 +181,11 @@ struct Coordinator::Impl {
           ledger.Return(m.bidder, key, i.amount, now);
           (*granted)[{key, m.bidder}] += 0;
           ServeWaiting(key, now, granted);
+          Rebalance(key, granted);
           break;
         case LeaseMsgType::kReport:
           ledger.Report(m.bidder, key, i.spent, i.reserved, now, i.cap);
+          Rebalance(key, granted, &m.bidder);
           break;
         case LeaseMsgType::kHeartbeat:
           break;

@@ -42,6 +42,7 @@ std::string EncodeLeaseMessage(const LeaseMessage& m) {
   json j = {{"format", "rtb.lease"}, {"schema_version", 1}, {"type", TypeName(m.type)},
             {"bidder", m.bidder},    {"day", m.day},        {"ts_ms", m.ts_ms}};
   if (m.seq > 0) j["seq"] = m.seq;
+  if (m.requests >= 0) j["requests"] = m.requests;
   json items = json::array();
   for (const LeaseItem& i : m.items) {
     json it = {{"adv", i.advertiser}, {"arm", ArmName(static_cast<Arm>(i.arm))}};
@@ -85,6 +86,9 @@ Result<LeaseMessage> DecodeLeaseMessage(std::string_view text) {
   if (!j.contains("day") || !j["day"].is_number_integer() || !NonNegInt(j, "ts_ms", &m.ts_ms) ||
       !NonNegInt(j, "seq", &m.seq)) {
     return Status::InvalidArgument("lease message: day, ts_ms and seq must be integers");
+  }
+  if (!NonNegInt(j, "requests", &m.requests)) {
+    return Status::InvalidArgument("lease message: requests must be an integer >= 0");
   }
   m.day = j["day"].get<int64_t>();
   if (j.contains("items")) {

@@ -19,24 +19,131 @@ void LeaseLedger::SetBudget(const LeaseKey& key, Micros budget) {
   budgets_[key].budget = std::max<int64_t>(0, budget.value());
 }
 
+LeaseLedger::Bidder& LeaseLedger::BidderNamed(const std::string& bidder) {
+  auto [it, added] = bidders_.try_emplace(bidder);
+  if (added) shares_dirty_ = true;
+  return it->second;
+}
+
 void LeaseLedger::Touch(const std::string& bidder, int64_t now_ms) {
-  Bidder& b = bidders_[bidder];
+  Bidder& b = BidderNamed(bidder);
   b.seen_ms = std::max(b.seen_ms, now_ms);
   if (b.dead_since_ms < 0) return;
   // Back from the dead: its holdings are what it had spent and reserved when it died; its
   // reserved part, if not yet released, stays its own again.
   b.dead_since_ms = -1;
+  shares_dirty_ = true;
   for (auto& [key, bud] : budgets_) {
     auto it = bud.by_bidder.find(bidder);
     if (it == bud.by_bidder.end()) continue;
     it->second.reclaimed = false;
     it->second.reserved_released = false;
+    bud.unused_live += Unused(it->second);
   }
+}
+
+template <typename F>
+void LeaseLedger::Change(Budget& b, const std::string& bidder, Holding& h, F&& f) {
+  const bool alive = Alive(bidder);
+  if (alive) b.unused_live -= Unused(h);
+  f(h);
+  if (alive) b.unused_live += Unused(h);
 }
 
 void LeaseLedger::Heartbeat(const std::string& bidder, int64_t now_ms) {
   std::lock_guard<std::mutex> l(mu_);
   Touch(bidder, now_ms);
+}
+
+void LeaseLedger::Traffic(const std::string& bidder, int64_t requests, int64_t at_ms) {
+  std::lock_guard<std::mutex> l(mu_);
+  Bidder& b = BidderNamed(bidder);
+  // Counts closer together than this wait for a later one (a rate over a few milliseconds is
+  // noise).
+  constexpr int64_t kLeastSpanMs = 50;
+  if (b.requests >= 0 && requests >= b.requests && at_ms - b.requests_ms < kLeastSpanMs) return;
+  if (b.requests >= 0 && requests >= b.requests && at_ms > b.requests_ms) {
+    const double inst = static_cast<double>(requests - b.requests) * 1000.0 /
+                        static_cast<double>(at_ms - b.requests_ms);
+    // A tenth of each new count's rate: a report interval's count is noisy (requests come in
+    // bursts), a bidder's share of the traffic is not.
+    b.rate = b.rate < 0 ? inst : 0.9 * b.rate + 0.1 * inst;
+    shares_dirty_ = true;
+  }
+  if (b.requests < 0 || requests < b.requests || at_ms > b.requests_ms) {
+    b.requests = requests;
+    b.requests_ms = at_ms;
+  }
+}
+
+const std::vector<LeaseLedger::Share>& LeaseLedger::Shares() const {
+  if (!shares_dirty_) return shares_;
+  shares_dirty_ = false;
+  shares_.clear();
+  double known = 0;
+  int n_known = 0;
+  for (const auto& [name, b] : bidders_) {  // by name
+    if (b.dead_since_ms >= 0) continue;
+    shares_.push_back({&name, b.rate, b.rate >= 0});
+    if (b.rate >= 0) {
+      known += b.rate;
+      ++n_known;
+    }
+  }
+  if (shares_.empty()) return shares_;
+  if (n_known == 0 || known <= 0) {
+    for (Share& x : shares_) x.share = 1.0 / static_cast<double>(shares_.size());
+    return shares_;
+  }
+  const double mean = known / n_known;
+  double total = 0;
+  for (Share& x : shares_) total += x.share = x.share >= 0 ? x.share : mean;
+  for (Share& x : shares_) x.share /= total;
+  return shares_;
+}
+
+const LeaseLedger::Share* LeaseLedger::ShareOf(const std::string& bidder) const {
+  const auto& w = Shares();
+  const auto it = std::lower_bound(
+      w.begin(), w.end(), bidder, [](const Share& x, const std::string& n) { return *x.name < n; });
+  return it != w.end() && *it->name == bidder ? &*it : nullptr;
+}
+
+double LeaseLedger::TrafficShare(const std::string& bidder) const {
+  std::lock_guard<std::mutex> l(mu_);
+  const Share* s = ShareOf(bidder);
+  return s == nullptr ? 0.0 : s->share;
+}
+
+int64_t LeaseLedger::Unused(const Holding& h) {
+  return std::max<int64_t>(0, h.held - h.spent - h.reserved);
+}
+
+bool LeaseLedger::Alive(const std::string& bidder) const {
+  const auto it = bidders_.find(bidder);
+  return it != bidders_.end() && it->second.dead_since_ms < 0;
+}
+
+int64_t LeaseLedger::Available(const Budget& b) {
+  return std::max<int64_t>(0, b.budget - b.held) + b.unused_live;
+}
+
+bool LeaseLedger::SharesApplyTo(const Budget& b, size_t live) const {
+  // Too little left to give every live bidder one bid's charge: the refused bids' needs move
+  // what is left (Request), not the shares.
+  return cfg_.sizing == LeaseSizing::kShare && live > 0 &&
+         !(b.unit > 0 && Available(b) < b.unit * static_cast<int64_t>(live));
+}
+
+bool LeaseLedger::SharesApply(const LeaseKey& key) const {
+  std::lock_guard<std::mutex> l(mu_);
+  const auto it = budgets_.find(key);
+  return it != budgets_.end() && SharesApplyTo(it->second, Shares().size());
+}
+
+void LeaseLedger::Grant(Budget& b, const std::string& bidder, int64_t amount) {
+  b.held += amount;
+  Change(b, bidder, b.by_bidder[bidder], [&](Holding& h) { h.held += amount; });
 }
 
 int64_t LeaseLedger::Request(const std::string& bidder, const LeaseKey& key, int64_t want,
@@ -45,18 +152,107 @@ int64_t LeaseLedger::Request(const std::string& bidder, const LeaseKey& key, int
   Touch(bidder, now_ms);
   ++grants_;
   auto it = budgets_.find(key);
-  want = std::max(want, need);
-  if (it == budgets_.end() || want <= 0) return 0;
+  if (it == budgets_.end()) return 0;
   Budget& b = it->second;
+  b.unit = std::max(b.unit, need);
   const int64_t pool = b.budget - b.held;
   if (pool <= 0) return 0;
   const int64_t cap = std::max<int64_t>(
       std::min(pool, cfg_.min_grant_micros),
       static_cast<int64_t>(std::floor(static_cast<double>(pool) * cfg_.max_pool_share)));
-  const int64_t grant = std::min(pool, std::max(need, std::min(want, cap)));
-  b.held += grant;
-  b.by_bidder[bidder].held += grant;
+  int64_t grant = 0;
+  if (cfg_.sizing == LeaseSizing::kShare) {
+    // Whatever it asked: up to its target, or its need. The share cap still applies: a bidder
+    // asking before the others have said a word would otherwise count as the only one.
+    const Share* s = ShareOf(bidder);
+    const int64_t target =
+        s == nullptr
+            ? 0
+            : static_cast<int64_t>(std::floor(static_cast<double>(Available(b)) * s->share));
+    const auto h = b.by_bidder.find(bidder);
+    const int64_t unused = h == b.by_bidder.end() ? 0 : Unused(h->second);
+    grant = std::min(pool, std::max(need, std::min(target - unused, cap)));
+  } else {
+    want = std::max(want, need);
+    if (want <= 0) return 0;
+    grant = std::min(pool, std::max(need, std::min(want, cap)));
+  }
+  grant = std::max<int64_t>(0, grant);
+  Grant(b, bidder, grant);
   return grant;
+}
+
+std::vector<LeaseLedger::Move> LeaseLedger::Rebalance(const LeaseKey& key, int64_t now_ms,
+                                                      const std::string* reporter) {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<Move> moves;
+  if (cfg_.sizing != LeaseSizing::kShare) return moves;
+  auto it = budgets_.find(key);
+  if (it == budgets_.end()) return moves;
+  Budget& b = it->second;
+  const auto& w = Shares();
+  if (!SharesApplyTo(b, w.size())) return moves;
+  const int64_t avail = Available(b);
+  struct Part {
+    const Share* share;
+    int64_t target, unused, low;
+  };
+  auto part = [&](const Share& x) {
+    const int64_t target = static_cast<int64_t>(std::floor(static_cast<double>(avail) * x.share));
+    const auto h = b.by_bidder.find(*x.name);
+    const int64_t unused = h == b.by_bidder.end() ? 0 : Unused(h->second);
+    // Below half its target, or unable to cover one bid's charge while its target could.
+    const int64_t low = std::max(target / 2, target >= b.unit ? b.unit : int64_t{0});
+    return Part{&x, target, unused, low};
+  };
+  auto is_short = [&](const Part& p) {
+    return p.unused < p.low && p.target - p.unused >= cfg_.min_grant_micros;
+  };
+  if (reporter != nullptr) {  // nothing to do unless the reporter is short
+    const Share* x = ShareOf(*reporter);
+    if (x == nullptr || !is_short(part(*x))) return moves;
+  }
+  std::vector<Part> parts;
+  parts.reserve(w.size());
+  for (const Share& x : w) parts.push_back(part(x));
+  int64_t shortfall = 0;  // what the bidders still below their low marks miss of their targets
+  for (Part& p : parts) {
+    if (!is_short(p)) continue;
+    // Money goes unasked only to a bidder whose traffic is measured: the first report of a
+    // bidder the others have not been heard of yet would otherwise take all of it.
+    if (!p.share->measured) continue;
+    const int64_t g = std::min(std::max<int64_t>(0, b.budget - b.held), p.target - p.unused);
+    if (g > 0) {
+      Grant(b, *p.share->name, g);
+      p.unused += g;
+      moves.push_back({*p.share->name, g, 0});
+    }
+    if (p.unused < p.low) shortfall += p.target - p.unused;
+  }
+  if (shortfall <= 0) return moves;
+  // The pool could not top everyone up: ask back what is held beyond a target (by more than a
+  // quarter of it, so that the ordinary ups and downs of spend move nothing), no more in all
+  // than the shortfall, from each holder in proportion to its excess.
+  int64_t excess_sum = 0;
+  for (const Part& p : parts) {
+    const int64_t excess = p.unused - p.target;
+    if (excess >= std::max(cfg_.min_grant_micros, p.target / 4)) excess_sum += excess;
+  }
+  for (const Part& p : parts) {
+    const int64_t excess = p.unused - p.target;
+    if (excess < std::max(cfg_.min_grant_micros, p.target / 4)) continue;
+    const int64_t ask =
+        excess_sum <= shortfall
+            ? excess
+            : static_cast<int64_t>(static_cast<double>(excess) * static_cast<double>(shortfall) /
+                                   static_cast<double>(excess_sum));
+    if (ask < cfg_.min_grant_micros) continue;
+    Holding& h = b.by_bidder[*p.share->name];
+    if (h.recalled_ms >= 0 && now_ms - h.recalled_ms < cfg_.recall_quiet_ms) continue;
+    h.recalled_ms = now_ms;
+    moves.push_back({*p.share->name, 0, ask});
+  }
+  return moves;
 }
 
 int64_t LeaseLedger::Return(const std::string& bidder, const LeaseKey& key, int64_t amount,
@@ -69,7 +265,10 @@ int64_t LeaseLedger::Return(const std::string& bidder, const LeaseKey& key, int6
   if (h == it->second.by_bidder.end()) return 0;
   const int64_t free = h->second.held - h->second.spent - h->second.reserved;
   const int64_t back = std::clamp<int64_t>(amount, 0, std::max<int64_t>(0, free));
-  h->second.held -= back;
+  Change(it->second, bidder, h->second, [&](Holding& x) {
+    x.held -= back;
+    if (back > 0) x.recalled_ms = -1;  // it gave: it may be asked again
+  });
   it->second.held -= back;
   return back;
 }
@@ -78,11 +277,14 @@ void LeaseLedger::Report(const std::string& bidder, const LeaseKey& key, int64_t
                          int64_t reserved, int64_t now_ms, int64_t cap) {
   std::lock_guard<std::mutex> l(mu_);
   Touch(bidder, now_ms);
-  Holding& h = budgets_[key].by_bidder[bidder];
+  Budget& b = budgets_[key];
+  Holding& h = b.by_bidder[bidder];
   if (spent < h.spent) return;  // an older report
-  h.spent = spent;
-  h.reserved = std::max<int64_t>(0, reserved);
-  h.cap = std::max<int64_t>(0, cap);
+  Change(b, bidder, h, [&](Holding& x) {
+    x.spent = spent;
+    x.reserved = std::max<int64_t>(0, reserved);
+    x.cap = std::max<int64_t>(0, cap);
+  });
 }
 
 int LeaseLedger::Reclaim(int64_t now_ms) {
@@ -90,7 +292,13 @@ int LeaseLedger::Reclaim(int64_t now_ms) {
   int reclaimed = 0;
   for (auto& [name, b] : bidders_) {
     if (b.dead_since_ms < 0 && now_ms - b.seen_ms > cfg_.heartbeat_timeout_ms) {
+      // Dead: its holdings no longer count as money it could give back.
+      for (auto& [key, bud] : budgets_) {
+        const auto it = bud.by_bidder.find(name);
+        if (it != bud.by_bidder.end()) bud.unused_live -= Unused(it->second);
+      }
       b.dead_since_ms = now_ms;
+      shares_dirty_ = true;
     }
     if (b.dead_since_ms < 0) continue;
     const bool window_over =
@@ -126,9 +334,11 @@ void LeaseLedger::Restore(const std::string& bidder, const LeaseKey& key, int64_
   Budget& b = budgets_[key];
   Holding& h = b.by_bidder[bidder];
   b.held += std::max<int64_t>(0, held) - h.held;
-  h.held = std::max<int64_t>(0, held);
-  // Until its bidder reports, a restored lease counts as spent: a reclaim frees none of it.
-  h.spent = std::max(h.spent, h.held);
+  Change(b, bidder, h, [&](Holding& x) {
+    x.held = std::max<int64_t>(0, held);
+    // Until its bidder reports, a restored lease counts as spent: a reclaim frees none of it.
+    x.spent = std::max(x.spent, x.held);
+  });
 }
 
 std::vector<LeaseLedger::Lease> LeaseLedger::Leases() const {

@@ -341,6 +341,82 @@ TEST(Coordinator, AnUnmetNeedAsksTheOtherHoldersBackAndWhatComesBackGoesToTheWai
   EXPECT_EQ(g->wanted, 0);
 }
 
+// Share sizing over Kafka: two bidders report their traffic (a 3,000 requests a second, b 1,000,
+// timed by their own clocks); their reports and one ask each leave each holding its share (3/4,
+// 1/4: half each while b's rate is not known yet, then b's quarter, then a's ask tops a up). a then
+// reports spend that leaves it below half its part of what is left: the pool is dry, so b's holding
+// is published asking back its excess, and what b returns tops a up.
+TEST(Coordinator, ShareSizingGivesEachBidderItsTrafficShareAndMovesTheExcessToWhoRunsShort) {
+  ServingCoordinator sc;
+  ASSERT_NO_FATAL_FAILURE(sc.Start([](CoordinatorOptions& o) {
+    o.lease.sizing = LeaseSizing::kShare;
+    o.lease.max_pool_share = 1.0;
+    o.group_id = "rtb-budget-share";
+  }));
+  // Every message on one partition (one key), so the coordinator takes them in this order.
+  auto put = [&](LeaseMessage m) {
+    m.day = 1;
+    ASSERT_TRUE(
+        sc.producer
+            ->Produce("rtb.lease.requests", kafka::kAnyPartition, "in-order", EncodeLeaseMessage(m))
+            .ok());
+    ASSERT_TRUE(sc.producer->Flush(5000).ok());
+  };
+  auto report = [&](const std::string& bidder, int64_t seq, int64_t ts, int64_t requests,
+                    int64_t spent) {
+    LeaseMessage m;
+    m.type = LeaseMsgType::kReport;
+    m.bidder = bidder;
+    m.ts_ms = ts;
+    m.seq = seq;
+    m.requests = requests;
+    m.items = {{7, 0, 0, 0, spent, 0}};
+    put(m);
+  };
+  auto ask = [&](LeaseMsgType type, const std::string& bidder, int64_t seq, LeaseItem item) {
+    LeaseMessage m;
+    m.type = type;
+    m.bidder = bidder;
+    m.ts_ms = NowUnixMs();
+    m.seq = seq;
+    m.items = {item};
+    put(m);
+  };
+  const int64_t t0 = NowUnixMs();
+  report("a", 1, t0, 0, 0);
+  report("b", 1, t0, 0, 0);
+  report("a", 2, t0 + 1000, 3000, 0);
+  report("b", 2, t0 + 1000, 1000, 0);
+  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().TrafficShare("a") > 0.7; }, 10s));
+  EXPECT_DOUBLE_EQ(sc.co->ledger().TrafficShare("a"), 0.75);
+  ask(LeaseMsgType::kRequest, "a", 3, {7, 0, 1, 0, 0, 0});
+  ask(LeaseMsgType::kRequest, "b", 3, {7, 0, 1, 0, 0, 0});
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return sc.co->ledger().Held("a", kKey) == kArmBudget * 3 / 4 &&
+               sc.co->ledger().Held("b", kKey) == kArmBudget / 4;
+      },
+      10s))
+      << "a holds " << sc.co->ledger().Held("a", kKey) << ", b " << sc.co->ledger().Held("b", kKey);
+  EXPECT_EQ(sc.co->ledger().Of(kKey).pool(), 0);
+  // a spent 3.20 of its 3.75: 0.55 unused, below half its target of 3/4 x 1.80.
+  report("a", 4, t0 + 1200, 3600, 3'200'000);
+  std::optional<LeaseGrant> g;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        g = LatestOf(sc.brokers, "b");
+        return g.has_value() && g->wanted > 0;
+      },
+      10s));
+  EXPECT_EQ(g->wanted, 800'000);  // b holds 1.25 against its 0.45: a misses 0.80 of its 1.35
+  EXPECT_EQ(g->held, kArmBudget / 4);
+  ask(LeaseMsgType::kReturn, "b", 5, {7, 0, 0, 800'000, 0, 0});
+  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("a", kKey) > kArmBudget * 3 / 4; }, 10s));
+  EXPECT_EQ(sc.co->ledger().Held("a", kKey), kArmBudget * 3 / 4 + 800'000);
+  EXPECT_EQ(sc.co->ledger().Held("b", kKey), kArmBudget / 4 - 800'000);
+  EXPECT_LE(sc.co->ledger().Of(kKey).held, kArmBudget);
+}
+
 TEST(LeaseMessages, RoundTripAndClearErrors) {
   LeaseMessage m;
   m.type = LeaseMsgType::kReport;
@@ -354,6 +430,11 @@ TEST(LeaseMessages, RoundTripAndClearErrors) {
   EXPECT_EQ(back->items[0].arm, 1);
   EXPECT_EQ(back->items[0].spent, 70);
   EXPECT_EQ(back->items[0].reserved, 30);
+  EXPECT_EQ(back->requests, -1);  // not said
+  m.requests = 123'456;
+  back = DecodeLeaseMessage(EncodeLeaseMessage(m));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->requests, 123'456);
   LeaseGrant g{"bidder-1", {20'000, 3, 1}, 900, 100, 50, 400, 7, 123'456};
   auto gb = DecodeLeaseGrant(EncodeLeaseGrant(g));
   ASSERT_TRUE(gb.ok());
@@ -392,7 +473,9 @@ TEST(LeaseMessages, RoundTripAndClearErrors) {
        R"({"format":"rtb.lease","schema_version":1,"type":"request","bidder":"a","day":1,"items":[{"adv":1,"arm":"x"}]})",
        R"({"format":"rtb.lease","schema_version":1,"type":"request","bidder":"a","day":1,"items":[{"adv":1,"arm":"learned","want":-1}]})",
        R"({"format":"rtb.lease","schema_version":1,"type":"request","bidder":"a","day":1,"items":[{"adv":1,"arm":"learned","need":-5}]})",
-       R"({"format":"rtb.lease","schema_version":1,"type":"request","bidder":"a","day":1,"seq":-1})"}) {
+       R"({"format":"rtb.lease","schema_version":1,"type":"request","bidder":"a","day":1,"seq":-1})",
+       R"({"format":"rtb.lease","schema_version":1,"type":"report","bidder":"a","day":1,"requests":-3})",
+       R"({"format":"rtb.lease","schema_version":1,"type":"report","bidder":"a","day":1,"requests":"many"})"}) {
     auto r = DecodeLeaseMessage(bad);
     EXPECT_FALSE(r.ok()) << bad;
     if (!r.ok()) {

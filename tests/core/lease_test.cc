@@ -14,41 +14,146 @@ namespace {
 
 const LeaseKey kKey{0, 7, 0};
 
+// Both sizings; under share sizing the threads also report traffic, spend and reservations
+// and rebalance, whose grants count as grants.
 TEST(Lease, ConcurrentRequestsFromManyBiddersNeverGrantMoreThanTheBudget) {
+  for (const LeaseSizing sizing : {LeaseSizing::kRate, LeaseSizing::kShare}) {
+    SCOPED_TRACE(sizing == LeaseSizing::kRate ? "rate" : "share");
+    LeaseConfig cfg;
+    cfg.max_pool_share = 0.9;
+    cfg.sizing = sizing;
+    LeaseLedger ledger(cfg);
+    const int64_t budget = 50'000'000;
+    ledger.SetBudget(kKey, Micros(budget));
+    std::atomic<int64_t> granted{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 16; ++t) {
+      threads.emplace_back([&, t] {
+        std::mt19937_64 rng(t);
+        for (int n = 0; n < 3000; ++n) {
+          std::string bidder = "b";
+          bidder += std::to_string((t * 7 + n) % 100);
+          const int64_t want = static_cast<int64_t>(rng() % 400'000);
+          granted += ledger.Request(bidder, kKey, want, n);
+          if (n % 5 == 0)
+            granted -= ledger.Return(bidder, kKey, static_cast<int64_t>(rng() % 50'000), n);
+          if (sizing == LeaseSizing::kShare) {
+            ledger.Traffic(bidder, n * (1 + t % 3), n);
+            const int64_t held = ledger.Held(bidder, kKey);
+            ledger.Report(bidder, kKey, held / 4, static_cast<int64_t>(rng() % 10'000), n);
+            for (const auto& m : ledger.Rebalance(kKey, n)) granted += m.grant;
+          }
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    const auto tot = ledger.Of(kKey);
+    EXPECT_EQ(tot.held, granted.load());
+    EXPECT_LE(tot.held, budget);
+    EXPECT_GE(tot.pool(), 0);
+    EXPECT_GT(tot.held, budget * 9 / 10);  // the demand exceeded the budget: it was handed out
+    int64_t by_bidder = 0;
+    for (int b = 0; b < 100; ++b) {
+      std::string bidder = "b";
+      bidder += std::to_string(b);
+      by_bidder += ledger.Held(bidder, kKey);
+    }
+    EXPECT_EQ(by_bidder, tot.held);
+    EXPECT_EQ(ledger.grants(), 16 * 3000);
+  }
+}
+
+// Share sizing: traffic 2:1:1. Each bidder's first ask gets its share of the budget, whatever it
+// asks; a bidder that has used most of its part is below half its target of what is left, the
+// pool is empty, so the others' excess is asked back (once per recall_quiet_ms); what one gives
+// back tops it up.
+TEST(Lease, ShareSizingHoldsEachBidderAtItsTrafficShareOfWhatIsLeft) {
   LeaseConfig cfg;
-  cfg.max_pool_share = 0.9;
+  cfg.sizing = LeaseSizing::kShare;
+  cfg.max_pool_share = 1.0;  // an ask may take the whole pool (c's share is all that is left)
   LeaseLedger ledger(cfg);
-  const int64_t budget = 50'000'000;
-  ledger.SetBudget(kKey, Micros(budget));
-  std::atomic<int64_t> granted{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 16; ++t) {
-    threads.emplace_back([&, t] {
-      std::mt19937_64 rng(t);
-      for (int n = 0; n < 3000; ++n) {
-        std::string bidder = "b";
-        bidder += std::to_string((t * 7 + n) % 100);
-        const int64_t want = static_cast<int64_t>(rng() % 400'000);
-        granted += ledger.Request(bidder, kKey, want, n);
-        if (n % 5 == 0)
-          granted -= ledger.Return(bidder, kKey, static_cast<int64_t>(rng() % 50'000), n);
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
-  const auto tot = ledger.Of(kKey);
-  EXPECT_EQ(tot.held, granted.load());
-  EXPECT_LE(tot.held, budget);
-  EXPECT_GE(tot.pool(), 0);
-  EXPECT_GT(tot.held, budget * 9 / 10);  // the demand exceeded the budget: it was handed out
-  int64_t by_bidder = 0;
-  for (int b = 0; b < 100; ++b) {
-    std::string bidder = "b";
-    bidder += std::to_string(b);
-    by_bidder += ledger.Held(bidder, kKey);
-  }
-  EXPECT_EQ(by_bidder, tot.held);
-  EXPECT_EQ(ledger.grants(), 16 * 3000);
+  ledger.SetBudget(kKey, Micros(8'000'000));
+  for (const char* b : {"a", "b", "c"}) ledger.Traffic(b, 0, 0);
+  ledger.Traffic("a", 200, 1000);
+  ledger.Traffic("b", 100, 1000);
+  ledger.Traffic("c", 100, 1000);
+  EXPECT_EQ(ledger.TrafficShare("a"), 0.5);
+  EXPECT_EQ(ledger.TrafficShare("b"), 0.25);
+  EXPECT_EQ(ledger.Request("a", kKey, 1, 1000), 4'000'000);
+  EXPECT_EQ(ledger.Request("b", kKey, 1, 1000), 2'000'000);
+  EXPECT_EQ(ledger.Request("c", kKey, 50'000'000, 1000), 2'000'000);
+  EXPECT_EQ(ledger.Of(kKey).pool(), 0);
+  EXPECT_TRUE(ledger.Rebalance(kKey, 0).empty());  // everyone holds its share
+  // a spent 2.5 and reserved 0.5 of its 4: 1 unused, below half its target of the 5 left.
+  ledger.Report("a", kKey, 2'500'000, 500'000, 1100);
+  ASSERT_TRUE(ledger.SharesApply(kKey));
+  const auto recall = ledger.Rebalance(kKey, 0);
+  ASSERT_EQ(recall.size(), 2u);
+  EXPECT_EQ(recall[0].bidder, "b");
+  EXPECT_EQ(recall[0].recall, 750'000);  // 2 held, 1.25 its target
+  EXPECT_EQ(recall[0].grant, 0);
+  EXPECT_EQ(recall[1].bidder, "c");
+  EXPECT_EQ(recall[1].recall, 750'000);
+  EXPECT_TRUE(ledger.Rebalance(kKey, 100).empty());     // asked already: not again so soon
+  EXPECT_EQ(ledger.Rebalance(kKey, 2'100).size(), 2u);  // recall_quiet_ms later, again
+  EXPECT_EQ(ledger.Return("b", kKey, 750'000, 1200), 750'000);
+  const auto topup = ledger.Rebalance(kKey, 0);
+  ASSERT_EQ(topup.size(), 1u);
+  EXPECT_EQ(topup[0].bidder, "a");
+  EXPECT_EQ(topup[0].grant, 750'000);
+  EXPECT_EQ(ledger.Held("a", kKey), 4'750'000);
+  EXPECT_EQ(ledger.Of(kKey).held, 8'000'000);
+  EXPECT_TRUE(ledger.Rebalance(kKey, 0).empty());  // a is above half its target again
+}
+
+// Traffic shares: unknown counts as the mean of the known ones (all equal when none is known),
+// a restarted process's count starting again keeps its rate, a dead bidder has no share.
+TEST(Lease, TrafficSharesAreSmoothedRatesOfTheLiveBidders) {
+  LeaseConfig cfg;
+  cfg.sizing = LeaseSizing::kShare;
+  cfg.heartbeat_timeout_ms = 10'000;
+  LeaseLedger ledger(cfg);
+  ledger.Heartbeat("a", 0);
+  ledger.Heartbeat("b", 0);
+  EXPECT_EQ(ledger.TrafficShare("a"), 0.5);  // nothing known: equal
+  ledger.Traffic("a", 0, 0);
+  ledger.Traffic("a", 300, 1000);
+  EXPECT_EQ(ledger.TrafficShare("a"), 0.5);  // b counts as the mean of the known rates
+  ledger.Traffic("b", 0, 1000);
+  ledger.Traffic("b", 100, 2000);
+  EXPECT_EQ(ledger.TrafficShare("a"), 0.75);
+  ledger.Traffic("b", 5, 3000);  // b restarted: its count starts again, its rate stays
+  EXPECT_EQ(ledger.TrafficShare("b"), 0.25);
+  ledger.Traffic("b", 305, 4000);  // 300 a second now: smoothed, 0.9 x 100 + 0.1 x 300
+  EXPECT_NEAR(ledger.TrafficShare("b"), 120.0 / 420.0, 1e-12);
+  ledger.Traffic("b", 310, 4020);  // 20 ms later: too close to count, it waits for the next
+  EXPECT_NEAR(ledger.TrafficShare("b"), 120.0 / 420.0, 1e-12);
+  ledger.Heartbeat("a", 14'500);
+  ledger.Reclaim(14'500);  // b silent past the timeout: dead
+  EXPECT_EQ(ledger.TrafficShare("b"), 0.0);
+  EXPECT_EQ(ledger.TrafficShare("a"), 1.0);
+  EXPECT_EQ(ledger.TrafficShare("nobody"), 0.0);
+}
+
+// Once what is left cannot give every live bidder the largest need asked (one bid's charge),
+// shares move nothing: a need takes what it needs, past its share, or the whole pool.
+TEST(Lease, ShareSizingLeavesABudgetsLastBidsToTheirNeeds) {
+  LeaseConfig cfg;
+  cfg.sizing = LeaseSizing::kShare;
+  LeaseLedger ledger(cfg);
+  ledger.SetBudget(kKey, Micros(100'000));
+  ledger.Heartbeat("a", 0);
+  ledger.Heartbeat("b", 0);
+  EXPECT_EQ(ledger.Request("a", kKey, 0, 1, 60'000), 60'000);  // its share is 50,000
+  EXPECT_FALSE(ledger.SharesApply(kKey));                      // 100,000 left, 2 x 60,000 needed
+  EXPECT_TRUE(ledger.Rebalance(kKey, 0).empty());
+  EXPECT_EQ(ledger.Request("b", kKey, 0, 2, 60'000), 40'000);  // the whole pool
+  EXPECT_EQ(ledger.Of(kKey).pool(), 0);
+  LeaseLedger rate;  // rate sizing never rebalances
+  rate.SetBudget(kKey, Micros(100'000));
+  rate.Request("a", kKey, 10, 0);
+  EXPECT_FALSE(rate.SharesApply(kKey));
+  EXPECT_TRUE(rate.Rebalance(kKey, 0).empty());
 }
 
 TEST(Lease, OneGrantTakesAtMostItsShareOfThePoolAndUnknownBudgetsGrantNothing) {

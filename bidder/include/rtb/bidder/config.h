@@ -100,6 +100,11 @@ struct LeaseClientConfig {
   // also makes the manual arm's bids cheaper, so A/B ratios differ from one bidder's
   // (docs/budget-leases.md, section 8).
   bool lower_bids = true;
+  // How leases are sized (read by the bidders and by `rtb budget` from this file): "share", the
+  // coordinator keeps every bidder holding its traffic share of what each budget has left, so a
+  // sudden rise in spend (a new action table) finds every bidder holding its part; "rate", each
+  // bidder asks for `horizon_ms` of its own recent spend (docs/budget-leases.md, section 1).
+  std::string sizing = "share";
 };
 
 struct MarketConfig {

@@ -32,6 +32,9 @@ struct LeaseMessage {
   // Grows with every message of the bidder, across its restarts (0 = not sent). A holding
   // published with `seen` >= seq already includes this message (LeaseGrant::seen).
   int64_t seq = 0;
+  // The bid requests this process has answered since it started (-1 = not said): the
+  // coordinator's measure of the bidder's traffic share (LeaseLedger::Traffic).
+  int64_t requests = -1;
   std::vector<LeaseItem> items;
 };
 

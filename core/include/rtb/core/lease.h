@@ -45,14 +45,34 @@ struct LeaseKey {
 int64_t LeaseWant(double spend_micros_per_s, int64_t horizon_ms, int64_t min_micros,
                   int64_t unspent_micros);
 
+// How a lease is sized (docs/budget-leases.md, section 1).
+enum class LeaseSizing {
+  // Each bidder asks for a horizon of its own recent spend rate (LeaseWant); a single grant
+  // takes at most max_pool_share of the pool.
+  kRate,
+  // The coordinator keeps each live bidder holding its traffic share (its bid requests per
+  // second over all live bidders', LeaseLedger::Traffic) of what the budget has neither spent
+  // nor reserved, topping it up when it falls below half of that and asking back what others
+  // hold beyond theirs when the pool cannot. A lease then follows the budget, not the spend
+  // rate, so a sudden rise in spend (a new action table) finds every bidder already holding its
+  // part.
+  kShare,
+};
+
 struct LeaseConfig {
   int64_t heartbeat_timeout_ms = 60'000;  // silent this long: the bidder is dead
   int64_t billing_window_ms = 60'000;     // after that, its reservations can no longer bill
   // A single grant takes at most this share of what is left in the pool (so that one busy
   // bidder cannot drain a budget the others are about to need), but always at least
-  // `min_grant_micros` while the pool has it.
+  // `min_grant_micros` while the pool has it. Under share sizing it caps what an ask gets (a
+  // bidder that asks before the others have said a word would count as the only one), not the
+  // coordinator's own top-ups.
   double max_pool_share = 0.5;
   int64_t min_grant_micros = 1'000;
+  LeaseSizing sizing = LeaseSizing::kRate;
+  // Share sizing: a bidder asked back its excess is not asked again for this long, unless it
+  // gives something back first (each ask is a message on the grants topic).
+  int64_t recall_quiet_ms = 2'000;
 };
 
 class LeaseLedger {
@@ -64,15 +84,47 @@ class LeaseLedger {
   void SetBudget(const LeaseKey& key, Micros budget);
 
   // A bidder asks for `want` more micros of `key`: it gets min(want, what the pool allows),
-  // possibly 0. `need` is the least that is of use to it (a bid's charge it could not reserve):
-  // it gets at least that, past the pool share cap, or the whole pool if the pool has less (its
-  // bids shrink to fit what it holds). A bidder marked dead comes back to life with its record.
-  // Returns the grant.
+  // possibly 0 (share sizing: what tops it up to its target, whatever `want`). `need` is the
+  // least that is of use to it (a bid's charge it could not reserve): it gets at least that,
+  // past the pool share cap, or the whole pool if the pool has less (its bids shrink to fit
+  // what it holds). A bidder marked dead comes back to life with its record. Returns the grant.
   int64_t Request(const std::string& bidder, const LeaseKey& key, int64_t want, int64_t now_ms,
                   int64_t need = 0);
 
   // Any message from a bidder keeps it alive.
   void Heartbeat(const std::string& bidder, int64_t now_ms);
+
+  // Share sizing: `requests` is the bidder's running count of bid requests answered (since its
+  // process started), counted at `at_ms` of the bidder's own clock (when it sent its report:
+  // reports reach the coordinator in batches); its traffic is the smoothed rate of that count.
+  // A count that goes down is a restarted process: the rate is kept and the count starts again.
+  // Not a heartbeat (the bidder's clock is not the coordinator's).
+  void Traffic(const std::string& bidder, int64_t requests, int64_t at_ms);
+  // A bidder's traffic share among the live bidders: its rate over theirs (a bidder whose rate
+  // is not known yet counts as the mean of the known ones; all equal when none is known).
+  double TrafficShare(const std::string& bidder) const;
+
+  // Share sizing (no-op under rate sizing): every live bidder's share of what `key` has
+  // neither spent nor reserved is its target. A bidder whose unused lease is below half its
+  // target (or below the largest `need` asked of the budget) is topped up to the target from
+  // the pool, once its traffic is measured (until then it gets what it asks: Request); when the
+  // pool cannot, every bidder holding more than its target is asked back
+  // the excess (`recall`). Once what is left could not give every live bidder one such need,
+  // nothing moves: the needs of refused bids decide (Request's `need`, the bidders' returns of
+  // fragments). Returns what changed.
+  struct Move {
+    std::string bidder;
+    int64_t grant = 0;   // granted now (in the ledger)
+    int64_t recall = 0;  // asked back: what the bidder holds beyond its target
+  };
+  // `reporter`: the bidder whose report this follows; nothing moves unless it is short (so a
+  // report costs a look at one holding, not at every bidder's).
+  // A holding asked back is not asked again until it returns something or recall_quiet_ms pass.
+  std::vector<Move> Rebalance(const LeaseKey& key, int64_t now_ms,
+                              const std::string* reporter = nullptr);
+  // Whether Rebalance moves `key`'s money now: share sizing, and enough left to give every live
+  // bidder one `need` (otherwise the refused bids' needs decide).
+  bool SharesApply(const LeaseKey& key) const;
 
   // A bidder gives back unspent lease (at most what it holds beyond spent + reserved).
   int64_t Return(const std::string& bidder, const LeaseKey& key, int64_t amount, int64_t now_ms);
@@ -123,21 +175,48 @@ class LeaseLedger {
     int64_t held = 0, spent = 0, reserved = 0, cap = 0;
     bool reclaimed = false;          // the unspent part went back at death
     bool reserved_released = false;  // and the reserved part after the billing window
+    int64_t recalled_ms = -1;        // when Rebalance last asked it back (-1: not since it gave)
   };
   struct Budget {
     int64_t budget = 0, held = 0;
+    int64_t unit = 0;         // the largest `need` asked of it (a bid's charge)
+    int64_t unused_live = 0;  // the sum of Unused() over the live bidders' holdings
     std::map<std::string, Holding> by_bidder;
   };
   struct Bidder {
     int64_t seen_ms = 0;
-    int64_t dead_since_ms = -1;  // -1: alive
+    int64_t dead_since_ms = -1;              // -1: alive
+    int64_t requests = -1, requests_ms = 0;  // the last Traffic count, and when
+    double rate = -1;                        // requests per second, smoothed; -1: not known
   };
-  void Touch(const std::string& bidder, int64_t now_ms);  // REQUIRES: mu_ held
+  struct Share {
+    const std::string* name;  // a key of bidders_
+    double share;
+    bool measured;  // its traffic rate is known (else it counts as the mean)
+  };
+  // REQUIRES: mu_ held (all below).
+  Bidder& BidderNamed(const std::string& bidder);  // added if new
+  void Touch(const std::string& bidder, int64_t now_ms);
+  // Every live bidder's traffic share, by name; recomputed when a rate or a life changed.
+  const std::vector<Share>& Shares() const;
+  const Share* ShareOf(const std::string& bidder) const;  // null: dead or unknown
+  bool Alive(const std::string& bidder) const;
+  // What a holding holds and does not use (held - spent - reserved, at least 0).
+  static int64_t Unused(const Holding& h);
+  // The money of b neither spent nor reserved: the pool plus every live holding's unused part.
+  static int64_t Available(const Budget& b);
+  bool SharesApplyTo(const Budget& b, size_t live) const;
+  void Grant(Budget& b, const std::string& bidder, int64_t amount);
+  // Applies f to a holding, keeping b.unused_live right.
+  template <typename F>
+  void Change(Budget& b, const std::string& bidder, Holding& h, F&& f);
 
   LeaseConfig cfg_;
   mutable std::mutex mu_;
   std::map<LeaseKey, Budget> budgets_;
   std::map<std::string, Bidder> bidders_;
+  mutable std::vector<Share> shares_;  // Shares(), while !shares_dirty_
+  mutable bool shares_dirty_ = true;
   int64_t reclaims_ = 0, grants_ = 0;
 };
 
