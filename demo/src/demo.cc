@@ -664,6 +664,7 @@ json DayJson(const Setup& s, const Services& svc, const Played& p, const LoopRec
     if (sa.policy_lag_ms >= 0) lags->push_back(sa.policy_lag_ms);
     st["exchange"] = json::parse(EncodeStepMarker(sa.marker));
     st["lost_requests"] = sa.lost_requests;
+    if (sa.rerouted_requests > 0) st["rerouted_requests"] = sa.rerouted_requests;
     st["failed_notices"] = sa.failed_notices;
     const auto lstep = rec.learner_steps.find({d, sa.marker.step});
     bool match = false;

@@ -30,6 +30,11 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
+int64_t SteadyMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch())
+      .count();
+}
+
 // Micros as a decimal of currency units ("1.25"), exact.
 std::string Decimal(int64_t micros) {
   char buf[40];
@@ -71,6 +76,10 @@ class Conn {
     std::string body;
   };
 
+  // Whether the last Do found nothing listening (it could not connect): no request reached
+  // the bidder.
+  bool refused() const { return refused_; }
+
   Result<Reply> Do(http::verb verb, const std::string& target, const std::string& body) {
     for (int attempt = 0; attempt < 2; ++attempt) {  // one silent reconnect (idle close)
       beast::error_code ec;
@@ -84,8 +93,10 @@ class Conn {
         }
         if (ec) {
           stream_.reset();
+          refused_ = true;
           return Status::Unavailable("connect " + host_ + ":" + port_ + ": " + ec.message());
         }
+        refused_ = false;
         stream_->socket().set_option(tcp::no_delay(true));
       }
       http::request<http::string_body> req{verb, target, 11};
@@ -120,6 +131,7 @@ class Conn {
   int timeout_ms_;
   std::unique_ptr<beast::tcp_stream> stream_;
   beast::flat_buffer buf_;
+  bool refused_ = false;
 };
 
 // Deterministic uniform draws per (seed, day, request, advertiser, purpose).
@@ -139,8 +151,23 @@ struct Exchange::Impl {
   std::vector<std::pair<std::string, std::string>> targets;  // each bidder's host and port
   std::vector<double> spread_cum;                            // cumulative request shares
   std::unique_ptr<std::atomic<int64_t>[]> sent_to;           // requests per bidder
-  std::unique_ptr<kafka::Producer> producer;                 // step markers (none without brokers)
-  std::vector<std::unique_ptr<Conn>> controls;               // /metrics polls, one per bidder
+  // Per bidder: until when (steady ms) it is taken out of the rotation, as a load balancer's
+  // health check takes out a backend that refuses connections.
+  std::unique_ptr<std::atomic<int64_t>[]> down_until;
+  static constexpr int64_t kDownMs = 250;
+
+  // The bidder request r goes to: its draw, or the next one in the rotation when that one is
+  // out (all out: its draw).
+  size_t Route(int64_t day_index, size_t r, int64_t now_ms) const {
+    const size_t first = BidderOf(day_index, r);
+    for (size_t k = 0; k < targets.size(); ++k) {
+      const size_t b = (first + k) % targets.size();
+      if (down_until[b].load(std::memory_order_relaxed) <= now_ms) return b;
+    }
+    return first;
+  }
+  std::unique_ptr<kafka::Producer> producer;    // step markers (none without brokers)
+  std::vector<std::unique_ptr<Conn>> controls;  // /metrics polls, one per bidder
 
   // The bidder of request r of a day (deterministic per seed).
   size_t BidderOf(int64_t day_index, size_t r) const {
@@ -158,6 +185,7 @@ struct Exchange::Impl {
   struct Local {                        // one worker's share of a step
     std::vector<Outcome> by_arm_agent;  // [arm * agents + agent]
     int64_t requests = 0, bids = 0, events = 0, lost = 0, failed_notices = 0;
+    int64_t rerouted = 0;  // requests a refusing bidder passed on to the next one
   };
 
   // One of our bids in an auction, with the world's truth for it.
@@ -285,7 +313,8 @@ Result<std::unique_ptr<Exchange>> Exchange::Create(std::unique_ptr<Impl> m) {
   }
   for (double& c : m->spread_cum) c /= total;
   m->sent_to.reset(new std::atomic<int64_t>[bidders.size()]);
-  for (size_t b = 0; b < bidders.size(); ++b) m->sent_to[b] = 0;
+  m->down_until.reset(new std::atomic<int64_t>[bidders.size()]);
+  for (size_t b = 0; b < bidders.size(); ++b) m->sent_to[b] = m->down_until[b] = 0;
   if (!cfg.brokers.empty()) {
     kafka::Producer::Options po;
     po.bootstrap = cfg.brokers;
@@ -598,9 +627,21 @@ Result<DayAccount> Exchange::Impl::PlaySteps(
       locals[w].by_arm_agent.assign(static_cast<size_t>(kArms * N), Outcome{});
       workers.emplace_back([&, w] {
         for (size_t r = next.fetch_add(1); r < end; r = next.fetch_add(1)) {
-          const size_t b = m.BidderOf(day_index, r);
-          m.sent_to[b].fetch_add(1, std::memory_order_relaxed);
-          play(*conns[w][b], r, locals[w]);
+          // A bidder that refuses the connection (its process is gone) is taken out for
+          // kDownMs and the request goes to the next one: it never reached a bidder, so it is
+          // not counted (as a load balancer's retry on another backend).
+          for (size_t tries = 0;; ++tries) {
+            const size_t b = m.Route(day_index, r, SteadyMs());
+            play(*conns[w][b], r, locals[w]);
+            if (!conns[w][b]->refused() || tries + 1 >= m.targets.size()) {
+              m.sent_to[b].fetch_add(1, std::memory_order_relaxed);
+              break;
+            }
+            m.down_until[b].store(SteadyMs() + kDownMs, std::memory_order_relaxed);
+            --locals[w].requests;
+            --locals[w].lost;
+            ++locals[w].rerouted;
+          }
         }
       });
     }
@@ -622,6 +663,7 @@ Result<DayAccount> Exchange::Impl::PlaySteps(
       mk.bids += l.bids;
       mk.expected_events += l.events;
       sa.lost_requests += l.lost;
+      sa.rerouted_requests += l.rerouted;
       sa.failed_notices += l.failed_notices;
     }
     for (const Outcome& o : sa.by_agent) {

@@ -70,9 +70,12 @@ struct StepAccount {
   std::vector<Outcome> by_agent;  // impressions, clicks, conversions, cost, revenue
   // The same per A/B arm: [ArmIndex(arm) * agents + agent]; by_agent is their sum.
   std::vector<Outcome> by_arm_agent;
-  double policy_lag_ms = -1;   // marker sent -> bidder serving the next version (-1: n/a)
-  uint64_t next_version = 0;   // the version waited for
-  int64_t lost_requests = 0;   // no HTTP answer (bidder down, timeout)
+  double policy_lag_ms = -1;  // marker sent -> bidder serving the next version (-1: n/a)
+  uint64_t next_version = 0;  // the version waited for
+  int64_t lost_requests = 0;  // no HTTP answer (bidder down, timeout)
+  // Requests a bidder refused the connection for (its process gone), played on the next bidder
+  // (several bidders only): not lost, and counted once, where they were answered.
+  int64_t rerouted_requests = 0;
   int64_t failed_notices = 0;  // notices never acknowledged
 };
 
