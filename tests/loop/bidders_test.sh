@@ -6,7 +6,8 @@
 #   no (day, arm, advertiser) budget overspent by more than 0.1% (budget_check);
 #   the spread as asked; every process exited cleanly; every step's transition, with the
 #   learner's totals equal to the exchange's; `rtb report`'s arms equal the exchange's; the
-#   killed bidder's lease reclaimed; both bidders installed every table (the spread reported).
+#   killed bidder's lease reclaimed; both bidders installed every table (the spread reported);
+#   while bidder 0 was down, its requests went to bidder 1 (rerouted, none lost).
 # Delivery is not checked: this tiny world's budgets are a few bids each (docs/budget-leases.md).
 set -euo pipefail
 RTB=$1
@@ -32,6 +33,10 @@ assert ps["tables"] >= 5 and ps["max"] < 10000, ps
 for d in r["days"]:
     for s in d["steps"]:
         assert s["policy_switch"]["bidders"] == 2, s.get("policy_switch")
+# The exchange took the killed bidder out of the rotation: its requests went to the other one.
+steps = [s for d in r["days"] for s in d["steps"]]
+assert sum(s.get("rerouted_requests", 0) for s in steps) >= 1, steps
+assert sum(s["lost_requests"] for s in steps) <= 10, [s["lost_requests"] for s in steps]
 lc = r["loop_check"]
 assert lc["transitions"] == lc["expected_transitions"] == 6 and lc["totals_match"], lc
 assert r["ab_from_events"]["matches_exchange_within_0_1_pct"], r["ab_from_events"]
