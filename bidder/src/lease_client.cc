@@ -188,7 +188,6 @@ struct LeaseClient::Impl {
     // for money already on its way.
     if (g->seen >= s.aside_seq) s.wanted = g->wanted;
     if (first_seq > 0 && g->seen >= first_seq) s.synced = true;
-    PublishView(g->key.day, slot, s);
     if (s.aside + s.aside_above > 0 && g->seen >= s.aside_seq) {
       // The holding includes the return: the limit falls to it (and the cap by the amount)
       // first, then the set-aside amount leaves committed, so no bid ever sees the room twice.
@@ -204,6 +203,7 @@ struct LeaseClient::Impl {
       stats.returned += s.aside;
       s.aside = 0;
     }
+    PublishView(g->key.day, slot, s);
     if (s.asked_ms >= 0) {
       answer_ms = 0.9 * answer_ms + 0.1 * static_cast<double>(now - s.asked_ms);
       ++stats.answers;
@@ -218,16 +218,18 @@ struct LeaseClient::Impl {
     }
   }
 
-  // Gives back what slot k has set aside (s.aside), with the spend and reservations it leaves
-  // and its cap, under a new seq (a first send or a resend).
-  void SendReturn(int64_t day, size_t k, const BudgetLedger& ledger, Slot& s, int64_t now) {
+  // Gives back what slot k has set aside (s.aside, s.aside_above), with the spend and
+  // reservations it leaves and its cap: under a new seq, or (`again`) the first copy's, so that
+  // a coordinator that has the first copy does not take the amount twice.
+  void SendReturn(int64_t day, size_t k, const BudgetLedger& ledger, Slot& s, int64_t now,
+                  bool again = false) {
     const LeaseKey key = KeyOf(day, k);
     const int64_t spent = ledger.spent(k).value();
     budget::LeaseItem it{
         key.advertiser,          key.arm, 0,
         s.aside + s.aside_above, spent,   ledger.committed(k).value() - spent - s.aside};
     it.cap = s.cap - s.aside;
-    s.aside_seq = NextSeq();
+    if (!again) s.aside_seq = NextSeq();
     s.aside_ms = now;
     Send(budget::LeaseMsgType::kReturn, day, {it}, s.aside_seq);
   }
@@ -368,10 +370,10 @@ struct LeaseClient::Impl {
       stats.blocked += blocked ? 1 : 0;
       if (frozen) continue;
       const LeaseKey key = KeyOf(day, k);
-      // A return the coordinator has not confirmed: send it again (a second copy can only give
-      // back more than the bidder set aside, which lowers its limit, never raises it).
+      // A return the coordinator has not confirmed: send it again, under the first copy's seq
+      // (a coordinator that has the first copy gives nothing back twice).
       if (s.aside + s.aside_above > 0) {
-        if (now - s.aside_ms >= kResendMs) SendReturn(day, k, *ledger, s, now);
+        if (now - s.aside_ms >= kResendMs) SendReturn(day, k, *ledger, s, now, /*again=*/true);
         continue;
       }
       const int64_t unspent = s.held - committed;
@@ -395,21 +397,40 @@ struct LeaseClient::Impl {
         if (GiveBack(day, k, *ledger, s, back, kLeastPrepared, now)) continue;
       }
       if (s.asked_ms >= 0 && now - s.asked_ms < 1'000) continue;  // waiting for the answer
-      // Sizes in seconds of the slot's recent commit rate: a lease covers the horizon plus the
-      // time an answer takes; a slot asks when what it has left covers less than half a
-      // horizon plus that time, and gives back what is beyond twice the lease.
+      // Give back, when others may need it (the pool is dry), all of a lease too small for the
+      // bid it refused (in pieces too small for any one bidder, a small budget would not be
+      // spent at all), and under rate sizing what is beyond twice a lease. The amount is set
+      // aside first, with the bids' own check.
+      const int64_t refused = ledger->last_refused(k).value();
+      const bool fragment = blocked && now < s.quiet_until_ms && unspent > 0 && unspent < refused;
+      const int64_t need =
+          blocked ? std::max<int64_t>(0, refused - std::max<int64_t>(0, unspent)) : 0;
+      if (share) {
+        // The coordinator tops the lease up from the reports; a slot asks only to learn what
+        // it holds, or with the charge of a bid it could not reserve.
+        if (s.synced && s.pool <= 0 && fragment) {
+          GiveBack(day, k, *ledger, s, unspent, 1, now);
+          continue;
+        }
+        if (now < s.quiet_until_ms && s.synced && s.pool <= 0) continue;
+        const int64_t want =
+            blocked ? std::max<int64_t>(0, std::min(need, arm_budget - s.held)) : 0;
+        if (want > 0 || !s.synced) {
+          asks.push_back({key.advertiser, key.arm, want, 0, 0, 0, want});
+          s.asked_ms = now;
+          s.last_want = want;
+          ++stats.asks;
+        }
+        continue;
+      }
+      // Rate sizing, in seconds of the slot's recent commit rate: a lease covers the horizon
+      // plus the time an answer takes; a slot asks when what it has left covers less than half
+      // a horizon plus that time, and gives back what is beyond twice the lease.
       const double wait_s = answer_ms / 1000.0;
       const double lease_s = lc.horizon_ms / 1000.0 + wait_s;
-      // Give back what it does not need when others may (the pool is dry): beyond twice a
-      // lease, or all of a lease too small for the bid it refused while the pool was dry (in
-      // pieces too small for any one bidder, a small budget would not be spent at all). The
-      // amount is set aside first, with the bids' own check.
-      const int64_t refused = ledger->last_refused(k).value();
       const int64_t keep =
           std::max<int64_t>(min_micros, static_cast<int64_t>(2 * s.rate * lease_s));
-      const bool fragment = blocked && now < s.quiet_until_ms && unspent > 0 && unspent < refused;
-      if (s.synced && s.pool <= 0 &&
-          (fragment || (!share && !blocked && unspent > keep + min_micros))) {
+      if (s.synced && s.pool <= 0 && (fragment || (!blocked && unspent > keep + min_micros))) {
         GiveBack(day, k, *ledger, s, fragment ? unspent : unspent - keep, 1, now);
         continue;
       }
@@ -420,18 +441,13 @@ struct LeaseClient::Impl {
       // twice the last ask, as TCP's slow start grows a window. A slot not yet synced asks
       // (for 0 if it holds its whole share) to learn what it holds.
       int64_t want = LeaseWant(s.rate, static_cast<int64_t>(lease_s * 1000), min_micros, unspent);
-      const int64_t need =
-          blocked ? std::max<int64_t>(0, refused - std::max<int64_t>(0, unspent)) : 0;
       if (blocked) want = std::max({want, min_micros, 2 * s.last_want, need});
       want = std::max<int64_t>(0, std::min(want, arm_budget - s.held));
       const bool low =
           unspent <
           std::max<int64_t>(std::max(min_micros / 2, charge[k]),
                             static_cast<int64_t>(s.rate * (lc.horizon_ms / 2000.0 + wait_s)));
-      // Share sizing: the coordinator tops the lease up from the reports; a slot asks only to
-      // learn what it holds, or with the charge of a bid it could not reserve.
-      if (share) want = blocked ? std::max<int64_t>(0, std::min(need, arm_budget - s.held)) : 0;
-      if (((share ? blocked : low || blocked) && want > 0) || !s.synced) {
+      if (((low || blocked) && want > 0) || !s.synced) {
         asks.push_back({key.advertiser, key.arm, want, 0, 0, 0, std::min(need, want)});
         s.asked_ms = now;
         s.last_want = want;

@@ -152,6 +152,9 @@ struct Coordinator::Impl {
     // rate of noise.
     if (m.requests >= 0 && m.ts_ms > 0) ledger.Traffic(m.bidder, m.requests, m.ts_ms);
     int64_t& seen_of = seen_seq[m.bidder];
+    // A return sent again (its answer was late) carries the seq of the first copy: once that
+    // one is in, the copy gives nothing back twice (the bidder's messages are in order).
+    const bool repeated_return = m.type == LeaseMsgType::kReturn && m.seq > 0 && m.seq <= seen_of;
     seen_of = std::max(seen_of, m.seq);
     for (const LeaseItem& i : m.items) {
       const LeaseKey key{m.day, i.advertiser, i.arm};
@@ -178,8 +181,9 @@ struct Coordinator::Impl {
           // What the bidder has committed once it set the amount aside, then the return; the
           // holding is published even when nothing came back: the bidder waits for it.
           ledger.Report(m.bidder, key, i.spent, i.reserved, now, i.cap);
-          ledger.Return(m.bidder, key, i.amount, now);
+          if (!repeated_return) ledger.Return(m.bidder, key, i.amount, now);
           (*granted)[{key, m.bidder}] += 0;
+          recalls.erase({key, m.bidder});  // asked back before this return: no longer
           ServeWaiting(key, now, granted);
           Rebalance(key, granted);
           break;

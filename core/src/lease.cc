@@ -132,7 +132,22 @@ bool LeaseLedger::SharesApplyTo(const Budget& b, size_t live) const {
   // Too little left to give every live bidder one bid's charge: the refused bids' needs move
   // what is left (Request), not the shares.
   return cfg_.sizing == LeaseSizing::kShare && live > 0 &&
-         !(b.unit > 0 && Available(b) < b.unit * static_cast<int64_t>(live));
+         !(b.unit > 0 && Available(b) / static_cast<int64_t>(live) < b.unit);
+}
+
+LeaseLedger::Part LeaseLedger::PartOf(const Budget& b, const Share& x, int64_t available) const {
+  const int64_t target = static_cast<int64_t>(std::floor(static_cast<double>(available) * x.share));
+  const auto h = b.by_bidder.find(*x.name);
+  const int64_t unused = h == b.by_bidder.end() ? 0 : Unused(h->second);
+  // Below half its target, or unable to cover one bid's charge while its target could.
+  const int64_t low = std::max(target / 2, target >= b.unit ? b.unit : int64_t{0});
+  return {&x, target, unused, low};
+}
+
+int64_t LeaseLedger::AvailableOf(const LeaseKey& key) const {
+  std::lock_guard<std::mutex> l(mu_);
+  const auto it = budgets_.find(key);
+  return it == budgets_.end() ? 0 : Available(it->second);
 }
 
 bool LeaseLedger::SharesApply(const LeaseKey& key) const {
@@ -165,13 +180,11 @@ int64_t LeaseLedger::Request(const std::string& bidder, const LeaseKey& key, int
     // Whatever it asked: up to its target, or its need. The share cap still applies: a bidder
     // asking before the others have said a word would otherwise count as the only one.
     const Share* s = ShareOf(bidder);
-    const int64_t target =
-        s == nullptr
-            ? 0
-            : static_cast<int64_t>(std::floor(static_cast<double>(Available(b)) * s->share));
-    const auto h = b.by_bidder.find(bidder);
-    const int64_t unused = h == b.by_bidder.end() ? 0 : Unused(h->second);
-    grant = std::min(pool, std::max(need, std::min(target - unused, cap)));
+    const int64_t top_up = s == nullptr ? 0 : [&] {
+      const Part p = PartOf(b, *s, Available(b));
+      return p.target - p.unused;
+    }();
+    grant = std::min(pool, std::max(need, std::min(top_up, cap)));
   } else {
     want = std::max(want, need);
     if (want <= 0) return 0;
@@ -193,28 +206,16 @@ std::vector<LeaseLedger::Move> LeaseLedger::Rebalance(const LeaseKey& key, int64
   const auto& w = Shares();
   if (!SharesApplyTo(b, w.size())) return moves;
   const int64_t avail = Available(b);
-  struct Part {
-    const Share* share;
-    int64_t target, unused, low;
-  };
-  auto part = [&](const Share& x) {
-    const int64_t target = static_cast<int64_t>(std::floor(static_cast<double>(avail) * x.share));
-    const auto h = b.by_bidder.find(*x.name);
-    const int64_t unused = h == b.by_bidder.end() ? 0 : Unused(h->second);
-    // Below half its target, or unable to cover one bid's charge while its target could.
-    const int64_t low = std::max(target / 2, target >= b.unit ? b.unit : int64_t{0});
-    return Part{&x, target, unused, low};
-  };
   auto is_short = [&](const Part& p) {
     return p.unused < p.low && p.target - p.unused >= cfg_.min_grant_micros;
   };
   if (reporter != nullptr) {  // nothing to do unless the reporter is short
     const Share* x = ShareOf(*reporter);
-    if (x == nullptr || !is_short(part(*x))) return moves;
+    if (x == nullptr || !is_short(PartOf(b, *x, avail))) return moves;
   }
   std::vector<Part> parts;
   parts.reserve(w.size());
-  for (const Share& x : w) parts.push_back(part(x));
+  for (const Share& x : w) parts.push_back(PartOf(b, x, avail));
   int64_t shortfall = 0;  // what the bidders still below their low marks miss of their targets
   for (Part& p : parts) {
     if (!is_short(p)) continue;
@@ -233,14 +234,15 @@ std::vector<LeaseLedger::Move> LeaseLedger::Rebalance(const LeaseKey& key, int64
   // The pool could not top everyone up: ask back what is held beyond a target (by more than a
   // quarter of it, so that the ordinary ups and downs of spend move nothing), no more in all
   // than the shortfall, from each holder in proportion to its excess.
+  auto excess_of = [&](const Part& p) {
+    const int64_t excess = p.unused - p.target;
+    return excess >= std::max(cfg_.min_grant_micros, p.target / 4) ? excess : int64_t{0};
+  };
   int64_t excess_sum = 0;
+  for (const Part& p : parts) excess_sum += excess_of(p);
   for (const Part& p : parts) {
-    const int64_t excess = p.unused - p.target;
-    if (excess >= std::max(cfg_.min_grant_micros, p.target / 4)) excess_sum += excess;
-  }
-  for (const Part& p : parts) {
-    const int64_t excess = p.unused - p.target;
-    if (excess < std::max(cfg_.min_grant_micros, p.target / 4)) continue;
+    const int64_t excess = excess_of(p);
+    if (excess == 0) continue;
     const int64_t ask =
         excess_sum <= shortfall
             ? excess

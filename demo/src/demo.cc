@@ -443,7 +443,10 @@ Result<Played> PlayDays(const Setup& s, Services& svc) {
     p.days.push_back(
         sim::GenerateDay(s.world, sc.cfg.day, Rng::Mix(sc.cfg.seed, s.cfg.first_day_seed + d)));
     const sim::Day& day = p.days.back();
-    // Chaos during this day's steps: a timer kills the process halfway through the step.
+    // Chaos during this day's steps: a watcher kills the process once half of the step's
+    // requests have been answered (by count, not by clock: a fast machine plays a small step
+    // in less time than any fixed delay).
+    const std::vector<size_t> begins = day.StepBegins();
     std::vector<std::thread> timers;
     std::vector<Chaos> todays;
     for (const auto& c : s.chaos) {
@@ -458,8 +461,20 @@ Result<Played> PlayDays(const Setup& s, Services& svc) {
         // its lease is reclaimed; anything else comes back after 1 s.
         const int64_t down_ms =
             c.what == "kill-bidder" && s.cfg.bidders > 1 ? kLeaseHeartbeatMs + 1000 : 1000;
-        timers.emplace_back([&victim, what, d, step, &p, down_ms] {
-          std::this_thread::sleep_for(std::chrono::milliseconds(400));
+        auto answered = [&svc] {
+          int64_t n = 0;
+          for (int64_t b : svc.exchange->RequestsPerBidder()) n += b;
+          return n;
+        };
+        const int64_t half_way =
+            answered() + static_cast<int64_t>(begins[static_cast<size_t>(step) + 1] -
+                                              begins[static_cast<size_t>(step)]) /
+                             2;
+        timers.emplace_back([&victim, what, d, step, &p, down_ms, answered, half_way] {
+          const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+          while (answered() < half_way && std::chrono::steady_clock::now() < give_up) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          }
           victim.Stop(SIGKILL, 0);
           p.chaos_log.push_back(what + " (SIGKILL) during day " + std::to_string(d) + " step " +
                                 std::to_string(step) + "; restarted after " +

@@ -185,7 +185,8 @@ struct Exchange::Impl {
   struct Local {                        // one worker's share of a step
     std::vector<Outcome> by_arm_agent;  // [arm * agents + agent]
     int64_t requests = 0, bids = 0, events = 0, lost = 0, failed_notices = 0;
-    int64_t rerouted = 0;  // requests a refusing bidder passed on to the next one
+    int64_t rerouted = 0;      // requests answered by another bidder than their draw (it refused)
+    bool ask_refused = false;  // the last request's bidder refused the connection (Ask)
   };
 
   // One of our bids in an auction, with the world's truth for it.
@@ -234,6 +235,7 @@ struct Exchange::Impl {
     auto reply = conn.Do(http::verb::post, cfg.bid_path, body);
     if (!reply.ok()) {
       ++loc.lost;
+      loc.ask_refused = conn.refused();
       return std::nullopt;
     }
     if (reply->status == 204) ++loc.events;  // the bidder's no-bid event
@@ -632,15 +634,16 @@ Result<DayAccount> Exchange::Impl::PlaySteps(
           // not counted (as a load balancer's retry on another backend).
           for (size_t tries = 0;; ++tries) {
             const size_t b = m.Route(day_index, r, SteadyMs());
+            locals[w].ask_refused = false;
             play(*conns[w][b], r, locals[w]);
-            if (!conns[w][b]->refused() || tries + 1 >= m.targets.size()) {
+            if (!locals[w].ask_refused || tries + 1 >= m.targets.size()) {
               m.sent_to[b].fetch_add(1, std::memory_order_relaxed);
+              if (b != m.BidderOf(day_index, r)) ++locals[w].rerouted;
               break;
             }
             m.down_until[b].store(SteadyMs() + kDownMs, std::memory_order_relaxed);
             --locals[w].requests;
             --locals[w].lost;
-            ++locals[w].rerouted;
           }
         }
       });

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <random>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -133,6 +134,50 @@ TEST(Lease, TrafficSharesAreSmoothedRatesOfTheLiveBidders) {
   EXPECT_EQ(ledger.TrafficShare("b"), 0.0);
   EXPECT_EQ(ledger.TrafficShare("a"), 1.0);
   EXPECT_EQ(ledger.TrafficShare("nobody"), 0.0);
+}
+
+// AvailableOf (what every share is a part of) is kept as the holdings change, not recounted:
+// against a recount from Leases() after grants, reports, returns, a death (the dead bidder's
+// holding no longer counts; its unused part goes back to the pool) and a revival.
+TEST(Lease, WhatSharesAreTakenOfStaysTheRecountThroughDeathAndRevival) {
+  LeaseConfig cfg;
+  cfg.sizing = LeaseSizing::kShare;
+  cfg.heartbeat_timeout_ms = 1'000;
+  cfg.billing_window_ms = 1'000;
+  cfg.max_pool_share = 0.2;
+  LeaseLedger ledger(cfg);
+  ledger.SetBudget(kKey, Micros(10'000'000));
+  std::set<std::string> dead;
+  auto recount = [&] {
+    int64_t held = 0, unused = 0;
+    for (const auto& l : ledger.Leases()) {
+      held += l.held;
+      if (!dead.count(l.bidder)) unused += std::max<int64_t>(0, l.held - l.spent - l.reserved);
+    }
+    return 10'000'000 - held + unused;
+  };
+  // Its target (all of it, alone; half, with b), capped at a fifth of the pool.
+  EXPECT_EQ(ledger.Request("a", kKey, 0, 0), 2'000'000);
+  EXPECT_EQ(ledger.Request("b", kKey, 0, 0), 1'600'000);
+  EXPECT_EQ(ledger.AvailableOf(kKey), recount());
+  ledger.Report("a", kKey, 1'000'000, 200'000, 10);
+  ledger.Report("b", kKey, 300'000, 0, 10);
+  EXPECT_EQ(ledger.AvailableOf(kKey), recount());
+  ledger.Return("a", kKey, 500'000, 20);
+  EXPECT_EQ(ledger.AvailableOf(kKey), recount());
+  EXPECT_EQ(ledger.AvailableOf(kKey), 10'000'000 - 1'000'000 - 200'000 - 300'000);
+  ledger.Heartbeat("a", 1'500);
+  ledger.Reclaim(1'500);  // b silent for 1.49 s: dead, its unused part back to the pool
+  dead.insert("b");
+  EXPECT_EQ(ledger.TrafficShare("b"), 0.0);
+  EXPECT_EQ(ledger.AvailableOf(kKey), recount());
+  EXPECT_EQ(ledger.AvailableOf(kKey), 10'000'000 - 1'000'000 - 200'000 - 300'000);
+  ledger.Heartbeat("b", 1'600);  // back: its holding (its spend) counts again
+  dead.erase("b");
+  EXPECT_EQ(ledger.AvailableOf(kKey), recount());
+  ledger.Report("b", kKey, 300'000, 50'000, 1'700);
+  for (const auto& m : ledger.Rebalance(kKey, 1'700)) (void)m;
+  EXPECT_EQ(ledger.AvailableOf(kKey), recount());
 }
 
 // Once what is left cannot give every live bidder the largest need asked (one bid's charge),

@@ -125,6 +125,10 @@ class LeaseLedger {
   // Whether Rebalance moves `key`'s money now: share sizing, and enough left to give every live
   // bidder one `need` (otherwise the refused bids' needs decide).
   bool SharesApply(const LeaseKey& key) const;
+  // What `key` has neither spent nor reserved that the coordinator can move: its pool plus what
+  // every live bidder holds beyond its spend and reservations (a dead bidder's holding is not
+  // counted until it is reclaimed). The base of every share.
+  int64_t AvailableOf(const LeaseKey& key) const;
 
   // A bidder gives back unspent lease (at most what it holds beyond spent + reserved).
   int64_t Return(const std::string& bidder, const LeaseKey& key, int64_t amount, int64_t now_ms);
@@ -206,6 +210,13 @@ class LeaseLedger {
   // The money of b neither spent nor reserved: the pool plus every live holding's unused part.
   static int64_t Available(const Budget& b);
   bool SharesApplyTo(const Budget& b, size_t live) const;
+  // A live bidder's part of b under share sizing: its target (share x `available`), what it
+  // holds unused, and the mark below which it is short.
+  struct Part {
+    const Share* share;
+    int64_t target, unused, low;
+  };
+  Part PartOf(const Budget& b, const Share& x, int64_t available) const;
   void Grant(Budget& b, const std::string& bidder, int64_t amount);
   // Applies f to a holding, keeping b.unused_live right.
   template <typename F>

@@ -73,8 +73,9 @@ struct StepAccount {
   double policy_lag_ms = -1;  // marker sent -> bidder serving the next version (-1: n/a)
   uint64_t next_version = 0;  // the version waited for
   int64_t lost_requests = 0;  // no HTTP answer (bidder down, timeout)
-  // Requests a bidder refused the connection for (its process gone), played on the next bidder
-  // (several bidders only): not lost, and counted once, where they were answered.
+  // Requests answered by another bidder than the one drawn for them, because that one refused
+  // the connection (its process gone) or was out of the rotation after refusing (several
+  // bidders only): not lost, and counted once, where they were answered.
   int64_t rerouted_requests = 0;
   int64_t failed_notices = 0;  // notices never acknowledged
 };
