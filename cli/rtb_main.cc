@@ -493,7 +493,8 @@ int main(int argc, char** argv) {
   dm->add_option("--pretrain-episodes", da.episodes,
                  "Offline pre-training episodes (0 = none; default: the learner config's)");
   dm->add_option("--chaos", da.chaos,
-                 "kill-learner@D:S or kill-bidder@D:S: SIGKILL and restart during day D step S");
+                 "kill-learner@D:S or kill-bidder@D:S: SIGKILL once half of day D step S's "
+                 "requests are answered, then restart");
   dm->add_option("--bidders", da.bidders,
                  "Bidder processes sharing the budgets through leases (default: the config's)")
       ->check(CLI::Range(1, 16));
