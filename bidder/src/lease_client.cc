@@ -185,10 +185,12 @@ struct LeaseClient::Impl {
     if (g->bidder != name) return;
     s.held = g->held;
     // A recall published before the coordinator had this slot's last return is stale: it asks
-    // for money already on its way.
-    if (g->seen >= s.aside_seq) s.wanted = g->wanted;
+    // for money already on its way. Whether it has the return is the holding's `returned`, not
+    // `seen`: a later report can be seen while the return itself was lost (it is sent again).
+    const bool has_return = g->returned >= s.aside_seq;
+    if (has_return) s.wanted = g->wanted;
     if (first_seq > 0 && g->seen >= first_seq) s.synced = true;
-    if (s.aside + s.aside_above > 0 && g->seen >= s.aside_seq) {
+    if (s.aside + s.aside_above > 0 && has_return) {
       // The holding includes the return: the limit falls to it (and the cap by the amount)
       // first, then the set-aside amount leaves committed, so no bid ever sees the room twice.
       s.cap = std::max<int64_t>(0, s.cap - s.aside);
@@ -371,7 +373,7 @@ struct LeaseClient::Impl {
       if (frozen) continue;
       const LeaseKey key = KeyOf(day, k);
       // A return the coordinator has not confirmed: send it again, under the first copy's seq
-      // (a coordinator that has the first copy gives nothing back twice).
+      // (a coordinator that has the first copy gives nothing back twice: LeaseGrant::returned).
       if (s.aside + s.aside_above > 0) {
         if (now - s.aside_ms >= kResendMs) SendReturn(day, k, *ledger, s, now, /*again=*/true);
         continue;

@@ -131,6 +131,8 @@ struct Coordinator::Impl {
       g.ts_ms = NowUnixMs();
       const auto si = seen_seq.find(l.bidder);
       g.seen = si == seen_seq.end() ? 0 : si->second;
+      const auto ri = returned_seq.find(id);
+      g.returned = ri == returned_seq.end() ? 0 : ri->second;
       g.wanted = WantedFrom(l.key, l.bidder, g.ts_ms);
       if (const auto r = recalls.find(id); r != recalls.end()) {
         g.wanted = std::max(g.wanted, r->second);
@@ -152,9 +154,6 @@ struct Coordinator::Impl {
     // rate of noise.
     if (m.requests >= 0 && m.ts_ms > 0) ledger.Traffic(m.bidder, m.requests, m.ts_ms);
     int64_t& seen_of = seen_seq[m.bidder];
-    // A return sent again (its answer was late) carries the seq of the first copy: once that
-    // one is in, the copy gives nothing back twice (the bidder's messages are in order).
-    const bool repeated_return = m.type == LeaseMsgType::kReturn && m.seq > 0 && m.seq <= seen_of;
     seen_of = std::max(seen_of, m.seq);
     for (const LeaseItem& i : m.items) {
       const LeaseKey key{m.day, i.advertiser, i.arm};
@@ -177,16 +176,25 @@ struct Coordinator::Impl {
           }
           break;
         }
-        case LeaseMsgType::kReturn:
+        case LeaseMsgType::kReturn: {
           // What the bidder has committed once it set the amount aside, then the return; the
           // holding is published even when nothing came back: the bidder waits for it.
+          // A return sent again (its answer was late or the first copy was lost) carries the
+          // first copy's seq, and a restart can deliver one twice: the budget's last applied
+          // return seq says whether this one is in already (then it gives nothing back twice).
+          int64_t& last = returned_seq[{key, m.bidder}];
+          const bool repeated = m.seq > 0 && m.seq <= last;
           ledger.Report(m.bidder, key, i.spent, i.reserved, now, i.cap);
-          if (!repeated_return) ledger.Return(m.bidder, key, i.amount, now);
+          const int64_t back = repeated ? 0 : ledger.Return(m.bidder, key, i.amount, now);
+          last = std::max(last, m.seq);
           (*granted)[{key, m.bidder}] += 0;
-          recalls.erase({key, m.bidder});  // asked back before this return: no longer
+          // What was asked back before this return is answered by it (a return that gave back
+          // nothing answers nothing: the recall stands).
+          if (back > 0) recalls.erase({key, m.bidder});
           ServeWaiting(key, now, granted);
           Rebalance(key, granted);
           break;
+        }
         case LeaseMsgType::kReport:
           ledger.Report(m.bidder, key, i.spent, i.reserved, now, i.cap);
           Rebalance(key, granted, &m.bidder);
@@ -237,6 +245,8 @@ struct Coordinator::Impl {
 
   std::set<LeaseKey> seen;                  // budgets set in the ledger
   std::map<std::string, int64_t> seen_seq;  // per bidder: the highest message seq processed
+  // Per (budget, bidder): the seq of the last return applied (LeaseGrant::returned).
+  std::map<std::pair<LeaseKey, std::string>, int64_t> returned_seq;
 };
 
 Coordinator::Coordinator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -249,22 +259,24 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions opt)
   po.properties = {{"enable.idempotence", "true"}, {"linger.ms", "1"}};
   RTB_ASSIGN_OR_RETURN(m->producer, kafka::Producer::Create(std::move(po)));
   // Every lease as the grants topic last said it: the latest total per (budget, bidder).
-  std::map<std::pair<LeaseKey, std::string>, int64_t> latest;
+  std::map<std::pair<LeaseKey, std::string>, LeaseGrant> latest;
   int64_t bad = 0;
   RTB_RETURN_IF_ERROR(kafka::ReadWholeTopic({.bootstrap = m->opt.brokers}, m->opt.grants_topic,
                                             30000, [&](int32_t, int64_t, std::string_view v) {
                                               auto g = DecodeLeaseGrant(v);
                                               if (g.ok()) {
-                                                latest[{g->key, g->bidder}] = g->held;
+                                                latest[{g->key, g->bidder}] = *g;
                                               } else {
                                                 ++bad;
                                               }
                                             }));
   const int64_t now = NowUnixMs();
-  for (const auto& [id, held] : latest) {
+  for (const auto& [id, g] : latest) {
     if (!m->EnsureBudget(id.first)) continue;
-    m->ledger.Restore(id.second, id.first, held, now);
-    m->published[id] = held;
+    m->ledger.Restore(id.second, id.first, g.held, now);
+    m->published[id] = g.held;
+    // The returns that holding includes: one delivered again after the restart is not applied.
+    m->returned_seq[id] = g.returned;
   }
   m->counters.restored = static_cast<int64_t>(latest.size());
   m->counters.malformed = bad;

@@ -128,6 +128,7 @@ std::string EncodeLeaseGrant(const LeaseGrant& g) {
               {"left", g.left},
               {"ts_ms", g.ts_ms},
               {"seen", g.seen},
+              {"returned", g.returned},
               {"wanted", g.wanted}}
       .dump();
 }
@@ -154,6 +155,7 @@ Result<LeaseGrant> DecodeLeaseGrant(std::string_view text) {
   g.left = j.value("left", int64_t{0});
   g.ts_ms = j.value("ts_ms", int64_t{0});
   g.seen = j.value("seen", int64_t{0});
+  g.returned = j.value("returned", int64_t{0});
   g.wanted = j.value("wanted", int64_t{0});
   if (g.wanted < 0) return Status::InvalidArgument("lease grant: wanted must not be negative");
   return g;

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -447,6 +449,8 @@ Result<Played> PlayDays(const Setup& s, Services& svc) {
     // requests have been answered (by count, not by clock: a fast machine plays a small step
     // in less time than any fixed delay).
     const std::vector<size_t> begins = day.StepBegins();
+    std::atomic<bool> day_over{false};  // the day ended (or failed) first: no kill
+    std::mutex log_mu;                  // two kills in one step log at once
     std::vector<std::thread> timers;
     std::vector<Chaos> todays;
     for (const auto& c : s.chaos) {
@@ -470,15 +474,18 @@ Result<Played> PlayDays(const Setup& s, Services& svc) {
             answered() + static_cast<int64_t>(begins[static_cast<size_t>(step) + 1] -
                                               begins[static_cast<size_t>(step)]) /
                              2;
-        timers.emplace_back([&victim, what, d, step, &p, down_ms, answered, half_way] {
-          const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-          while (answered() < half_way && std::chrono::steady_clock::now() < give_up) {
+        timers.emplace_back([&, what, step, down_ms, answered, half_way] {
+          while (answered() < half_way) {
+            if (day_over) return;
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
           }
           victim.Stop(SIGKILL, 0);
-          p.chaos_log.push_back(what + " (SIGKILL) during day " + std::to_string(d) + " step " +
-                                std::to_string(step) + "; restarted after " +
-                                std::to_string(down_ms / 1000.0).substr(0, 3) + " s");
+          {
+            std::lock_guard<std::mutex> lk(log_mu);
+            p.chaos_log.push_back(what + " (SIGKILL) during day " + std::to_string(d) + " step " +
+                                  std::to_string(step) + "; restarted after " +
+                                  std::to_string(down_ms / 1000.0).substr(0, 3) + " s");
+          }
           std::this_thread::sleep_for(std::chrono::milliseconds(down_ms));
           victim.Start();
         });
@@ -490,6 +497,7 @@ Result<Played> PlayDays(const Setup& s, Services& svc) {
       timers.clear();
       if (sa.marker.step + 1 < s.T) on_step_start(sa.marker.step + 1);
     });
+    day_over = true;
     for (auto& t : timers) t.join();
     if (!acct.ok()) return acct.status();
     // Manual bids on the same day, same budgets, in the simulator's engine.

@@ -638,7 +638,7 @@ Result<DayAccount> Exchange::Impl::PlaySteps(
             play(*conns[w][b], r, locals[w]);
             if (!locals[w].ask_refused || tries + 1 >= m.targets.size()) {
               m.sent_to[b].fetch_add(1, std::memory_order_relaxed);
-              if (b != m.BidderOf(day_index, r)) ++locals[w].rerouted;
+              if (!locals[w].ask_refused && b != m.BidderOf(day_index, r)) ++locals[w].rerouted;
               break;
             }
             m.down_until[b].store(SteadyMs() + kDownMs, std::memory_order_relaxed);

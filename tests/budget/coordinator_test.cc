@@ -283,6 +283,63 @@ TEST(Coordinator, AReturnIsConfirmedByAHoldingThatHasSeenItAndItsMoneyGoesToTheN
   EXPECT_EQ(sc.co->ledger().Of(kKey).held, kArmBudget);
 }
 
+// A return whose first copy was lost is sent again under its seq after a later message went
+// through: that message's `seen` does not confirm the return, `returned` does once the copy is
+// applied; a copy delivered twice gives nothing back twice; a restarted coordinator keeps it.
+TEST(Coordinator, AReturnSentAgainAfterALaterMessageIsAppliedOnceAndConfirmedByReturned) {
+  ServingCoordinator sc;
+  auto tune = [](CoordinatorOptions& o) {
+    o.lease.max_pool_share = 0.5;
+    o.group_id = "rtb-budget-lost-return";
+  };
+  ASSERT_NO_FATAL_FAILURE(sc.Start(tune));
+  // The latest holding of a once its `what` reaches `seq`.
+  auto latest = [&](int64_t LeaseGrant::*what, int64_t seq) {
+    std::optional<LeaseGrant> g;
+    EXPECT_TRUE(WaitFor(
+        [&] {
+          g = LatestOf(sc.brokers, "a");
+          return g.has_value() && (*g).*what >= seq;
+        },
+        10s));
+    return g;
+  };
+  sc.Put(LeaseMsgType::kRequest, "a", 10, {7, 0, kArmBudget, 0, 0, 0});
+  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("a", kKey) == kArmBudget / 2; }, 10s));
+  // The return of 1.00 under seq 11 is lost; a request for nothing under seq 12 goes through
+  // and is answered: seen 12, but the return is not in (the bidder keeps the amount aside).
+  sc.Put(LeaseMsgType::kRequest, "a", 12, {7, 0, 0, 0, 300'000, 0});
+  auto g = latest(&LeaseGrant::seen, 12);
+  ASSERT_TRUE(g.has_value());
+  EXPECT_EQ(g->held, kArmBudget / 2);
+  EXPECT_EQ(g->returned, 0);
+  // Sent again under seq 11: applied, and `returned` says so.
+  sc.Put(LeaseMsgType::kReturn, "a", 11, {7, 0, 0, 1'000'000, 300'000, 0});
+  g = latest(&LeaseGrant::returned, 11);
+  ASSERT_TRUE(g.has_value());
+  EXPECT_EQ(g->held, 1'500'000);
+  // The same copy again (delivered twice): a report, nothing given back twice.
+  sc.Put(LeaseMsgType::kReturn, "a", 11, {7, 0, 0, 1'000'000, 300'000, 0});
+  ASSERT_TRUE(WaitFor([&] { return sc.co->counters().messages >= 4; }, 10s));
+  EXPECT_EQ(sc.co->ledger().Held("a", kKey), 1'500'000);
+  // A restarted coordinator reads `returned` back with the holdings: its next answer still
+  // confirms the return (a bidder waiting for it lets the amount go).
+  sc.stop = true;
+  sc.run.join();
+  sc.stop = false;
+  CoordinatorOptions opt = MarketOptions(sc.brokers);
+  tune(opt);
+  auto again = Coordinator::Create(opt);
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  sc.co = std::move(*again);
+  sc.run = std::thread([&sc] { EXPECT_TRUE(sc.co->Run(sc.stop).ok()); });
+  sc.Put(LeaseMsgType::kRequest, "a", 13, {7, 0, 0, 0, 300'000, 0});
+  g = latest(&LeaseGrant::seen, 13);
+  ASSERT_TRUE(g.has_value());
+  EXPECT_EQ(g->returned, 11);
+  EXPECT_EQ(g->held, 1'500'000);
+}
+
 // A need the pool cannot meet is a recall: the other holders' holdings are published with
 // `wanted`, and what one of them gives back goes to the waiting bidder without its asking again.
 TEST(Coordinator, AnUnmetNeedAsksTheOtherHoldersBackAndWhatComesBackGoesToTheWaitingBidder) {

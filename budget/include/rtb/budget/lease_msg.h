@@ -55,6 +55,11 @@ struct LeaseGrant {
   // this: `held` includes every return and request up to it. The bidder lets a returned amount
   // go from its books only then, and a restarted bidder trusts a holding only from then.
   int64_t seen = 0;
+  // The seq of the bidder's last return of this budget that `held` includes (0 = none): the
+  // bidder lets a returned amount go from its books only once this reaches the return's seq
+  // (a later report's `seen` does not prove that a lost return arrived), and the coordinator
+  // applies a return sent again, or delivered twice, only if its seq is above this.
+  int64_t returned = 0;
   // Other bidders' needs of this budget the pool could not meet (a recall: a bidder not using
   // its lease gives back up to this much); 0 = none.
   int64_t wanted = 0;
