@@ -184,7 +184,7 @@ struct Coordinator::Impl {
           // return seq says whether this one is in already (then it gives nothing back twice).
           int64_t& last = returned_seq[{key, m.bidder}];
           const bool repeated = m.seq > 0 && m.seq <= last;
-          ledger.Report(m.bidder, key, i.spent, i.reserved, now, i.cap);
+          ledger.Report(m.bidder, key, i.spent, i.reserved, now, i.cap, m.seq);
           const int64_t back = repeated ? 0 : ledger.Return(m.bidder, key, i.amount, now);
           last = std::max(last, m.seq);
           (*granted)[{key, m.bidder}] += 0;
@@ -196,7 +196,7 @@ struct Coordinator::Impl {
           break;
         }
         case LeaseMsgType::kReport:
-          ledger.Report(m.bidder, key, i.spent, i.reserved, now, i.cap);
+          ledger.Report(m.bidder, key, i.spent, i.reserved, now, i.cap, m.seq);
           Rebalance(key, granted, &m.bidder);
           break;
         case LeaseMsgType::kHeartbeat:
@@ -273,7 +273,7 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions opt)
   const int64_t now = NowUnixMs();
   for (const auto& [id, g] : latest) {
     if (!m->EnsureBudget(id.first)) continue;
-    m->ledger.Restore(id.second, id.first, g.held, now);
+    m->ledger.Restore(id.second, id.first, g.held, now, g.seen);
     m->published[id] = g.held;
     // The returns that holding includes: one delivered again after the restart is not applied.
     m->returned_seq[id] = g.returned;

@@ -276,14 +276,18 @@ int64_t LeaseLedger::Return(const std::string& bidder, const LeaseKey& key, int6
 }
 
 void LeaseLedger::Report(const std::string& bidder, const LeaseKey& key, int64_t spent,
-                         int64_t reserved, int64_t now_ms, int64_t cap) {
+                         int64_t reserved, int64_t now_ms, int64_t cap, int64_t seq) {
   std::lock_guard<std::mutex> l(mu_);
   Touch(bidder, now_ms);
   Budget& b = budgets_[key];
   Holding& h = b.by_bidder[bidder];
-  if (spent < h.spent) return;  // an older report
+  // The first report since a restore that is newer than the restored holding says what the
+  // bidder spent of it; otherwise spend only grows (a lower one is an older report).
+  const bool after_restore = h.restored_seen >= 0 && seq > h.restored_seen;
+  if (spent < h.spent && !after_restore) return;
   Change(b, bidder, h, [&](Holding& x) {
-    x.spent = spent;
+    if (after_restore) x.restored_seen = -1;
+    x.spent = std::max<int64_t>(0, spent);
     x.reserved = std::max<int64_t>(0, reserved);
     x.cap = std::max<int64_t>(0, cap);
   });
@@ -330,7 +334,7 @@ int LeaseLedger::Reclaim(int64_t now_ms) {
 }
 
 void LeaseLedger::Restore(const std::string& bidder, const LeaseKey& key, int64_t held,
-                          int64_t now_ms) {
+                          int64_t now_ms, int64_t seen) {
   std::lock_guard<std::mutex> l(mu_);
   Touch(bidder, now_ms);
   Budget& b = budgets_[key];
@@ -340,6 +344,7 @@ void LeaseLedger::Restore(const std::string& bidder, const LeaseKey& key, int64_
     x.held = std::max<int64_t>(0, held);
     // Until its bidder reports, a restored lease counts as spent: a reclaim frees none of it.
     x.spent = std::max(x.spent, x.held);
+    x.restored_seen = std::max<int64_t>(0, seen);
   });
 }
 

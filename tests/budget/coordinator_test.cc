@@ -338,6 +338,11 @@ TEST(Coordinator, AReturnSentAgainAfterALaterMessageIsAppliedOnceAndConfirmedByR
   ASSERT_TRUE(g.has_value());
   EXPECT_EQ(g->returned, 11);
   EXPECT_EQ(g->held, 1'500'000);
+  // The restored lease counts as spent until a report newer than the holding says what was
+  // spent (0.30): then a return of 0.50 gives it back.
+  sc.Put(LeaseMsgType::kReport, "a", 14, {7, 0, 0, 0, 300'000, 0});
+  sc.Put(LeaseMsgType::kReturn, "a", 15, {7, 0, 0, 500'000, 300'000, 0});
+  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("a", kKey) == 1'000'000; }, 10s));
 }
 
 // A need the pool cannot meet is a recall: the other holders' holdings are published with

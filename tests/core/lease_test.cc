@@ -243,6 +243,28 @@ TEST(Lease, ReturnsGiveBackOnlyWhatIsNeitherSpentNorReserved) {
   EXPECT_EQ(ledger.Of(kKey).spent, 300'000);
 }
 
+// A restored lease (a restarted coordinator) counts as spent until a report sent after the
+// restored holding (seq above its seen) says what the bidder spent; a report of less under an
+// older seq (delivered again) is still taken for an older one.
+TEST(Lease, ARestoredLeaseIsSpentUntilAReportNewerThanItsHolding) {
+  LeaseLedger ledger;
+  ledger.SetBudget(kKey, Micros(10'000'000));
+  ledger.Restore("a", kKey, 2'000'000, 0, /*seen=*/50);
+  EXPECT_EQ(ledger.Of(kKey).spent, 2'000'000);
+  EXPECT_EQ(ledger.Return("a", kKey, 1'000'000, 1), 0);
+  ledger.Report("a", kKey, 400'000, 100'000, 2, 0, /*seq=*/49);  // older than the holding
+  EXPECT_EQ(ledger.Of(kKey).spent, 2'000'000);
+  EXPECT_EQ(ledger.Return("a", kKey, 1'000'000, 3), 0);
+  ledger.Report("a", kKey, 400'000, 100'000, 4, 0, /*seq=*/51);
+  EXPECT_EQ(ledger.Of(kKey).spent, 400'000);
+  EXPECT_EQ(ledger.Return("a", kKey, 2'000'000, 5), 1'500'000);
+  EXPECT_EQ(ledger.Held("a", kKey), 500'000);
+  // From then on spend only grows again.
+  ledger.Report("a", kKey, 300'000, 0, 6, 0, /*seq=*/52);
+  EXPECT_EQ(ledger.Of(kKey).spent, 400'000);
+  EXPECT_LE(ledger.Of(kKey).held, 10'000'000);
+}
+
 // A bidder may commit after its last report, up to the cap that report gave: a dead bidder
 // keeps that much, before and after the billing window, so money it used unseen is never
 // granted again.

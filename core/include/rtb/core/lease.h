@@ -135,21 +135,26 @@ class LeaseLedger {
 
   // What a bidder reports: its cumulative spend (acknowledged billing) and its open
   // reservations on `key`, and `cap`: the most it will have spent and reserved before its next
-  // report is on Kafka (0 = not said). Spend only grows; a report below the last one is ignored.
+  // report is on Kafka (0 = not said). Spend only grows; a report below the last one is ignored,
+  // except the first one sent after a restored holding was published (`seq` above its `seen`:
+  // Restore), which replaces the restore's "all spent" with what the bidder did spend.
   // A dead bidder keeps max(spent + reserved, cap): what it committed after its last report
   // was never more than that.
   void Report(const std::string& bidder, const LeaseKey& key, int64_t spent, int64_t reserved,
-              int64_t now_ms, int64_t cap = 0);
+              int64_t now_ms, int64_t cap = 0, int64_t seq = 0);
 
   // Marks silent bidders dead and returns what they no longer need to the pool; the number of
   // (bidder, budget) leases reclaimed by this call.
   int Reclaim(int64_t now_ms);
 
   // A restarted coordinator: sets what `bidder` holds of `key`, as its grants topic says (the
-  // latest total per lease). The budget must be set first. The lease counts as spent until
-  // the bidder reports (the topic does not say what it spent), so a bidder that never comes
-  // back keeps its lease: delivery may suffer, the budget never does.
-  void Restore(const std::string& bidder, const LeaseKey& key, int64_t held, int64_t now_ms);
+  // latest total per lease, and its `seen`: the bidder's highest seq it included). The budget
+  // must be set first. The lease counts as spent until the bidder reports under a seq above
+  // `seen` (the topic does not say what it spent; an earlier report, delivered again, may be
+  // older than the holding), so a bidder that never comes back keeps its lease: delivery may
+  // suffer, the budget never does.
+  void Restore(const std::string& bidder, const LeaseKey& key, int64_t held, int64_t now_ms,
+               int64_t seen = 0);
 
   // Every lease: what each bidder holds of each budget (for publishing changes).
   struct Lease {
@@ -180,6 +185,7 @@ class LeaseLedger {
     bool reclaimed = false;          // the unspent part went back at death
     bool reserved_released = false;  // and the reserved part after the billing window
     int64_t recalled_ms = -1;        // when Rebalance last asked it back (-1: not since it gave)
+    int64_t restored_seen = -1;      // restored, not reported since: the holding's seen (else -1)
   };
   struct Budget {
     int64_t budget = 0, held = 0;
