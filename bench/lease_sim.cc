@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -120,6 +121,14 @@ Result Run(const Args& a, Mode mode) {
   int64_t refused = 0, billed = 0;
   Result res;
   int64_t messages_this_s = 0;
+  // The holdings a Rebalance changed, published to their bidders (they arrive a latency later).
+  auto publish = [&](auto& out, const std::vector<rtb::LeaseLedger::Move>& moves, int t, int k) {
+    for (const auto& mv : moves) {
+      const int o = std::stoi(mv.bidder.substr(7));  // "bidder-<index>"
+      out.push_back({t + a.latency_s, o, k, 0, true, mv.grant, mv.recall});
+      ++messages_this_s;
+    }
+  };
   std::vector<std::string> name(static_cast<size_t>(B), "bidder-");
   for (int b = 0; b < B; ++b) name[static_cast<size_t>(b)] += std::to_string(b);
   const uint32_t day_key = 0;
@@ -200,12 +209,8 @@ Result Run(const Args& a, Mode mode) {
               x.held -=
                   ledger.Return(name[static_cast<size_t>(it->b)], key, back, int64_t{t} * 1000);
               messages_this_s += 2;
-              for (const auto& mv :
-                   ledger.Rebalance(key, int64_t{t} * 1000)) {  // what came back goes on
-                const int o = std::stoi(mv.bidder.substr(7));
-                pushed.push_back({t + a.latency_s, o, it->k, 0, true, mv.grant, mv.recall});
-                ++messages_this_s;
-              }
+              // What came back goes on.
+              publish(pushed, ledger.Rebalance(key, int64_t{t} * 1000), t, it->k);
             }
           }
         }
@@ -245,12 +250,8 @@ Result Run(const Args& a, Mode mode) {
             x.held = ledger.Held(name[static_cast<size_t>(b)], key);  // after a restart
           }
           // Share sizing: the coordinator tops up or asks back; its holdings arrive later.
-          for (const auto& mv :
-               ledger.Rebalance(key, int64_t{t} * 1000, &name[static_cast<size_t>(b)])) {
-            const int o = std::stoi(mv.bidder.substr(7));
-            msgs.push_back({t + a.latency_s, o, k, 0, true, mv.grant, mv.recall});
-            ++messages_this_s;
-          }
+          publish(msgs, ledger.Rebalance(key, int64_t{t} * 1000, &name[static_cast<size_t>(b)]), t,
+                  k);
         }
         // This second's demand: 2x the money it would win (half the reserved value wins).
         const double want = 2.0 * rate[static_cast<size_t>(k)] * share[static_cast<size_t>(b)] *
@@ -351,12 +352,12 @@ int main(int argc, char** argv) {
   a.horizon_s = Flag(argc, argv, "--horizon-s", a.horizon_s);
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::string(argv[i]) != "--sizing") continue;
-    const std::string v = argv[i + 1];
-    if (v != "share" && v != "rate") {
+    const std::optional<rtb::LeaseSizing> v = rtb::LeaseSizingNamed(argv[i + 1]);
+    if (!v) {
       std::fprintf(stderr, "lease_sim: error: --sizing must be share or rate\n");
       return 1;
     }
-    a.sizing = v == "share" ? rtb::LeaseSizing::kShare : rtb::LeaseSizing::kRate;
+    a.sizing = *v;
   }
   if (a.bidders < 1 || a.advertisers < 1 || a.latency_s < 0 || a.horizon_s < 1) {
     std::fprintf(stderr, "lease_sim: error: bidders, advertisers, horizon >= 1, latency >= 0\n");
@@ -367,8 +368,8 @@ int main(int argc, char** argv) {
       "demand %.1fx budget, message latency %d s each way, %s sizing (lease horizon %d s), %d "
       "crashes (restart after %d s), coordinator down %d s at noon, seed %llu\n",
       a.bidders, a.skew, a.advertisers, a.demand_over_budget, a.latency_s,
-      a.sizing == rtb::LeaseSizing::kShare ? "share" : "rate", a.horizon_s, a.crashes,
-      a.restart_after_s, a.outage_s, static_cast<unsigned long long>(a.seed));
+      rtb::LeaseSizingName(a.sizing), a.horizon_s, a.crashes, a.restart_after_s, a.outage_s,
+      static_cast<unsigned long long>(a.seed));
   std::printf(
       "| mode | max overspend | COST min / median / mean | lease messages (peak /s) | "
       "reclaims | billing refused |\n|---|---:|---:|---:|---:|---:|\n");

@@ -323,8 +323,7 @@ int RunBudget(BudgetArgs a) {
   }
   for (const auto& adv : cfg->advertisers) a.c.daily_budget[adv.id] = adv.daily_budget;
   a.c.learned_share = cfg->ab.learned_share;
-  a.c.lease.sizing =
-      cfg->leases.sizing == "share" ? rtb::LeaseSizing::kShare : rtb::LeaseSizing::kRate;
+  a.c.lease.sizing = cfg->leases.sizing;
   if (a.c.lease.billing_window_ms <= 0) a.c.lease.billing_window_ms = cfg->reservation_timeout_ms;
   auto co = rtb::budget::Coordinator::Create(a.c);
   if (!co.ok()) return Fail(co.status());

@@ -128,9 +128,11 @@ Result<BidderConfig> LoadBidderConfig(const std::string& path) {
   le.Check(c.leases.ttl_ms > c.leases.report_every_ms, "ttl_ms",
            "must be longer than report_every_ms");
   le.Get("lower_bids", &c.leases.lower_bids);
-  le.Get("sizing", &c.leases.sizing);
-  le.Check(c.leases.sizing == "share" || c.leases.sizing == "rate", "sizing",
-           "must be share or rate");
+  std::string sizing = LeaseSizingName(c.leases.sizing);
+  le.Get("sizing", &sizing);
+  const std::optional<LeaseSizing> named = LeaseSizingNamed(sizing);
+  le.Check(named.has_value(), "sizing", "must be share or rate");
+  if (named) c.leases.sizing = *named;
 
   std::set<uint32_t> ids;
   for (ConfigMap a : root.List("advertisers")) {

@@ -586,7 +586,7 @@ Result<std::unique_ptr<LeaseClient>> LeaseClient::Start(const BidderConfig* cfg,
   m->cfg = cfg;
   m->days = days;
   m->requests = requests;
-  m->share = cfg->leases.sizing == "share";
+  m->share = cfg->leases.sizing == LeaseSizing::kShare;
   m->name = std::move(name);
   for (size_t k = 0; k < cfg->advertisers.size(); ++k) m->index_of[cfg->advertisers[k].id] = k;
   kafka::Producer::Options po;

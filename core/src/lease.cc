@@ -14,6 +14,16 @@ int64_t LeaseWant(double spend_micros_per_s, int64_t horizon_ms, int64_t min_mic
 
 LeaseLedger::LeaseLedger(LeaseConfig cfg) : cfg_(cfg) {}
 
+std::optional<LeaseSizing> LeaseSizingNamed(std::string_view name) {
+  if (name == "rate") return LeaseSizing::kRate;
+  if (name == "share") return LeaseSizing::kShare;
+  return std::nullopt;
+}
+
+const char* LeaseSizingName(LeaseSizing sizing) {
+  return sizing == LeaseSizing::kShare ? "share" : "rate";
+}
+
 void LeaseLedger::SetBudget(const LeaseKey& key, Micros budget) {
   std::lock_guard<std::mutex> l(mu_);
   budgets_[key].budget = std::max<int64_t>(0, budget.value());
@@ -265,8 +275,7 @@ int64_t LeaseLedger::Return(const std::string& bidder, const LeaseKey& key, int6
   if (it == budgets_.end() || amount <= 0) return 0;
   auto h = it->second.by_bidder.find(bidder);
   if (h == it->second.by_bidder.end()) return 0;
-  const int64_t free = h->second.held - h->second.spent - h->second.reserved;
-  const int64_t back = std::clamp<int64_t>(amount, 0, std::max<int64_t>(0, free));
+  const int64_t back = std::clamp<int64_t>(amount, 0, Unused(h->second));
   Change(it->second, bidder, h->second, [&](Holding& x) {
     x.held -= back;
     if (back > 0) x.recalled_ms = -1;  // it gave: it may be asked again

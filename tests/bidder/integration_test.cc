@@ -1308,7 +1308,7 @@ budget::CoordinatorOptions MarketOf(const BidderConfig& cfg, const std::string& 
   co.brokers = brokers;
   co.daily_budget = {{1, cfg.advertisers[0].daily_budget}};
   co.learned_share = cfg.ab.learned_share;
-  co.lease.sizing = cfg.leases.sizing == "share" ? LeaseSizing::kShare : LeaseSizing::kRate;
+  co.lease.sizing = cfg.leases.sizing;
   return co;
 }
 
@@ -1509,7 +1509,8 @@ TEST_F(BidderIntegration, ABidTheLeaseCannotCoverIsLoweredToItsRoomOrNotMade) {
     // Leases of 0.005 (5,000 micros) at first, against about 9,000 a bid.
     BidderConfig cfg = LeasedConfig(dir_, lower ? "bidder-low" : "bidder-full", 10.0, 0.005);
     cfg.leases.lower_bids = lower;
-    cfg.leases.sizing = "rate";  // leases of min_lease at first (share: the whole budget)
+    cfg.leases.sizing =
+        LeaseSizing::kRate;  // leases of min_lease at first (share: the whole budget)
     Start(cfg);
     CoordinatorThread coordinator(MarketOf(cfg, bidder_->events().bootstrap()));
     ASSERT_TRUE(coordinator.status().ok()) << coordinator.status().message();
@@ -1546,7 +1547,8 @@ TEST_F(BidderIntegration, AnIdleBidderGivesBackWhatAnotherNeedsAndThatOneBids) {
   BidderConfig cfg = LeasedConfig(dir_, "bidder-a", 0.024, 0.005);  // about 9,000 micros a bid
   cfg.ab.learned_share = 1.0;
   cfg.leases.lower_bids = false;  // b bids at the full price or not at all
-  cfg.leases.sizing = "rate";     // a asks for what it spends (share: half each from the start)
+  cfg.leases.sizing =
+      LeaseSizing::kRate;  // a asks for what it spends (share: half each from the start)
   Start(cfg);
   const std::string brokers = bidder_->events().bootstrap();
   SecondBidder other;
@@ -1593,7 +1595,8 @@ TEST_F(BidderIntegration, AnIdleBidderGivesBackWhatAnotherNeedsAndThatOneBids) {
 TEST_F(BidderIntegration, WithoutKafkaPastTheLeaseTtlABidderSpendsNothingNewThenResumes) {
   BidderConfig cfg = LeasedConfig(dir_, "bidder-ttl", 10.0, 0.5);
   cfg.leases.ttl_ms = 600;
-  cfg.leases.sizing = "rate";  // a lease of a slice (share: one bidder holds the whole budget)
+  cfg.leases.sizing =
+      LeaseSizing::kRate;  // a lease of a slice (share: one bidder holds the whole budget)
   Start(cfg);
   CoordinatorThread coordinator(MarketOf(cfg, bidder_->events().bootstrap()));
   ASSERT_TRUE(coordinator.status().ok()) << coordinator.status().message();

@@ -25,7 +25,9 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rtb/core/types.h"
@@ -58,6 +60,9 @@ enum class LeaseSizing {
   // part.
   kShare,
 };
+// "rate" or "share" (config files and flags); nullopt for anything else.
+std::optional<LeaseSizing> LeaseSizingNamed(std::string_view name);
+const char* LeaseSizingName(LeaseSizing sizing);
 
 struct LeaseConfig {
   int64_t heartbeat_timeout_ms = 60'000;  // silent this long: the bidder is dead
