@@ -1,3 +1,4 @@
+#include <algorithm>
 #include "rtb/learner/config.h"
 
 #include <filesystem>
@@ -39,6 +40,10 @@ Result<LearnerConfig> LoadLearnerConfig(const std::string& path) {
              "must be in [0, 1]");
   root.Get("delivery_penalty", &c.delivery_penalty);
   root.Check(c.delivery_penalty >= 0, "delivery_penalty", "must be >= 0");
+  root.Get("delivery_penalty_by_agent", &c.delivery_penalty_by_agent);
+  root.Check(std::all_of(c.delivery_penalty_by_agent.begin(), c.delivery_penalty_by_agent.end(),
+                         [](double x) { return x >= 0; }),
+             "delivery_penalty_by_agent", "must be >= 0 for every agent");
 
   ConfigMap h = root.Section("hyper");
   HyperParams& hp = c.hp;

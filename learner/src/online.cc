@@ -106,7 +106,7 @@ Status FromJson(const std::string& text, LoopState* st, std::optional<StepMerger
 class OnlineLearner {
  public:
   OnlineLearner(const LearnerConfig& cfg, const OnlineOptions& opt, LiveMarket market,
-                const AlgoSpec& spec)
+                const AlgoSpec& spec, DeliveryTerm delivery)
       : cfg_(cfg),
         on_(cfg.online),
         opt_(opt),
@@ -118,6 +118,7 @@ class OnlineLearner {
         step_ms_(market_.step_ms),
         norm_(MakeNormalizer(market_.shape, cfg.roi_scale)),
         budgets_(market_.budgets),
+        delivery_(std::move(delivery)),
         learner_(spec, cfg.hp, norm_, opt.seed),
         sample_rng_(Rng::Mix(opt.seed, 0x0411e)) {}
 
@@ -156,6 +157,7 @@ class OnlineLearner {
   const int64_t step_ms_;
   Normalizer norm_;
   std::vector<double> budgets_;
+  DeliveryTerm delivery_;
   MultiAgentLearner learner_;
   Rng sample_rng_;
   std::unique_ptr<ReplayStore> replay_;
@@ -485,7 +487,7 @@ Status OnlineLearner::CloseStep(const StepMarker& marker, int64_t marker_offset,
                        .done = done,
                        .episode = static_cast<uint64_t>(key.day),
                        .step = static_cast<uint32_t>(key.step)},
-                      budgets_, spec_.coordinated, {cfg_.delivery_target, cfg_.delivery_penalty});
+                      budgets_, spec_.coordinated, delivery_);
 
   // x_j's history for the days after this one (what the next state reads).
   RecordHistory(key, tot, !same_day, done);
@@ -638,7 +640,10 @@ Status RunOnline(const LearnerConfig& cfg, const OnlineOptions& opt) {
   RTB_ASSIGN_OR_RETURN(
       AlgoSpec spec, MakeAlgoSpec(cfg.sim.market.reward == "coordinated" ? "dcmab-coord" : "dcmab",
                                   market.shape.agents, learning, cfg.hp));
-  OnlineLearner l(cfg, opt, std::move(market), spec);
+  RTB_ASSIGN_OR_RETURN(DeliveryTerm delivery,
+                       MakeDeliveryTerm(cfg.delivery_target, cfg.delivery_penalty,
+                                        cfg.delivery_penalty_by_agent, market.shape.agents));
+  OnlineLearner l(cfg, opt, std::move(market), spec, std::move(delivery));
   RTB_RETURN_IF_ERROR(l.Start());
   return l.Run();
 }

@@ -110,6 +110,16 @@ Result<Normalizer> Normalizer::FromJson(const std::string& text) {
   }
 }
 
+Result<DeliveryTerm> MakeDeliveryTerm(double target, double penalty,
+                                      const std::vector<double>& by_agent, int agents) {
+  if (!by_agent.empty() && static_cast<int>(by_agent.size()) != agents) {
+    return Status::InvalidArgument(
+        "delivery_penalty_by_agent has " + std::to_string(by_agent.size()) +
+        " values, the market has " + std::to_string(agents) + " agents");
+  }
+  return DeliveryTerm{target, penalty, by_agent};
+}
+
 Transition BuildTransition(const Normalizer& norm, const PlayedStep& p,
                            const std::vector<double>& agent_budgets, bool coordinated,
                            const DeliveryTerm& delivery) {
@@ -118,7 +128,19 @@ Transition BuildTransition(const Normalizer& norm, const PlayedStep& p,
   tr.d = norm.EncodeD(*p.before);
   tr.a = p.a;
   tr.r = norm.EncodeRewards(p.rewards, agent_budgets, coordinated);
-  if (p.done && delivery.penalty > 0) {
+  if (p.done && !delivery.by_agent.empty()) {
+    // Each agent's shortfall weighted by its own penalty (coordinated: the weighted sum, for
+    // every agent).
+    const auto gap = norm.DeliveryShortfall(*p.after, agent_budgets, delivery.target, false);
+    std::vector<double> term(tr.r.size(), 0.0);
+    double sum = 0;
+    for (size_t i = 0; i < tr.r.size() && i < delivery.by_agent.size(); ++i) {
+      sum += term[i] = delivery.by_agent[i] * gap[i];
+    }
+    for (size_t i = 0; i < tr.r.size(); ++i) {
+      tr.r[i] -= static_cast<float>(coordinated ? sum : term[i]);
+    }
+  } else if (p.done && delivery.penalty > 0) {
     const auto gap = norm.DeliveryShortfall(*p.after, agent_budgets, delivery.target, coordinated);
     for (size_t i = 0; i < tr.r.size(); ++i) {
       tr.r[i] -= static_cast<float>(delivery.penalty) * gap[i];

@@ -134,7 +134,9 @@ Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const
   const auto t0 = std::chrono::steady_clock::now();
   const int N = sc.market.agents, L = sc.market.clusters;
   const Normalizer norm = MakeNormalizer(sc.market, cfg.roi_scale);
-  const DeliveryTerm delivery{cfg.delivery_target, cfg.delivery_penalty};
+  RTB_ASSIGN_OR_RETURN(const DeliveryTerm delivery,
+                       MakeDeliveryTerm(cfg.delivery_target, cfg.delivery_penalty,
+                                        cfg.delivery_penalty_by_agent, N));
   MultiAgentLearner learner(spec, cfg.hp, norm, seed);
   RunOutput out;
   if (!spec.trains()) {

@@ -279,6 +279,11 @@ Result<TuneResult> RunTuning(const LearnerConfig& cfg, const TuneOptions& opt) {
       const std::vector<int> rungs,
       TuneRungs(opt.min_episodes, opt.eta, opt.max_episodes > 0 ? opt.max_episodes : cfg.episodes));
   if (opt.algo == "manual") return Status::InvalidArgument("--algo manual has nothing to tune");
+  if (!cfg.delivery_penalty_by_agent.empty()) {
+    return Status::InvalidArgument(
+        "rtb tune searches delivery_penalty, which delivery_penalty_by_agent overrides: remove "
+        "delivery_penalty_by_agent from the config to tune");
+  }
   RTB_ASSIGN_OR_RETURN(const AlgoSpec spec,
                        MakeAlgoSpec(opt.algo, cfg.sim.market.agents, cfg.learning_agents, cfg.hp));
   if (!spec.trains()) return Status::InvalidArgument("--algo " + opt.algo + " does not train");

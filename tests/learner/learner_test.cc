@@ -10,6 +10,7 @@
 
 #include "nets.h"
 #include "rtb/learner/agents.h"
+#include "rtb/learner/state.h"
 
 namespace rtb::learn {
 namespace {
@@ -50,6 +51,54 @@ Batch RandomBatch(uint64_t seed) {
   std::vector<Transition> ts;
   for (int k = 0; k < 8; ++k) ts.push_back(RandomTransition(rng, Norm3x3(), k % 3 == 2));
   return MakeBatch(ts);
+}
+
+// The last step's delivery term, r_i -= penalty_i x max(0, target - cost_i / budget_i), with one
+// penalty for all and with a penalty per agent; coordinated rewards carry the (weighted) sum.
+TEST(DeliveryTerm, PerAgentPenaltiesWeighEachAgentsShortfall) {
+  Normalizer n;
+  n.agents = 2;
+  n.clusters = 1;
+  sim::Observation before, after;
+  before.g_cost = {0, 0};
+  before.g_revenue = {0, 0};
+  before.x = {1, 0, 0};
+  before.d = {0.5, 0.5};
+  after = before;
+  after.g_cost = {9.0, 9.9};  // budgets 10 and 10: shortfalls 0.1 and 0.01 at target 1
+  after.step = 1;
+  const std::vector<double> budgets = {10, 10};
+  const PlayedStep p{.s = n.EncodeState(before, budgets),
+                     .before = &before,
+                     .a = {0, 0},
+                     .rewards = {0, 0},
+                     .after = &after,
+                     .done = true};
+  auto r_of = [&](const DeliveryTerm& t, bool coordinated) {
+    return BuildTransition(n, p, budgets, coordinated, t).r;
+  };
+  const std::vector<float> one = r_of({1.0, 10.0, {}}, false);
+  EXPECT_NEAR(one[0], -1.0, 1e-6);
+  EXPECT_NEAR(one[1], -0.1, 1e-6);
+  const std::vector<float> each = r_of({1.0, 10.0, {100.0, 10.0}}, false);
+  EXPECT_NEAR(each[0], -10.0, 1e-5);
+  EXPECT_NEAR(each[1], -0.1, 1e-6);
+  const std::vector<float> coord = r_of({1.0, 0.0, {100.0, 10.0}}, true);
+  EXPECT_NEAR(coord[0], -10.1, 1e-5);
+  EXPECT_NEAR(coord[1], -10.1, 1e-5);
+  // Not the last step: no term.
+  PlayedStep mid = p;
+  mid.done = false;
+  EXPECT_NEAR(BuildTransition(n, mid, budgets, false, {1.0, 0.0, {100.0, 10.0}}).r[0], 0.0, 1e-6);
+}
+
+TEST(DeliveryTerm, APerAgentListMustHaveOneValuePerAgent) {
+  EXPECT_TRUE(MakeDeliveryTerm(0.995, 10, {}, 3).ok());
+  EXPECT_TRUE(MakeDeliveryTerm(0.995, 10, {300, 60, 60}, 3).ok());
+  const auto bad = MakeDeliveryTerm(0.995, 10, {300, 60}, 3);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("2 values, the market has 3 agents"), std::string::npos)
+      << bad.status().message();
 }
 
 TEST(SoftUpdate, MovesTargetsTauOfTheWay) {

@@ -109,6 +109,11 @@ struct LearnerConfig {
   // (coordinated: the sum over agents, for every agent). 0 = the paper's reward.
   double delivery_target = 0.995;
   double delivery_penalty = 10.0;
+  // The penalty per agent instead (agent 1 first, one value per agent of the market; checked
+  // when the market is known): a market whose agents' delivery contracts differ, such as one
+  // agent of many small budgets that underdelivers where the others do not. [] = the one
+  // delivery_penalty for every agent.
+  std::vector<double> delivery_penalty_by_agent;
   std::vector<int> learning_agents;  // partial coordination: 1-based agents that learn with the
                                      // total reward; the others keep manual bids. Empty = all.
   HyperParams hp;
