@@ -1,6 +1,6 @@
-#include <algorithm>
 #include "rtb/learner/config.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "rtb/core/log.h"

@@ -477,17 +477,16 @@ Status OnlineLearner::CloseStep(const StepMarker& marker, int64_t marker_offset,
   const bool done = key.step + 1 >= steps_per_day;
   const sim::Observation after = sim::MakeObservation(market_.shape, done ? T_ : key.step + 1,
                                                       st_.g_cost, st_.g_revenue, st_.d);
-  const Transition tr =
-      BuildTransition(norm_,
-                      {.s = s,
-                       .before = &before,
-                       .a = a,
-                       .rewards = rewards,
-                       .after = &after,
-                       .done = done,
-                       .episode = static_cast<uint64_t>(key.day),
-                       .step = static_cast<uint32_t>(key.step)},
-                      budgets_, spec_.coordinated, delivery_);
+  const Transition tr = BuildTransition(norm_,
+                                        {.s = s,
+                                         .before = &before,
+                                         .a = a,
+                                         .rewards = rewards,
+                                         .after = &after,
+                                         .done = done,
+                                         .episode = static_cast<uint64_t>(key.day),
+                                         .step = static_cast<uint32_t>(key.step)},
+                                        budgets_, spec_.coordinated, delivery_);
 
   // x_j's history for the days after this one (what the next state reads).
   RecordHistory(key, tot, !same_day, done);

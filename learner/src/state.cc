@@ -113,9 +113,9 @@ Result<Normalizer> Normalizer::FromJson(const std::string& text) {
 Result<DeliveryTerm> MakeDeliveryTerm(double target, double penalty,
                                       const std::vector<double>& by_agent, int agents) {
   if (!by_agent.empty() && static_cast<int>(by_agent.size()) != agents) {
-    return Status::InvalidArgument(
-        "delivery_penalty_by_agent has " + std::to_string(by_agent.size()) +
-        " values, the market has " + std::to_string(agents) + " agents");
+    return Status::InvalidArgument("delivery_penalty_by_agent has " +
+                                   std::to_string(by_agent.size()) + " values, the market has " +
+                                   std::to_string(agents) + " agents");
   }
   return DeliveryTerm{target, penalty, by_agent};
 }

@@ -64,8 +64,8 @@ struct PlayedStep {
 // r_i -= penalty x max(0, target - cost_i / budget_i).
 struct DeliveryTerm {
   double target = 0.995;
-  double penalty = 0.0;           // 0 = none
-  std::vector<double> by_agent;   // per agent instead of `penalty` ([] = `penalty` for all)
+  double penalty = 0.0;          // 0 = none
+  std::vector<double> by_agent;  // per agent instead of `penalty` ([] = `penalty` for all)
 };
 // The delivery term of a config (delivery_target, delivery_penalty, delivery_penalty_by_agent)
 // for a market of `agents` agents; an error when the per-agent list does not have one value per
