@@ -141,6 +141,7 @@ Transition BuildTransition(const Normalizer& norm, const PlayedStep& p,
       tr.r[i] -= static_cast<float>(coordinated ? sum : term[i]);
     }
   } else if (p.done && delivery.penalty > 0) {
+    // One penalty: its own float arithmetic, so that configs without the list train as before.
     const auto gap = norm.DeliveryShortfall(*p.after, agent_budgets, delivery.target, coordinated);
     for (size_t i = 0; i < tr.r.size(); ++i) {
       tr.r[i] -= static_cast<float>(delivery.penalty) * gap[i];
