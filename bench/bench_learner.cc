@@ -1,13 +1,15 @@
 // One full DCMAB update (every agent: critic Eq. 9-10, actor Eq. 11, soft update) at batch 256
 // and 32, N = L = 3, paper network sizes, one intra-op thread, as training runs it (ExactMlp) and
 // through autograd (the previous version, the same floats); the update's large matrix products
-// alone (its fp32 floor); and one replay-store insert and one sample of a minibatch.
+// alone (its fp32 floor); one optimiser step with normal and with subnormal moments, flushed
+// and kept; and one replay-store insert and one sample of a minibatch.
 // Compare with bench/python/dcmab_update.py (same update in Python PyTorch) in the same run:
 // bench/run_learner_bench.sh.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -163,6 +165,44 @@ void BM_AllGemmFloor(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_AllGemmFloor)->Arg(256)->Arg(32)->Unit(benchmark::kMillisecond);
+
+// One optimiser step (clip, Adam, soft update; ClipAdamSoftUpdate) on an actor-sized buffer
+// (300-300 hidden: ~96K floats). range(0): 0 = every moment a normal float; 1 = half of them stuck
+// at subnormals with zero gradient (units ReLU switched off, as in training). range(1): 1 = the
+// loop flushes subnormals (as shipped), 0 = it keeps them as ATen does (the previous version).
+void BM_AdamStep(benchmark::State& state) {
+  const long n = 96'601;
+  const bool stuck = state.range(0) == 1;
+  rtb::Rng rng(4);
+  std::vector<float> g(static_cast<size_t>(n)), p(g.size()), m(g.size()), v(g.size()), t(g.size());
+  for (size_t k = 0; k < g.size(); ++k) {
+    const bool off = stuck && k % 2 == 0;
+    g[k] = off ? 0.0f : static_cast<float>(rng.Normal() * 1e-3);
+    p[k] = t[k] = static_cast<float>(rng.Normal() * 0.05);
+    m[k] = off ? std::ldexp(1.0f, -149) : static_cast<float>(rng.Normal() * 1e-4);
+    v[k] = off ? std::ldexp(1.0f, -140) : static_cast<float>(rng.Uniform() * 1e-6);
+  }
+  rtb::learn::AdamStepCoefficients c{};
+  c.clip = 1.0f;
+  c.beta1 = 0.9f;
+  c.one_minus_beta1 = 0.1f;
+  c.beta2 = 0.999f;
+  c.one_minus_beta2 = 0.001f;
+  c.sqrt_bc2 = 0.5f;
+  c.eps = 1e-8f;
+  c.neg_step_size = -1e-3f;
+  c.keep = 0.99f;
+  c.tau = 0.01f;
+  c.fused = rtb::learn::AtenFusesMultiplyAdd();
+  c.flush_subnormals = state.range(1) == 1;
+  for (auto _ : state) {
+    rtb::learn::ClipAdamSoftUpdate(c, n, g.data(), p.data(), m.data(), v.data(), t.data());
+    benchmark::DoNotOptimize(p.data());
+  }
+  state.SetLabel(std::string(stuck ? "half the moments subnormal" : "normal moments") +
+                 (c.flush_subnormals ? ", flushed" : ", kept (ATen's way)"));
+}
+BENCHMARK(BM_AdamStep)->Args({0, 1})->Args({1, 1})->Args({1, 0})->Unit(benchmark::kMicrosecond);
 
 void BM_ReplayInsert(benchmark::State& state) {
   const std::string dir = "/tmp/rtb_bench_replay_insert";

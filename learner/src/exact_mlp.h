@@ -63,11 +63,16 @@ bool AtenFusesMultiplyAdd();
 //   p = p + (-step_size) m / (sqrt(v) / sqrt_bc2 + eps)
 //   t = t * (1 - tau) + tau p                          (when t is not null: the soft update)
 // The coefficients are the floats ATen's kernels receive; `fused` says whether the sums round
-// once (AtenFusesMultiplyAdd()).
+// once (AtenFusesMultiplyAdd()). One deviation, with no effect on p or t: subnormal floats are
+// flushed to zero in this loop (moments stuck at subnormals cost a microcode assist per
+// operation; see exact_mlp.cc), where ATen would keep them in m and v.
 struct AdamStepCoefficients {
   float clip, beta1, one_minus_beta1, beta2, one_minus_beta2, sqrt_bc2, eps, neg_step_size;
   float keep, tau;  // 1 - tau and tau for the soft update
   bool fused;
+  // Flush subnormals to zero in the loop (see above). false keeps them, as ATen does: only for
+  // measuring what the flush saves (bench_learner's BM_AdamStep).
+  bool flush_subnormals = true;
 };
 void ClipAdamSoftUpdate(const AdamStepCoefficients& c, long n, const float* g, float* p, float* m,
                         float* v, float* t);

@@ -134,7 +134,8 @@ class Maddpg {
   // Gradient clipping (global norm) and Adam on one network's flat buffer.
   void OptimizerStep(FlatParams& flat, torch::optim::Adam& opt) const;
   // The same, and then the soft update of `target` when not null, in one pass
-  // (ClipAdamSoftUpdate): the same floats, and the same optimiser state for checkpoints.
+  // (ClipAdamSoftUpdate): the same floats, and the same optimiser state for checkpoints except
+  // that subnormal moments are flushed to zero.
   void ExactOptimizerStep(FlatParams& flat, torch::optim::Adam& opt, FlatParams* target) const;
 
   // Every actor and every critic has one of these two shapes; scratch for their kernels.

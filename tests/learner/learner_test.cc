@@ -2,7 +2,9 @@
 #include <gtest/gtest.h>
 #include <torch/script.h>
 #include <torch/torch.h>
+#include <xmmintrin.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -113,6 +115,74 @@ TEST(SoftUpdate, MovesTargetsTauOfTheWay) {
   }
   HardUpdate(*b, *a);
   for (size_t k = 0; k < pa.size(); ++k) EXPECT_TRUE(torch::equal(pb[k], pa[k]));
+}
+
+// The exact optimiser step flushes subnormal moments to zero (a unit ReLU switched off leaves
+// its weights' moments stuck at subnormals, each operation on them a microcode assist), and
+// still moves every weight exactly as ATen's Adam does, which keeps the subnormals.
+TEST(Adam, SubnormalMomentsAreFlushedAndTheWeightsKeepAtensFloats) {
+  const int64_t n = 64;
+  const float tiny = std::ldexp(1.0f, -147);  // 4 x 2^-149: subnormal
+  torch::manual_seed(3);
+  torch::Tensor p = torch::randn({n}) * 0.1, g = torch::randn({n}) * 0.01;
+  torch::Tensor m = torch::randn({n}) * 0.001, v = torch::rand({n}) * 1e-4;
+  for (int64_t k = 0; k < n; k += 2) {  // every other weight: a switched-off unit's
+    g[k] = 0.0f;
+    m[k] = (k % 4 == 0 ? 1 : -1) * tiny;
+    v[k] = tiny;
+  }
+  // ATen: torch::optim::Adam at its 5th step, from these moments.
+  torch::Tensor ref = p.clone().requires_grad_(true);
+  torch::optim::Adam opt({ref}, torch::optim::AdamOptions(1e-3));
+  auto state = std::make_unique<torch::optim::AdamParamState>();
+  state->step(4);
+  state->exp_avg(m.clone());
+  state->exp_avg_sq(v.clone());
+  opt.state()[c10::guts::to_string(ref.unsafeGetTensorImpl())] = std::move(state);
+  ref.mutable_grad() = g.clone();
+  opt.step();
+  const auto& aten = static_cast<torch::optim::AdamParamState&>(*opt.state().begin()->second);
+  // The exact step with the coefficients Maddpg::ExactOptimizerStep passes at step 5, no clip.
+  const double b1 = 0.9, b2 = 0.999;
+  AdamStepCoefficients c;
+  c.clip = 1.0f;
+  c.beta1 = static_cast<float>(b1);
+  c.one_minus_beta1 = static_cast<float>(1 - b1);
+  c.beta2 = static_cast<float>(b2);
+  c.one_minus_beta2 = static_cast<float>(1 - b2);
+  c.sqrt_bc2 = static_cast<float>(std::sqrt(1 - std::pow(b2, 5)));
+  c.eps = 1e-8f;
+  c.neg_step_size = static_cast<float>(-(1e-3 / (1 - std::pow(b1, 5))));
+  c.keep = 1.0f;
+  c.tau = 0.0f;
+  c.fused = AtenFusesMultiplyAdd();
+  torch::Tensor mine = p.clone(), m2 = m.clone(), v2 = v.clone();
+  const unsigned csr = _mm_getcsr();
+  ClipAdamSoftUpdate(c, n, g.data_ptr<float>(), mine.data_ptr<float>(), m2.data_ptr<float>(),
+                     v2.data_ptr<float>(), nullptr);
+  EXPECT_EQ(_mm_getcsr(), csr);  // the flush mode is the loop's alone
+  EXPECT_EQ(std::memcmp(mine.data_ptr<float>(), ref.data_ptr<float>(), n * sizeof(float)), 0);
+  for (int64_t k = 0; k < n; ++k) {
+    SCOPED_TRACE(k);
+    const float am = aten.exp_avg()[k].item<float>(), av = aten.exp_avg_sq()[k].item<float>();
+    if (k % 2 == 0) {
+      EXPECT_EQ(std::fpclassify(am), FP_SUBNORMAL);  // ATen keeps them ...
+      EXPECT_EQ(std::fpclassify(av), FP_SUBNORMAL);
+      EXPECT_EQ(m2[k].item<float>(), 0.0f);  // ... the exact step flushes them
+      EXPECT_EQ(v2[k].item<float>(), 0.0f);
+    } else {
+      EXPECT_EQ(m2[k].item<float>(), am);
+      EXPECT_EQ(v2[k].item<float>(), av);
+    }
+  }
+  // Kept (flush_subnormals false, for measuring only): ATen's moments, float for float.
+  c.flush_subnormals = false;
+  torch::Tensor kept = p.clone(), m3 = m.clone(), v3 = v.clone();
+  ClipAdamSoftUpdate(c, n, g.data_ptr<float>(), kept.data_ptr<float>(), m3.data_ptr<float>(),
+                     v3.data_ptr<float>(), nullptr);
+  EXPECT_TRUE(torch::equal(kept, mine));
+  EXPECT_TRUE(torch::equal(m3, aten.exp_avg()));
+  EXPECT_TRUE(torch::equal(v3, aten.exp_avg_sq()));
 }
 
 TEST(CriticTarget, Equation9OnAHandMadeBatchIncludingDone) {
