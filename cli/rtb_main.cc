@@ -492,8 +492,8 @@ int main(int argc, char** argv) {
   dm->add_option("--pretrain-episodes", da.episodes,
                  "Offline pre-training episodes (0 = none; default: the learner config's)");
   dm->add_option("--chaos", da.chaos,
-                 "kill-learner@D:S or kill-bidder@D:S: SIGKILL once half of day D step S's "
-                 "requests are answered, then restart");
+                 "kill-learner@D:S or kill-bidder@D:S: SIGKILL as the exchange sends the "
+                 "middle request of day D step S, then restart");
   dm->add_option("--bidders", da.bidders,
                  "Bidder processes sharing the budgets through leases (default: the config's)")
       ->check(CLI::Range(1, 16));

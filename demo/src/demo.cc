@@ -445,12 +445,11 @@ Result<Played> PlayDays(const Setup& s, Services& svc) {
     p.days.push_back(
         sim::GenerateDay(s.world, sc.cfg.day, Rng::Mix(sc.cfg.seed, s.cfg.first_day_seed + d)));
     const sim::Day& day = p.days.back();
-    // Chaos during this day's steps: a watcher kills the process once half of the step's
-    // requests have been answered (by count, not by clock: a fast machine plays a small step
-    // in less time than any fixed delay).
+    // Chaos during this day's steps: the exchange kills the process as it is about to send the
+    // step's middle request (Exchange::AtRequest: by request, not by clock, so that the step's
+    // second half meets it down however fast or loaded the machine is); a timer restarts it.
     const std::vector<size_t> begins = day.StepBegins();
-    std::atomic<bool> day_over{false};  // the day ended (or failed) first: no kill
-    std::mutex log_mu;                  // two kills in one step log at once
+    std::mutex log_mu;  // two kills in one step log at once
     std::vector<std::thread> timers;
     std::vector<Chaos> todays;
     for (const auto& c : s.chaos) {
@@ -465,29 +464,19 @@ Result<Played> PlayDays(const Setup& s, Services& svc) {
         // its lease is reclaimed; anything else comes back after 1 s.
         const int64_t down_ms =
             c.what == "kill-bidder" && s.cfg.bidders > 1 ? kLeaseHeartbeatMs + 1000 : 1000;
-        auto answered = [&svc] {
-          int64_t n = 0;
-          for (int64_t b : svc.exchange->RequestsPerBidder()) n += b;
-          return n;
-        };
-        const int64_t half_way =
-            answered() + static_cast<int64_t>(begins[static_cast<size_t>(step) + 1] -
-                                              begins[static_cast<size_t>(step)]) /
-                             2;
-        timers.emplace_back([&, what, step, down_ms, answered, half_way] {
-          while (answered() < half_way) {
-            if (day_over) return;
-            std::this_thread::sleep_for(std::chrono::milliseconds(1));
-          }
-          victim.Stop(SIGKILL, 0);
-          {
-            std::lock_guard<std::mutex> lk(log_mu);
-            p.chaos_log.push_back(what + " (SIGKILL) during day " + std::to_string(d) + " step " +
-                                  std::to_string(step) + "; restarted after " +
-                                  std::to_string(down_ms / 1000.0).substr(0, 3) + " s");
-          }
-          std::this_thread::sleep_for(std::chrono::milliseconds(down_ms));
-          victim.Start();
+        const size_t half_way =
+            (begins[static_cast<size_t>(step)] + begins[static_cast<size_t>(step) + 1]) / 2;
+        Child* const killed = &victim;
+        svc.exchange->AtRequest(half_way, [&, what, step, down_ms, killed] {
+          killed->Stop(SIGKILL, 0);
+          std::lock_guard<std::mutex> lk(log_mu);
+          p.chaos_log.push_back(what + " (SIGKILL) during day " + std::to_string(d) + " step " +
+                                std::to_string(step) + "; restarted after " +
+                                std::to_string(down_ms / 1000.0).substr(0, 3) + " s");
+          timers.emplace_back([killed, down_ms] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(down_ms));
+            killed->Start();
+          });
         });
       }
     };
@@ -497,7 +486,6 @@ Result<Played> PlayDays(const Setup& s, Services& svc) {
       timers.clear();
       if (sa.marker.step + 1 < s.T) on_step_start(sa.marker.step + 1);
     });
-    day_over = true;
     for (auto& t : timers) t.join();
     if (!acct.ok()) return acct.status();
     // Manual bids on the same day, same budgets, in the simulator's engine.

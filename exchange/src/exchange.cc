@@ -8,6 +8,7 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <mutex>
 #include <optional>
@@ -155,6 +156,22 @@ struct Exchange::Impl {
   // health check takes out a backend that refuses connections.
   std::unique_ptr<std::atomic<int64_t>[]> down_until;
   static constexpr int64_t kDownMs = 250;
+  // AtRequest's hook and its request (kNoHook: none).
+  static constexpr size_t kNoHook = SIZE_MAX;
+  std::atomic<size_t> hook_at{kNoHook};
+  std::mutex hook_mu;
+  std::function<void()> hook;
+  void RunHookAt(size_t r) {
+    if (hook_at.load(std::memory_order_acquire) != r) return;
+    std::function<void()> h;
+    {
+      std::lock_guard<std::mutex> lk(hook_mu);
+      if (hook_at.load(std::memory_order_relaxed) != r) return;
+      h.swap(hook);
+      hook_at.store(kNoHook, std::memory_order_relaxed);
+    }
+    if (h) h();
+  }
 
   // The bidder request r goes to: its draw, or the next one in the rotation when that one is
   // out (all out: its draw).
@@ -571,6 +588,13 @@ Status Exchange::Impl::OpenDay(int64_t day_index) {
   return Status::Ok();
 }
 
+void Exchange::AtRequest(size_t request, std::function<void()> hook) {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lk(m.hook_mu);
+  m.hook = std::move(hook);
+  m.hook_at.store(request, std::memory_order_release);
+}
+
 std::vector<int64_t> Exchange::RequestsPerBidder() const {
   std::vector<int64_t> v;
   for (size_t b = 0; b < impl_->targets.size(); ++b) v.push_back(impl_->sent_to[b].load());
@@ -629,6 +653,7 @@ Result<DayAccount> Exchange::Impl::PlaySteps(
       locals[w].by_arm_agent.assign(static_cast<size_t>(kArms * N), Outcome{});
       workers.emplace_back([&, w] {
         for (size_t r = next.fetch_add(1); r < end; r = next.fetch_add(1)) {
+          m.RunHookAt(r);
           // A bidder that refuses the connection (its process is gone) is taken out for
           // kDownMs and the request goes to the next one: it never reached a bidder, so it is
           // not counted (as a load balancer's retry on another backend).
@@ -704,6 +729,11 @@ Result<DayAccount> Exchange::Impl::PlaySteps(
       acct.by_arm_agent[static_cast<size_t>(x)] += sa.by_arm_agent[static_cast<size_t>(x)];
     if (on_step) on_step(sa);
     acct.steps.push_back(std::move(sa));
+  }
+  {  // a hook this day did not reach is not carried into the next
+    std::lock_guard<std::mutex> lk(m.hook_mu);
+    m.hook = nullptr;
+    m.hook_at.store(Impl::kNoHook, std::memory_order_relaxed);
   }
   for (const Outcome& o : acct.by_agent) acct.total += o;
   acct.seconds = std::chrono::duration<double>(Clock::now() - t0).count();

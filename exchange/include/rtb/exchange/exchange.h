@@ -115,6 +115,12 @@ class Exchange {
   Result<uint64_t> BidderPolicyVersion();
   // Requests sent to each bidder so far (the spread, as played).
   std::vector<int64_t> RequestsPerBidder() const;
+  // Runs `hook` once, on the worker about to send request number `request` of the day played
+  // next (its index in the day), before that request goes out; the other workers go on
+  // meanwhile. For chaos tests: a process killed at a request, not at a moment of the clock, so
+  // that the step's later requests meet it down however loaded the machine is. Replaces any
+  // hook not yet run; a hook whose request the day does not reach is dropped when it ends.
+  void AtRequest(size_t request, std::function<void()> hook);
 
   struct Impl;
 
