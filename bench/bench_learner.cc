@@ -182,18 +182,9 @@ void BM_AdamStep(benchmark::State& state) {
     m[k] = off ? std::ldexp(1.0f, -149) : static_cast<float>(rng.Normal() * 1e-4);
     v[k] = off ? std::ldexp(1.0f, -140) : static_cast<float>(rng.Uniform() * 1e-6);
   }
-  rtb::learn::AdamStepCoefficients c{};
-  c.clip = 1.0f;
-  c.beta1 = 0.9f;
-  c.one_minus_beta1 = 0.1f;
-  c.beta2 = 0.999f;
-  c.one_minus_beta2 = 0.001f;
-  c.sqrt_bc2 = 0.5f;
-  c.eps = 1e-8f;
-  c.neg_step_size = -1e-3f;
-  c.keep = 0.99f;
-  c.tau = 0.01f;
-  c.fused = rtb::learn::AtenFusesMultiplyAdd();
+  // Adam's defaults at step 100, no clip, tau 0.01.
+  rtb::learn::AdamStepCoefficients c =
+      rtb::learn::AdamCoefficients(1e-3, 0.9, 0.999, 1e-8, 100, 1.0f, 0.01);
   c.flush_subnormals = state.range(1) == 1;
   for (auto _ : state) {
     rtb::learn::ClipAdamSoftUpdate(c, n, g.data(), p.data(), m.data(), v.data(), t.data());

@@ -166,21 +166,9 @@ void Maddpg::ExactOptimizerStep(FlatParams& flat, torch::optim::Adam& opt,
   }
   auto& state = static_cast<torch::optim::AdamParamState&>(*it->second);
   state.step(state.step() + 1);
-  const double beta1 = std::get<0>(options.betas()), beta2 = std::get<1>(options.betas());
-  const double bias_correction1 = 1 - std::pow(beta1, state.step());
-  const double bias_correction2 = 1 - std::pow(beta2, state.step());
-  AdamStepCoefficients c;
-  c.clip = clip;
-  c.beta1 = static_cast<float>(beta1);
-  c.one_minus_beta1 = static_cast<float>(1 - beta1);
-  c.beta2 = static_cast<float>(beta2);
-  c.one_minus_beta2 = static_cast<float>(1 - beta2);
-  c.sqrt_bc2 = static_cast<float>(std::sqrt(bias_correction2));
-  c.eps = static_cast<float>(options.eps());
-  c.neg_step_size = static_cast<float>(-(options.lr() / bias_correction1));
-  c.keep = static_cast<float>(1.0 - hp.tau);
-  c.tau = static_cast<float>(hp.tau);
-  c.fused = AtenFusesMultiplyAdd();
+  const AdamStepCoefficients c =
+      AdamCoefficients(options.lr(), std::get<0>(options.betas()), std::get<1>(options.betas()),
+                       options.eps(), state.step(), clip, hp.tau);
   ClipAdamSoftUpdate(c, flat.data.numel(), flat.grad.data_ptr<float>(), flat.data.data_ptr<float>(),
                      state.exp_avg().data_ptr<float>(), state.exp_avg_sq().data_ptr<float>(),
                      target != nullptr ? target->data.data_ptr<float>() : nullptr);

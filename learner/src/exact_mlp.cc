@@ -206,6 +206,25 @@ void AdamUnfused(const AdamStepCoefficients& c, long n, const float* g, float* p
 
 }  // namespace
 
+AdamStepCoefficients AdamCoefficients(double lr, double beta1, double beta2, double eps,
+                                      int64_t step, float clip, double tau) {
+  const double bias_correction1 = 1 - std::pow(beta1, step);
+  const double bias_correction2 = 1 - std::pow(beta2, step);
+  AdamStepCoefficients c;
+  c.clip = clip;
+  c.beta1 = static_cast<float>(beta1);
+  c.one_minus_beta1 = static_cast<float>(1 - beta1);
+  c.beta2 = static_cast<float>(beta2);
+  c.one_minus_beta2 = static_cast<float>(1 - beta2);
+  c.sqrt_bc2 = static_cast<float>(std::sqrt(bias_correction2));
+  c.eps = static_cast<float>(eps);
+  c.neg_step_size = static_cast<float>(-(lr / bias_correction1));
+  c.keep = static_cast<float>(1.0 - tau);
+  c.tau = static_cast<float>(tau);
+  c.fused = AtenFusesMultiplyAdd();
+  return c;
+}
+
 void ClipAdamSoftUpdate(const AdamStepCoefficients& c, long n, const float* g, float* p, float* m,
                         float* v, float* t) {
   // Subnormal floats flushed to zero, in this loop only (MXCSR's FTZ and DAZ bits, restored

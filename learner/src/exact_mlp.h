@@ -17,6 +17,7 @@
 // to layer 1's output before layer 2 (the critic's actions; 0 for the actor).
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 namespace rtb::learn {
@@ -76,5 +77,9 @@ struct AdamStepCoefficients {
 };
 void ClipAdamSoftUpdate(const AdamStepCoefficients& c, long n, const float* g, float* p, float* m,
                         float* v, float* t);
+// The coefficients torch::optim::Adam's step number `step` (1 for the first) computes from its
+// options (lr, betas, eps), with the gradient scaled by `clip` and the soft update's tau.
+AdamStepCoefficients AdamCoefficients(double lr, double beta1, double beta2, double eps,
+                                      int64_t step, float clip, double tau);
 
 }  // namespace rtb::learn

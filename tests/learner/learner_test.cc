@@ -142,20 +142,9 @@ TEST(Adam, SubnormalMomentsAreFlushedAndTheWeightsKeepAtensFloats) {
   ref.mutable_grad() = g.clone();
   opt.step();
   const auto& aten = static_cast<torch::optim::AdamParamState&>(*opt.state().begin()->second);
-  // The exact step with the coefficients Maddpg::ExactOptimizerStep passes at step 5, no clip.
-  const double b1 = 0.9, b2 = 0.999;
-  AdamStepCoefficients c;
-  c.clip = 1.0f;
-  c.beta1 = static_cast<float>(b1);
-  c.one_minus_beta1 = static_cast<float>(1 - b1);
-  c.beta2 = static_cast<float>(b2);
-  c.one_minus_beta2 = static_cast<float>(1 - b2);
-  c.sqrt_bc2 = static_cast<float>(std::sqrt(1 - std::pow(b2, 5)));
-  c.eps = 1e-8f;
-  c.neg_step_size = static_cast<float>(-(1e-3 / (1 - std::pow(b1, 5))));
-  c.keep = 1.0f;
-  c.tau = 0.0f;
-  c.fused = AtenFusesMultiplyAdd();
+  // The exact step with the coefficients ExactOptimizerStep uses (AdamCoefficients), step 5, no
+  // clip.
+  AdamStepCoefficients c = AdamCoefficients(1e-3, 0.9, 0.999, 1e-8, 5, 1.0f, 0.0);
   torch::Tensor mine = p.clone(), m2 = m.clone(), v2 = v.clone();
   const unsigned csr = _mm_getcsr();
   ClipAdamSoftUpdate(c, n, g.data_ptr<float>(), mine.data_ptr<float>(), m2.data_ptr<float>(),
