@@ -3,9 +3,166 @@
 #include <algorithm>
 #include <cmath>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "rtb/core/bid.h"
 
 namespace rtb::sim {
+
+namespace {
+
+// A budget left that caps no bid.
+constexpr int64_t kNoCapMicros = INT64_MAX / 4;
+
+// One request's inputs for BidAndRankAvx512.
+struct RequestInputs {
+  const uint32_t* adv;
+  const int64_t* bid;
+  const double* pctr;
+  const double* bratio;
+  const uint16_t* agent;
+  const int64_t* remaining;
+  const double* a_j;  // a[i][j] for i < N, N <= 8
+  int agents;
+  double range;
+  bool per_click;
+  double reserve;
+  int keep_max;  // slots + 1
+};
+
+#if defined(__x86_64__)
+// GCC 12's AVX-512 intrinsics start some results from _mm512_undefined_*(), which it then
+// reports as maybe uninitialized (a known false positive of those headers).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#define RTB_AVX512 __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw")))
+
+bool CpuHasAvx512() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
+}
+
+// One request's candidates [begin, end), 8 at a time: the scalar loop of RunRequests (the shared
+// bid formula, core/bid.h: Alpha, AdjustedBid with RoundHalfAway, CapBidToBudget) with the same
+// IEEE operations per candidate, in the same order, so the same bits; then GspAuction::RankAll's
+// ranking by vector compares. An advertiser is still in the day exactly when its budget left is
+// at least kSpentMicros (what gone_ records). Writes the top ranked to top[0..return) and counts
+// presences (d_j at stride L per agent, presences per advertiser). Returns -1, having counted
+// nothing, when a bid is outside what the vector rounding covers (>= 2^52 micros or not a
+// number): the caller then runs the scalar loop. REQUIRES: end - begin <= kMaxBatch, every
+// candidate's agent < 8.
+RTB_AVX512 int BidAndRankAvx512(const RequestInputs& in, uint32_t begin, uint32_t end, int64_t* d_j,
+                                int stride_l, int64_t* presences, AuctionEntry* top) {
+  alignas(64) double ecpm_buf[kMaxBatch];
+  alignas(64) uint32_t key_buf[kMaxBatch];
+  alignas(64) uint32_t idx_buf[kMaxBatch];
+  __mmask8 in_day[kMaxBatch / 8];
+  const __m512d lo = _mm512_set1_pd(-in.range), hi = _mm512_set1_pd(in.range);
+  const __m512d one = _mm512_set1_pd(1.0), zero = _mm512_setzero_pd();
+  const __m512d inf = _mm512_set1_pd(HUGE_VAL), half = _mm512_set1_pd(0.5);
+  const __m512d exact_int = _mm512_set1_pd(4503599627370496.0);  // 2^52: RoundHalfAway's fast range
+  const __m512d reserve = _mm512_set1_pd(in.reserve);
+  const __m512i no_cap = _mm512_set1_epi64(kNoCapMicros);
+  const __m512i spent = _mm512_set1_epi64(AuctionEngine::kSpentMicros);
+  const __m512d a_j = _mm512_maskz_loadu_pd(static_cast<__mmask8>((1u << in.agents) - 1u), in.a_j);
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  int m = 0, vecs = 0;
+  for (uint32_t c0 = begin; c0 < end; c0 += 8, ++vecs) {
+    const uint32_t cnt = end - c0 < 8 ? end - c0 : 8;
+    const auto valid = static_cast<__mmask8>(cnt == 8 ? 0xFFu : (1u << cnt) - 1u);
+    const __m256i k = _mm256_maskz_loadu_epi32(valid, in.adv + c0);
+    const __m512i left_all = _mm512_mask_i32gather_epi64(no_cap, valid, k, in.remaining, 8);
+    const __mmask8 still = _mm512_mask_cmpge_epi64_mask(valid, left_all, spent);
+    // Alpha(a[i][j], bratio, range): clip, in two compares; 0 where the product is not finite.
+    const __m512i agent = _mm512_cvtepu16_epi64(_mm_maskz_loadu_epi16(valid, in.agent + c0));
+    const __m512d x = _mm512_mul_pd(_mm512_permutexvar_pd(agent, a_j),
+                                    _mm512_maskz_loadu_pd(valid, in.bratio + c0));
+    const __mmask8 finite = _mm512_cmp_pd_mask(_mm512_abs_pd(x), inf, _CMP_LT_OQ);
+    const __m512d above = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(x, lo, _CMP_LT_OQ), x, lo);
+    const __m512d alpha = _mm512_maskz_mov_pd(
+        finite, _mm512_mask_blend_pd(_mm512_cmp_pd_mask(hi, above, _CMP_LT_OQ), above, hi));
+    // AdjustedBid: bid x (1 + alpha), 0 when <= 0, else rounded half away from zero.
+    const __m512d v =
+        _mm512_mul_pd(_mm512_cvtepi64_pd(_mm512_maskz_loadu_epi64(valid, in.bid + c0)),
+                      _mm512_add_pd(one, alpha));
+    const __mmask8 positive = _mm512_mask_cmp_pd_mask(valid, v, zero, _CMP_NLE_UQ);
+    if (_mm512_mask_cmp_pd_mask(positive, v, exact_int, _CMP_NLT_UQ) != 0) return -1;
+    const __m512i t = _mm512_cvttpd_epi64(v);
+    const __mmask8 up =
+        _mm512_cmp_pd_mask(_mm512_sub_pd(v, _mm512_cvtepi64_pd(t)), half, _CMP_GE_OQ);
+    __m512i bid_hat =
+        _mm512_maskz_mov_epi64(positive, _mm512_mask_add_epi64(t, up, t, _mm512_set1_epi64(1)));
+    // CapBidToBudget against the budget left (no cap for one that has left the day).
+    const __m512i left = _mm512_mask_blend_epi64(still, no_cap, left_all);
+    const __m512d pctr = _mm512_maskz_loadu_pd(valid, in.pctr + c0);
+    if (in.per_click) {
+      bid_hat = _mm512_min_epi64(bid_hat, left);
+    } else {
+      const __m512d left_d = _mm512_cvtepi64_pd(left);
+      const __mmask8 over = _mm512_mask_cmp_pd_mask(
+          valid, _mm512_mul_pd(_mm512_cvtepi64_pd(bid_hat), pctr), left_d, _CMP_GT_OQ);
+      if (over != 0) {
+        bid_hat = _mm512_mask_mov_epi64(
+            bid_hat, over, _mm512_cvttpd_epi64(_mm512_maskz_div_pd(over, left_d, pctr)));
+      }
+    }
+    // Offered when still in the day; ranked when the reserve admits it (RankAll's filter).
+    const __m512d ecpm = _mm512_mul_pd(_mm512_cvtepi64_pd(bid_hat), pctr);
+    const __mmask8 ranked = still & _mm512_cmp_pd_mask(ecpm, reserve, _CMP_GE_OQ) &
+                            _mm512_cmp_pd_mask(ecpm, zero, _CMP_GT_OQ);
+    _mm512_mask_compressstoreu_pd(ecpm_buf + m, ranked, ecpm);
+    _mm256_mask_compressstoreu_epi32(key_buf + m, ranked, k);
+    _mm256_mask_compressstoreu_epi32(
+        idx_buf + m, ranked, _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(c0)), lane));
+    m += __builtin_popcount(ranked);
+    in_day[vecs] = still;
+  }
+  // Presences of the candidates still in the day (d of the paper, and auctions per advertiser).
+  for (int v = 0; v < vecs; ++v) {
+    for (unsigned bits = in_day[v]; bits != 0; bits &= bits - 1) {
+      const uint32_t c = begin + static_cast<uint32_t>(v * 8 + __builtin_ctz(bits));
+      ++d_j[static_cast<size_t>(in.agent[c]) * stride_l];
+      ++presences[in.adv[c]];
+    }
+  }
+  // RankAll's rank: how many entries rank above (higher eCPM; equal eCPM and lower advertiser
+  // id; or equal both and earlier).
+  const int keep = m < in.keep_max ? m : in.keep_max;
+  for (int q = 0; q < m; ++q) {
+    const __m512d e = _mm512_set1_pd(ecpm_buf[q]);
+    const __m256i key = _mm256_set1_epi32(static_cast<int>(key_buf[q]));
+    int rank = 0;
+    for (int o0 = 0; o0 < m; o0 += 8) {
+      const int cnt = m - o0 < 8 ? m - o0 : 8;
+      const auto valid = static_cast<__mmask8>(cnt == 8 ? 0xFFu : (1u << cnt) - 1u);
+      const int before_q = q - o0 <= 0 ? 0 : (q - o0 >= 8 ? 8 : q - o0);
+      const auto earlier = static_cast<__mmask8>(before_q == 8 ? 0xFFu : (1u << before_q) - 1u);
+      const __m512d x = _mm512_maskz_loadu_pd(valid, ecpm_buf + o0);
+      const __m256i ok = _mm256_maskz_loadu_epi32(valid, key_buf + o0);
+      const __mmask8 above_q =
+          _mm512_cmp_pd_mask(x, e, _CMP_GT_OQ) |
+          (_mm512_cmp_pd_mask(x, e, _CMP_EQ_OQ) &
+           (_mm256_cmplt_epu32_mask(ok, key) | (_mm256_cmpeq_epi32_mask(ok, key) & earlier)));
+      rank += __builtin_popcount(static_cast<unsigned>(above_q & valid));
+    }
+    if (rank < keep) top[rank] = {ecpm_buf[q], key_buf[q], idx_buf[q]};
+  }
+  return keep;
+}
+#undef RTB_AVX512
+#pragma GCC diagnostic pop
+#else
+bool CpuHasAvx512() { return false; }
+int BidAndRankAvx512(const RequestInputs&, uint32_t, uint32_t, int64_t*, int, int64_t*,
+                     AuctionEntry*) {
+  return -1;
+}
+#endif  // __x86_64__
+
+}  // namespace
 
 std::shared_ptr<const DayIndex> IndexDay(const Day& day, const Market& market) {
   auto index = std::make_shared<DayIndex>();
@@ -50,7 +207,14 @@ AuctionEngine::AuctionEngine(const Day& day, const Market& market, const Auction
   for (size_t s = 0; s < acfg.slot_ctr_factors.size() && s < slot_factor_.size(); ++s) {
     slot_factor_[s] = acfg.slot_ctr_factors[s];
   }
+  UseSimd(true);
   Reset(0);
+}
+
+bool AuctionEngine::UseSimd(bool on) {
+  static const bool cpu = CpuHasAvx512();
+  simd_ = on && cpu && market_.agents <= 8 && acfg_.slots + 1 <= kMaxSlots + 1;
+  return simd_;
 }
 
 void AuctionEngine::Reset(uint64_t seed) {
@@ -90,8 +254,6 @@ void AuctionEngine::RunToEnd(const ActionTable& a) {
 
 // Requests ahead whose winners' data RunRequests fetches early.
 constexpr size_t kPrefetchAhead = 8;
-// A budget left that caps no bid.
-constexpr int64_t kNoCapMicros = INT64_MAX / 4;
 
 void AuctionEngine::RunRequests(size_t from, size_t to, const ActionTable& a) {
   const int N = market_.agents;
@@ -136,28 +298,42 @@ void AuctionEngine::RunRequests(size_t from, size_t to, const ActionTable& a) {
       __builtin_prefetch(day_.pcvr.data() + ahead + 8);
       __builtin_prefetch(day_.ppb.data() + ahead + 8);
     }
-    if (end - begin > offers.size()) offers.resize(end - begin);
-    int n = 0;
-    for (uint32_t c = begin; c < end; ++c) {
-      // An advertiser that has left the day computes no bid. Which ones have left changes
-      // through the day with no pattern a branch predictor could follow, so every candidate is
-      // computed and only those still in count and are offered.
-      const uint32_t k = adv[c];
-      const int in = gone_[k] ? 0 : 1;
-      const int i = cand_agent_[c];
-      Micros bid_hat = AdjustedBid(Micros(bid[c]), a_j[i], cand_bratio_[c], range_);
-      // The largest charge this bid can cause is its own eCPM (expected outcomes) or its CPC
-      // (sampled outcomes); it never exceeds the budget left (core/bid.h).
-      // A candidate that has left the day is not capped (its bid is not offered): capping it
-      // would again branch on who has left.
-      const int64_t left = in ? remaining_[k] : kNoCapMicros;
-      bid_hat = CapBidToBudget(bid_hat, cand_pctr[c], left, basis);
-      d_j[static_cast<size_t>(i) * L] += in;
-      presences_[k] += in;
-      offers[static_cast<size_t>(n)] = {static_cast<double>(bid_hat.value()) * cand_pctr[c], k, c};
-      n += in;
+    bool ranked = false;
+    if (simd_ && end - begin <= static_cast<uint32_t>(kMaxBatch)) {
+      AuctionEntry top[kMaxSlots + 1];
+      const RequestInputs inputs{adv, bid, cand_pctr, cand_bratio_, cand_agent_, remaining_.data(),
+                                 a_j, N,   range_,    sampled,      reserve,     acfg_.slots + 1};
+      const int kept = BidAndRankAvx512(inputs, begin, end, d_j, L, presences_.data(), top);
+      if (kept >= 0) {
+        auction.SetRanked(top, kept);
+        ranked = true;
+      }
     }
-    auction.RankAll(offers.data(), n);
+    if (!ranked) {
+      if (end - begin > offers.size()) offers.resize(end - begin);
+      int n = 0;
+      for (uint32_t c = begin; c < end; ++c) {
+        // An advertiser that has left the day computes no bid. Which ones have left changes
+        // through the day with no pattern a branch predictor could follow, so every candidate is
+        // computed and only those still in count and are offered.
+        const uint32_t k = adv[c];
+        const int in = gone_[k] ? 0 : 1;
+        const int i = cand_agent_[c];
+        Micros bid_hat = AdjustedBid(Micros(bid[c]), a_j[i], cand_bratio_[c], range_);
+        // The largest charge this bid can cause is its own eCPM (expected outcomes) or its CPC
+        // (sampled outcomes); it never exceeds the budget left (core/bid.h).
+        // A candidate that has left the day is not capped (its bid is not offered): capping it
+        // would again branch on who has left.
+        const int64_t left = in ? remaining_[k] : kNoCapMicros;
+        bid_hat = CapBidToBudget(bid_hat, cand_pctr[c], left, basis);
+        d_j[static_cast<size_t>(i) * L] += in;
+        presences_[k] += in;
+        offers[static_cast<size_t>(n)] = {static_cast<double>(bid_hat.value()) * cand_pctr[c], k,
+                                          c};
+        n += in;
+      }
+      auction.RankAll(offers.data(), n);
+    }
     const int winners = auction.Resolve(won);
     if (winners == 0) continue;
     ++auctions_;

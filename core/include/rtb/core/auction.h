@@ -98,6 +98,15 @@ class GspAuction {
     n_ = keep;
   }
 
+  // Takes a batch ranked outside this class: best first, at most slots + 1 entries, each one
+  // this auction's reserve admits; what RankAll keeps for the same offers. The simulator ranks
+  // with AVX-512 compares (simulator/src/engine.cc) and hands its top here. REQUIRES: n <=
+  // slots + 1.
+  void SetRanked(const AuctionEntry* best_first, int n) {
+    for (int r = 0; r < n; ++r) top_[r] = best_first[r];
+    n_ = n;
+  }
+
   // Writes the winners in rank order to out[0..k) and returns k (<= slots).
   int Resolve(SlotResult* out) const {
     const int winners = n_ < slots_ ? n_ : slots_;

@@ -83,6 +83,12 @@ class AuctionEngine {
   const std::vector<int64_t>& request_revenue() const { return req_revenue_; }
   const std::vector<int64_t>& request_cost() const { return req_cost_; }
   int64_t auctions_run() const { return auctions_; }
+  // Bids and ranks each request's candidates with AVX-512 when the CPU has it and the market
+  // has at most 8 agents (on by default): the same IEEE operations per candidate as the scalar
+  // loop, so the same outcomes bit for bit (tests/simulator/engine_test.cc). Off: the scalar
+  // loop everywhere. Returns whether the vector path is now in use.
+  bool UseSimd(bool on);
+  bool simd() const { return simd_; }
 
  private:
   void RunRequests(size_t from, size_t to, const ActionTable& a);
@@ -115,6 +121,7 @@ class AuctionEngine {
   std::vector<int64_t> burn_cost_;  // [agent * buckets + bucket] cost within the bucket
   int64_t auctions_ = 0;
   bool track_requests_ = false;
+  bool simd_ = false;
   std::vector<int64_t> req_revenue_, req_cost_;
 };
 
