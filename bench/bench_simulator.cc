@@ -5,6 +5,8 @@
 // BM_DefaultDay_Manual runs the whole test day (70K requests, ~1M candidates, budgets on)
 // under manual bids; BM_DefaultDay_Policy under a non-trivial action table (every bid goes
 // through the DCMAB formula). items_per_second = auctions (requests) per second on one core.
+// The ...Scalar variants run the same days on the engine's scalar loop (UseSimd(false)): the
+// version before the AVX-512 path, in the same run.
 // BM_DefaultDay_PolicyNewEngine builds a new engine per day (as each evaluation did), and
 // ...SharedIndex does so on the day's shared sim::DayIndex (as training now does).
 // BM_BareAuction is the baseline in the same run: the GSP ranking alone over the same
@@ -27,9 +29,15 @@ const rtb::sim::Scenario& DefaultScenario() {
   return *sc;
 }
 
-void RunDay(benchmark::State& state, const rtb::ActionTable& table) {
+// simd: the engine's AVX-512 path where the CPU has it; false: the scalar loop (the previous
+// version, in the same run).
+void RunDay(benchmark::State& state, const rtb::ActionTable& table, bool simd = true) {
   const auto& sc = DefaultScenario();
   rtb::sim::AuctionEngine e(sc.test, sc.market, sc.cfg.auction, 0.9, sc.test_budgets);
+  if (e.UseSimd(simd) != simd) {
+    state.SkipWithError("no AVX-512 on this CPU");
+    return;
+  }
   for (auto _ : state) {
     e.Reset(1);
     e.RunToEnd(table);
@@ -42,6 +50,10 @@ void RunDay(benchmark::State& state, const rtb::ActionTable& table) {
 
 void BM_DefaultDay_Manual(benchmark::State& state) { RunDay(state, rtb::ActionTable(3, 3)); }
 BENCHMARK(BM_DefaultDay_Manual)->Unit(benchmark::kMillisecond);
+void BM_DefaultDay_ManualScalar(benchmark::State& state) {
+  RunDay(state, rtb::ActionTable(3, 3), false);
+}
+BENCHMARK(BM_DefaultDay_ManualScalar)->Unit(benchmark::kMillisecond);
 
 // A non-trivial table: every bid goes through the DCMAB formula.
 rtb::ActionTable PolicyTable() {
@@ -54,6 +66,8 @@ rtb::ActionTable PolicyTable() {
 
 void BM_DefaultDay_Policy(benchmark::State& state) { RunDay(state, PolicyTable()); }
 BENCHMARK(BM_DefaultDay_Policy)->Unit(benchmark::kMillisecond);
+void BM_DefaultDay_PolicyScalar(benchmark::State& state) { RunDay(state, PolicyTable(), false); }
+BENCHMARK(BM_DefaultDay_PolicyScalar)->Unit(benchmark::kMillisecond);
 
 // The policy day with a new engine every time, on `index` (null: the engine builds its own).
 void RunNewEngineDays(benchmark::State& state, std::shared_ptr<const rtb::sim::DayIndex> index) {

@@ -1,5 +1,6 @@
 #include "rtb/simulator/config.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace rtb::sim {
@@ -94,6 +95,9 @@ void ReadSimulatorConfig(ConfigMap& root, SimulatorConfig* cfg) {
   a.Get("slot_ctr_factors", &ac.slot_ctr_factors);
   a.Check(ac.slot_ctr_factors.empty() || static_cast<int>(ac.slot_ctr_factors.size()) == ac.slots,
           "slot_ctr_factors", "must be empty or have one factor per slot");
+  a.Check(std::all_of(ac.slot_ctr_factors.begin(), ac.slot_ctr_factors.end(),
+                      [](double f) { return std::isfinite(f) && f >= 0; }),
+          "slot_ctr_factors", "each factor must be a finite number >= 0");
   a.Get("outcomes", &ac.outcomes);
   a.Check(ac.outcomes == "expected" || ac.outcomes == "sampled", "outcomes",
           "must be \"expected\" or \"sampled\"");

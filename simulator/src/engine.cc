@@ -236,6 +236,7 @@ void AuctionEngine::Reset(uint64_t seed) {
   d_ = market_.d0.size() == pairs ? market_.d0 : std::vector<double>(pairs, 0.0);
   burn_cost_.assign(static_cast<size_t>(market_.agents) * burn_buckets_, 0);
   auctions_ = 0;
+  simd_requests_ = 0;
   req_revenue_.clear();
   req_cost_.clear();
 }
@@ -307,6 +308,7 @@ void AuctionEngine::RunRequests(size_t from, size_t to, const ActionTable& a) {
       if (kept >= 0) {
         auction.SetRanked(top, kept);
         ranked = true;
+        ++simd_requests_;
       }
     }
     if (!ranked) {

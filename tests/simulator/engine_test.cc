@@ -207,6 +207,7 @@ struct DayRecord {
   std::vector<std::vector<double>> burn;
   std::vector<int64_t> req_revenue, req_cost;
   int64_t auctions = 0;
+  int64_t simd_requests = 0;  // requests the vector path bid and ranked
 };
 
 DayRecord RunBothWays(AuctionEngine& e, const std::vector<ActionTable>& steps, bool simd) {
@@ -225,6 +226,7 @@ DayRecord RunBothWays(AuctionEngine& e, const std::vector<ActionTable>& steps, b
   r.req_revenue = e.request_revenue();
   r.req_cost = e.request_cost();
   r.auctions = e.auctions_run();
+  r.simd_requests = e.simd_requests();
   return r;
 }
 
@@ -292,12 +294,12 @@ std::vector<ActionTable> Tables(int agents, int clusters, uint64_t seed) {
 // loop: every outcome, presence, burn and per-request figure has the same bits, with budgets
 // that run out (bids capped, advertisers leaving), floors, sampled outcomes and slot factors.
 TEST(EngineSimd, GivesTheScalarLoopsOutcomesBitForBit) {
-  for (int variant = 0; variant < 4; ++variant) {
+  for (int variant = 0; variant < 5; ++variant) {
     SimulatorConfig cfg = SmallWorld();
     cfg.seed = 3 + static_cast<uint64_t>(variant);
-    if (variant == 1) cfg.auction.outcomes = "sampled";
+    if (variant == 1 || variant == 4) cfg.auction.outcomes = "sampled";
     if (variant == 2) cfg.auction.slot_ctr_factors = {1.0, 0.7, 0.5};
-    if (variant == 3) cfg.market.budget_fraction = 0.05;  // most budgets run out early
+    if (variant >= 3) cfg.market.budget_fraction = 0.05;  // most budgets run out early
     auto sc = BuildScenario(cfg, "", "", false);
     ASSERT_TRUE(sc.ok()) << sc.status().message();
     const Scenario& s = **sc;
@@ -305,36 +307,72 @@ TEST(EngineSimd, GivesTheScalarLoopsOutcomesBitForBit) {
     if (!e.UseSimd(true)) GTEST_SKIP() << "no AVX-512 on this CPU: only the scalar loop runs";
     const auto tables = Tables(s.market.agents, s.market.clusters, 11 + variant);
     SCOPED_TRACE("variant " + std::to_string(variant));
-    ExpectSameDay(RunBothWays(e, tables, true), RunBothWays(e, tables, false));
+    const DayRecord vec = RunBothWays(e, tables, true), scalar = RunBothWays(e, tables, false);
+    ExpectSameDay(vec, scalar);
+    // Every request went through the vector path (none has more than 64 candidates), and none
+    // through it with the vector path off.
+    EXPECT_EQ(vec.simd_requests, static_cast<int64_t>(s.test.requests()));
+    EXPECT_EQ(scalar.simd_requests, 0);
     // Unlimited budgets too (no cap, nobody leaves).
     AuctionEngine u(s.test, s.market, s.cfg.auction, s.cfg.market.alpha_range, {});
     ExpectSameDay(RunBothWays(u, tables, true), RunBothWays(u, tables, false));
   }
 }
 
-// Ties in eCPM (broken by advertiser id, then by order), an advertiser twice in one request,
-// and a request with more candidates than one vector batch holds (the scalar loop takes it).
-TEST(EngineSimd, BreaksTiesAsRankAllDoes) {
+// Hand-made requests at the edges: eCPM ties (broken by advertiser id, then by order), an
+// advertiser twice in one request, no candidates, 61 to 65 and 70 candidates (more than 64: the
+// scalar loop takes them), a bid of 2^52 micros or more (the scalar loop's rounding takes it),
+// bids whose adjusted value ends in exactly .5 (rounded away from zero), eCPMs equal to the
+// reserve, 8 agents (every lane of the action vector), tight budgets.
+TEST(EngineSimd, TheEdgesGiveTheScalarLoopsOutcomes) {
   std::vector<std::vector<Cand>> reqs;
-  for (int r = 0; r < 40; ++r) {
+  int64_t vector_requests = 0;
+  for (int r = 0; r < 60; ++r) {
     std::vector<Cand> cands;
-    const int n = r == 7 ? 70 : 3 + r % 17;
+    int n = 3 + r % 17;
+    if (r == 7) n = 70;
+    if (r >= 10 && r <= 14) n = 61 + (r - 10);
+    if (r == 20) n = 0;
     for (int q = 0; q < n; ++q) {
-      const auto adv = static_cast<uint32_t>((q * 7 + r) % 12);
-      cands.push_back({adv, 0.5 + (q % 3) * 0.25, q % 2 == 0 ? 0.1 : 0.05});
+      const auto adv = static_cast<uint32_t>((q * 7 + r) % 24);
+      // 0.500001 units = 500001 micros: x 1.5 ends in .5.
+      const double bid = q % 4 == 3 ? 0.500001 : 0.5 + (q % 3) * 0.25;
+      cands.push_back({adv, bid, q % 2 == 0 ? 0.1 : 0.05});
     }
-    cands.push_back(cands.front());  // the same advertiser and bid twice
+    if (n > 0) cands.push_back(cands.front());    // the same advertiser and bid twice
+    if (r == 30) cands.push_back({5, 5e9, 0.1});  // 5e15 micros: past 2^52
+    if (r >= 40 && r < 50) {
+      // The runner-up's eCPM is the winner's price: 500001 x 1.5 x pCTR 1 = 750001.5 micros,
+      // so the winner pays 750002 (half away from zero) or, rounded otherwise, 750001.
+      cands = {{static_cast<uint32_t>(r % 24), 2.0, 1.0},
+               {static_cast<uint32_t>((r + 1) % 24), 0.500001, 1.0}};
+    }
+    const bool vector = cands.size() <= 64 && r != 30;
+    vector_requests += vector ? 1 : 0;
     reqs.push_back(cands);
   }
-  const Day day = MakeDay(reqs, 12);
-  std::vector<uint16_t> agents(12);
-  for (size_t k = 0; k < agents.size(); ++k) agents[k] = static_cast<uint16_t>(k % 3);
-  const Market m = MakeMarket(agents, 3);
-  std::vector<Micros> budgets(12, Micros::FromUnits(0.02));
-  AuctionEngine e(day, m, Rules(), 0.9, budgets);
-  if (!e.UseSimd(true)) GTEST_SKIP() << "no AVX-512 on this CPU";
-  for (const auto& tables : {std::vector<ActionTable>{ActionTable(3, 1)}, Tables(3, 1, 5)}) {
-    ExpectSameDay(RunBothWays(e, tables, true), RunBothWays(e, tables, false));
+  const Day day = MakeDay(reqs, 24);
+  for (const int agents : {3, 8}) {
+    std::vector<uint16_t> agent_of(24);
+    for (size_t k = 0; k < agent_of.size(); ++k) agent_of[k] = static_cast<uint16_t>(k % agents);
+    const Market m = MakeMarket(agent_of, agents);
+    ActionTable half(agents, 1);
+    for (int i = 0; i < agents; ++i) half.set(i, 0, 0.5);
+    // 100 CPM = 100000 micros per impression: a 1.0-unit bid at pCTR 0.1, unadjusted.
+    for (const double reserve_cpm : {0.0, 100.0}) {
+      for (const Micros budget : {Micros::FromUnits(0.2), Micros::FromUnits(5.0)}) {
+        AuctionEngine e(day, m, Rules(reserve_cpm), 0.9, std::vector<Micros>(24, budget));
+        if (!e.UseSimd(true)) GTEST_SKIP() << "no AVX-512 on this CPU";
+        for (const auto& tables : {std::vector<ActionTable>{ActionTable(agents, 1)},
+                                   std::vector<ActionTable>{half}, Tables(agents, 1, 5)}) {
+          SCOPED_TRACE("agents " + std::to_string(agents) + " reserve " +
+                       std::to_string(reserve_cpm) + " budget " + std::to_string(budget.value()));
+          const DayRecord vec = RunBothWays(e, tables, true);
+          ExpectSameDay(vec, RunBothWays(e, tables, false));
+          EXPECT_EQ(vec.simd_requests, vector_requests);
+        }
+      }
+    }
   }
 }
 

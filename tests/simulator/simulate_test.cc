@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "rtb/core/ab.h"
@@ -40,6 +41,21 @@ TEST(Simulate, TheCoordinationWorldIsTheDefaultWithOneSlotFewCandidatesAndNoFloo
   EXPECT_EQ(c->market.budget_fraction, d->market.budget_fraction);
   auto sc = BuildScenario(*c, "", "", false);
   ASSERT_TRUE(sc.ok()) << sc.status().message();
+}
+
+// A slot factor that is negative or not a number would make a won impression refund money (or
+// make spend undefined): the config says so instead.
+TEST(Simulate, ANegativeSlotFactorIsAConfigError) {
+  const std::string path = ::testing::TempDir() + "/rtb-slot-factors.yaml";
+  for (const char* factors : {"[1.0, -0.5, 0.25]", "[1.0, .nan, 0.25]"}) {
+    std::ofstream(path) << "auction:\n  slots: 3\n  slot_ctr_factors: " << factors << "\n";
+    auto cfg = LoadSimulatorConfig(path);
+    ASSERT_FALSE(cfg.ok()) << factors;
+    EXPECT_NE(cfg.status().message().find("slot_ctr_factors"), std::string::npos)
+        << cfg.status().message();
+  }
+  std::ofstream(path) << "auction:\n  slots: 3\n  slot_ctr_factors: [1.0, 0.5, 0]\n";
+  EXPECT_TRUE(LoadSimulatorConfig(path).ok());
 }
 
 class DefaultDay : public ::testing::Test {

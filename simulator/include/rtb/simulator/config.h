@@ -59,7 +59,8 @@ struct AuctionConfig {
   int slots = 3;             // ad slots per request; the top `slots` by eCPM win
   double reserve_cpm = 0.0;  // exchange-wide minimum reserve, currency units per thousand
                              // impressions; a request's reserve is max(this, its floor)
-  // Click-through factor per slot (position discount); empty = no discount (paper's setting).
+  // Click-through factor per slot (position discount), each finite and >= 0; empty = no discount
+  // (the paper's setting).
   std::vector<double> slot_ctr_factors;
   std::string outcomes = "expected";  // "expected" (paper) or "sampled" (Bernoulli clicks/buys)
 };

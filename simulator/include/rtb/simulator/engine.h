@@ -89,6 +89,8 @@ class AuctionEngine {
   // loop everywhere. Returns whether the vector path is now in use.
   bool UseSimd(bool on);
   bool simd() const { return simd_; }
+  // Requests since Reset whose candidates the vector path bid and ranked.
+  int64_t simd_requests() const { return simd_requests_; }
 
  private:
   void RunRequests(size_t from, size_t to, const ActionTable& a);
@@ -122,6 +124,7 @@ class AuctionEngine {
   int64_t auctions_ = 0;
   bool track_requests_ = false;
   bool simd_ = false;
+  int64_t simd_requests_ = 0;
   std::vector<int64_t> req_revenue_, req_cost_;
 };
 
