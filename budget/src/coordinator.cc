@@ -149,7 +149,7 @@ struct Coordinator::Impl {
 
   void Apply(const LeaseMessage& m, Granted* granted) {
     const int64_t now = NowUnixMs();
-    ledger.Heartbeat(m.bidder, now);
+    ledger.Heartbeat(m.bidder, now, m.ts_ms > 0 ? m.ts_ms : -1);
     // The bidder's own send time: messages arrive in batches, so arrival times would make a
     // rate of noise.
     if (m.requests >= 0 && m.ts_ms > 0) ledger.Traffic(m.bidder, m.requests, m.ts_ms);

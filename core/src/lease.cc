@@ -60,9 +60,20 @@ void LeaseLedger::Change(Budget& b, const std::string& bidder, Holding& h, F&& f
   if (alive) b.unused_live += Unused(h);
 }
 
-void LeaseLedger::Heartbeat(const std::string& bidder, int64_t now_ms) {
+void LeaseLedger::Heartbeat(const std::string& bidder, int64_t now_ms, int64_t sent_ms) {
   std::lock_guard<std::mutex> l(mu_);
   Touch(bidder, now_ms);
+  if (sent_ms >= 0) {
+    Bidder& b = BidderNamed(bidder);
+    b.sent_ms = std::max(b.sent_ms, sent_ms);
+    newest_sent_ms_ = std::max(newest_sent_ms_, sent_ms);
+  }
+}
+
+int64_t LeaseLedger::SilentMs(const Bidder& b, int64_t now_ms) const {
+  const int64_t by_clock = now_ms - b.seen_ms;
+  if (b.sent_ms < 0 || newest_sent_ms_ < 0) return by_clock;
+  return std::min(by_clock, newest_sent_ms_ - b.sent_ms);
 }
 
 void LeaseLedger::Traffic(const std::string& bidder, int64_t requests, int64_t at_ms) {
@@ -306,7 +317,8 @@ int LeaseLedger::Reclaim(int64_t now_ms) {
   std::lock_guard<std::mutex> l(mu_);
   int reclaimed = 0;
   for (auto& [name, b] : bidders_) {
-    if (b.dead_since_ms < 0 && now_ms - b.seen_ms > cfg_.heartbeat_timeout_ms) {
+    const int64_t silent = SilentMs(b, now_ms);
+    if (b.dead_since_ms < 0 && silent > cfg_.heartbeat_timeout_ms) {
       // Dead: its holdings no longer count as money it could give back.
       for (auto& [key, bud] : budgets_) {
         const auto it = bud.by_bidder.find(name);
@@ -316,8 +328,7 @@ int LeaseLedger::Reclaim(int64_t now_ms) {
       shares_dirty_ = true;
     }
     if (b.dead_since_ms < 0) continue;
-    const bool window_over =
-        now_ms - b.seen_ms > cfg_.heartbeat_timeout_ms + cfg_.billing_window_ms;
+    const bool window_over = silent > cfg_.heartbeat_timeout_ms + cfg_.billing_window_ms;
     for (auto& [key, bud] : budgets_) {
       auto it = bud.by_bidder.find(name);
       if (it == bud.by_bidder.end()) continue;

@@ -286,6 +286,41 @@ TEST(Lease, ADeadBidderKeepsTheCapOfItsLastReport) {
   EXPECT_EQ(ledger.Of(kKey).held, 1'000'000);
 }
 
+// A coordinator that falls behind its topic (in a loaded `rtb demo --bidders 3` it processed
+// messages seconds after they were sent) must not take a live bidder for dead: its unread
+// reports raised its cap, and money reclaimed beyond the cap the coordinator last read would be
+// spent twice (that run overspent 3.8%). Silence is measured against the newest message read.
+TEST(Lease, ACoordinatorBehindItsTopicTakesNoLiveBidderForDead) {
+  LeaseConfig cfg;
+  cfg.heartbeat_timeout_ms = 1'000;
+  cfg.billing_window_ms = 1'000;
+  LeaseLedger ledger(cfg);
+  ledger.SetBudget(kKey, Micros(1'000'000));
+  ledger.Heartbeat("a", 0, 0);
+  ASSERT_EQ(ledger.Request("b", kKey, 800'000, 0, 800'000), 800'000);
+  ledger.Heartbeat("b", 0, 0);
+  ledger.Report("b", kKey, 100'000, 0, 0, /*cap=*/300'000);
+  // Five seconds pass with nothing read: by the coordinator's clock both are silent, but it has
+  // read nothing newer from anyone.
+  EXPECT_EQ(ledger.Reclaim(5'000), 0);
+  EXPECT_EQ(ledger.Held("b", kKey), 800'000);
+  // It catches up: both sent at 4.9 s.
+  ledger.Heartbeat("a", 5'100, 4'900);
+  ledger.Heartbeat("b", 5'100, 4'900);
+  EXPECT_EQ(ledger.Reclaim(5'100), 0);
+  // a goes on, b stops: silent by both measures, b is dead and keeps its cap.
+  ledger.Heartbeat("a", 6'200, 6'150);
+  EXPECT_EQ(ledger.Reclaim(6'200), 1);
+  EXPECT_EQ(ledger.Held("b", kKey), 300'000);
+  EXPECT_EQ(ledger.Request("a", kKey, 1'000'000, 6'200, 1'000'000), 700'000);
+  // Without send times (older messages), the coordinator's clock alone decides, as before.
+  LeaseLedger old(cfg);
+  old.SetBudget(kKey, Micros(1'000'000));
+  ASSERT_EQ(old.Request("b", kKey, 800'000, 0, 800'000), 800'000);
+  old.Heartbeat("a", 5'000);
+  EXPECT_EQ(old.Reclaim(5'000), 1);
+}
+
 TEST(Lease, ADeadBiddersUnspentLeaseReturnsAtOnceItsReservationsAfterTheBillingWindow) {
   LeaseConfig cfg;
   cfg.heartbeat_timeout_ms = 10'000;

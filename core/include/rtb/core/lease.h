@@ -96,8 +96,12 @@ class LeaseLedger {
   int64_t Request(const std::string& bidder, const LeaseKey& key, int64_t want, int64_t now_ms,
                   int64_t need = 0);
 
-  // Any message from a bidder keeps it alive.
-  void Heartbeat(const std::string& bidder, int64_t now_ms);
+  // Any message from a bidder keeps it alive. sent_ms: when the bidder sent it (its ts_ms; -1
+  // unknown). With send times, Reclaim also measures a bidder's silence against the newest
+  // message processed from any bidder, so a coordinator that has fallen behind its topic (what
+  // a live bidder sent is still unread) declares no one dead: it would reclaim beyond a cap the
+  // bidder has since raised in a report Kafka acknowledged, and the money would be spent twice.
+  void Heartbeat(const std::string& bidder, int64_t now_ms, int64_t sent_ms = -1);
 
   // Share sizing: `requests` is the bidder's running count of bid requests answered (since its
   // process started), counted at `at_ms` of the bidder's own clock (when it sent its report:
@@ -149,7 +153,9 @@ class LeaseLedger {
               int64_t now_ms, int64_t cap = 0, int64_t seq = 0);
 
   // Marks silent bidders dead and returns what they no longer need to the pool; the number of
-  // (bidder, budget) leases reclaimed by this call.
+  // (bidder, budget) leases reclaimed by this call. Silent: nothing processed from the bidder
+  // for heartbeat_timeout_ms by now_ms and, once messages carry send times (Heartbeat), nothing
+  // it sent within heartbeat_timeout_ms of the newest message processed from any bidder.
   int Reclaim(int64_t now_ms);
 
   // A restarted coordinator: sets what `bidder` holds of `key`, as its grants topic says (the
@@ -200,7 +206,8 @@ class LeaseLedger {
   };
   struct Bidder {
     int64_t seen_ms = 0;
-    int64_t dead_since_ms = -1;              // -1: alive
+    int64_t sent_ms = -1;        // the newest send time of its messages processed; -1: none known
+    int64_t dead_since_ms = -1;  // -1: alive
     int64_t requests = -1, requests_ms = 0;  // the last Traffic count, and when
     double rate = -1;                        // requests per second, smoothed; -1: not known
   };
@@ -211,6 +218,8 @@ class LeaseLedger {
   };
   // REQUIRES: mu_ held (all below).
   Bidder& BidderNamed(const std::string& bidder);  // added if new
+  // How long the bidder has been silent (Reclaim's rule).
+  int64_t SilentMs(const Bidder& b, int64_t now_ms) const;
   void Touch(const std::string& bidder, int64_t now_ms);
   // Every live bidder's traffic share, by name; recomputed when a rate or a life changed.
   const std::vector<Share>& Shares() const;
@@ -240,6 +249,7 @@ class LeaseLedger {
   mutable std::vector<Share> shares_;  // Shares(), while !shares_dirty_
   mutable bool shares_dirty_ = true;
   int64_t reclaims_ = 0, grants_ = 0;
+  int64_t newest_sent_ms_ = -1;  // the newest send time of any message processed; -1: none
 };
 
 }  // namespace rtb
