@@ -65,6 +65,7 @@ struct LeaseClient::Impl {
   struct Stats {
     int64_t asks = 0, answers = 0, zero = 0, answer_ms = 0, answer_ms_max = 0, blocked = 0,
             returns = 0, returned = 0;
+    int64_t resyncs = 0;  // reports after a silence past the TTL (bids waited for holdings)
   } stats;
   static constexpr int64_t kStatsEveryMs = 10'000;
   int64_t next_stats_ms = 0;
@@ -480,6 +481,18 @@ struct LeaseClient::Impl {
       sent = Send(budget::LeaseMsgType::kReport, day + 1, std::move(next_items)) && sent;
     }
     if (sent && producer->Flush(std::max(100, cfg->leases.report_every_ms)).ok()) {
+      if (now - last_report_ok_ms > cfg->leases.ttl_ms) {
+        // Silent past the TTL (and so, by the TTL's rule, maybe past the coordinator's heartbeat
+        // timeout): the coordinator may have taken this bidder for dead and granted what it
+        // held above its last cap to others. Raising the cap now could spend that money twice,
+        // so new bids wait, as after a restart, for holdings that have read this report.
+        first_seq = last_seq;
+        for (auto& [key, slot] : slots) slot.synced = false;
+        ++stats.resyncs;
+        log::Get("lease").warn(
+            "lease client: no report on Kafka for {} ms: bids wait for the coordinator's holdings",
+            now - last_report_ok_ms);
+      }
       last_report_ok_ms = now;
       for (const auto& [d, c] : {std::pair{day, &caps}, std::pair{day + 1, &next_caps}}) {
         for (const auto& [k, cap] : *c) {
@@ -554,10 +567,11 @@ struct LeaseClient::Impl {
           log::Get("lease").info(
               "lease client {}: {} asks, {} answered ({} with nothing) in {:.0f} ms on average "
               "(at most {} ms); {} slot checks found refused reservations; {} returns, {:.2f} "
-              "given back",
+              "given back; {} resyncs after a silence past the TTL",
               name, stats.asks, stats.answers, stats.zero,
               stats.answers > 0 ? static_cast<double>(stats.answer_ms) / stats.answers : 0.0,
-              stats.answer_ms_max, stats.blocked, stats.returns, Micros(stats.returned).units());
+              stats.answer_ms_max, stats.blocked, stats.returns, Micros(stats.returned).units(),
+              stats.resyncs);
         }
         stats = {};
         next_stats_ms = now + kStatsEveryMs;

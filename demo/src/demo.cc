@@ -289,6 +289,11 @@ Status WriteBidderConfig(const Setup& s, const Services& svc) {
       if (in_leases && k == "  name") line = "  name: bidder-0";
       if (in_leases && k == "  check_every_ms") line = "  check_every_ms: 20";
       if (in_leases && k == "  report_every_ms") line = "  report_every_ms: 200";
+      // Below the coordinator's heartbeat timeout (kLeaseHeartbeatMs), as the TTL's rule wants
+      // (docs/budget-leases.md section 4): a bidder silent this long resyncs before bidding.
+      if (in_leases && k == "  ttl_ms") {
+        line = "  ttl_ms: " + std::to_string(kLeaseHeartbeatMs * 2 / 3);
+      }
       // A simulated day lasts about 10 s: leases for half a second of spend.
       if (in_leases && k == "  horizon_ms") line = "  horizon_ms: 500";
     }

@@ -1628,5 +1628,47 @@ TEST_F(BidderIntegration, WithoutKafkaPastTheLeaseTtlABidderSpendsNothingNewThen
             BudgetMetric(*bidder_, "spent") + BudgetMetric(*bidder_, "reserved"));
 }
 
+// A bidder silent past its TTL may have been taken for dead (the coordinator reclaims what it
+// held above its last cap and grants it to others): when Kafka takes its reports again it must
+// not raise its cap and bid on that money, but wait, as a restarted bidder does, for holdings
+// that have read its reports. Here no coordinator runs when Kafka comes back: no bid goes out
+// until one does (before the resync, bids went out as soon as Kafka took a report).
+TEST_F(BidderIntegration, ABidderSilentPastItsTtlBidsAgainOnlyOnceTheCoordinatorHasReadIt) {
+  BidderConfig cfg = LeasedConfig(dir_, "bidder-resync", 10.0, 0.5);
+  cfg.leases.ttl_ms = 600;
+  cfg.leases.sizing = LeaseSizing::kRate;
+  Start(cfg);
+  auto coordinator =
+      std::make_unique<CoordinatorThread>(MarketOf(cfg, bidder_->events().bootstrap()));
+  ASSERT_TRUE(coordinator->status().ok()) << coordinator->status().message();
+  Client client(port_);
+  int n = 0;
+  auto bid = [&] {
+    return client.Do(http::verb::post, "/openrtb2/bid", Request("resync-" + std::to_string(n++)))
+               .first == 200;
+  };
+  ASSERT_TRUE(WaitFor(bid, 30)) << "no lease granted";
+  coordinator.reset();  // the coordinator goes away, then Kafka for longer than the TTL
+  kafka::MockCluster* mock = bidder_->events().mock_cluster();
+  ASSERT_NE(mock, nullptr);
+  for (int b = 1; b <= 3; ++b) mock->SetBrokerDown(b);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return BudgetMetric(*bidder_, "budget") ==
+               BudgetMetric(*bidder_, "spent") + BudgetMetric(*bidder_, "reserved");
+      },
+      10));
+  for (int b = 1; b <= 3; ++b) mock->SetBrokerUp(b);
+  // Kafka takes reports again (the freeze ends), but no coordinator has read them.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  while (std::chrono::steady_clock::now() < until) {
+    EXPECT_FALSE(bid()) << "a bid before any coordinator read the bidder's reports";
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  coordinator = std::make_unique<CoordinatorThread>(MarketOf(cfg, bidder_->events().bootstrap()));
+  ASSERT_TRUE(coordinator->status().ok()) << coordinator->status().message();
+  EXPECT_TRUE(WaitFor(bid, 30)) << "no bid after a coordinator read the bidder again";
+}
+
 }  // namespace
 }  // namespace rtb::bidder

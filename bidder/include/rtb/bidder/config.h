@@ -93,7 +93,9 @@ struct LeaseClientConfig {
   // about three intervals of spend past its last acknowledged report.
   int report_every_ms = 2000;
   // Kafka has not taken a report for this long: stop spending new money (the coordinator
-  // reclaims a silent bidder's lease after its heartbeat timeout, which must be longer).
+  // reclaims a silent bidder's lease after its heartbeat timeout, which must be longer). The
+  // first report Kafka takes after such a silence resyncs the bidder: new bids wait, as after a
+  // restart, for holdings that have read it (the coordinator may have reclaimed meanwhile).
   int ttl_ms = 45000;
   // A bid whose largest charge the lease cannot cover: lowered to what the lease has room for
   // (as a bid is at a budget's end), or (false) not made, so that bids stay those one bidder
