@@ -31,6 +31,39 @@ struct Coordinator::Impl {
   std::map<LeaseKey, std::map<std::string, Want>> wanted;
   static constexpr int64_t kWantedMs = 2'000;
 
+  // Per partition of the requests topic: the next offset to read (what was read), and the high
+  // watermark when first asked, for a partition nothing was read from yet.
+  std::map<int32_t, int64_t> next_offset, first_high;
+  int partitions = -1;
+  int64_t behind_skips = 0, next_behind_log_ms = 0;
+
+  // Whether everything on the requests topic as of now has been read. Only then is a bidder's
+  // silence its own: each bidder writes to its own partition, and a coordinator behind some of
+  // them (under load, partitions are read unevenly) has not read what a live bidder sent, nor
+  // the caps it raised, which the bidder may already be spending up to. A partition nothing has
+  // been read from since the start counts as read while it holds no message newer than when it
+  // was first asked about (what it held then was read before a restart, or is the bidder's own
+  // backlog, whose leases a restart restored as spent).
+  bool CaughtUp() {
+    if (partitions < 0) {
+      auto n = consumer->PartitionCount(opt.requests_topic, 1'000);
+      if (!n.ok()) return false;
+      partitions = *n;
+    }
+    for (int32_t p = 0; p < partitions; ++p) {
+      auto wm = consumer->Watermarks(opt.requests_topic, p, 1'000);
+      if (!wm.ok()) return false;
+      const int64_t high = wm->second;
+      if (const auto it = next_offset.find(p); it != next_offset.end()) {
+        if (it->second < high) return false;
+        continue;
+      }
+      const auto [first, added] = first_high.try_emplace(p, high);
+      if (high > first->second) return false;
+    }
+    return true;
+  }
+
   // What the other bidders wait for of a budget (a holding's `wanted`).
   int64_t WantedFrom(const LeaseKey& key, const std::string& bidder, int64_t now) const {
     const auto it = wanted.find(key);
@@ -307,6 +340,7 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
       auto msg = m.consumer->Poll(n == 0 ? 100 : 0);
       if (!msg) break;
       if (!msg->ok()) continue;
+      m.next_offset[msg->partition()] = msg->offset() + 1;
       auto lm = DecodeLeaseMessage(msg->payload());
       {
         std::lock_guard<std::mutex> lk(m.counters_mu);
@@ -320,6 +354,15 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
     if (now >= next_status) {
       m.LogStatus();
       next_status = now + kStatusEveryMs;
+    }
+    if (now >= next_reclaim && !m.CaughtUp()) {
+      ++m.behind_skips;  // a reclaim waits until everything sent so far is read
+      if (now >= m.next_behind_log_ms) {
+        log::Get("budget").info(
+            "coordinator: behind the requests topic: no reclaim yet ({} so far)", m.behind_skips);
+        m.next_behind_log_ms = now + kStatusEveryMs;
+      }
+      next_reclaim = now + m.opt.reclaim_every_ms;
     }
     if (now >= next_reclaim) {
       m.ForgetOldWants(now);

@@ -22,7 +22,8 @@ struct Child {
   bool Running();
   // Waits for it to exit; its exit status (or -signal).
   int Wait();
-  // `sig`, then SIGKILL after timeout_ms. Returns the exit status (or -signal).
+  // `sig` (0: none, it was sent already), then SIGKILL after timeout_ms. Returns the exit status
+  // (or -signal).
   int Stop(int sig, int timeout_ms);
   ~Child() { Stop(SIGKILL, 1000); }
 };

@@ -522,7 +522,14 @@ Result<Played> PlayDays(const Setup& s, Services& svc) {
 
 void StopServices(Services& svc) {
   svc.learner_exit = svc.learner->Stop(SIGTERM, 30000);
-  for (auto& b : svc.bidders) svc.bidder_exit = std::max(svc.bidder_exit, b->Stop(SIGTERM, 30000));
+  // Every bidder is told at once: stopped one after another, the first ones fell silent while
+  // the last still reported, and the coordinator reclaimed their leases as if they had died.
+  for (auto& b : svc.bidders) {
+    if (b->pid > 0) ::kill(b->pid, SIGTERM);
+  }
+  for (auto& b : svc.bidders) {
+    svc.bidder_exit = std::max(svc.bidder_exit, b->Stop(/*sig=*/0, 30000));  // 0: wait only
+  }
   if (svc.budget != nullptr) svc.budget_exit = svc.budget->Stop(SIGTERM, 30000);
 }
 
