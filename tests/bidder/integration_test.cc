@@ -8,6 +8,7 @@
 #include <boost/beast/http.hpp>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -102,6 +103,11 @@ std::string Request(const std::string& id, int test = 0) {
   return R"({"id":")" + id + R"(","imp":[{"id":"1","banner":{"w":300,"h":250},"bidfloor":0.01}],)" +
          R"("site":{"domain":"news.example"},"user":{"id":"u-)" + id + R"("},"tmax":500,"test":)" +
          std::to_string(test) + "}";
+}
+
+// Every broker of the mock cluster down (or up again).
+void SetBrokers(kafka::MockCluster* mock, bool up) {
+  for (int b = 1; b <= 3; ++b) up ? mock->SetBrokerUp(b) : mock->SetBrokerDown(b);
 }
 
 // Every event on the events topic, read from the beginning of all partitions.
@@ -461,7 +467,7 @@ TEST_F(BidderIntegration, BrokerOutageLosesNothingDuplicatesNothingAndDoesNotSlo
        ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  for (int b = 1; b <= 3; ++b) mock->SetBrokerDown(b);
+  SetBrokers(mock, /*up=*/false);
   std::vector<double> latency_ms;
   for (int n = 0; n < 2000; ++n) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -478,7 +484,7 @@ TEST_F(BidderIntegration, BrokerOutageLosesNothingDuplicatesNothingAndDoesNotSlo
   EXPECT_LT(p99, 20.0);  // requests never wait on Kafka
   auto mid = bidder_->events().Stats();
   EXPECT_GT(mid.spilled, 0u) << "the outage should have overflowed into the spill file";
-  for (int b = 1; b <= 3; ++b) mock->SetBrokerUp(b);
+  SetBrokers(mock, /*up=*/true);
   // The backlog drains: the queue, then the spill file.
   EventLogStats s;
   for (int i = 0; i < 300; ++i) {
@@ -1393,6 +1399,19 @@ int64_t BudgetMetric(Bidder& b, const std::string& kind) {
   return p == std::string::npos ? -1 : std::stoll(body.substr(p + key.size()));
 }
 
+// Whether the bidder's lease limit has fallen to what it has committed: frozen, no new money.
+bool LeaseFrozen(Bidder& b) {
+  return BudgetMetric(b, "budget") == BudgetMetric(b, "spent") + BudgetMetric(b, "reserved");
+}
+
+// Posts a new bid request (ids prefix-0, prefix-1, ...) at each call; true when it is a bid.
+std::function<bool()> Bids(Client& client, const std::string& prefix) {
+  return [&client, prefix, n = 0]() mutable {
+    return client.Do(http::verb::post, "/openrtb2/bid", Request(prefix + std::to_string(n++)))
+               .first == 200;
+  };
+}
+
 // A bidder restarted while the coordinator is away: it reads its holdings back from the grants
 // topic, books the billing of a bid it made before the restart inside them, but makes no new bid
 // until a coordinator has answered it (an older holding may not include a return the process
@@ -1601,11 +1620,7 @@ TEST_F(BidderIntegration, WithoutKafkaPastTheLeaseTtlABidderSpendsNothingNewThen
   CoordinatorThread coordinator(MarketOf(cfg, bidder_->events().bootstrap()));
   ASSERT_TRUE(coordinator.status().ok()) << coordinator.status().message();
   Client client(port_);
-  int n = 0;
-  auto bid = [&] {
-    return client.Do(http::verb::post, "/openrtb2/bid", Request("ttl-" + std::to_string(n++)))
-               .first == 200;
-  };
+  auto bid = Bids(client, "ttl-");
   ASSERT_TRUE(WaitFor(bid, 30)) << "no lease granted";
   const int64_t lease = BudgetMetric(*bidder_, "budget");
   EXPECT_GT(lease, 0);
@@ -1613,16 +1628,11 @@ TEST_F(BidderIntegration, WithoutKafkaPastTheLeaseTtlABidderSpendsNothingNewThen
 
   kafka::MockCluster* mock = bidder_->events().mock_cluster();
   ASSERT_NE(mock, nullptr);
-  for (int b = 1; b <= 3; ++b) mock->SetBrokerDown(b);
+  SetBrokers(mock, /*up=*/false);
   // Frozen: the limit is what is committed, and no bid goes out.
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        return BudgetMetric(*bidder_, "budget") ==
-               BudgetMetric(*bidder_, "spent") + BudgetMetric(*bidder_, "reserved");
-      },
-      10));
+  ASSERT_TRUE(WaitFor([&] { return LeaseFrozen(*bidder_); }, 10));
   for (int i = 0; i < 20; ++i) EXPECT_FALSE(bid()) << "a bid while frozen";
-  for (int b = 1; b <= 3; ++b) mock->SetBrokerUp(b);
+  SetBrokers(mock, /*up=*/true);
   EXPECT_TRUE(WaitFor(bid, 30)) << "no bid after Kafka came back";
   EXPECT_GT(BudgetMetric(*bidder_, "budget"),
             BudgetMetric(*bidder_, "spent") + BudgetMetric(*bidder_, "reserved"));
@@ -1642,23 +1652,14 @@ TEST_F(BidderIntegration, ABidderSilentPastItsTtlBidsAgainOnlyOnceTheCoordinator
       std::make_unique<CoordinatorThread>(MarketOf(cfg, bidder_->events().bootstrap()));
   ASSERT_TRUE(coordinator->status().ok()) << coordinator->status().message();
   Client client(port_);
-  int n = 0;
-  auto bid = [&] {
-    return client.Do(http::verb::post, "/openrtb2/bid", Request("resync-" + std::to_string(n++)))
-               .first == 200;
-  };
+  auto bid = Bids(client, "resync-");
   ASSERT_TRUE(WaitFor(bid, 30)) << "no lease granted";
   coordinator.reset();  // the coordinator goes away, then Kafka for longer than the TTL
   kafka::MockCluster* mock = bidder_->events().mock_cluster();
   ASSERT_NE(mock, nullptr);
-  for (int b = 1; b <= 3; ++b) mock->SetBrokerDown(b);
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        return BudgetMetric(*bidder_, "budget") ==
-               BudgetMetric(*bidder_, "spent") + BudgetMetric(*bidder_, "reserved");
-      },
-      10));
-  for (int b = 1; b <= 3; ++b) mock->SetBrokerUp(b);
+  SetBrokers(mock, /*up=*/false);
+  ASSERT_TRUE(WaitFor([&] { return LeaseFrozen(*bidder_); }, 10));
+  SetBrokers(mock, /*up=*/true);
   // Kafka takes reports again (the freeze ends), but no coordinator has read them.
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
   while (std::chrono::steady_clock::now() < until) {
