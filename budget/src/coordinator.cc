@@ -355,7 +355,9 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
       m.LogStatus();
       next_status = now + kStatusEveryMs;
     }
-    if (now >= next_reclaim && !m.CaughtUp()) {
+    // Only a death needs the topic read to its end (already dead bidders' reservations are
+    // released on the clock): the watermarks are asked of the brokers only then.
+    if (now >= next_reclaim && m.ledger.AnyLiveBidderSilent(now) && !m.CaughtUp()) {
       ++m.behind_skips;  // a reclaim waits until everything sent so far is read
       if (now >= m.next_behind_log_ms) {
         log::Get("budget").info(

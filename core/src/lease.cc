@@ -313,6 +313,14 @@ void LeaseLedger::Report(const std::string& bidder, const LeaseKey& key, int64_t
   });
 }
 
+bool LeaseLedger::AnyLiveBidderSilent(int64_t now_ms) const {
+  std::lock_guard<std::mutex> l(mu_);
+  for (const auto& [name, b] : bidders_) {
+    if (b.dead_since_ms < 0 && SilentMs(b, now_ms) > cfg_.heartbeat_timeout_ms) return true;
+  }
+  return false;
+}
+
 int LeaseLedger::Reclaim(int64_t now_ms) {
   std::lock_guard<std::mutex> l(mu_);
   int reclaimed = 0;

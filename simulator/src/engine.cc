@@ -213,7 +213,7 @@ AuctionEngine::AuctionEngine(const Day& day, const Market& market, const Auction
 
 bool AuctionEngine::UseSimd(bool on) {
   static const bool cpu = CpuHasAvx512();
-  simd_ = on && cpu && market_.agents <= 8 && acfg_.slots + 1 <= kMaxSlots + 1;
+  simd_ = on && cpu && market_.agents <= 8 && acfg_.slots <= kMaxSlots;
   return simd_;
 }
 
@@ -281,6 +281,9 @@ void AuctionEngine::RunRequests(size_t from, size_t to, const ActionTable& a) {
   const int64_t* bid = day_.bid.data();
   const double* cand_pctr = day_.pctr.data();
 
+  // The vector path's inputs; a_j and reserve are set per request.
+  RequestInputs inputs{adv,     bid, cand_pctr, cand_bratio_, cand_agent_, remaining_.data(),
+                       nullptr, N,   range_,    sampled,      0.0,         acfg_.slots + 1};
   for (size_t r = from; r < to; ++r) {
     const int j = req_cluster_[r];
     const double* a_j = &by_cluster[static_cast<size_t>(j) * N];
@@ -302,8 +305,8 @@ void AuctionEngine::RunRequests(size_t from, size_t to, const ActionTable& a) {
     bool ranked = false;
     if (simd_ && end - begin <= static_cast<uint32_t>(kMaxBatch)) {
       AuctionEntry top[kMaxSlots + 1];
-      const RequestInputs inputs{adv, bid, cand_pctr, cand_bratio_, cand_agent_, remaining_.data(),
-                                 a_j, N,   range_,    sampled,      reserve,     acfg_.slots + 1};
+      inputs.a_j = a_j;
+      inputs.reserve = reserve;
       const int kept = BidAndRankAvx512(inputs, begin, end, d_j, L, presences_.data(), top);
       if (kept >= 0) {
         auction.SetRanked(top, kept);

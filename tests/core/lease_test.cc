@@ -302,6 +302,7 @@ TEST(Lease, ACoordinatorBehindItsTopicTakesNoLiveBidderForDead) {
   ledger.Report("b", kKey, 100'000, 0, 0, /*cap=*/300'000);
   // Five seconds pass with nothing read: by the coordinator's clock both are silent, but it has
   // read nothing newer from anyone.
+  EXPECT_FALSE(ledger.AnyLiveBidderSilent(5'000));
   EXPECT_EQ(ledger.Reclaim(5'000), 0);
   EXPECT_EQ(ledger.Held("b", kKey), 800'000);
   // It catches up: both sent at 4.9 s.
@@ -310,7 +311,9 @@ TEST(Lease, ACoordinatorBehindItsTopicTakesNoLiveBidderForDead) {
   EXPECT_EQ(ledger.Reclaim(5'100), 0);
   // a goes on, b stops: silent by both measures, b is dead and keeps its cap.
   ledger.Heartbeat("a", 6'200, 6'150);
+  EXPECT_TRUE(ledger.AnyLiveBidderSilent(6'200));
   EXPECT_EQ(ledger.Reclaim(6'200), 1);
+  EXPECT_FALSE(ledger.AnyLiveBidderSilent(6'200));  // b is dead now, a is heard
   EXPECT_EQ(ledger.Held("b", kKey), 300'000);
   EXPECT_EQ(ledger.Request("a", kKey, 1'000'000, 6'200, 1'000'000), 700'000);
   // Without send times (older messages), the coordinator's clock alone decides, as before.

@@ -157,6 +157,8 @@ class LeaseLedger {
   // for heartbeat_timeout_ms by now_ms and, once messages carry send times (Heartbeat), nothing
   // it sent within heartbeat_timeout_ms of the newest message processed from any bidder.
   int Reclaim(int64_t now_ms);
+  // Whether Reclaim(now_ms) would take a live bidder for dead (one is silent past the timeout).
+  bool AnyLiveBidderSilent(int64_t now_ms) const;
 
   // A restarted coordinator: sets what `bidder` holds of `key`, as its grants topic says (the
   // latest total per lease, and its `seen`: the bidder's highest seq it included). The budget
