@@ -24,10 +24,6 @@ struct LeaseClient::Impl {
   std::atomic<bool> stop{false};
   std::thread thread;
 
-  // An unanswered ask is sent again after 1 s, then 2, 4, 8 and at most every 16 s.
-  static constexpr int64_t kFirstAskWaitMs = 1'000;
-  static constexpr int64_t kMostAskWaitMs = 16'000;
-
   // Per (day, slot): what the coordinator says this bidder holds, and the slot's bookkeeping.
   struct Slot {
     int64_t held = 0;
@@ -35,12 +31,8 @@ struct LeaseClient::Impl {
     int64_t left = 0;  // the budget's unspent part over every bidder, as last published
     int64_t last_committed = 0;
     int64_t last_ms = 0;
-    double rate = 0;        // micros per second committed, smoothed
-    int64_t asked_ms = -1;  // an unanswered request since then
-    // How long that request waits for its answer before it is sent again: doubled at each
-    // unanswered repeat (a coordinator behind its topic would otherwise read every slot's
-    // request again every second, fall further behind, and answer none), reset by an answer.
-    int64_t ask_wait_ms = kFirstAskWaitMs;
+    double rate = 0;             // micros per second committed, smoothed
+    int64_t asked_ms = -1;       // an unanswered request since then
     int64_t quiet_until_ms = 0;  // the pool was empty: ask again after this
     int64_t last_denied = 0;     // the ledger's refused reservations at the last check
     int64_t last_want = 0;       // the last ask
@@ -79,16 +71,6 @@ struct LeaseClient::Impl {
   int64_t next_stats_ms = 0;
   int64_t next_prepare_ms = 0;                         // PrepareDay's next pass
   std::atomic<int64_t> ready_day{-1}, ready_next{-1};  // ReadyDays()
-
-  // Whether the slot's last ask still waits for its answer.
-  static bool Waiting(const Slot& s, int64_t now) {
-    return s.asked_ms >= 0 && now - s.asked_ms < s.ask_wait_ms;
-  }
-  // The slot asks now; asking again before an answer doubles the next wait.
-  static void Asked(Slot& s, int64_t now) {
-    if (s.asked_ms >= 0) s.ask_wait_ms = std::min(2 * s.ask_wait_ms, kMostAskWaitMs);
-    s.asked_ms = now;
-  }
 
   // Whether every slot of `day` is answered (synced) and has its cap on Kafka.
   bool Ready(int64_t day) const {
@@ -233,7 +215,6 @@ struct LeaseClient::Impl {
       stats.answer_ms_max = std::max(stats.answer_ms_max, now - s.asked_ms);
     }
     s.asked_ms = -1;
-    s.ask_wait_ms = kFirstAskWaitMs;
     // The pool is empty: the others' leases are all there is; ask again half a horizon on.
     if (g->granted == 0 && g->pool == 0) {
       s.quiet_until_ms = now + int64_t{cfg->leases.horizon_ms} / 2;
@@ -301,14 +282,14 @@ struct LeaseClient::Impl {
   // Tomorrow's leases, asked for from the start of today: the next day's first requests find
   // every slot answered and its cap on Kafka, instead of no-bidding (or, behind an exchange
   // whose clock runs as fast as the bidders answer, losing much of the day's start) while the
-  // first asks travel. Unanswered slots ask again after a second, then less often (Asked).
+  // first asks travel. Unanswered slots ask again each second.
   void PrepareDay(int64_t day, int64_t now) {
     if (now < next_prepare_ms) return;
     next_prepare_ms = now + 1'000;
     std::vector<budget::LeaseItem> asks;
     for (size_t k = 0; k < Slots(); ++k) {
       Slot& s = slots[{day, k}];
-      if (s.synced || Waiting(s, now)) continue;
+      if (s.synced || (s.asked_ms >= 0 && now - s.asked_ms < 1'000)) continue;
       const LeaseKey key = KeyOf(day, k);
       // What this bidder committed of the slot the day before (its share of the traffic), up to
       // a minimum lease: a bidder that sees a tenth of a small budget's requests does not hold
@@ -319,7 +300,7 @@ struct LeaseClient::Impl {
       }
       const int64_t want = std::max<int64_t>(0, std::min(first, ArmBudgetOf(k)) - s.held);
       asks.push_back({key.advertiser, key.arm, want, 0, 0, 0, 0});
-      Asked(s, now);
+      s.asked_ms = now;
       s.last_want = want;
       ++stats.asks;
     }
@@ -418,7 +399,7 @@ struct LeaseClient::Impl {
         s.wanted = 0;
         if (GiveBack(day, k, *ledger, s, back, kLeastPrepared, now)) continue;
       }
-      if (Waiting(s, now)) continue;  // waiting for the answer
+      if (s.asked_ms >= 0 && now - s.asked_ms < 1'000) continue;  // waiting for the answer
       // Give back, when others may need it (the pool is dry), all of a lease too small for the
       // bid it refused (in pieces too small for any one bidder, a small budget would not be
       // spent at all), and under rate sizing what is beyond twice a lease. The amount is set
@@ -439,7 +420,7 @@ struct LeaseClient::Impl {
             blocked ? std::max<int64_t>(0, std::min(need, arm_budget - s.held)) : 0;
         if (want > 0 || !s.synced) {
           asks.push_back({key.advertiser, key.arm, want, 0, 0, 0, want});
-          Asked(s, now);
+          s.asked_ms = now;
           s.last_want = want;
           ++stats.asks;
         }
@@ -471,7 +452,7 @@ struct LeaseClient::Impl {
                             static_cast<int64_t>(s.rate * (lc.horizon_ms / 2000.0 + wait_s)));
       if (((low || blocked) && want > 0) || !s.synced) {
         asks.push_back({key.advertiser, key.arm, want, 0, 0, 0, std::min(need, want)});
-        Asked(s, now);
+        s.asked_ms = now;
         s.last_want = want;
         ++stats.asks;
       }

@@ -15,7 +15,6 @@
 #include <set>
 #include <sstream>
 #include <thread>
-#include <tuple>
 
 #include "rtb/bidder/bidder.h"
 #include "rtb/bidder/budget.h"
@@ -23,7 +22,6 @@
 #include "rtb/bidder/notice_sign.h"
 #include "rtb/bidder/server.h"
 #include "rtb/budget/coordinator.h"
-#include "rtb/budget/lease_msg.h"
 #include "rtb/core/clock.h"
 #include "rtb/core/events.h"
 #include "rtb/kafka/kafka.h"
@@ -1671,32 +1669,6 @@ TEST_F(BidderIntegration, ABidderSilentPastItsTtlBidsAgainOnlyOnceTheCoordinator
   coordinator = std::make_unique<CoordinatorThread>(MarketOf(cfg, bidder_->events().bootstrap()));
   ASSERT_TRUE(coordinator->status().ok()) << coordinator->status().message();
   EXPECT_TRUE(WaitFor(bid, 30)) << "no bid after a coordinator read the bidder again";
-}
-
-// With no coordinator to answer, a slot's ask is sent again after 1, 2, 4 and 8 s, not every
-// second: a coordinator behind its topic is not buried under repeats of what it has not read yet
-// (in one loaded `rtb demo --bidders 3` a bidder repeated 4,000 asks a second and answers took
-// up to 27 s).
-TEST_F(BidderIntegration, AnUnansweredAskIsSentAgainLessAndLessOften) {
-  const BidderConfig cfg = LeasedConfig(dir_, "bidder-backoff", 10.0, 0.5);
-  Start(cfg);
-  std::this_thread::sleep_for(std::chrono::milliseconds(7'500));
-  std::map<std::tuple<int64_t, uint32_t, int>, int> asks;  // per (day, advertiser, arm)
-  const Status read =
-      kafka::ReadWholeTopic({.bootstrap = bidder_->events().bootstrap()}, cfg.leases.requests_topic,
-                            10'000, [&](int32_t, int64_t, std::string_view v) {
-                              const auto m = budget::DecodeLeaseMessage(v);
-                              if (!m.ok() || m->type != budget::LeaseMsgType::kRequest) return;
-                              for (const budget::LeaseItem& i : m->items)
-                                ++asks[{m->day, i.advertiser, i.arm}];
-                            });
-  ASSERT_TRUE(read.ok()) << read.message();
-  ASSERT_FALSE(asks.empty());
-  for (const auto& [slot, n] : asks) {
-    // At about 0, 1, 3 and 7 s (every second, it was 7 or 8 times).
-    EXPECT_GE(n, 2) << "an unanswered ask was never sent again";
-    EXPECT_LE(n, 4);
-  }
 }
 
 }  // namespace
