@@ -4,7 +4,7 @@
 // alone (its fp32 floor); one optimiser step with normal and with subnormal moments, flushed
 // and kept; and one replay-store insert and one sample of a minibatch.
 // Compare with bench/python/dcmab_update.py (same update in Python PyTorch) in the same run:
-// bench/run_learner_bench.sh.
+// bench/run_learner_bench.sh. Runs on the kernels training uses (PinNumericKernels).
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 #include <torch/torch.h>
@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels.h"
 #include "nets.h"
 #include "rtb/core/memory.h"
 #include "rtb/learner/agents.h"
@@ -223,6 +224,12 @@ BENCHMARK(BM_ReplaySample)->Arg(256)->Arg(32)->Unit(benchmark::kMicrosecond);
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The kernels rtb-learner trains with (kernels.h: OpenBLAS's Haswell ones, ATen's AVX2),
+  // not the ones OpenBLAS picks for this CPU: on a CPU it does not know (a Sapphire Rapids Xeon)
+  // it picks SSE3 ones, which took the update's products 2.3x longer. RTB_NATIVE_KERNELS=1
+  // measures the CPU's own choice.
+  rtb::learn::PinNumericKernels(argv);
+  benchmark::AddCustomContext("kernels", rtb::learn::NumericKernels());
   // As rtb-learner does (rtb/learner/agents.h); RTB_BENCH_GLIBC_MALLOC=1 measures without it.
   const char* plain = std::getenv("RTB_BENCH_GLIBC_MALLOC");
   if (plain == nullptr || std::string(plain) != "1")

@@ -4,6 +4,11 @@
 # scripts/setup.sh --bench installs it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# bench_learner pins the kernels training uses (learner/src/kernels.h); the Python baseline gets
+# the same ones (RTB_NATIVE_KERNELS=1: both on the CPU's own choice).
+if [ -z "${RTB_NATIVE_KERNELS:-}" ]; then
+  export OPENBLAS_CORETYPE=Haswell ATEN_CPU_CAPABILITY=avx2
+fi
 out=$(build/release/bench/bench_learner --benchmark_min_time=2 2>/dev/null)
 echo "$out"
 if ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
