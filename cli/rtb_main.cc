@@ -333,9 +333,9 @@ int RunBudget(BudgetArgs a) {
   const rtb::Status st = (*co)->Run(stop);
   const auto n = (*co)->counters();
   rtb::log::Get("budget").info(
-      "stopped; {} messages ({} malformed, {} for unknown budgets), {} holdings published, {} "
-      "leases reclaimed",
-      n.messages, n.malformed, n.unknown_budget, n.grants_published, n.reclaims);
+      "stopped; {} messages ({} malformed, {} for unknown budgets) with {} budget items, {} "
+      "holdings published, {} leases reclaimed",
+      n.messages, n.malformed, n.unknown_budget, n.items, n.grants_published, n.reclaims);
   return st.ok() ? 0 : Fail(st);
 }
 

@@ -124,6 +124,8 @@ Result<BidderConfig> LoadBidderConfig(const std::string& path) {
   le.Check(c.leases.check_every_ms >= 10, "check_every_ms", "must be >= 10");
   le.Get("report_every_ms", &c.leases.report_every_ms);
   le.Check(c.leases.report_every_ms >= 10, "report_every_ms", "must be >= 10");
+  le.Get("full_report_every", &c.leases.full_report_every);
+  le.Check(c.leases.full_report_every >= 1, "full_report_every", "must be >= 1");
   le.Get("ttl_ms", &c.leases.ttl_ms);
   le.Check(c.leases.ttl_ms > c.leases.report_every_ms, "ttl_ms",
            "must be longer than report_every_ms");

@@ -66,6 +66,8 @@ struct LeaseClient::Impl {
     int64_t asks = 0, answers = 0, zero = 0, answer_ms = 0, answer_ms_max = 0, blocked = 0,
             returns = 0, returned = 0;
     int64_t resyncs = 0;  // reports after a silence past the TTL (bids waited for holdings)
+    int64_t own = 0, own_lag_ms = 0;  // this bidder's holdings read, and how long after publishing
+    int64_t reports = 0, report_ms = 0, report_ms_max = 0;  // reports, and how long Kafka took
   } stats;
   static constexpr int64_t kStatsEveryMs = 10'000;
   int64_t next_stats_ms = 0;
@@ -96,7 +98,8 @@ struct LeaseClient::Impl {
     held_known[{day, k}] = v;
   }
   int64_t last_report_ok_ms = 0, next_report_ms = 0, last_report_ms = 0;
-  bool report_soon = false;  // a slot's cap holds bids back: report before the interval is up
+  int64_t periodic_reports = 0;  // the first, and every full_report_every-th, carries every slot
+  bool report_soon = false;      // a slot's cap holds bids back: report before the interval is up
   std::atomic<bool> frozen{false};      // read by the lease view too
   int64_t first_seq = 0, last_seq = 0;  // this process's message numbers
   double answer_ms = 100;       // how long answers take, smoothed: asks come that much earlier
@@ -115,8 +118,8 @@ struct LeaseClient::Impl {
     return last_seq;
   }
 
-  // `with_requests`: the message carries the bid requests answered so far (the full report of
-  // the current day does, once per report interval: the coordinator's traffic rate).
+  // `with_requests`: the message carries the bid requests answered so far (the report of the
+  // current day does, once per report interval: the coordinator's traffic rate).
   bool Send(budget::LeaseMsgType type, int64_t day, std::vector<budget::LeaseItem> items,
             int64_t seq = 0, bool with_requests = false) {
     budget::LeaseMessage m;
@@ -184,6 +187,8 @@ struct LeaseClient::Impl {
     s.pool = g->pool;  // any bidder's holding says what is left in the pool
     s.left = g->left;
     if (g->bidder != name) return;
+    ++stats.own;
+    stats.own_lag_ms += std::max<int64_t>(0, NowUnixMs() - g->ts_ms);
     s.held = g->held;
     // A recall published before the coordinator had this slot's last return is stale: it asks
     // for money already on its way. Whether it has the return is the holding's `returned`, not
@@ -466,8 +471,9 @@ struct LeaseClient::Impl {
   // Spend, reservations and caps of the current day: every slot (`full`), or those that
   // changed since the last report Kafka took; and the caps of the next day's slots that changed
   // (PrepareDay: nothing is spent there yet). A report Kafka takes renews the TTL and moves
-  // each slot's cap on; any report, even empty, is the heartbeat.
-  void Report(int64_t now, bool full) {
+  // each slot's cap on; any report, even empty, is the heartbeat. `periodic`: the report of a
+  // report interval (not one a cap asked for early), which carries the bid requests answered.
+  void Report(int64_t now, bool periodic, bool full) {
     last_report_ms = now;
     report_soon = false;
     const int64_t day = days->CurrentDay();
@@ -475,12 +481,17 @@ struct LeaseClient::Impl {
     if (ledger == nullptr || day < 0) return;
     std::vector<std::pair<size_t, int64_t>> caps, next_caps;  // (slot, cap) once Kafka has it
     bool sent = Send(budget::LeaseMsgType::kReport, day, ReportItems(day, ledger, full, &caps), 0,
-                     /*with_requests=*/full);
+                     /*with_requests=*/periodic);
     auto next_items = ReportItems(day + 1, nullptr, false, &next_caps);
     if (!next_items.empty()) {
       sent = Send(budget::LeaseMsgType::kReport, day + 1, std::move(next_items)) && sent;
     }
-    if (sent && producer->Flush(std::max(100, cfg->leases.report_every_ms)).ok()) {
+    const int64_t flush_from = NowUnixMs();
+    sent = sent && producer->Flush(std::max(100, cfg->leases.report_every_ms)).ok();
+    ++stats.reports;
+    stats.report_ms += NowUnixMs() - flush_from;
+    stats.report_ms_max = std::max(stats.report_ms_max, NowUnixMs() - flush_from);
+    if (sent) {
       if (now - last_report_ok_ms > cfg->leases.ttl_ms) {
         // Silent past the TTL (and so, by the TTL's rule, maybe past the coordinator's heartbeat
         // timeout): the coordinator may have taken this bidder for dead and granted what it
@@ -549,10 +560,11 @@ struct LeaseClient::Impl {
       const int64_t now = NowUnixMs();
       ReadGrants(now);
       if (now >= next_report_ms) {
-        Report(now, /*full=*/true);
+        Report(now, /*periodic=*/true,
+               /*full=*/periodic_reports++ % cfg->leases.full_report_every == 0);
         next_report_ms = now + cfg->leases.report_every_ms;
       } else if (report_soon && now - last_report_ms >= kSoonestReportMs) {
-        Report(now, /*full=*/false);
+        Report(now, /*periodic=*/false, /*full=*/false);
       }
       if (!frozen && now - last_report_ok_ms > cfg->leases.ttl_ms) {
         frozen = true;
@@ -567,11 +579,17 @@ struct LeaseClient::Impl {
           log::Get("lease").info(
               "lease client {}: {} asks, {} answered ({} with nothing) in {:.0f} ms on average "
               "(at most {} ms); {} slot checks found refused reservations; {} returns, {:.2f} "
-              "given back; {} resyncs after a silence past the TTL",
+              "given back; {} resyncs after a silence past the TTL; its holdings read {:.0f} ms "
+              "after they were published on average; {} reports on Kafka in {:.0f} ms on "
+              "average (at most {} ms)",
               name, stats.asks, stats.answers, stats.zero,
               stats.answers > 0 ? static_cast<double>(stats.answer_ms) / stats.answers : 0.0,
               stats.answer_ms_max, stats.blocked, stats.returns, Micros(stats.returned).units(),
-              stats.resyncs);
+              stats.resyncs,
+              stats.own > 0 ? static_cast<double>(stats.own_lag_ms) / stats.own : 0.0,
+              stats.reports,
+              stats.reports > 0 ? static_cast<double>(stats.report_ms) / stats.reports : 0.0,
+              stats.report_ms_max);
         }
         stats = {};
         next_stats_ms = now + kStatsEveryMs;

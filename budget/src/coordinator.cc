@@ -19,7 +19,6 @@ struct Coordinator::Impl {
   LeaseLedger ledger;
   std::unique_ptr<kafka::Producer> producer;
   std::unique_ptr<kafka::Consumer> consumer;
-  std::map<std::pair<LeaseKey, std::string>, int64_t> published;  // what the topic says
   using Granted = std::map<std::pair<LeaseKey, std::string>, int64_t>;
   // Needs the pool could not meet, per budget and bidder (what is missing, since when). The
   // other holders of the budget are asked to give back (`wanted` on their holdings), and what
@@ -36,6 +35,8 @@ struct Coordinator::Impl {
   std::map<int32_t, int64_t> next_offset, first_high;
   int partitions = -1;
   int64_t behind_skips = 0, next_behind_log_ms = 0;
+  // Since the last status line: how late messages were read (now - the bidder's ts_ms).
+  int64_t lag_sum_ms = 0, lag_max_ms = 0, lag_n = 0;
 
   // Whether everything on the requests topic as of now has been read. Only then is a bidder's
   // silence its own: each bidder writes to its own partition, and a coordinator behind some of
@@ -107,8 +108,9 @@ struct Coordinator::Impl {
   // Share sizing: tops up the bidders of `key` below their part, asks back the excess of the
   // others when the pool cannot (LeaseLedger::Rebalance); every changed holding is published.
   // `reporter`: the bidder whose report this follows (nothing moves unless it is short).
-  void Rebalance(const LeaseKey& key, Granted* granted, const std::string* reporter = nullptr) {
-    for (const LeaseLedger::Move& mv : ledger.Rebalance(key, NowUnixMs(), reporter)) {
+  void Rebalance(const LeaseKey& key, int64_t now, Granted* granted,
+                 const std::string* reporter = nullptr) {
+    for (const LeaseLedger::Move& mv : ledger.Rebalance(key, now, reporter)) {
       (*granted)[{key, mv.bidder}] += mv.grant;
       if (mv.recall > 0) recalls[{key, mv.bidder}] = mv.recall;
     }
@@ -137,51 +139,38 @@ struct Coordinator::Impl {
     return true;
   }
 
-  // Publishes the holdings a batch answered or changed (`granted`), and after a reclaim
-  // (`all`) every holding that differs from what the topic says.
-  Status PublishChanges(const Granted& granted, bool all) {
-    std::vector<LeaseLedger::Lease> changed;
-    if (all) {
-      changed = ledger.Leases();
-    } else {
-      for (const auto& [id, g] : granted) {
-        changed.push_back({id.first, id.second, ledger.Held(id.second, id.first)});
-      }
-    }
-    for (const auto& l : changed) {
-      const auto id = std::make_pair(l.key, l.bidder);
-      auto it = published.find(id);
-      if (it != published.end() && it->second == l.held && !granted.count(id)) continue;
+  // Publishes the holdings a batch answered or changed (`granted`: every one of them, even a
+  // grant of 0, since a bidder waits for its answer).
+  Status PublishChanges(const Granted& granted, int64_t now) {
+    for (const auto& [id, amount] : granted) {
+      const auto& [key, bidder] = id;
       LeaseGrant g;
-      g.bidder = l.bidder;
-      g.key = l.key;
-      g.held = l.held;
-      const auto gi = granted.find(id);
-      g.granted = gi == granted.end() ? 0 : gi->second;
-      const LeaseLedger::Totals t = ledger.Of(l.key);
+      g.bidder = bidder;
+      g.key = key;
+      g.held = ledger.Held(bidder, key);
+      g.granted = amount;
+      const LeaseLedger::Totals t = ledger.Of(key);
       g.pool = t.pool();
       g.left = t.left();
-      g.ts_ms = NowUnixMs();
-      const auto si = seen_seq.find(l.bidder);
+      g.ts_ms = now;
+      const auto si = seen_seq.find(bidder);
       g.seen = si == seen_seq.end() ? 0 : si->second;
       const auto ri = returned_seq.find(id);
       g.returned = ri == returned_seq.end() ? 0 : ri->second;
-      g.wanted = WantedFrom(l.key, l.bidder, g.ts_ms);
+      g.wanted = WantedFrom(key, bidder, now);
       if (const auto r = recalls.find(id); r != recalls.end()) {
         g.wanted = std::max(g.wanted, r->second);
         recalls.erase(r);
       }
       RTB_RETURN_IF_ERROR(producer->Produce(opt.grants_topic, kafka::kAnyPartition,
-                                            LeaseGrantKey(l.key, l.bidder), EncodeLeaseGrant(g)));
-      published[id] = l.held;
+                                            LeaseGrantKey(key, bidder), EncodeLeaseGrant(g)));
       std::lock_guard<std::mutex> lk(counters_mu);
       ++counters.grants_published;
     }
     return Status::Ok();
   }
 
-  void Apply(const LeaseMessage& m, Granted* granted) {
-    const int64_t now = NowUnixMs();
+  void Apply(const LeaseMessage& m, int64_t now, Granted* granted) {
     ledger.Heartbeat(m.bidder, now, m.ts_ms > 0 ? m.ts_ms : -1);
     // The bidder's own send time: messages arrive in batches, so arrival times would make a
     // rate of noise.
@@ -225,12 +214,12 @@ struct Coordinator::Impl {
           // nothing answers nothing: the recall stands).
           if (back > 0) recalls.erase({key, m.bidder});
           ServeWaiting(key, now, granted);
-          Rebalance(key, granted);
+          Rebalance(key, now, granted);
           break;
         }
         case LeaseMsgType::kReport:
           ledger.Report(m.bidder, key, i.spent, i.reserved, now, i.cap, m.seq);
-          Rebalance(key, granted, &m.bidder);
+          Rebalance(key, now, granted, &m.bidder);
           break;
         case LeaseMsgType::kHeartbeat:
           break;
@@ -238,8 +227,16 @@ struct Coordinator::Impl {
     }
   }
 
-  // One line per day with budgets: where the money is (spent, leased but unspent, in the pool).
-  void LogStatus() const {
+  // One line per day with budgets: where the money is (spent, leased but unspent, in the pool);
+  // and one on how late the messages of the interval were read.
+  void LogStatus() {
+    if (lag_n > 0) {
+      log::Get("budget").info(
+          "coordinator: {} messages read {} ms after they were sent on average "
+          "(at most {} ms)",
+          lag_n, lag_sum_ms / lag_n, lag_max_ms);
+    }
+    lag_sum_ms = lag_max_ms = lag_n = 0;
     std::set<int64_t> days;
     for (const LeaseKey& k : seen) days.insert(k.day);
     while (days.size() > 2) days.erase(days.begin());  // the current day and the one before
@@ -307,7 +304,6 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions opt)
   for (const auto& [id, g] : latest) {
     if (!m->EnsureBudget(id.first)) continue;
     m->ledger.Restore(id.second, id.first, g.held, now, g.seen);
-    m->published[id] = g.held;
     // The returns that holding includes: one delivered again after the restart is not applied.
     m->returned_seq[id] = g.returned;
   }
@@ -335,10 +331,12 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
   constexpr int64_t kStatusEveryMs = 10'000;
   int64_t next_status = NowUnixMs() + kStatusEveryMs;
   while (!stop.load()) {
-    std::map<std::pair<LeaseKey, std::string>, int64_t> granted;
+    Impl::Granted granted;
+    int64_t now = NowUnixMs();
     for (int n = 0; n < 500; ++n) {  // a batch, then publish
       auto msg = m.consumer->Poll(n == 0 ? 100 : 0);
       if (!msg) break;
+      if (n == 0) now = NowUnixMs();  // one clock read per batch: the first poll may wait
       if (!msg->ok()) continue;
       m.next_offset[msg->partition()] = msg->offset() + 1;
       auto lm = DecodeLeaseMessage(msg->payload());
@@ -347,10 +345,19 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
         ++m.counters.messages;
         if (!lm.ok()) ++m.counters.malformed;
       }
-      if (lm.ok()) m.Apply(*lm, &granted);
+      if (lm.ok()) {
+        const int64_t lag = std::max<int64_t>(0, now - lm->ts_ms);
+        m.lag_sum_ms += lag;
+        m.lag_max_ms = std::max(m.lag_max_ms, lag);
+        ++m.lag_n;
+        {
+          std::lock_guard<std::mutex> lk(m.counters_mu);
+          m.counters.items += static_cast<int64_t>(lm->items.size());
+        }
+        m.Apply(*lm, now, &granted);
+      }
     }
-    const int64_t now = NowUnixMs();
-    bool reclaimed = false;
+    now = NowUnixMs();
     if (now >= next_status) {
       m.LogStatus();
       next_status = now + kStatusEveryMs;
@@ -368,8 +375,20 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
     }
     if (now >= next_reclaim) {
       m.ForgetOldWants(now);
-      const int r = m.ledger.Reclaim(now);
-      reclaimed = true;  // a reservation released after the billing window counts no reclaim
+      // Publishes the holdings it lowered (a reservation released after the billing window
+      // counts no reclaim, but is published too), and gives what came back to the live bidders
+      // short of their part at once, not at their next report of that budget.
+      std::vector<std::pair<LeaseKey, std::string>> lowered;
+      const int r = m.ledger.Reclaim(now, &lowered);
+      std::set<LeaseKey> keys;
+      for (const auto& id : lowered) {
+        granted[id] += 0;
+        keys.insert(id.first);
+      }
+      for (const LeaseKey& key : keys) {
+        m.ServeWaiting(key, now, &granted);
+        m.Rebalance(key, now, &granted);
+      }
       if (r > 0) {
         log::Get("budget").info("coordinator: reclaimed {} leases of silent bidders", r);
         std::lock_guard<std::mutex> lk(m.counters_mu);
@@ -377,7 +396,7 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
       }
       next_reclaim = now + m.opt.reclaim_every_ms;
     }
-    RTB_RETURN_IF_ERROR(m.PublishChanges(granted, reclaimed));
+    RTB_RETURN_IF_ERROR(m.PublishChanges(granted, now));
     m.producer->Poll(0);
   }
   m.LogStatus();

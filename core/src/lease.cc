@@ -321,7 +321,7 @@ bool LeaseLedger::AnyLiveBidderSilent(int64_t now_ms) const {
   return false;
 }
 
-int LeaseLedger::Reclaim(int64_t now_ms) {
+int LeaseLedger::Reclaim(int64_t now_ms, std::vector<std::pair<LeaseKey, std::string>>* changed) {
   std::lock_guard<std::mutex> l(mu_);
   int reclaimed = 0;
   for (auto& [name, b] : bidders_) {
@@ -344,13 +344,17 @@ int LeaseLedger::Reclaim(int64_t now_ms) {
       if (!h.reclaimed) {
         h.reclaimed = true;
         const int64_t back = std::max<int64_t>(0, h.held - std::max(h.spent + h.reserved, h.cap));
-        if (back > 0) ++reclaimed;
+        if (back > 0) {
+          ++reclaimed;
+          if (changed != nullptr) changed->emplace_back(key, name);
+        }
         h.held -= back;
         bud.held -= back;
       }
       if (window_over && !h.reserved_released) {
         h.reserved_released = true;
         const int64_t back = std::max<int64_t>(0, h.held - std::max(h.spent, h.cap));
+        if (back > 0 && changed != nullptr) changed->emplace_back(key, name);
         h.held -= back;
         bud.held -= back;
         h.reserved = 0;

@@ -22,6 +22,7 @@
 #include "rtb/bidder/notice_sign.h"
 #include "rtb/bidder/server.h"
 #include "rtb/budget/coordinator.h"
+#include "rtb/budget/lease_msg.h"
 #include "rtb/core/clock.h"
 #include "rtb/core/events.h"
 #include "rtb/kafka/kafka.h"
@@ -1517,6 +1518,69 @@ TEST_F(BidderIntegration, ALeasedBidderHoldsTheNextDaysLeasesBeforeItsFirstReque
   EXPECT_LE(held, cfg.advertisers[0].daily_budget.value());
   EXPECT_EQ(c.Do(http::verb::post, "/openrtb2/bid", sim_request("d1-first", kDayMs + 1000)).first,
             200);
+}
+
+// A report carries only the slots that changed since the last one Kafka took, and every
+// full_report_every-th carries every slot (the coordinator reads thousands of slots from each
+// bidder several times a second otherwise). Every periodic report still carries the traffic
+// count. With full_report_every: 1, each report carries every slot.
+TEST_F(BidderIntegration, ReportsCarryOnlyTheChangedSlotsAndEveryNthCarriesThemAll) {
+  for (const int every : {4, 1}) {
+    SCOPED_TRACE("full_report_every " + std::to_string(every));
+    const std::string name = "bidder-every-" + std::to_string(every);
+    BidderConfig cfg = LeasedConfig(dir_ + "/" + name, name, 10.0, 0.5);
+    cfg.leases.full_report_every = every;
+    Start(cfg);
+    CoordinatorThread coordinator(MarketOf(cfg, bidder_->events().bootstrap()));
+    ASSERT_TRUE(coordinator.status().ok()) << coordinator.status().message();
+    Client c(port_);
+    int n = 0;
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          return c.Do(http::verb::post, "/openrtb2/bid", Request(name + std::to_string(n++)))
+                     .first == 200;
+        },
+        30))
+        << "no bid";
+    // Nothing changes from here on (the bid's reservation stays open): the reports of the next
+    // second and a half say only what they must.
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    const int64_t quiet_from = NowUnixMs();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    std::vector<size_t> items;  // per periodic report of the current day, in order
+    int64_t day = -1;
+    ASSERT_TRUE(kafka::ReadWholeTopic({.bootstrap = bidder_->events().bootstrap()},
+                                      cfg.leases.requests_topic, 10'000,
+                                      [&](int32_t, int64_t, std::string_view v) {
+                                        auto m = budget::DecodeLeaseMessage(v);
+                                        ASSERT_TRUE(m.ok()) << m.status().message();
+                                        if (m->bidder != name || m->requests < 0) return;
+                                        if (m->type != budget::LeaseMsgType::kReport) return;
+                                        if (m->ts_ms < quiet_from) return;
+                                        if (day < 0) day = m->day;
+                                        if (m->day == day) items.push_back(m->items.size());
+                                      })
+                    .ok());
+    ASSERT_GE(items.size(), 10u);  // every 100 ms
+    // The day's slots: the advertiser's two arms (the manual one has no budget here).
+    const size_t slots = *std::max_element(items.begin(), items.end());
+    EXPECT_EQ(slots, 2u);
+    const auto full = static_cast<size_t>(std::count(items.begin(), items.end(), slots));
+    const auto empty = static_cast<size_t>(std::count(items.begin(), items.end(), size_t{0}));
+    EXPECT_EQ(full + empty, items.size());  // every slot, or none
+    if (every == 1) {
+      EXPECT_EQ(full, items.size());
+    } else {
+      EXPECT_GE(full, items.size() / 4 - 1);
+      EXPECT_LE(full, items.size() / 4 + 2);
+      for (size_t i = 0; i + 4 <= items.size(); ++i) {
+        EXPECT_EQ(std::count(items.begin() + i, items.begin() + i + 4, slots), 1)
+            << "not one full report in four, from report " << i;
+      }
+    }
+    server_.reset();
+    bidder_.reset();
+  }
 }
 
 // A lease too short for a bid's largest charge: with leases.lower_bids the bid is lowered to the

@@ -286,6 +286,43 @@ TEST(Lease, ADeadBidderKeepsTheCapOfItsLastReport) {
   EXPECT_EQ(ledger.Of(kKey).held, 1'000'000);
 }
 
+// The coordinator publishes only what a reclaim lowered (it no longer compares every lease with
+// the topic on each check): Reclaim must name each lowered holding, once, and nothing else.
+TEST(Lease, AReclaimNamesExactlyTheHoldingsItLowered) {
+  LeaseConfig cfg;
+  cfg.heartbeat_timeout_ms = 1'000;
+  cfg.billing_window_ms = 1'000;
+  LeaseLedger ledger(cfg);
+  const LeaseKey full{kKey.day, kKey.advertiser + 1, kKey.arm};
+  const LeaseKey other{kKey.day, kKey.advertiser + 2, kKey.arm};
+  for (const LeaseKey& k : {kKey, full, other}) ledger.SetBudget(k, Micros(1'000'000));
+  ASSERT_EQ(ledger.Request("a", kKey, 800'000, 0, 800'000), 800'000);
+  ASSERT_EQ(ledger.Request("a", full, 300'000, 0, 300'000), 300'000);
+  ASSERT_EQ(ledger.Request("b", other, 500'000, 0, 500'000), 500'000);
+  ledger.Report("a", kKey, 100'000, 50'000, 100);  // 650'000 unused, 50'000 reserved
+  ledger.Report("a", full, 300'000, 0, 100);       // all spent: nothing to give back
+  ledger.Heartbeat("b", 1'500);
+  using Ids = std::vector<std::pair<LeaseKey, std::string>>;
+  Ids lowered;
+  EXPECT_EQ(ledger.Reclaim(1'500, &lowered), 1);
+  EXPECT_EQ(lowered, (Ids{{kKey, "a"}}));
+  EXPECT_EQ(ledger.Held("a", kKey), 150'000);
+  lowered.clear();
+  ledger.Heartbeat("b", 2'000);
+  EXPECT_EQ(ledger.Reclaim(2'000, &lowered), 0);  // the billing window is still open
+  EXPECT_TRUE(lowered.empty());
+  ledger.Heartbeat("b", 3'000);
+  EXPECT_EQ(ledger.Reclaim(3'000, &lowered), 0);  // it is over: the reservation goes back
+  EXPECT_EQ(lowered, (Ids{{kKey, "a"}}));
+  EXPECT_EQ(ledger.Held("a", kKey), 100'000);
+  lowered.clear();
+  ledger.Heartbeat("b", 4'000);
+  EXPECT_EQ(ledger.Reclaim(4'000, &lowered), 0);
+  EXPECT_TRUE(lowered.empty());
+  EXPECT_EQ(ledger.Held("a", full), 300'000);
+  EXPECT_EQ(ledger.Held("b", other), 500'000);
+}
+
 // A coordinator that falls behind its topic (in a loaded `rtb demo --bidders 3` it processed
 // messages seconds after they were sent) must not take a live bidder for dead: its unread
 // reports raised its cap, and money reclaimed beyond the cap the coordinator last read would be

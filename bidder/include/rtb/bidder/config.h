@@ -92,6 +92,11 @@ struct LeaseClientConfig {
   // Spend, reservations and each slot's cap reported (the heartbeat): a slot commits at most
   // about three intervals of spend past its last acknowledged report.
   int report_every_ms = 2000;
+  // Every this many reports, a report carries every slot of the day; the others carry only the
+  // slots whose spend, reservations or cap changed since the last report Kafka took (a slot
+  // left out keeps the cap it last reported, on both sides). 1: every report carries every
+  // slot. The full ones let the coordinator top up a slot whose share grew while it was idle.
+  int full_report_every = 10;
   // Kafka has not taken a report for this long: stop spending new money (the coordinator
   // reclaims a silent bidder's lease after its heartbeat timeout, which must be longer). The
   // first report Kafka takes after such a silence resyncs the bidder: new bids wait, as after a

@@ -47,6 +47,7 @@ class Coordinator {
   struct Counters {
     int64_t messages = 0, malformed = 0, unknown_budget = 0, grants_published = 0;
     int64_t restored = 0, reclaims = 0;
+    int64_t items = 0;  // budget items of the messages read (a report carries one per slot)
   };
   Counters counters() const;
   const LeaseLedger& ledger() const;

@@ -28,6 +28,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "rtb/core/types.h"
@@ -156,7 +157,10 @@ class LeaseLedger {
   // (bidder, budget) leases reclaimed by this call. Silent: nothing processed from the bidder
   // for heartbeat_timeout_ms by now_ms and, once messages carry send times (Heartbeat), nothing
   // it sent within heartbeat_timeout_ms of the newest message processed from any bidder.
-  int Reclaim(int64_t now_ms);
+  // `changed`, if given, gets every (budget, bidder) whose holding this call lowered (also a
+  // reserved part released after the billing window, which counts no reclaim): what the caller
+  // has to publish.
+  int Reclaim(int64_t now_ms, std::vector<std::pair<LeaseKey, std::string>>* changed = nullptr);
   // Whether Reclaim(now_ms) would take a live bidder for dead (one is silent past the timeout).
   bool AnyLiveBidderSilent(int64_t now_ms) const;
 
