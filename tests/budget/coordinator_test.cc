@@ -403,6 +403,50 @@ TEST(Coordinator, AnUnmetNeedAsksTheOtherHoldersBackAndWhatComesBackGoesToTheWai
   EXPECT_EQ(g->wanted, 0);
 }
 
+// What a reclaim frees goes at once to a bidder whose need waits for it (and the dead bidder's
+// lowered holding is published): b does not have to ask again, and the others read that a
+// holds nothing. Before, the money sat in the pool until b's next ask.
+TEST(Coordinator, AReclaimedLeaseGoesToTheWaitingBidderAtOnce) {
+  ServingCoordinator sc;
+  ASSERT_NO_FATAL_FAILURE(sc.Start([](CoordinatorOptions& o) {
+    o.group_id = "rtb-budget-reclaim-serves";
+    o.lease.heartbeat_timeout_ms = 700;
+    o.reclaim_every_ms = 100;
+  }));
+  // a takes the whole budget; b then needs 1.00 of a dry pool, and a falls silent.
+  sc.Put(LeaseMsgType::kRequest, "a", 1, {7, 0, kArmBudget, 0, 0, 0, kArmBudget});
+  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("a", kKey) == kArmBudget; }, 10s));
+  const auto asked = std::chrono::steady_clock::now();
+  sc.Put(LeaseMsgType::kRequest, "b", 1, {7, 0, 1'000'000, 0, 0, 0, 1'000'000});
+  // b only says it is alive (no item, no ask) until it holds its need.
+  int64_t seq = 2;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        Send(*sc.producer, LeaseMsgType::kHeartbeat, "b", {}, seq++);
+        return sc.producer->Flush(5000).ok() && sc.co->ledger().Held("b", kKey) == 1'000'000;
+      },
+      10s))
+      << "b holds " << sc.co->ledger().Held("b", kKey);
+  // Within the 2 s a need stands, so the reclaim met it (b never asked again).
+  EXPECT_LT(std::chrono::steady_clock::now() - asked, 2s);
+  EXPECT_EQ(sc.co->ledger().Held("a", kKey), 0);
+  EXPECT_EQ(sc.co->counters().reclaims, 1);
+  std::optional<LeaseGrant> g;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        g = LatestOf(sc.brokers, "a");
+        return g.has_value() && g->held == 0;
+      },
+      10s));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        g = LatestOf(sc.brokers, "b");
+        return g.has_value() && g->held == 1'000'000;
+      },
+      10s));
+  EXPECT_EQ(g->granted, 1'000'000);
+}
+
 // Share sizing over Kafka: two bidders report their traffic (a 3,000 requests a second, b 1,000,
 // timed by their own clocks); their reports and one ask each leave each holding its share (3/4,
 // 1/4: half each while b's rate is not known yet, then b's quarter, then a's ask tops a up). a then
