@@ -346,10 +346,12 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
         if (!lm.ok()) ++m.counters.malformed;
       }
       if (lm.ok()) {
-        const int64_t lag = std::max<int64_t>(0, now - lm->ts_ms);
-        m.lag_sum_ms += lag;
-        m.lag_max_ms = std::max(m.lag_max_ms, lag);
-        ++m.lag_n;
+        if (lm->ts_ms > 0) {  // a message without its send time says nothing of the lag
+          const int64_t lag = std::max<int64_t>(0, now - lm->ts_ms);
+          m.lag_sum_ms += lag;
+          m.lag_max_ms = std::max(m.lag_max_ms, lag);
+          ++m.lag_n;
+        }
         {
           std::lock_guard<std::mutex> lk(m.counters_mu);
           m.counters.items += static_cast<int64_t>(lm->items.size());

@@ -89,8 +89,12 @@ LG=
 wait "$EX" || fail "rtb exchange failed"
 sleep 2  # the last events reach the topic
 "$RTB" report --brokers "$BROKERS" --bidder-config "$OUT/a.yaml" --out "$OUT/ab" > /dev/null
-kill -TERM "$BUD" "$A" "$B"
-wait "$BUD" "$A" "$B" 2>/dev/null || true
+# Bidder a hosts the embedded Kafka cluster: it stops last, once its clients have. (Stopped
+# together, b once waited for minutes after a's cluster was gone; see docs/budget-leases.md.)
+kill -TERM "$BUD" "$B"
+wait "$BUD" "$B" 2>/dev/null || true
+kill -TERM "$A"
+wait "$A" 2>/dev/null || true
 BUD= A= B=
 
 python3 - "$OUT" <<'PY'
