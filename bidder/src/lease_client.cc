@@ -188,7 +188,7 @@ struct LeaseClient::Impl {
     s.left = g->left;
     if (g->bidder != name) return;
     ++stats.own;
-    stats.own_lag_ms += std::max<int64_t>(0, NowUnixMs() - g->ts_ms);
+    stats.own_lag_ms += std::max<int64_t>(0, now - g->ts_ms);
     s.held = g->held;
     // A recall published before the coordinator had this slot's last return is stale: it asks
     // for money already on its way. Whether it has the return is the holding's `returned`, not
@@ -488,9 +488,10 @@ struct LeaseClient::Impl {
     }
     const int64_t flush_from = NowUnixMs();
     sent = sent && producer->Flush(std::max(100, cfg->leases.report_every_ms)).ok();
+    const int64_t flush_ms = NowUnixMs() - flush_from;
     ++stats.reports;
-    stats.report_ms += NowUnixMs() - flush_from;
-    stats.report_ms_max = std::max(stats.report_ms_max, NowUnixMs() - flush_from);
+    stats.report_ms += flush_ms;
+    stats.report_ms_max = std::max(stats.report_ms_max, flush_ms);
     if (sent) {
       if (now - last_report_ok_ms > cfg->leases.ttl_ms) {
         // Silent past the TTL (and so, by the TTL's rule, maybe past the coordinator's heartbeat

@@ -344,6 +344,7 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
         std::lock_guard<std::mutex> lk(m.counters_mu);
         ++m.counters.messages;
         if (!lm.ok()) ++m.counters.malformed;
+        if (lm.ok()) m.counters.items += static_cast<int64_t>(lm->items.size());
       }
       if (lm.ok()) {
         if (lm->ts_ms > 0) {  // a message without its send time says nothing of the lag
@@ -351,10 +352,6 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
           m.lag_sum_ms += lag;
           m.lag_max_ms = std::max(m.lag_max_ms, lag);
           ++m.lag_n;
-        }
-        {
-          std::lock_guard<std::mutex> lk(m.counters_mu);
-          m.counters.items += static_cast<int64_t>(lm->items.size());
         }
         m.Apply(*lm, now, &granted);
       }
