@@ -216,7 +216,7 @@ Result<std::unique_ptr<EventLog>> EventLog::Open(const KafkaConfig& cfg) {
   impl->poller = std::thread([raw] {
     // Delivery reports come in bursts (a batch of events per broker per linger); served at
     // the Kafka threads' priority, a burst never holds a core that a request thread wants.
-    kafka::LowerThisThread("rtb-kafka-dr", raw->cfg.thread_nice);
+    kafka::NiceThisThread("rtb-kafka-dr", raw->cfg.thread_nice);
     int ticks = 0;
     while (!raw->stop.load()) {
       raw->producer->Poll(100);  // serves delivery reports

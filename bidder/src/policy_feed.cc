@@ -66,7 +66,7 @@ Status PolicyFeed::Apply(std::string_view payload) {
 }
 
 void PolicyFeed::Run(std::unique_ptr<kafka::Consumer> consumer, int thread_nice) {
-  kafka::LowerThisThread("rtb-policy", thread_nice);
+  kafka::NiceThisThread("rtb-policy", thread_nice);
   auto& lg = log::Get("policy");
   log::RateLimit limit(5, std::chrono::seconds(60));
   while (!stop_.load()) {

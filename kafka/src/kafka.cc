@@ -21,9 +21,9 @@ namespace rtb::kafka {
 namespace {
 
 // kafka thread_nice: every thread librdkafka starts for a client (main, brokers, the mock
-// cluster's) lowers its own priority; on Linux a nice value applies per thread.
+// cluster's) sets its own priority; on Linux a nice value applies per thread.
 rd_kafka_resp_err_t OnThreadStart(rd_kafka_t*, rd_kafka_thread_type_t, const char*, void* opaque) {
-  LowerThisThread(nullptr, static_cast<int>(reinterpret_cast<intptr_t>(opaque)));
+  NiceThisThread(nullptr, static_cast<int>(reinterpret_cast<intptr_t>(opaque)));
   return RD_KAFKA_RESP_ERR_NO_ERROR;
 }
 
@@ -67,7 +67,7 @@ rd_kafka_conf_t* MakeConf(const ClientOptions& o, Status* err) {
     }
   }
   rd_kafka_conf_set_log_cb(conf, LogLine);
-  if (o.thread_nice > 0) {
+  if (o.thread_nice != 0) {
     rd_kafka_conf_interceptor_add_on_new(
         conf, "rtb.thread_nice", OnNew,
         reinterpret_cast<void*>(static_cast<intptr_t>(o.thread_nice)));
@@ -98,9 +98,14 @@ Result<std::pair<int64_t, int64_t>> QueryWatermarks(rd_kafka_t* rk, const std::s
 
 }  // namespace
 
-void LowerThisThread(const char* name, int nice) {
+void NiceThisThread(const char* name, int nice) {
   if (name != nullptr) ::pthread_setname_np(::pthread_self(), name);
-  if (nice <= 0) return;
+  if (nice < 0) {
+    // Above the others: needs CAP_SYS_NICE (root); without it the thread stays as it is.
+    ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), nice);
+    return;
+  }
+  if (nice == 0) return;
   // SCHED_BATCH: a waking Kafka thread never preempts a running request thread; it runs on an
   // idle core or at the next scheduler tick. Best effort, like the nice value.
   sched_param none{};

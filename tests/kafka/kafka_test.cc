@@ -2,10 +2,17 @@
 #include "rtb/kafka/kafka.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <set>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace rtb::kafka {
@@ -163,6 +170,52 @@ TEST(Kafka, AFullQueueIsUnavailableNotABlock) {
   EXPECT_EQ(refused, 7);
   (*p)->PurgeAll();
   (*p)->Poll(100);
+}
+
+// Name -> nice value of every thread of this process whose name starts with `prefix`.
+std::map<std::string, int> ThreadNices(const std::string& prefix) {
+  std::map<std::string, int> out;
+  for (const auto& t : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(t.path() / "comm"), stat(t.path() / "stat");
+    std::string name, line;
+    std::getline(comm, name);
+    std::getline(stat, line);
+    if (name.rfind(prefix, 0) != 0) continue;
+    // Fields after the ")" of the name: state is field 3, nice is field 19.
+    std::istringstream rest(line.substr(line.rfind(')') + 2));
+    std::string f;
+    for (int field = 3; field <= 19; ++field) rest >> f;
+    out[name] = std::stoi(f);
+  }
+  return out;
+}
+
+// The nice value of the mock cluster's thread, once it has started and set it (-100: no such
+// thread within 5 s).
+int MockThreadNice(int expected) {
+  int nice = -100;
+  for (int i = 0; i < 500; ++i) {
+    const auto nices = ThreadNices("rdk:mock");
+    if (const auto it = nices.find("rdk:mock"); it != nices.end()) {
+      nice = it->second;
+      if (nice == expected) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return nice;
+}
+
+TEST(Kafka, TheMockClustersThreadTakesTheNiceValueItIsGiven) {
+  {
+    auto low = MockCluster::Start(1, 7);
+    ASSERT_TRUE(low.ok());
+    EXPECT_EQ(MockThreadNice(7), 7);
+  }
+  // Raising needs CAP_SYS_NICE: as root the thread runs above the others, else it stays at 0.
+  auto high = MockCluster::Start(1, -4);
+  ASSERT_TRUE(high.ok());
+  const int want = ::geteuid() == 0 ? -4 : 0;
+  EXPECT_EQ(MockThreadNice(want), want);
 }
 
 }  // namespace

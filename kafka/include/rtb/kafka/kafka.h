@@ -48,16 +48,18 @@ struct TopicPartition {
   int64_t offset = kOffsetBeginning;
 };
 
-// Runs the calling thread at a lower priority (SCHED_BATCH, nice `nice`; 0 = unchanged) and
-// names it (at most 15 characters; nullptr keeps the name). Best effort.
-void LowerThisThread(const char* name, int nice);
+// Sets the calling thread's priority and names it (at most 15 characters; nullptr keeps the
+// name). Best effort. nice > 0: lower (SCHED_BATCH and that nice value); 0: unchanged; < 0:
+// higher (that nice value; needs CAP_SYS_NICE, else unchanged).
+void NiceThisThread(const char* name, int nice);
 
 // Common options of every client.
 struct ClientOptions {
   std::string bootstrap;  // "host:port,..." (bootstrap.servers)
   Properties properties;  // extra librdkafka properties
   // > 0: every thread librdkafka starts for this client runs at this nice value with
-  // SCHED_BATCH, so it never preempts the bid path's threads.
+  // SCHED_BATCH, so it never preempts the bid path's threads. < 0: at this (higher) nice
+  // value, where the process may raise it (NiceThisThread).
   int thread_nice = 0;
   // librdkafka's own log level (syslog levels: 3 = errors only, 7 = debug); its lines go to
   // the process logger (rtb/core/log.h) under the component "kafka".
