@@ -38,29 +38,46 @@ struct Coordinator::Impl {
   // Since the last status line: how late messages were read (now - the bidder's ts_ms).
   int64_t lag_sum_ms = 0, lag_max_ms = 0, lag_n = 0;
 
-  // Whether everything on the requests topic as of now has been read. Only then is a bidder's
-  // silence its own: each bidder writes to its own partition, and a coordinator behind some of
-  // them (under load, partitions are read unevenly) has not read what a live bidder sent, nor
-  // the caps it raised, which the bidder may already be spending up to. A partition nothing has
-  // been read from since the start counts as read while it holds no message newer than when it
-  // was first asked about (what it held then was read before a restart, or is the bidder's own
-  // backlog, whose leases a restart restored as spent).
-  bool CaughtUp() {
+  // The high watermarks asked at the last check, and when.
+  std::map<int32_t, int64_t> last_high;
+  int64_t last_high_ms = -1;
+
+  // Whether everything on the requests topic as of the last check (if it was at most two check
+  // intervals ago; else as of now) has been read. Only then is a bidder's silence its own: each
+  // bidder writes to its own partition, and a coordinator behind some of them (under load,
+  // partitions are read unevenly) has not read what a live bidder sent, nor the caps it raised,
+  // which the bidder may already be spending up to. As of the last check rather than now: under
+  // steady traffic some partition nearly always has a message in flight, and a reclaim waiting
+  // for an instant with none came 1-2 s late. A live bidder whose only unread messages reached
+  // the topic within the last two checks, after a silence of the heartbeat timeout, was cut
+  // off from Kafka for longer than its TTL and spends nothing new until resynced (section 4 of
+  // docs/budget-leases.md). A partition nothing has been read
+  // from since the start counts as read while it holds no message newer than when it was first
+  // asked about (what it held then was read before a restart, or is the bidder's own backlog,
+  // whose leases a restart restored as spent).
+  bool CaughtUp(int64_t now) {
     if (partitions < 0) {
       auto n = consumer->PartitionCount(opt.requests_topic, 1'000);
       if (!n.ok()) return false;
       partitions = *n;
     }
+    std::map<int32_t, int64_t> high;
     for (int32_t p = 0; p < partitions; ++p) {
       auto wm = consumer->Watermarks(opt.requests_topic, p, 1'000);
       if (!wm.ok()) return false;
-      const int64_t high = wm->second;
+      high[p] = wm->second;
+    }
+    const bool recent = last_high_ms >= 0 && now - last_high_ms <= 2 * opt.reclaim_every_ms;
+    const std::map<int32_t, int64_t>& target = recent ? last_high : high;
+    last_high = high;
+    last_high_ms = now;
+    for (const auto& [p, h] : target) {
       if (const auto it = next_offset.find(p); it != next_offset.end()) {
-        if (it->second < high) return false;
+        if (it->second < h) return false;
         continue;
       }
-      const auto [first, added] = first_high.try_emplace(p, high);
-      if (high > first->second) return false;
+      const auto [first, added] = first_high.try_emplace(p, h);
+      if (h > first->second) return false;
     }
     return true;
   }
@@ -361,37 +378,52 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
       m.LogStatus();
       next_status = now + kStatusEveryMs;
     }
-    // Only a death needs the topic read to its end (already dead bidders' reservations are
-    // released on the clock): the watermarks are asked of the brokers only then.
-    if (now >= next_reclaim && m.ledger.AnyLiveBidderSilent(now) && !m.CaughtUp()) {
-      ++m.behind_skips;  // a reclaim waits until everything sent so far is read
-      if (now >= m.next_behind_log_ms) {
-        log::Get("budget").info(
-            "coordinator: behind the requests topic: no reclaim yet ({} so far)", m.behind_skips);
-        m.next_behind_log_ms = now + kStatusEveryMs;
-      }
-      next_reclaim = now + m.opt.reclaim_every_ms;
-    }
     if (now >= next_reclaim) {
-      m.ForgetOldWants(now);
-      // Publishes the holdings it lowered (a reservation released after the billing window
-      // counts no reclaim, but is published too), and gives what came back to the live bidders
-      // short of their part at once, not at their next report of that budget.
-      std::vector<std::pair<LeaseKey, std::string>> lowered;
-      const int r = m.ledger.Reclaim(now, &lowered);
-      std::set<LeaseKey> keys;
-      for (const auto& id : lowered) {
-        granted[id] += 0;
-        keys.insert(id.first);
+      // Only a death needs the topic read to its end (already dead bidders' reservations are
+      // released on the clock): the watermarks are asked of the brokers only then. Read to its
+      // end, a bidder's silence is the longer of the coordinator's and the bidders' clocks: a
+      // killed bidder's last messages were read a second after it sent them in `rtb demo
+      // --chaos kill-bidder`, and by the coordinator's clock alone it was taken for dead only as
+      // it came back, or not at all. Behind its topic, the shorter decides, and a reclaim waits
+      // until everything sent so far is read.
+      using Silence = LeaseLedger::Silence;
+      Silence silence = Silence::kWhileReading;
+      bool behind = false;
+      if (m.ledger.AnyLiveBidderSilent(now, Silence::kAllRead)) {
+        if (m.CaughtUp(now)) {
+          silence = Silence::kAllRead;
+        } else {
+          behind = m.ledger.AnyLiveBidderSilent(now, Silence::kWhileReading);
+        }
       }
-      for (const LeaseKey& key : keys) {
-        m.ServeWaiting(key, now, &granted);
-        m.Rebalance(key, now, &granted);
-      }
-      if (r > 0) {
-        log::Get("budget").info("coordinator: reclaimed {} leases of silent bidders", r);
-        std::lock_guard<std::mutex> lk(m.counters_mu);
-        m.counters.reclaims += r;
+      if (behind) {
+        ++m.behind_skips;
+        if (now >= m.next_behind_log_ms) {
+          log::Get("budget").info(
+              "coordinator: behind the requests topic: no reclaim yet ({} so far)", m.behind_skips);
+          m.next_behind_log_ms = now + kStatusEveryMs;
+        }
+      } else {
+        m.ForgetOldWants(now);
+        // Publishes the holdings it lowered (a reservation released after the billing window
+        // counts no reclaim, but is published too), and gives what came back to the live
+        // bidders short of their part at once, not at their next report of that budget.
+        std::vector<std::pair<LeaseKey, std::string>> lowered;
+        const int r = m.ledger.Reclaim(now, &lowered, silence);
+        std::set<LeaseKey> keys;
+        for (const auto& id : lowered) {
+          granted[id] += 0;
+          keys.insert(id.first);
+        }
+        for (const LeaseKey& key : keys) {
+          m.ServeWaiting(key, now, &granted);
+          m.Rebalance(key, now, &granted);
+        }
+        if (r > 0) {
+          log::Get("budget").info("coordinator: reclaimed {} leases of silent bidders", r);
+          std::lock_guard<std::mutex> lk(m.counters_mu);
+          m.counters.reclaims += r;
+        }
       }
       next_reclaim = now + m.opt.reclaim_every_ms;
     }

@@ -70,10 +70,11 @@ void LeaseLedger::Heartbeat(const std::string& bidder, int64_t now_ms, int64_t s
   }
 }
 
-int64_t LeaseLedger::SilentMs(const Bidder& b, int64_t now_ms) const {
+int64_t LeaseLedger::SilentMs(const Bidder& b, int64_t now_ms, Silence silence) const {
   const int64_t by_clock = now_ms - b.seen_ms;
   if (b.sent_ms < 0 || newest_sent_ms_ < 0) return by_clock;
-  return std::min(by_clock, newest_sent_ms_ - b.sent_ms);
+  const int64_t by_sent = newest_sent_ms_ - b.sent_ms;
+  return silence == Silence::kAllRead ? std::max(by_clock, by_sent) : std::min(by_clock, by_sent);
 }
 
 void LeaseLedger::Traffic(const std::string& bidder, int64_t requests, int64_t at_ms) {
@@ -313,19 +314,22 @@ void LeaseLedger::Report(const std::string& bidder, const LeaseKey& key, int64_t
   });
 }
 
-bool LeaseLedger::AnyLiveBidderSilent(int64_t now_ms) const {
+bool LeaseLedger::AnyLiveBidderSilent(int64_t now_ms, Silence silence) const {
   std::lock_guard<std::mutex> l(mu_);
   for (const auto& [name, b] : bidders_) {
-    if (b.dead_since_ms < 0 && SilentMs(b, now_ms) > cfg_.heartbeat_timeout_ms) return true;
+    if (b.dead_since_ms < 0 && SilentMs(b, now_ms, silence) > cfg_.heartbeat_timeout_ms) {
+      return true;
+    }
   }
   return false;
 }
 
-int LeaseLedger::Reclaim(int64_t now_ms, std::vector<std::pair<LeaseKey, std::string>>* changed) {
+int LeaseLedger::Reclaim(int64_t now_ms, std::vector<std::pair<LeaseKey, std::string>>* changed,
+                         Silence silence) {
   std::lock_guard<std::mutex> l(mu_);
   int reclaimed = 0;
   for (auto& [name, b] : bidders_) {
-    const int64_t silent = SilentMs(b, now_ms);
+    const int64_t silent = SilentMs(b, now_ms, silence);
     if (b.dead_since_ms < 0 && silent > cfg_.heartbeat_timeout_ms) {
       // Dead: its holdings no longer count as money it could give back.
       for (auto& [key, bud] : budgets_) {

@@ -361,6 +361,37 @@ TEST(Lease, ACoordinatorBehindItsTopicTakesNoLiveBidderForDead) {
   EXPECT_EQ(old.Reclaim(5'000), 1);
 }
 
+// A killed bidder's last messages can reach the coordinator a second after it sent them (`rtb
+// demo --chaos kill-bidder`): by the coordinator's clock it has just been heard from. Read to
+// the end of its topic, the coordinator takes the longer silence, from the bidders' send times.
+TEST(Lease, ReadToTheEndTheSilenceIsTheLongerOfTheTwoClocks) {
+  LeaseConfig cfg;
+  cfg.heartbeat_timeout_ms = 1'500;
+  cfg.billing_window_ms = 1'000;
+  LeaseLedger ledger(cfg);
+  ledger.SetBudget(kKey, Micros(1'000'000));
+  ASSERT_EQ(ledger.Request("b", kKey, 800'000, 0, 800'000), 800'000);
+  ledger.Report("b", kKey, 100'000, 0, 0, /*cap=*/300'000);
+  ledger.Heartbeat("b", 1'200, 1'000);  // b's last message: sent at 1.0 s, read at 1.2 s
+  ledger.Heartbeat("b", 2'400, 1'000);  // a copy of it read at 2.4 s (late)
+  ledger.Heartbeat("a", 2'650, 2'640);  // a goes on
+  // At 2.65 s b has sent nothing for 1.64 s, but was read 0.25 s ago.
+  using Silence = LeaseLedger::Silence;
+  EXPECT_FALSE(ledger.AnyLiveBidderSilent(2'650, Silence::kWhileReading));
+  EXPECT_EQ(ledger.Reclaim(2'650, nullptr, Silence::kWhileReading), 0);
+  EXPECT_TRUE(ledger.AnyLiveBidderSilent(2'650, Silence::kAllRead));
+  EXPECT_EQ(ledger.Reclaim(2'650, nullptr, Silence::kAllRead), 1);
+  EXPECT_EQ(ledger.Held("b", kKey), 300'000);  // it keeps its cap
+  // A lone bidder has no other send times to be measured against: the coordinator's clock
+  // still finds it silent.
+  LeaseLedger lone(cfg);
+  lone.SetBudget(kKey, Micros(1'000'000));
+  ASSERT_EQ(lone.Request("b", kKey, 800'000, 0, 800'000), 800'000);
+  lone.Heartbeat("b", 100, 100);
+  EXPECT_FALSE(lone.AnyLiveBidderSilent(1'500, Silence::kAllRead));
+  EXPECT_EQ(lone.Reclaim(1'700, nullptr, Silence::kAllRead), 1);
+}
+
 TEST(Lease, ADeadBiddersUnspentLeaseReturnsAtOnceItsReservationsAfterTheBillingWindow) {
   LeaseConfig cfg;
   cfg.heartbeat_timeout_ms = 10'000;

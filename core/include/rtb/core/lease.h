@@ -153,16 +153,28 @@ class LeaseLedger {
   void Report(const std::string& bidder, const LeaseKey& key, int64_t spent, int64_t reserved,
               int64_t now_ms, int64_t cap = 0, int64_t seq = 0);
 
+  // How a bidder's silence is measured, from two clocks: the coordinator's (now_ms against
+  // when a message of the bidder was last processed) and the bidders' own (once messages carry
+  // send times, see Heartbeat: the newest send time processed from any bidder against the
+  // bidder's newest).
+  enum class Silence {
+    // The shorter of the two: a coordinator behind some bidders' partitions (it reads them
+    // unevenly) takes none of them for dead while the others' newer messages come in.
+    kWhileReading,
+    // The longer of the two, for a caller that has read every bidder's messages up to now: a
+    // dead bidder whose last messages it read late is dead from when it last sent.
+    kAllRead,
+  };
   // Marks silent bidders dead and returns what they no longer need to the pool; the number of
-  // (bidder, budget) leases reclaimed by this call. Silent: nothing processed from the bidder
-  // for heartbeat_timeout_ms by now_ms and, once messages carry send times (Heartbeat), nothing
-  // it sent within heartbeat_timeout_ms of the newest message processed from any bidder.
-  // `changed`, if given, gets every (budget, bidder) whose holding this call lowered (also a
-  // reserved part released after the billing window, which counts no reclaim): what the caller
-  // has to publish.
-  int Reclaim(int64_t now_ms, std::vector<std::pair<LeaseKey, std::string>>* changed = nullptr);
-  // Whether Reclaim(now_ms) would take a live bidder for dead (one is silent past the timeout).
-  bool AnyLiveBidderSilent(int64_t now_ms) const;
+  // (bidder, budget) leases reclaimed by this call. Silent: for more than heartbeat_timeout_ms,
+  // measured as `silence` says. `changed`, if given, gets every (budget, bidder) whose holding
+  // this call lowered (also a reserved part released after the billing window, which counts no
+  // reclaim): what the caller has to publish.
+  int Reclaim(int64_t now_ms, std::vector<std::pair<LeaseKey, std::string>>* changed = nullptr,
+              Silence silence = Silence::kWhileReading);
+  // Whether Reclaim(now_ms, ..., silence) would take a live bidder for dead (one is silent past
+  // the timeout).
+  bool AnyLiveBidderSilent(int64_t now_ms, Silence silence = Silence::kWhileReading) const;
 
   // A restarted coordinator: sets what `bidder` holds of `key`, as its grants topic says (the
   // latest total per lease, and its `seen`: the bidder's highest seq it included). The budget
@@ -225,7 +237,7 @@ class LeaseLedger {
   // REQUIRES: mu_ held (all below).
   Bidder& BidderNamed(const std::string& bidder);  // added if new
   // How long the bidder has been silent (Reclaim's rule).
-  int64_t SilentMs(const Bidder& b, int64_t now_ms) const;
+  int64_t SilentMs(const Bidder& b, int64_t now_ms, Silence silence) const;
   void Touch(const std::string& bidder, int64_t now_ms);
   // Every live bidder's traffic share, by name; recomputed when a rate or a life changed.
   const std::vector<Share>& Shares() const;
