@@ -56,7 +56,7 @@ namespace {
 // bidders' 5 ms linger over 48 partitions each batch held about one event, and in a run of
 // 700,000 events the cluster's one thread spent three quarters of its time in that walk and read
 // every topic (the lease topics too) seconds late by the end. A 200 ms linger over 24 partitions
-// makes batches of about eight events, a quarter as many a second per partition and half as many
+// makes batches of about 19 events, a tenth as many a second per partition and half as many
 // partitions to read. The mock keeps the last 5 MB of each partition: 24 hold the last ~98% of a
 // 4-day demo's events (48 held every one, at twice the thread's time), far more than a reader
 // one step behind needs; the dump reads the topic as it is written.
