@@ -51,10 +51,10 @@ struct Coordinator::Impl {
   // for an instant with none came 1-2 s late. A live bidder whose only unread messages reached
   // the topic within the last two checks, after a silence of the heartbeat timeout, was cut
   // off from Kafka for longer than its TTL and spends nothing new until resynced (section 4 of
-  // docs/budget-leases.md). A partition nothing has been read
-  // from since the start counts as read while it holds no message newer than when it was first
-  // asked about (what it held then was read before a restart, or is the bidder's own backlog,
-  // whose leases a restart restored as spent).
+  // docs/budget-leases.md). A partition nothing has been read from since the start counts as
+  // read while it holds no message newer than when it was first asked about (what it held then
+  // was read before a restart, or is the bidder's own backlog, whose leases a restart restored
+  // as spent).
   bool CaughtUp(int64_t now) {
     if (partitions < 0) {
       auto n = consumer->PartitionCount(opt.requests_topic, 1'000);
@@ -68,8 +68,8 @@ struct Coordinator::Impl {
       high[p] = wm->second;
     }
     const bool recent = last_high_ms >= 0 && now - last_high_ms <= 2 * opt.reclaim_every_ms;
-    const std::map<int32_t, int64_t>& target = recent ? last_high : high;
-    last_high = high;
+    std::map<int32_t, int64_t> target = recent ? std::move(last_high) : high;
+    last_high = std::move(high);
     last_high_ms = now;
     for (const auto& [p, h] : target) {
       if (const auto it = next_offset.find(p); it != next_offset.end()) {
