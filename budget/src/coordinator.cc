@@ -30,31 +30,23 @@ struct Coordinator::Impl {
   std::map<LeaseKey, std::map<std::string, Want>> wanted;
   static constexpr int64_t kWantedMs = 2'000;
 
-  // Per partition of the requests topic: the next offset to read (what was read), and the high
-  // watermark when first asked, for a partition nothing was read from yet.
-  std::map<int32_t, int64_t> next_offset, first_high;
+  // Per partition of the requests topic: the next offset to read (what was read).
+  std::map<int32_t, int64_t> next_offset;
   int partitions = -1;
   int64_t behind_skips = 0, next_behind_log_ms = 0;
   // Since the last status line: how late messages were read (now - the bidder's ts_ms).
   int64_t lag_sum_ms = 0, lag_max_ms = 0, lag_n = 0;
 
-  // The high watermarks asked at the last check, and when.
-  std::map<int32_t, int64_t> last_high;
-  int64_t last_high_ms = -1;
+  ReadToTheEnd read_to_end;
 
-  // Whether everything on the requests topic as of the last check (if it was at most two check
-  // intervals ago; else as of now) has been read. Only then is a bidder's silence its own: each
-  // bidder writes to its own partition, and a coordinator behind some of them (under load,
-  // partitions are read unevenly) has not read what a live bidder sent, nor the caps it raised,
-  // which the bidder may already be spending up to. As of the last check rather than now: under
-  // steady traffic some partition nearly always has a message in flight, and a reclaim waiting
-  // for an instant with none came 1-2 s late. A live bidder whose only unread messages reached
-  // the topic within the last two checks, after a silence of the heartbeat timeout, was cut
-  // off from Kafka for longer than its TTL and spends nothing new until resynced (section 4 of
-  // docs/budget-leases.md). A partition nothing has been read from since the start counts as
-  // read while it holds no message newer than when it was first asked about (what it held then
-  // was read before a restart, or is the bidder's own backlog, whose leases a restart restored
-  // as spent).
+  // Whether everything on the requests topic as of the last check (ReadToTheEnd::Target) has
+  // been read. Only then is a bidder's silence its own: each bidder writes to its own
+  // partition, and a coordinator behind some of them (under load, partitions are read
+  // unevenly) has not read what a live bidder sent, nor the caps it raised, which the bidder may
+  // already be spending up to. A live bidder whose only unread messages reached the topic within
+  // the last two checks, after a silence of the heartbeat timeout, was cut off from Kafka for
+  // longer than its TTL and spends nothing new until resynced (section 4 of
+  // docs/budget-leases.md).
   bool CaughtUp(int64_t now) {
     if (partitions < 0) {
       auto n = consumer->PartitionCount(opt.requests_topic, 1'000);
@@ -67,19 +59,8 @@ struct Coordinator::Impl {
       if (!wm.ok()) return false;
       high[p] = wm->second;
     }
-    const bool recent = last_high_ms >= 0 && now - last_high_ms <= 2 * opt.reclaim_every_ms;
-    std::map<int32_t, int64_t> target = recent ? std::move(last_high) : high;
-    last_high = std::move(high);
-    last_high_ms = now;
-    for (const auto& [p, h] : target) {
-      if (const auto it = next_offset.find(p); it != next_offset.end()) {
-        if (it->second < h) return false;
-        continue;
-      }
-      const auto [first, added] = first_high.try_emplace(p, h);
-      if (h > first->second) return false;
-    }
-    return true;
+    return read_to_end.Reached(next_offset,
+                               read_to_end.Target(std::move(high), now, opt.reclaim_every_ms));
   }
 
   // What the other bidders wait for of a budget (a holding's `wanted`).
@@ -441,5 +422,27 @@ Coordinator::Counters Coordinator::counters() const {
 }
 
 const LeaseLedger& Coordinator::ledger() const { return impl_->ledger; }
+
+std::map<int32_t, int64_t> ReadToTheEnd::Target(std::map<int32_t, int64_t> current, int64_t now_ms,
+                                                int64_t every_ms) {
+  const bool recent = last_ms_ >= 0 && now_ms - last_ms_ <= 2 * every_ms;
+  std::map<int32_t, int64_t> target = recent ? std::move(last_) : current;
+  last_ = std::move(current);
+  last_ms_ = now_ms;
+  return target;
+}
+
+bool ReadToTheEnd::Reached(const std::map<int32_t, int64_t>& next_offset,
+                           const std::map<int32_t, int64_t>& target) {
+  for (const auto& [p, high] : target) {
+    if (const auto it = next_offset.find(p); it != next_offset.end()) {
+      if (it->second < high) return false;
+      continue;
+    }
+    const auto [first, added] = first_high_.try_emplace(p, high);
+    if (high > first->second) return false;
+  }
+  return true;
+}
 
 }  // namespace rtb::budget

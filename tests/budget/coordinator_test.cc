@@ -610,5 +610,32 @@ TEST(LeaseMessages, RoundTripAndClearErrors) {
   EXPECT_NE(neg.status().message().find("wanted"), std::string::npos);
 }
 
+// A reclaim check reads to where the topic ended at the previous check, if that was recent:
+// under steady traffic some partition nearly always has a message in flight.
+TEST(ReadToTheEnd, ASoonNextCheckReadsToThePreviousChecksWatermarks) {
+  ReadToTheEnd r;
+  using W = std::map<int32_t, int64_t>;
+  EXPECT_EQ(r.Target(W{{0, 10}, {1, 5}}, 1'000, 200), (W{{0, 10}, {1, 5}}));  // none before
+  EXPECT_EQ(r.Target(W{{0, 12}, {1, 5}}, 1'200, 200), (W{{0, 10}, {1, 5}}));
+  EXPECT_EQ(r.Target(W{{0, 15}, {1, 6}}, 1'600, 200), (W{{0, 12}, {1, 5}}));  // 2 intervals
+  EXPECT_EQ(r.Target(W{{0, 20}, {1, 9}}, 5'000, 200), (W{{0, 20}, {1, 9}}));  // long ago: now's
+  // Read to offset 20 of partition 0 while a message is in flight there (21): reached against
+  // the previous check's 20, not against now's 21.
+  const W read{{0, 20}, {1, 9}};
+  EXPECT_TRUE(r.Reached(read, r.Target(W{{0, 21}, {1, 9}}, 5'200, 200)));
+  EXPECT_FALSE(r.Reached(read, r.Target(W{{0, 22}, {1, 9}}, 5'400, 200)));  // 21 is unread
+}
+
+TEST(ReadToTheEnd, APartitionNeverReadCountsAsReadUntilItHoldsSomethingNewer) {
+  ReadToTheEnd r;
+  using W = std::map<int32_t, int64_t>;
+  const W read{{0, 7}};
+  EXPECT_TRUE(r.Reached(read, W{{0, 7}, {1, 4}}));  // partition 1: 4 when first asked
+  EXPECT_TRUE(r.Reached(read, W{{0, 7}, {1, 4}}));
+  EXPECT_FALSE(r.Reached(read, W{{0, 7}, {1, 5}}));  // a message newer than that
+  EXPECT_FALSE(r.Reached(read, W{{0, 8}, {1, 4}}));  // partition 0 not read to 8
+  EXPECT_TRUE(r.Reached(W{{0, 8}, {1, 5}}, W{{0, 8}, {1, 5}}));
+}
+
 }  // namespace
 }  // namespace rtb::budget

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -56,6 +57,31 @@ class Coordinator {
   struct Impl;
   explicit Coordinator(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
+};
+
+// Whether the coordinator may judge silence with everything read (LeaseLedger::Silence::kAllRead):
+// the high watermarks of the requests topic it must have read to, and whether it has.
+class ReadToTheEnd {
+ public:
+  // The watermarks to have read to at a check at `now_ms`, given the partitions' current ones:
+  // those of the previous check if it was at most two intervals of `every_ms` before (under
+  // steady traffic some partition nearly always has a message in flight, and waiting for an
+  // instant with none delayed reclaims by a second or more), else the current ones. The current
+  // ones become the next check's previous.
+  std::map<int32_t, int64_t> Target(std::map<int32_t, int64_t> current, int64_t now_ms,
+                                    int64_t every_ms);
+  // Whether a reader at `next_offset` (per partition: the next offset to read) has read every
+  // partition of `target` up to its watermark. A partition never read from counts as read while
+  // its watermark is no higher than when it was first asked about (what it held then was read
+  // before a restart, or is a bidder's own backlog, whose leases a restart restored as spent).
+  bool Reached(const std::map<int32_t, int64_t>& next_offset,
+               const std::map<int32_t, int64_t>& target);
+
+ private:
+  std::map<int32_t, int64_t> last_;
+  int64_t last_ms_ = -1;
+  std::map<int32_t, int64_t>
+      first_high_;  // per partition never read: its watermark when first asked
 };
 
 }  // namespace rtb::budget
