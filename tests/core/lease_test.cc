@@ -15,6 +15,14 @@ namespace {
 
 const LeaseKey kKey{0, 7, 0};
 
+// A lease config with these heartbeat timeout and billing window (ms).
+LeaseConfig Timeouts(int64_t heartbeat_timeout_ms, int64_t billing_window_ms) {
+  LeaseConfig cfg;
+  cfg.heartbeat_timeout_ms = heartbeat_timeout_ms;
+  cfg.billing_window_ms = billing_window_ms;
+  return cfg;
+}
+
 // Both sizings; under share sizing the threads also report traffic, spend and reservations
 // and rebalance, whose grants count as grants.
 TEST(Lease, ConcurrentRequestsFromManyBiddersNeverGrantMoreThanTheBudget) {
@@ -269,9 +277,7 @@ TEST(Lease, ARestoredLeaseIsSpentUntilAReportNewerThanItsHolding) {
 // keeps that much, before and after the billing window, so money it used unseen is never
 // granted again.
 TEST(Lease, ADeadBidderKeepsTheCapOfItsLastReport) {
-  LeaseConfig cfg;
-  cfg.heartbeat_timeout_ms = 1'000;
-  cfg.billing_window_ms = 1'000;
+  const LeaseConfig cfg = Timeouts(1'000, 1'000);
   LeaseLedger ledger(cfg);
   ledger.SetBudget(kKey, Micros(1'000'000));
   ASSERT_EQ(ledger.Request("a", kKey, 800'000, 0, 800'000), 800'000);
@@ -289,9 +295,7 @@ TEST(Lease, ADeadBidderKeepsTheCapOfItsLastReport) {
 // The coordinator publishes only what a reclaim lowered (it no longer compares every lease with
 // the topic on each check): Reclaim must name each lowered holding, once, and nothing else.
 TEST(Lease, AReclaimNamesExactlyTheHoldingsItLowered) {
-  LeaseConfig cfg;
-  cfg.heartbeat_timeout_ms = 1'000;
-  cfg.billing_window_ms = 1'000;
+  const LeaseConfig cfg = Timeouts(1'000, 1'000);
   LeaseLedger ledger(cfg);
   const LeaseKey full{kKey.day, kKey.advertiser + 1, kKey.arm};
   const LeaseKey other{kKey.day, kKey.advertiser + 2, kKey.arm};
@@ -328,9 +332,7 @@ TEST(Lease, AReclaimNamesExactlyTheHoldingsItLowered) {
 // reports raised its cap, and money reclaimed beyond the cap the coordinator last read would be
 // spent twice (that run overspent 3.8%). Silence is measured against the newest message read.
 TEST(Lease, ACoordinatorBehindItsTopicTakesNoLiveBidderForDead) {
-  LeaseConfig cfg;
-  cfg.heartbeat_timeout_ms = 1'000;
-  cfg.billing_window_ms = 1'000;
+  const LeaseConfig cfg = Timeouts(1'000, 1'000);
   LeaseLedger ledger(cfg);
   ledger.SetBudget(kKey, Micros(1'000'000));
   ledger.Heartbeat("a", 0, 0);
@@ -365,9 +367,7 @@ TEST(Lease, ACoordinatorBehindItsTopicTakesNoLiveBidderForDead) {
 // demo --chaos kill-bidder`): by the coordinator's clock it has just been heard from. Read to
 // the end of its topic, the coordinator takes the longer silence, from the bidders' send times.
 TEST(Lease, ReadToTheEndTheSilenceIsTheLongerOfTheTwoClocks) {
-  LeaseConfig cfg;
-  cfg.heartbeat_timeout_ms = 1'500;
-  cfg.billing_window_ms = 1'000;
+  const LeaseConfig cfg = Timeouts(1'500, 1'000);
   LeaseLedger ledger(cfg);
   ledger.SetBudget(kKey, Micros(1'000'000));
   ASSERT_EQ(ledger.Request("b", kKey, 800'000, 0, 800'000), 800'000);
@@ -393,9 +393,7 @@ TEST(Lease, ReadToTheEndTheSilenceIsTheLongerOfTheTwoClocks) {
 }
 
 TEST(Lease, ADeadBiddersUnspentLeaseReturnsAtOnceItsReservationsAfterTheBillingWindow) {
-  LeaseConfig cfg;
-  cfg.heartbeat_timeout_ms = 10'000;
-  cfg.billing_window_ms = 60'000;
+  const LeaseConfig cfg = Timeouts(10'000, 60'000);
   LeaseLedger ledger(cfg);
   ledger.SetBudget(kKey, Micros(2'000'000));
   ASSERT_EQ(ledger.Request("a", kKey, 1'000'000, 0), 1'000'000);
