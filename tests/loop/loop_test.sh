@@ -80,9 +80,30 @@ for line in open(sys.argv[1].replace("report.json", "events.jsonl")):
     repeated += 1 if eid and eid in seen else 0
     seen.add(eid)
 assert x["duplicates"] == repeated and x["skipped"] == 0, (x["duplicates"], repeated, x)
-assert 0.9 * live_cost <= m["logged"]["cost"] <= live_cost * 1.0001, (m["logged"], live_cost)
-assert 0.9 * live_imps <= m["logged"]["impressions"] <= live_imps, (m["logged"], live_imps)
+# A SIGKILLed bidder loses the bid events still in its producer queue (docs/reliability.md, known
+# limit: up to the demo's 200 ms linger of them); each notice's event survives (the outbox,
+# re-sent at start). So every live impression is either in the replay or a billing event whose
+# bid event is missing, and every such orphan is in the killed step's half before the kill
+# (kill-bidder@1:1 in demo.yaml).
+bids, billed = set(), {}
+for line in open(sys.argv[1].replace("report.json", "events.jsonl")):
+    e = json.loads(line)
+    key = (e.get("auction"), e.get("imp"), e.get("adv"))
+    if e["type"] == "bid":
+        bids.add(key)
+    elif e["type"] == "billing":
+        billed[key] = e["price_micros"]
+orphans = {k: v for k, v in billed.items() if k not in bids}
+assert m["logged"]["impressions"] + len(orphans) == live_imps, (m["logged"], len(orphans), live_imps)
+orphan_cost = sum(orphans.values()) / 1e9  # CPM micros per impression
+assert abs(m["logged"]["cost"] + orphan_cost - live_cost) <= 1e-4 * live_cost, (
+    m["logged"], orphan_cost, live_cost)
+first = sum(s["exchange"]["requests"] for s in r["days"][1]["steps"][:1])
+half = r["days"][1]["steps"][1]["exchange"]["requests"] // 2
+for auction, _, _ in orphans:
+    day, req = auction.split("-r")
+    assert day == "d1" and first <= int(req) < first + half, (auction, first, half)
 assert m["scale:0"]["impressions"] == 0 and m["manual"]["auctions"] == m["logged"]["auctions"]
-print("events replay ok: logged cost %.2f of live %.2f, %d orphan notices" %
-      (m["logged"]["cost"], live_cost, x["orphans"]))
+print("events replay ok: logged cost %.2f of live %.2f, %d impressions whose bid event died "
+      "with the bidder" % (m["logged"]["cost"], live_cost, len(orphans)))
 PY
