@@ -334,8 +334,10 @@ int RunBudget(BudgetArgs a) {
   const auto n = (*co)->counters();
   rtb::log::Get("budget").info(
       "stopped; {} messages ({} malformed, {} for unknown budgets) with {} budget items, {} "
-      "holdings published, {} leases reclaimed",
-      n.messages, n.malformed, n.unknown_budget, n.items, n.grants_published, n.reclaims);
+      "holdings published, {} leases reclaimed, {} messages of reclaimed bidders sent before "
+      "they died",
+      n.messages, n.malformed, n.unknown_budget, n.items, n.grants_published, n.reclaims,
+      n.late_from_dead);
   return st.ok() ? 0 : Fail(st);
 }
 

@@ -82,12 +82,14 @@ struct Coordinator::Impl {
     }
   }
 
-  // Money came back to the pool: to the bidders waiting for it, oldest first.
+  // Money came back to the pool: to the bidders waiting for it, oldest first. A need of a
+  // bidder that has since died is dropped: serving it would count as a word from the bidder and
+  // bring it back (LeaseLedger::Request), and the next check would reclaim it again.
   void ServeWaiting(const LeaseKey& key, int64_t now, Granted* granted) {
     const auto it = wanted.find(key);
     if (it == wanted.end()) return;
     for (auto w = it->second.begin(); w != it->second.end();) {
-      if (now - w->second.since_ms > kWantedMs) {
+      if (now - w->second.since_ms > kWantedMs || !ledger.IsAlive(w->first)) {
         w = it->second.erase(w);
         continue;
       }
@@ -169,7 +171,13 @@ struct Coordinator::Impl {
   }
 
   void Apply(const LeaseMessage& m, int64_t now, Granted* granted) {
-    ledger.Heartbeat(m.bidder, now, m.ts_ms > 0 ? m.ts_ms : -1);
+    // A message a reclaimed bidder sent before it died, read late: its spend and returns count,
+    // its asks get nothing (LeaseLedger::Heartbeat), and no one is asked back for it.
+    const bool alive = ledger.Heartbeat(m.bidder, now, m.ts_ms > 0 ? m.ts_ms : -1);
+    if (!alive) {
+      std::lock_guard<std::mutex> lk(counters_mu);
+      ++counters.late_from_dead;
+    }
     // The bidder's own send time: messages arrive in batches, so arrival times would make a
     // rate of noise.
     if (m.requests >= 0 && m.ts_ms > 0) ledger.Traffic(m.bidder, m.requests, m.ts_ms);
@@ -184,6 +192,7 @@ struct Coordinator::Impl {
       }
       switch (m.type) {
         case LeaseMsgType::kRequest: {
+          if (!alive) break;
           const int64_t g = ledger.Request(m.bidder, key, i.want, now, i.need);
           (*granted)[{key, m.bidder}] += g;  // answered even when 0: the bidder waits for it
           // Under share sizing an unmet need asks the others back only once shares no longer
@@ -392,16 +401,21 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
         std::vector<std::pair<LeaseKey, std::string>> lowered;
         const int r = m.ledger.Reclaim(now, &lowered, silence);
         std::set<LeaseKey> keys;
+        std::set<std::string> whose;
         for (const auto& id : lowered) {
           granted[id] += 0;
           keys.insert(id.first);
+          whose.insert(id.second);
         }
         for (const LeaseKey& key : keys) {
           m.ServeWaiting(key, now, &granted);
           m.Rebalance(key, now, &granted);
         }
         if (r > 0) {
-          log::Get("budget").info("coordinator: reclaimed {} leases of silent bidders", r);
+          std::string names;
+          for (const std::string& b : whose) names += (names.empty() ? "" : ", ") + b;
+          log::Get("budget").info("coordinator: reclaimed {} leases of silent bidders ({})", r,
+                                  names);
           std::lock_guard<std::mutex> lk(m.counters_mu);
           m.counters.reclaims += r;
         }

@@ -37,11 +37,13 @@ LeaseLedger::Bidder& LeaseLedger::BidderNamed(const std::string& bidder) {
 
 void LeaseLedger::Touch(const std::string& bidder, int64_t now_ms) {
   Bidder& b = BidderNamed(bidder);
+  if (b.late) return;  // sent before it died, read late: it stays dead (Heartbeat)
   b.seen_ms = std::max(b.seen_ms, now_ms);
   if (b.dead_since_ms < 0) return;
   // Back from the dead: its holdings are what it had spent and reserved when it died; its
   // reserved part, if not yet released, stays its own again.
   b.dead_since_ms = -1;
+  b.dead_sent_ms = -1;
   shares_dirty_ = true;
   for (auto& [key, bud] : budgets_) {
     auto it = bud.by_bidder.find(bidder);
@@ -60,14 +62,20 @@ void LeaseLedger::Change(Budget& b, const std::string& bidder, Holding& h, F&& f
   if (alive) b.unused_live += Unused(h);
 }
 
-void LeaseLedger::Heartbeat(const std::string& bidder, int64_t now_ms, int64_t sent_ms) {
+bool LeaseLedger::Heartbeat(const std::string& bidder, int64_t now_ms, int64_t sent_ms) {
   std::lock_guard<std::mutex> l(mu_);
+  Bidder& b = BidderNamed(bidder);
+  // Sent before the bidder was found dead (by the bidders' clocks): one of the last messages of
+  // a process that is gone, read after the reclaim. Its restart speaks later than that.
+  b.late = b.dead_since_ms >= 0 && sent_ms >= 0 && sent_ms <= b.dead_sent_ms;
   Touch(bidder, now_ms);
   if (sent_ms >= 0) {
-    Bidder& b = BidderNamed(bidder);
+    // A late message moves its silence on too: its reserved part is released a billing window
+    // after the last message it sent, not earlier.
     b.sent_ms = std::max(b.sent_ms, sent_ms);
     newest_sent_ms_ = std::max(newest_sent_ms_, sent_ms);
   }
+  return b.dead_since_ms < 0;
 }
 
 int64_t LeaseLedger::SilentMs(const Bidder& b, int64_t now_ms, Silence silence) const {
@@ -137,6 +145,11 @@ double LeaseLedger::TrafficShare(const std::string& bidder) const {
   return s == nullptr ? 0.0 : s->share;
 }
 
+bool LeaseLedger::IsAlive(const std::string& bidder) const {
+  std::lock_guard<std::mutex> l(mu_);
+  return Alive(bidder);
+}
+
 int64_t LeaseLedger::Unused(const Holding& h) {
   return std::max<int64_t>(0, h.held - h.spent - h.reserved);
 }
@@ -188,6 +201,7 @@ int64_t LeaseLedger::Request(const std::string& bidder, const LeaseKey& key, int
   std::lock_guard<std::mutex> l(mu_);
   Touch(bidder, now_ms);
   ++grants_;
+  if (!Alive(bidder)) return 0;  // an ask it sent before it died
   auto it = budgets_.find(key);
   if (it == budgets_.end()) return 0;
   Budget& b = it->second;
@@ -337,6 +351,7 @@ int LeaseLedger::Reclaim(int64_t now_ms, std::vector<std::pair<LeaseKey, std::st
         if (it != bud.by_bidder.end()) bud.unused_live -= Unused(it->second);
       }
       b.dead_since_ms = now_ms;
+      b.dead_sent_ms = newest_sent_ms_;
       shares_dirty_ = true;
     }
     if (b.dead_since_ms < 0) continue;

@@ -38,12 +38,12 @@ std::map<std::string, int64_t> LatestHeld(const std::string& brokers) {
 }
 
 void Send(kafka::Producer& p, LeaseMsgType type, const std::string& bidder,
-          std::vector<LeaseItem> items, int64_t seq = 0) {
+          std::vector<LeaseItem> items, int64_t seq = 0, int64_t ts_ms = -1) {
   LeaseMessage m;
   m.type = type;
   m.bidder = bidder;
   m.day = 1;
-  m.ts_ms = NowUnixMs();
+  m.ts_ms = ts_ms >= 0 ? ts_ms : NowUnixMs();
   m.seq = seq;
   m.items = std::move(items);
   ASSERT_TRUE(
@@ -461,6 +461,84 @@ TEST(Coordinator, AReclaimedLeaseGoesToTheWaitingBidderAtOnce) {
   ASSERT_TRUE(b_published);
   EXPECT_EQ(gb->granted, 1'000'000);
   EXPECT_EQ(sc.co->counters().reclaims, 1);
+}
+
+// A killed bidder's last messages can be read after its lease was reclaimed. An ask among them
+// was granted (the ask brought the bidder back), and the next check reclaimed it again. Sent
+// before the death, such a message now counts its spend but gets nothing; the restart, which
+// speaks later, is served.
+TEST(Coordinator, AnAskSentBeforeTheBiddersDeathAndReadAfterItGetsNothing) {
+  ServingCoordinator sc;
+  ASSERT_NO_FATAL_FAILURE(sc.Start([](CoordinatorOptions& o) {
+    o.group_id = "rtb-budget-late-from-dead";
+    o.lease.heartbeat_timeout_ms = 700;
+    o.reclaim_every_ms = 100;
+  }));
+  // b speaks every 100 ms throughout; a takes 0.40 and falls silent.
+  std::atomic<bool> done{false};
+  std::thread heartbeats([&] {
+    auto p = RequestsProducer(sc.brokers);
+    for (int64_t n = 1; p != nullptr && !done.load(); ++n) {
+      Send(*p, LeaseMsgType::kHeartbeat, "b", {}, n);
+      (void)p->Flush(5000);
+      std::this_thread::sleep_for(100ms);
+    }
+  });
+  const int64_t a_last_ms = NowUnixMs();
+  sc.Put(LeaseMsgType::kRequest, "a", 1, {7, 0, 400'000, 0, 0, 0, 400'000});
+  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("a", kKey) == 400'000; }, 10s));
+  ASSERT_TRUE(WaitFor([&] { return sc.co->counters().reclaims == 1; }, 10s));
+  EXPECT_EQ(sc.co->ledger().Held("a", kKey), 0);
+  // a's ask sent 50 ms after its first (before it died), read now.
+  Send(*sc.producer, LeaseMsgType::kRequest, "a", {{7, 0, 500'000, 0, 0, 0, 500'000}}, 2,
+       a_last_ms + 50);
+  ASSERT_TRUE(sc.producer->Flush(5000).ok());
+  ASSERT_TRUE(WaitFor([&] { return sc.co->counters().late_from_dead == 1; }, 10s));
+  std::this_thread::sleep_for(400ms);  // four checks
+  EXPECT_EQ(sc.co->ledger().Held("a", kKey), 0);
+  EXPECT_EQ(sc.co->counters().reclaims, 1);  // nothing granted, nothing to take back
+  // The restarted a asks again: served.
+  sc.Put(LeaseMsgType::kRequest, "a", 3, {7, 0, 500'000, 0, 0, 0, 500'000});
+  EXPECT_TRUE(WaitFor([&] { return sc.co->ledger().Held("a", kKey) == 500'000; }, 10s))
+      << "a holds " << sc.co->ledger().Held("a", kKey);
+  done = true;
+  heartbeats.join();
+}
+
+// A need the pool could not meet waits for money to come back. When its bidder dies, the reclaim
+// of its own lease brought money back, and serving the dead bidder's need brought the bidder
+// back to life with a grant (in `rtb demo --chaos kill-bidder`, a second reclaim of 255 leases
+// 0.2 s after the first). A dead bidder's needs are dropped.
+TEST(Coordinator, ANeedOfABidderThatDiedIsNotServedByItsOwnReclaim) {
+  ServingCoordinator sc;
+  ASSERT_NO_FATAL_FAILURE(sc.Start([](CoordinatorOptions& o) {
+    o.group_id = "rtb-budget-dead-need";
+    o.lease.heartbeat_timeout_ms = 700;
+    o.reclaim_every_ms = 100;
+  }));
+  std::atomic<bool> done{false};
+  std::thread heartbeats([&] {
+    auto p = RequestsProducer(sc.brokers);
+    for (int64_t n = 10; p != nullptr && !done.load(); ++n) {
+      Send(*p, LeaseMsgType::kHeartbeat, "b", {}, n);
+      (void)p->Flush(5000);
+      std::this_thread::sleep_for(100ms);
+    }
+  });
+  // a holds 1.00, b the other 4.00; a then needs 1.00 more of a dry pool, and dies.
+  sc.Put(LeaseMsgType::kRequest, "a", 1, {7, 0, 1'000'000, 0, 0, 0, 1'000'000});
+  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("a", kKey) == 1'000'000; }, 10s));
+  sc.Put(LeaseMsgType::kRequest, "b", 1, {7, 0, 4'000'000, 0, 0, 0, 4'000'000});
+  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("b", kKey) == 4'000'000; }, 10s));
+  sc.Put(LeaseMsgType::kRequest, "a", 2, {7, 0, 1'000'000, 0, 0, 0, 1'000'000});
+  ASSERT_TRUE(WaitFor([&] { return sc.co->counters().reclaims >= 1; }, 10s));
+  std::this_thread::sleep_for(500ms);  // five more checks
+  EXPECT_EQ(sc.co->counters().reclaims, 1);
+  EXPECT_EQ(sc.co->ledger().Held("a", kKey), 0);
+  EXPECT_FALSE(sc.co->ledger().IsAlive("a"));
+  EXPECT_EQ(sc.co->ledger().Of(kKey).pool(), 1'000'000);
+  done = true;
+  heartbeats.join();
 }
 
 // Share sizing over Kafka: two bidders report their traffic (a 3,000 requests a second, b 1,000,

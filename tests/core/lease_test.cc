@@ -392,6 +392,39 @@ TEST(Lease, ReadToTheEndTheSilenceIsTheLongerOfTheTwoClocks) {
   EXPECT_EQ(lone.Reclaim(1'700, nullptr, Silence::kAllRead), 1);
 }
 
+// A killed bidder's last messages, read after its lease was reclaimed (in `rtb demo --chaos
+// kill-bidder` an ask among them was granted and a second reclaim followed): they were sent
+// before it died, so they do not bring it back. Their spend counts, their asks get nothing. Its
+// restart, which speaks after the death, is alive again.
+TEST(Lease, AMessageSentBeforeADeathAndReadAfterItDoesNotBringTheBidderBack) {
+  LeaseLedger ledger(Timeouts(1'500, 1'000));
+  ledger.SetBudget(kKey, Micros(1'000'000));
+  ASSERT_EQ(ledger.Request("b", kKey, 400'000, 0, 400'000), 400'000);
+  ledger.Report("b", kKey, 100'000, 0, 0, /*cap=*/200'000);
+  ASSERT_TRUE(ledger.Heartbeat("b", 1'000, 1'000));
+  ASSERT_TRUE(ledger.Heartbeat("a", 2'700, 2'690));
+  using Silence = LeaseLedger::Silence;
+  ASSERT_EQ(ledger.Reclaim(2'700, nullptr, Silence::kAllRead), 1);
+  ASSERT_EQ(ledger.Held("b", kKey), 200'000);
+  // b's last message, sent at 1.2 s, read at 2.8 s: a report and an ask.
+  EXPECT_FALSE(ledger.Heartbeat("b", 2'800, 1'200));
+  ledger.Report("b", kKey, 150'000, 0, 2'800, /*cap=*/200'000);
+  EXPECT_EQ(ledger.Request("b", kKey, 300'000, 2'800, 300'000), 0);
+  EXPECT_EQ(ledger.Held("b", kKey), 200'000);
+  EXPECT_EQ(ledger.Of(kKey).spent, 150'000);  // its spend counts
+  EXPECT_EQ(ledger.TrafficShare("b"), 0.0);   // still dead: no share of anything
+  EXPECT_EQ(ledger.TrafficShare("a"), 1.0);
+  EXPECT_EQ(ledger.Reclaim(3'000, nullptr, Silence::kAllRead), 0);  // nothing to reclaim twice
+  // A return among them still gives back what it will not spend.
+  EXPECT_FALSE(ledger.Heartbeat("b", 2'900, 1'250));
+  EXPECT_EQ(ledger.Return("b", kKey, 50'000, 2'900), 50'000);
+  EXPECT_EQ(ledger.Held("b", kKey), 150'000);
+  // The restarted process speaks at 4.2 s: alive, and its asks are served.
+  EXPECT_TRUE(ledger.Heartbeat("b", 4'210, 4'200));
+  EXPECT_GT(ledger.Request("b", kKey, 100'000, 4'210, 100'000), 0);
+  EXPECT_GT(ledger.TrafficShare("b"), 0.0);
+}
+
 TEST(Lease, ADeadBiddersUnspentLeaseReturnsAtOnceItsReservationsAfterTheBillingWindow) {
   const LeaseConfig cfg = Timeouts(10'000, 60'000);
   LeaseLedger ledger(cfg);

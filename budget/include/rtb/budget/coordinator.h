@@ -49,6 +49,8 @@ class Coordinator {
     int64_t messages = 0, malformed = 0, unknown_budget = 0, grants_published = 0;
     int64_t restored = 0, reclaims = 0;
     int64_t items = 0;  // budget items of the messages read (a report carries one per slot)
+    // Messages reclaimed bidders sent before they died, read after: applied, the bidder kept dead.
+    int64_t late_from_dead = 0;
   };
   Counters counters() const;
   const LeaseLedger& ledger() const;

@@ -93,7 +93,8 @@ class LeaseLedger {
   // possibly 0 (share sizing: what tops it up to its target, whatever `want`). `need` is the
   // least that is of use to it (a bid's charge it could not reserve): it gets at least that,
   // past the pool share cap, or the whole pool if the pool has less (its bids shrink to fit
-  // what it holds). A bidder marked dead comes back to life with its record. Returns the grant.
+  // what it holds). A bidder marked dead comes back to life with its record, unless its last
+  // Heartbeat was a message from before its death (then it gets 0). Returns the grant.
   int64_t Request(const std::string& bidder, const LeaseKey& key, int64_t want, int64_t now_ms,
                   int64_t need = 0);
 
@@ -102,7 +103,12 @@ class LeaseLedger {
   // message processed from any bidder, so a coordinator that has fallen behind its topic (what
   // a live bidder sent is still unread) declares no one dead: it would reclaim beyond a cap the
   // bidder has since raised in a report Kafka acknowledged, and the money would be spent twice.
-  void Heartbeat(const std::string& bidder, int64_t now_ms, int64_t sent_ms = -1);
+  // A message a dead bidder sent before it was found dead (sent no later than the newest send
+  // time processed from any bidder then), read late, does not bring it back: until a message it
+  // sent after that is processed, its Request gets nothing, while its Report and Return still
+  // count (spend only grows; what it gave back it will not spend). Returns whether the bidder is
+  // alive after this message.
+  bool Heartbeat(const std::string& bidder, int64_t now_ms, int64_t sent_ms = -1);
 
   // Share sizing: `requests` is the bidder's running count of bid requests answered (since its
   // process started), counted at `at_ms` of the bidder's own clock (when it sent its report:
@@ -113,6 +119,8 @@ class LeaseLedger {
   // A bidder's traffic share among the live bidders: its rate over theirs (a bidder whose rate
   // is not known yet counts as the mean of the known ones; all equal when none is known).
   double TrafficShare(const std::string& bidder) const;
+  // Whether the bidder is known and not marked dead.
+  bool IsAlive(const std::string& bidder) const;
 
   // Share sizing (no-op under rate sizing): every live bidder's share of what `key` has
   // neither spent nor reserved is its target. A bidder whose unused lease is below half its
@@ -226,6 +234,8 @@ class LeaseLedger {
     int64_t seen_ms = 0;
     int64_t sent_ms = -1;        // the newest send time of its messages processed; -1: none known
     int64_t dead_since_ms = -1;  // -1: alive
+    int64_t dead_sent_ms = -1;   // the newest send time of any message processed when it died
+    bool late = false;           // its last Heartbeat was a message sent before it died
     int64_t requests = -1, requests_ms = 0;  // the last Traffic count, and when
     double rate = -1;                        // requests per second, smoothed; -1: not known
   };
@@ -238,6 +248,7 @@ class LeaseLedger {
   Bidder& BidderNamed(const std::string& bidder);  // added if new
   // How long the bidder has been silent (Reclaim's rule).
   int64_t SilentMs(const Bidder& b, int64_t now_ms, Silence silence) const;
+  // Any message of the bidder: it is alive, unless the message is one sent before its death.
   void Touch(const std::string& bidder, int64_t now_ms);
   // Every live bidder's traffic share, by name; recomputed when a rate or a life changed.
   const std::vector<Share>& Shares() const;
