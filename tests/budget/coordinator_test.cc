@@ -471,7 +471,7 @@ TEST(Coordinator, AnAskSentBeforeTheBiddersDeathAndReadAfterItGetsNothing) {
   ServingCoordinator sc;
   ASSERT_NO_FATAL_FAILURE(sc.Start([](CoordinatorOptions& o) {
     o.group_id = "rtb-budget-late-from-dead";
-    o.lease.heartbeat_timeout_ms = 700;
+    o.lease.heartbeat_timeout_ms = 1'000;  // b's heartbeats every 100 ms keep it alive
     o.reclaim_every_ms = 100;
   }));
   // b speaks every 100 ms throughout; a takes 0.40 and falls silent.
@@ -513,7 +513,7 @@ TEST(Coordinator, ANeedOfABidderThatDiedIsNotServedByItsOwnReclaim) {
   ServingCoordinator sc;
   ASSERT_NO_FATAL_FAILURE(sc.Start([](CoordinatorOptions& o) {
     o.group_id = "rtb-budget-dead-need";
-    o.lease.heartbeat_timeout_ms = 700;
+    o.lease.heartbeat_timeout_ms = 1'000;  // b's heartbeats every 100 ms keep it alive
     o.reclaim_every_ms = 100;
   }));
   std::atomic<bool> done{false};
