@@ -68,13 +68,21 @@ void OutcomeLogBuilder::AddMalformed(const std::string& where) {
 }
 
 OutcomeLog OutcomeLogBuilder::Finish() {
+  std::unordered_map<std::string, LoggedBid> orphaned;  // by bid key: what the notices say
   for (const Event& e : early_) {
-    const auto it = index_.find(BidKey(e));
+    const std::string key = BidKey(e);
+    const auto it = index_.find(key);
     if (it == index_.end()) {
       ++log_.orphans;
+      ApplyNotice(e, &orphaned[key]);
     } else {
       ApplyNotice(e, &log_.bids[it->second]);
     }
+  }
+  for (const auto& [key, b] : orphaned) {
+    if (!b.won) continue;
+    ++log_.orphan_impressions;
+    log_.orphan_cost_micros += b.price_micros / 1000;  // CPM: one impression's charge
   }
   early_.clear();
   return std::move(log_);

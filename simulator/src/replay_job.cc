@@ -540,6 +540,8 @@ Result<ReplayOutput> RunEvents(const ReplayJob& a, const TopicReader& topic) {
               {"events", log.events},
               {"duplicates", log.duplicates},
               {"orphans", log.orphans},
+              {"orphan_impressions", log.orphan_impressions},
+              {"orphan_cost", Micros(log.orphan_cost_micros).units()},
               {"skipped", log.skipped},
               {"methods", ms}};
     out.json = j.dump();
@@ -549,6 +551,13 @@ Result<ReplayOutput> RunEvents(const ReplayJob& a, const TopicReader& topic) {
             "%lld events from %s: %zu bids, %lld duplicates dropped, %lld orphan notices\n",
             static_cast<long long>(log.events), source.c_str(), log.bids.size(),
             static_cast<long long>(log.duplicates), static_cast<long long>(log.orphans));
+    if (log.orphan_impressions > 0) {
+      Appendf(&out.text,
+              "%lld won impressions (cost %.2f) have notices but no bid event: not in any "
+              "replay below (a bidder killed before its bid events reached Kafka?)\n",
+              static_cast<long long>(log.orphan_impressions),
+              Micros(log.orphan_cost_micros).units());
+    }
     for (const auto& r : runs) {
       const Outcome& o = r.r.total;
       Appendf(
@@ -569,6 +578,13 @@ Result<ReplayOutput> RunEvents(const ReplayJob& a, const TopicReader& topic) {
                 {"bids", std::to_string(log.bids.size())},
                 {"duplicates dropped", std::to_string(log.duplicates)},
                 {"orphan notices", std::to_string(log.orphans)},
+                {"won impressions without a bid event",
+                 [&] {
+                   std::string v;
+                   Appendf(&v, "%lld (cost %.2f)", static_cast<long long>(log.orphan_impressions),
+                           Micros(log.orphan_cost_micros).units());
+                   return v;
+                 }()},
                 {"skipped", std::to_string(log.skipped)},
                 {"protocol", "outcomes (known outcomes only; replay.md section 3)"}};
     rep.row_label = "advertiser";

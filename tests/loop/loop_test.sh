@@ -94,6 +94,7 @@ for line in open(sys.argv[1].replace("report.json", "events.jsonl")):
     elif e["type"] == "billing":
         billed[key] = e["price_micros"]
 orphans = {k: v for k, v in billed.items() if k not in bids}
+assert x["orphan_impressions"] == len(orphans), (x["orphan_impressions"], len(orphans))
 assert m["logged"]["impressions"] + len(orphans) == live_imps, (m["logged"], len(orphans), live_imps)
 orphan_cost = sum(orphans.values()) / 1e9  # CPM micros per impression
 assert abs(m["logged"]["cost"] + orphan_cost - live_cost) <= 1e-4 * live_cost, (

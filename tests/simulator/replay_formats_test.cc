@@ -262,6 +262,25 @@ TEST(OutcomeReplay, JoinsEventsAndReplaysKnownOutcomesOnly) {
   EXPECT_FALSE(OutcomeStrategy("lin").ok());
 }
 
+// A bidder killed before its bid events reached Kafka leaves notices whose bid is missing (their
+// events survive in its outbox). The won ones are counted with their cost, so a replay says what
+// it cannot see: b1 won (win, then billing at 0.8 CPM, a click), b2 won (a win notice alone, 0.6),
+// b3 lost; a's bid is in the log.
+TEST(OutcomeReplay, WonImpressionsWithoutABidEventAreCountedWithTheirCost) {
+  const std::string dump = Ev("bid", "e1", "a", 7, 1'000'000) +
+                           Ev("billing", "e2", "a", 7, 900'000) +
+                           Ev("win", "e3", "b1", 7, 850'000) +
+                           Ev("billing", "e4", "b1", 7, 800'000) + Ev("click", "e5", "b1", 7, 0) +
+                           Ev("win", "e6", "b2", 8, 600'000) + Ev("loss", "e7", "b3", 8, 0);
+  auto log = ParseOutcomeDump(dump, "ev.jsonl", false);
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  EXPECT_EQ(log->bids.size(), 1u);
+  EXPECT_EQ(log->orphans, 5);
+  EXPECT_EQ(log->orphan_impressions, 2);
+  EXPECT_EQ(log->orphan_cost_micros, 800 + 600);  // the billing price when there is one
+  EXPECT_EQ(ReplayOutcomes(*log, *OutcomeStrategy("logged")).total.impressions, 1);
+}
+
 TEST(OutcomeReplay, MalformedEventsStopWithTheLineOrAreCounted) {
   const std::string dump =
       Ev("bid", "e1", "a1", 7, 1'000'000) + "{not json\n" + Ev("billing", "e2", "a1", 7, 900'000);

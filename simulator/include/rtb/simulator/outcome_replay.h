@@ -44,8 +44,13 @@ struct OutcomeLog {
   int64_t events = 0;           // events read
   int64_t duplicates = 0;       // repeated eids dropped
   int64_t orphans = 0;          // outcome events whose bid is not in the log
-  int64_t other = 0;            // nobid events and test traffic
-  int64_t skipped = 0;          // malformed lines skipped
+  // Of those, the impressions won (a win or billing notice) and what they cost (micros; the
+  // billing price if any, else the win's): what a bidder killed before its bid events reached
+  // Kafka leaves out of every replay (its notices' events survive: bidder/README.md).
+  int64_t orphan_impressions = 0;
+  int64_t orphan_cost_micros = 0;
+  int64_t other = 0;    // nobid events and test traffic
+  int64_t skipped = 0;  // malformed lines skipped
   std::string first_skipped;
 };
 
