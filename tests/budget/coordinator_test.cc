@@ -231,6 +231,25 @@ struct ServingCoordinator {
   }
 };
 
+// A bidder that only says it is alive, every 100 ms on its own producer, until destroyed.
+struct Heartbeats {
+  Heartbeats(const std::string& brokers, const std::string& bidder, int64_t first_seq)
+      : thread([this, brokers, bidder, first_seq] {
+          auto p = RequestsProducer(brokers);
+          for (int64_t n = first_seq; p != nullptr && !done.load(); ++n) {
+            Send(*p, LeaseMsgType::kHeartbeat, bidder, {}, n);
+            (void)p->Flush(5000);
+            std::this_thread::sleep_for(100ms);
+          }
+        }) {}
+  ~Heartbeats() {
+    done = true;
+    thread.join();
+  }
+  std::atomic<bool> done{false};
+  std::thread thread;
+};
+
 TEST(Coordinator, AReturnIsConfirmedByAHoldingThatHasSeenItAndItsMoneyGoesToTheNextAsker) {
   ServingCoordinator sc;
   ASSERT_NO_FATAL_FAILURE(sc.Start([](CoordinatorOptions& o) {
@@ -432,31 +451,23 @@ TEST(Coordinator, AReclaimedLeaseGoesToTheWaitingBidderAtOnce) {
   EXPECT_EQ(sc.co->ledger().Held("a", kKey), 0);
   // b stays alive while the grants are read back (a bidder silent past the timeout is dead,
   // even the last one heard from): its own producer says so every 100 ms.
-  std::atomic<bool> done{false};
-  std::thread heartbeats([&] {
-    auto p = RequestsProducer(sc.brokers);
-    for (int64_t n = 1'000; p != nullptr && !done.load(); ++n) {
-      Send(*p, LeaseMsgType::kHeartbeat, "b", {}, n);
-      (void)p->Flush(5000);
-      std::this_thread::sleep_for(100ms);
-    }
-  });
-  std::optional<LeaseGrant> g;
-  const bool a_published = WaitFor(
-      [&] {
-        g = LatestOf(sc.brokers, "a");
-        return g.has_value() && g->held == 0;
-      },
-      10s);
-  std::optional<LeaseGrant> gb;
-  const bool b_published = WaitFor(
-      [&] {
-        gb = LatestOf(sc.brokers, "b");
-        return gb.has_value() && gb->held == 1'000'000;
-      },
-      10s);
-  done = true;
-  heartbeats.join();
+  std::optional<LeaseGrant> g, gb;
+  bool a_published = false, b_published = false;
+  {
+    const Heartbeats alive(sc.brokers, "b", 1'000);
+    a_published = WaitFor(
+        [&] {
+          g = LatestOf(sc.brokers, "a");
+          return g.has_value() && g->held == 0;
+        },
+        10s);
+    b_published = WaitFor(
+        [&] {
+          gb = LatestOf(sc.brokers, "b");
+          return gb.has_value() && gb->held == 1'000'000;
+        },
+        10s);
+  }
   ASSERT_TRUE(a_published);
   ASSERT_TRUE(b_published);
   EXPECT_EQ(gb->granted, 1'000'000);
@@ -475,15 +486,7 @@ TEST(Coordinator, AnAskSentBeforeTheBiddersDeathAndReadAfterItGetsNothing) {
     o.reclaim_every_ms = 100;
   }));
   // b speaks every 100 ms throughout; a takes 0.40 and falls silent.
-  std::atomic<bool> done{false};
-  std::thread heartbeats([&] {
-    auto p = RequestsProducer(sc.brokers);
-    for (int64_t n = 1; p != nullptr && !done.load(); ++n) {
-      Send(*p, LeaseMsgType::kHeartbeat, "b", {}, n);
-      (void)p->Flush(5000);
-      std::this_thread::sleep_for(100ms);
-    }
-  });
+  const Heartbeats alive(sc.brokers, "b", 1);
   const int64_t a_last_ms = NowUnixMs();
   sc.Put(LeaseMsgType::kRequest, "a", 1, {7, 0, 400'000, 0, 0, 0, 400'000});
   ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("a", kKey) == 400'000; }, 10s));
@@ -501,8 +504,6 @@ TEST(Coordinator, AnAskSentBeforeTheBiddersDeathAndReadAfterItGetsNothing) {
   sc.Put(LeaseMsgType::kRequest, "a", 3, {7, 0, 500'000, 0, 0, 0, 500'000});
   EXPECT_TRUE(WaitFor([&] { return sc.co->ledger().Held("a", kKey) == 500'000; }, 10s))
       << "a holds " << sc.co->ledger().Held("a", kKey);
-  done = true;
-  heartbeats.join();
 }
 
 // A need the pool could not meet waits for money to come back. When its bidder dies, the reclaim
@@ -516,15 +517,7 @@ TEST(Coordinator, ANeedOfABidderThatDiedIsNotServedByItsOwnReclaim) {
     o.lease.heartbeat_timeout_ms = 1'000;  // b's heartbeats every 100 ms keep it alive
     o.reclaim_every_ms = 100;
   }));
-  std::atomic<bool> done{false};
-  std::thread heartbeats([&] {
-    auto p = RequestsProducer(sc.brokers);
-    for (int64_t n = 10; p != nullptr && !done.load(); ++n) {
-      Send(*p, LeaseMsgType::kHeartbeat, "b", {}, n);
-      (void)p->Flush(5000);
-      std::this_thread::sleep_for(100ms);
-    }
-  });
+  const Heartbeats alive(sc.brokers, "b", 10);
   // a holds 1.00, b the other 4.00; a then needs 1.00 more of a dry pool, and dies.
   sc.Put(LeaseMsgType::kRequest, "a", 1, {7, 0, 1'000'000, 0, 0, 0, 1'000'000});
   ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("a", kKey) == 1'000'000; }, 10s));
@@ -537,8 +530,6 @@ TEST(Coordinator, ANeedOfABidderThatDiedIsNotServedByItsOwnReclaim) {
   EXPECT_EQ(sc.co->ledger().Held("a", kKey), 0);
   EXPECT_FALSE(sc.co->ledger().IsAlive("a"));
   EXPECT_EQ(sc.co->ledger().Of(kKey).pool(), 1'000'000);
-  done = true;
-  heartbeats.join();
 }
 
 // Share sizing over Kafka: two bidders report their traffic (a 3,000 requests a second, b 1,000,
