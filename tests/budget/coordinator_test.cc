@@ -221,6 +221,14 @@ struct ServingCoordinator {
     producer = RequestsProducer(brokers);
     ASSERT_NE(producer, nullptr);
   }
+  // A coordinator that checks for silent bidders every 100 ms.
+  void StartReclaiming(const std::string& group, int64_t heartbeat_timeout_ms) {
+    Start([&](CoordinatorOptions& o) {
+      o.group_id = group;
+      o.lease.heartbeat_timeout_ms = heartbeat_timeout_ms;
+      o.reclaim_every_ms = 100;
+    });
+  }
   void Put(LeaseMsgType type, const std::string& bidder, int64_t seq, const LeaseItem& item) {
     Send(*producer, type, bidder, {item}, seq);
     ASSERT_TRUE(producer->Flush(5000).ok());
@@ -427,11 +435,7 @@ TEST(Coordinator, AnUnmetNeedAsksTheOtherHoldersBackAndWhatComesBackGoesToTheWai
 // holds nothing. Before, the money sat in the pool until b's next ask.
 TEST(Coordinator, AReclaimedLeaseGoesToTheWaitingBidderAtOnce) {
   ServingCoordinator sc;
-  ASSERT_NO_FATAL_FAILURE(sc.Start([](CoordinatorOptions& o) {
-    o.group_id = "rtb-budget-reclaim-serves";
-    o.lease.heartbeat_timeout_ms = 700;
-    o.reclaim_every_ms = 100;
-  }));
+  ASSERT_NO_FATAL_FAILURE(sc.StartReclaiming("rtb-budget-reclaim-serves", 700));
   // a takes the whole budget; b then needs 1.00 of a dry pool, and a falls silent.
   sc.Put(LeaseMsgType::kRequest, "a", 1, {7, 0, kArmBudget, 0, 0, 0, kArmBudget});
   ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("a", kKey) == kArmBudget; }, 10s));
@@ -480,11 +484,8 @@ TEST(Coordinator, AReclaimedLeaseGoesToTheWaitingBidderAtOnce) {
 // speaks later, is served.
 TEST(Coordinator, AnAskSentBeforeTheBiddersDeathAndReadAfterItGetsNothing) {
   ServingCoordinator sc;
-  ASSERT_NO_FATAL_FAILURE(sc.Start([](CoordinatorOptions& o) {
-    o.group_id = "rtb-budget-late-from-dead";
-    o.lease.heartbeat_timeout_ms = 1'000;  // b's heartbeats every 100 ms keep it alive
-    o.reclaim_every_ms = 100;
-  }));
+  // b's heartbeats every 100 ms keep it alive.
+  ASSERT_NO_FATAL_FAILURE(sc.StartReclaiming("rtb-budget-late-from-dead", 1'000));
   // b speaks every 100 ms throughout; a takes 0.40 and falls silent.
   const Heartbeats alive(sc.brokers, "b", 1);
   const int64_t a_last_ms = NowUnixMs();
@@ -512,11 +513,8 @@ TEST(Coordinator, AnAskSentBeforeTheBiddersDeathAndReadAfterItGetsNothing) {
 // 0.2 s after the first). A dead bidder's needs are dropped.
 TEST(Coordinator, ANeedOfABidderThatDiedIsNotServedByItsOwnReclaim) {
   ServingCoordinator sc;
-  ASSERT_NO_FATAL_FAILURE(sc.Start([](CoordinatorOptions& o) {
-    o.group_id = "rtb-budget-dead-need";
-    o.lease.heartbeat_timeout_ms = 1'000;  // b's heartbeats every 100 ms keep it alive
-    o.reclaim_every_ms = 100;
-  }));
+  // b's heartbeats every 100 ms keep it alive.
+  ASSERT_NO_FATAL_FAILURE(sc.StartReclaiming("rtb-budget-dead-need", 1'000));
   const Heartbeats alive(sc.brokers, "b", 10);
   // a holds 1.00, b the other 4.00; a then needs 1.00 more of a dry pool, and dies.
   sc.Put(LeaseMsgType::kRequest, "a", 1, {7, 0, 1'000'000, 0, 0, 0, 1'000'000});
