@@ -192,7 +192,12 @@ struct Coordinator::Impl {
       }
       switch (m.type) {
         case LeaseMsgType::kRequest: {
-          if (!alive) break;
+          if (!alive) {
+            // Answered with what it holds, in case a restart's first ask was read as late (its
+            // clock behind the others'): it resyncs on that instead of asking again.
+            (*granted)[{key, m.bidder}] += 0;
+            break;
+          }
           const int64_t g = ledger.Request(m.bidder, key, i.want, now, i.need);
           (*granted)[{key, m.bidder}] += g;  // answered even when 0: the bidder waits for it
           // Under share sizing an unmet need asks the others back only once shares no longer

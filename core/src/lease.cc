@@ -37,8 +37,8 @@ LeaseLedger::Bidder& LeaseLedger::BidderNamed(const std::string& bidder) {
 
 void LeaseLedger::Touch(const std::string& bidder, int64_t now_ms) {
   Bidder& b = BidderNamed(bidder);
-  if (b.late) return;  // sent before it died, read late: it stays dead (Heartbeat)
   b.seen_ms = std::max(b.seen_ms, now_ms);
+  if (b.late) return;  // sent before it died, read late: it stays dead (Heartbeat)
   if (b.dead_since_ms < 0) return;
   // Back from the dead: its holdings are what it had spent and reserved when it died; its
   // reserved part, if not yet released, stays its own again.
@@ -70,8 +70,8 @@ bool LeaseLedger::Heartbeat(const std::string& bidder, int64_t now_ms, int64_t s
   b.late = b.dead_since_ms >= 0 && sent_ms >= 0 && sent_ms <= b.dead_sent_ms;
   Touch(bidder, now_ms);
   if (sent_ms >= 0) {
-    // A late message moves its silence on too: its reserved part is released a billing window
-    // after the last message it sent, not earlier.
+    // A late message moves both clocks of its silence on (Touch takes the read time): its
+    // reserved part is released a billing window after its last message, not earlier.
     b.sent_ms = std::max(b.sent_ms, sent_ms);
     newest_sent_ms_ = std::max(newest_sent_ms_, sent_ms);
   }
