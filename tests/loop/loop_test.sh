@@ -72,35 +72,35 @@ m = {k["name"]: k for k in x["methods"]}
 live_cost = sum(d[arm]["cost"] for d in r["days"] for arm in ("learned", "manual"))
 live_imps = sum(d[arm]["impressions"] for d in r["days"] for arm in ("learned", "manual"))
 assert x["events"] == r["events_dump"]["messages"], x
-# Duplicates are events repeated by a re-send after the bidder's kill: replay must drop exactly
-# the repeated eids of the dump, counted here independently.
+# Counted here independently from the dump, in one pass:
+# - duplicates are events repeated by a re-send after the bidder's kill: replay must drop
+#   exactly the repeated eids;
+# - a SIGKILLed bidder loses the bid events still in its producer queue (docs/reliability.md,
+#   known limit: up to the demo's 200 ms linger of them); each notice's event survives (the
+#   outbox, re-sent at start). So every live impression is either in the replay or a billing
+#   event whose bid event is missing, and every such orphan is in the killed step's half before
+#   the kill (kill-bidder@1:1 in demo.yaml), or among the requests the other connections had in
+#   flight when the kill came (exchange.concurrency: 8).
 seen, repeated = set(), 0
-for line in open(sys.argv[1].replace("report.json", "events.jsonl")):
-    eid = json.loads(line).get("eid", "")
-    repeated += 1 if eid and eid in seen else 0
-    seen.add(eid)
-assert x["duplicates"] == repeated and x["skipped"] == 0, (x["duplicates"], repeated, x)
-# A SIGKILLed bidder loses the bid events still in its producer queue (docs/reliability.md, known
-# limit: up to the demo's 200 ms linger of them); each notice's event survives (the outbox,
-# re-sent at start). So every live impression is either in the replay or a billing event whose
-# bid event is missing, and every such orphan is in the killed step's half before the kill
-# (kill-bidder@1:1 in demo.yaml), or among the requests the other connections had in flight
-# when the kill came (exchange.concurrency: 8).
 bids, billed = set(), {}
 for line in open(sys.argv[1].replace("report.json", "events.jsonl")):
     e = json.loads(line)
+    eid = e.get("eid", "")
+    repeated += 1 if eid and eid in seen else 0
+    seen.add(eid)
     key = (e.get("auction"), e.get("imp"), e.get("adv"))
     if e["type"] == "bid":
         bids.add(key)
     elif e["type"] == "billing":
         billed[key] = e["price_micros"]
+assert x["duplicates"] == repeated and x["skipped"] == 0, (x["duplicates"], repeated, x)
 orphans = {k: v for k, v in billed.items() if k not in bids}
 assert x["orphan_impressions"] == len(orphans), (x["orphan_impressions"], len(orphans))
 assert m["logged"]["impressions"] + len(orphans) == live_imps, (m["logged"], len(orphans), live_imps)
 orphan_cost = sum(orphans.values()) / 1e9  # CPM micros per impression
 assert abs(m["logged"]["cost"] + orphan_cost - live_cost) <= 1e-4 * live_cost, (
     m["logged"], orphan_cost, live_cost)
-first = sum(s["exchange"]["requests"] for s in r["days"][1]["steps"][:1])
+first = r["days"][1]["steps"][0]["exchange"]["requests"]  # step 1 starts after step 0
 half = r["days"][1]["steps"][1]["exchange"]["requests"] // 2
 for auction, _, _ in orphans:
     day, req = auction.split("-r")
