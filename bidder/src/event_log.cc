@@ -1,5 +1,6 @@
 #include "rtb/bidder/event_log.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -117,60 +118,66 @@ struct EventLog::Impl {
     Settle(static_cast<std::string*>(d.opaque));
   }
 
-  // Re-sends the spill file once the producer's queue has drained (the brokers are back).
-  void ResendSpill() {
-    if (spill_pending.load() == 0) return;
-    if (producer->QueueLength() > cfg.queue_max_messages / 4) return;
+  // The re-send in progress (the delivery thread's alone): the spill file moved aside and read
+  // on from where the last pass stopped, so that a long spill is read once, never rewritten.
+  std::ifstream resend_in;
+  std::string resend_line;   // read, not yet taken by the producer (its queue had no room)
+  bool resend_held = false;  // resend_line waits for the next pass
+
+  // Re-sends the spill file while the brokers take events. A pass fills the producer's queue up
+  // to half, leaving the other half to new events, so that the backlog drains at the brokers'
+  // pace while the bid path goes on logging. The file moved aside ("<spill>.resending", also
+  // what a crash mid-resend leaves; sent whole again then, so a consumer may see an event
+  // twice) goes before what spilled since. Returns whether a re-send is in progress.
+  bool ResendSpill() {
+    const int64_t room_to = std::max<int64_t>(1, cfg.queue_max_messages / 2);
+    if (!resend_in.is_open() && spill_pending.load() == 0) return false;
+    if (producer->QueueLength() >= room_to) return true;
     const std::string resending = cfg.spill_path + ".resending";
-    {
+    if (!resend_in.is_open()) {
       std::lock_guard<std::mutex> l(spill_mu);
-      if (spill != nullptr) {
-        std::fclose(spill);
-        spill = nullptr;
-      }
       std::error_code ec;
       if (!std::filesystem::exists(resending)) {
+        if (spill != nullptr) {
+          std::fclose(spill);
+          spill = nullptr;
+        }
         std::filesystem::rename(cfg.spill_path, resending, ec);
-        if (ec) return;
+        if (ec) return false;
       }
-      spill_pending.store(0);
+      resend_in.open(resending);
+      if (!resend_in) return false;
     }
-    std::ifstream in(resending);
-    std::string line;
-    std::vector<std::string> rest;
-    bool full = false;
-    while (std::getline(in, line)) {
+    while (producer->QueueLength() < room_to) {
+      if (!resend_held && !std::getline(resend_in, resend_line)) {
+        resend_in.close();
+        resend_in.clear();
+        std::error_code ec;
+        std::filesystem::remove(resending, ec);
+        return spill_pending.load() > 0;
+      }
+      resend_held = false;
+      const std::string& line = resend_line;
       const size_t t1 = line.find('\t');
       const size_t t2 = t1 == std::string::npos ? t1 : line.find('\t', t1 + 1);
-      if (t2 == std::string::npos) continue;  // a torn last line from a crash: nothing to send
+      if (t2 == std::string::npos) {  // a torn last line from a crash: nothing to send
+        spill_pending.fetch_sub(1);
+        continue;
+      }
       const std::string topic = line.substr(0, t1), key = line.substr(t1 + 1, t2 - t1 - 1);
-      const Status st = full ? Status::Unavailable("")
-                             : Produce(topic, key, line.data() + t2 + 1, line.size() - t2 - 1);
+      const Status st = Produce(topic, key, line.data() + t2 + 1, line.size() - t2 - 1);
       if (st.ok()) {
         resent.fetch_add(1);
       } else if (st.code() == Status::Code::kInvalidArgument) {
         // Never sendable: out of the way, so the lines behind it still go.
         DeadLetter(st.message(), topic, key, line.data() + t2 + 1, line.size() - t2 - 1);
       } else {
-        full = true;
-        rest.push_back(line);
+        resend_held = true;  // no room after all: the same line on the next pass
+        return true;
       }
+      spill_pending.fetch_sub(1);
     }
-    in.close();
-    std::error_code ec;
-    std::filesystem::remove(resending, ec);
-    for (const auto& r : rest) {
-      // Back into the spill file: not counted twice as spilled.
-      std::lock_guard<std::mutex> l(spill_mu);
-      if (spill == nullptr) spill = std::fopen(cfg.spill_path.c_str(), "a");
-      if (spill != nullptr && std::fprintf(spill, "%s\n", r.c_str()) > 0) {
-        spill_pending.fetch_add(1);
-      } else {
-        dropped.fetch_add(1);
-      }
-    }
-    std::lock_guard<std::mutex> l(spill_mu);
-    if (spill != nullptr) std::fflush(spill);
+    return true;
   }
 };
 
@@ -217,10 +224,10 @@ Result<std::unique_ptr<EventLog>> EventLog::Open(const KafkaConfig& cfg) {
     // Delivery reports come in bursts (a batch of events per broker per linger); served at
     // the Kafka threads' priority, a burst never holds a core that a request thread wants.
     kafka::NiceThisThread("rtb-kafka-dr", raw->cfg.thread_nice);
-    int ticks = 0;
+    bool resending = false;
     while (!raw->stop.load()) {
-      raw->producer->Poll(100);  // serves delivery reports
-      if (++ticks % 5 == 0) raw->ResendSpill();
+      raw->producer->Poll(resending ? 5 : 100);  // serves delivery reports
+      resending = raw->ResendSpill();
     }
   });
   return std::unique_ptr<EventLog>(new EventLog(std::move(impl)));

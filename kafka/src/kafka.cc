@@ -58,6 +58,9 @@ rd_kafka_conf_t* MakeConf(const ClientOptions& o, Status* err) {
   Properties all;
   if (!o.bootstrap.empty()) all.emplace_back("bootstrap.servers", o.bootstrap);
   all.emplace_back("log_level", std::to_string(o.log_level));
+  // Back within a second of the brokers' return (librdkafka's backoff grows to 10 s): a bidder
+  // whose lease reports cannot reach the coordinator spends nothing new until they do.
+  all.emplace_back("reconnect.backoff.max.ms", "1000");
   all.insert(all.end(), o.properties.begin(), o.properties.end());
   for (const auto& [k, v] : all) {
     if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), errstr, sizeof errstr) != RD_KAFKA_CONF_OK) {
@@ -242,7 +245,10 @@ void Rebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition
 
 Result<std::unique_ptr<Consumer>> Consumer::Create(Options opt) {
   if (opt.group_id.empty()) return Status::InvalidArgument("kafka consumer: group_id is empty");
-  Properties props = {{"group.id", opt.group_id}};
+  // Commits are the caller's to ask for. librdkafka's default auto-commit also commits on close,
+  // and with the brokers down that close waits for the session timeout (45 s by default): a
+  // bidder told to stop during a Kafka outage took that long.
+  Properties props = {{"group.id", opt.group_id}, {"enable.auto.commit", "false"}};
   props.insert(props.end(), opt.properties.begin(), opt.properties.end());
   opt.properties = std::move(props);
   Status err;

@@ -1036,6 +1036,51 @@ TEST(EventLogSpill, AnEventKafkaCannotTakeIsDeadLetteredAndTheRestIsResent) {
   std::filesystem::remove_all(dir);
 }
 
+// A long spill (a Kafka outage under load) drains while the bid path goes on logging: each pass
+// of the re-send reads on where the last stopped and leaves half the producer's queue to new
+// events. (It used to re-send one queue's worth every half second and write the rest back, which
+// under load never caught up.)
+TEST(EventLogSpill, ALongSpillDrainsWhileNewEventsKeepComing) {
+  const std::string dir = ::testing::TempDir() + "/spill_long_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  KafkaConfig k;
+  k.spill_path = dir + "/spill.jsonl";
+  k.partitions = 2;
+  k.queue_max_messages = 300;
+  constexpr uint64_t kSpilled = 60000;
+  {
+    std::ofstream f(k.spill_path);  // lines of about an event's size
+    const std::string pad(240, 'x');
+    for (uint64_t n = 0; n < kSpilled; ++n)
+      f << k.events_topic << "\t1\t{\"n\":" << n << ",\"pad\":\"" << pad << "\"}\n";
+  }
+  auto log = EventLog::Open(k);
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  EXPECT_EQ((*log)->Stats().spill_pending, kSpilled);
+  uint64_t live = 0;
+  EventLogStats s;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    for (int i = 0; i < 10; ++i, ++live)
+      (*log)->LogRaw(k.events_topic, "2", "{\"live\":" + std::to_string(live) + "}");
+    s = (*log)->Stats();
+    if (s.spill_pending == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(s.spill_pending, 0u) << "resent " << s.resent << " of " << kSpilled;
+  for (int i = 0; i < 200 && (s.acked < kSpilled + live || s.queued > 0); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    s = (*log)->Stats();
+  }
+  EXPECT_EQ(s.acked, kSpilled + live);  // every line and every new event, once
+  EXPECT_EQ(s.resent, kSpilled + s.spilled);
+  EXPECT_EQ(s.dropped, 0u);
+  (*log)->Shutdown();
+  EXPECT_FALSE(std::filesystem::exists(k.spill_path + ".resending"));
+  std::filesystem::remove_all(dir);
+}
+
 namespace ab_test {
 
 // A policy that raises every agent's bid: a = +0.8 for 3 agents, 1 cluster.
@@ -1700,6 +1745,31 @@ TEST_F(BidderIntegration, WithoutKafkaPastTheLeaseTtlABidderSpendsNothingNewThen
   EXPECT_TRUE(WaitFor(bid, 30)) << "no bid after Kafka came back";
   EXPECT_GT(BudgetMetric(*bidder_, "budget"),
             BudgetMetric(*bidder_, "spent") + BudgetMetric(*bidder_, "reserved"));
+}
+
+// Told to stop while every broker is down, a leased bidder stops within its flush timeout, and
+// what Kafka did not take waits in the spill file for the next start. (Its lease consumer
+// auto-committed, and its close waited for the brokers for librdkafka's 45 s session timeout.)
+TEST_F(BidderIntegration, ALeasedBidderToldToStopWhileKafkaIsDownStopsAndSpillsWhatItHolds) {
+  BidderConfig cfg = LeasedConfig(dir_, "bidder-stop", 10.0, 0.5);
+  cfg.kafka.flush_timeout_ms = 1000;
+  Start(cfg);
+  CoordinatorThread coordinator(MarketOf(cfg, bidder_->events().bootstrap()));
+  ASSERT_TRUE(coordinator.status().ok()) << coordinator.status().message();
+  Client client(port_);
+  auto bid = Bids(client, "stop-");
+  ASSERT_TRUE(WaitFor(bid, 30)) << "no lease granted";
+  SetBrokers(bidder_->events().mock_cluster(), /*up=*/false);
+  for (int i = 0; i < 20; ++i) bid();  // events Kafka cannot take now
+  const auto t0 = std::chrono::steady_clock::now();
+  bidder_->Shutdown();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("stopped in %.2f s with every broker down\n", s);
+  EXPECT_LT(s, 6.0);  // the 1 s flush, and no wait for the brokers
+  const EventLogStats e = bidder_->events().Stats();
+  EXPECT_GE(e.spill_pending, 20u);
+  EXPECT_EQ(e.logged, e.acked + e.spilled - e.resent);
+  EXPECT_EQ(e.dropped, 0u);
 }
 
 // A bidder silent past its TTL may have been taken for dead (the coordinator reclaims what it

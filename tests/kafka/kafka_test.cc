@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -77,6 +78,60 @@ TEST(Kafka, ProducesConsumesAndReportsDeliveries) {
   auto n = (*c)->PartitionCount("t", 5000);
   ASSERT_TRUE(n.ok());
   EXPECT_EQ(*n, 2);
+}
+
+// A consumer whose brokers are down closes at once, assigned or in a group: it commits only when
+// asked. One that auto-commits waits for its session timeout (librdkafka's default 45 s): the
+// bidder's lease consumer did, and a bidder told to stop during a Kafka outage took 45 s.
+TEST(Kafka, AConsumerWhoseBrokersAreDownClosesAtOnceUnlessItAutoCommits) {
+  auto mock = MockCluster::Start(1);
+  ASSERT_TRUE(mock.ok()) << mock.status().message();
+  ASSERT_TRUE((*mock)->CreateTopic("t", 1, 1).ok());
+  {
+    Producer::Options po;
+    po.bootstrap = (*mock)->bootstrap();
+    auto p = Producer::Create(std::move(po));
+    ASSERT_TRUE(p.ok());
+    ASSERT_TRUE((*p)->Produce("t", 0, "k", "v", nullptr).ok());
+    ASSERT_TRUE((*p)->Flush(10000).ok());
+  }
+  int n = 0;
+  for (const bool auto_commit : {false, true}) {
+    for (const bool subscribe : {false, true}) {
+      const std::string what = std::string(subscribe ? "subscribed" : "assigned") +
+                               (auto_commit ? ", auto-committing" : "");
+      Consumer::Options co;
+      co.bootstrap = (*mock)->bootstrap();
+      co.group_id = "close-" + std::to_string(n++);
+      co.properties = {{"auto.offset.reset", "earliest"}, {"session.timeout.ms", "3000"}};
+      if (auto_commit) {
+        co.properties.push_back({"enable.auto.commit", "true"});
+        co.properties.push_back({"auto.commit.interval.ms", "100"});
+      }
+      auto c = Consumer::Create(std::move(co));
+      ASSERT_TRUE(c.ok()) << c.status().message();
+      ASSERT_TRUE(subscribe ? (*c)->Subscribe({"t"}).ok()
+                            : (*c)->Assign({{"t", 0, kOffsetBeginning}}).ok());
+      bool read = false;
+      for (int i = 0; i < 200 && !read; ++i) {
+        std::optional<Message> m = (*c)->Poll(50);
+        read = m && m->ok();
+      }
+      ASSERT_TRUE(read) << what;
+      (*mock)->SetBrokerDown(1);
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      const auto t0 = std::chrono::steady_clock::now();
+      c->reset();
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::printf("%s consumer closed in %.2f s with its broker down\n", what.c_str(), s);
+      if (auto_commit) {
+        EXPECT_GT(s, 2.0) << what;  // the session timeout, 3 s
+      } else {
+        EXPECT_LT(s, 1.0) << what;
+      }
+      (*mock)->SetBrokerUp(1);
+    }
+  }
 }
 
 // Produces n messages "<i>" of `pad` bytes of padding, alternately to partitions 0 and 1.

@@ -136,7 +136,10 @@ class Producer {
 class Consumer {
  public:
   struct Options : ClientOptions {
-    std::string group_id;  // required by librdkafka even when partitions are assigned
+    // Required by librdkafka even when partitions are assigned. Offsets are committed only by
+    // Commit, unless a property turns enable.auto.commit on: such a consumer's close commits,
+    // and with the brokers down waits for its session.timeout.ms.
+    std::string group_id;
     // Group subscriptions only: called when the group assigns partitions, with their offsets
     // (the committed ones, or kOffsetBeginning); the callback may change the offsets before
     // they are assigned. Revocations unassign.
