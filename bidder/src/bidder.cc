@@ -47,22 +47,13 @@ Key128 BidKey(std::string_view auction, std::string_view imp, uint32_t advertise
   return HashKey(buf);
 }
 
-int64_t DayOf(int64_t now_ms, int64_t sim_ms) {
-  return sim_ms >= 0 ? kSimDay + sim_ms / kDayMs : now_ms / kDayMs;
-}
-
-std::string DayName(int64_t day) {
-  if (day >= kSimDay) return "sim-" + std::to_string(day - kSimDay);
-  return UtcDate(day);
-}
-
 BudgetLedger* DayLedgers::Get(int64_t day) {
   if (day == cur_day_.load(std::memory_order_acquire)) return cur_ledger_.load();
   std::lock_guard<std::mutex> l(mu_);
   auto it = ledgers_.find(day);
   if (it == ledgers_.end()) {
     std::vector<Micros> budgets, spent;
-    const std::string name = DayName(day);
+    const std::string name = BudgetDayName(day);
     for (const Arm arm : {Arm::kLearned, Arm::kManual}) {  // ArmSlot order
       for (const Advertiser& a : cfg_->advertisers) {
         budgets.push_back(ArmBudget(a.daily_budget, arm, cfg_->ab.learned_share));

@@ -23,6 +23,7 @@
 #include "rtb/bidder/policy_feed.h"
 #include "rtb/bidder/predictor.h"
 #include "rtb/bidder/state_store.h"
+#include "rtb/core/clock.h"
 
 namespace rtb::bidder {
 
@@ -39,12 +40,6 @@ Key128 BidKey(std::string_view auction, std::string_view imp, uint32_t advertise
 inline size_t ArmSlot(size_t k, Arm arm, size_t advertisers) {
   return arm == Arm::kLearned ? k : advertisers + k;
 }
-
-// Budget days: the UTC date of the wall clock, or day n of the simulated clock (ext.sim.t /
-// notice t=, simulation_hooks on), numbered apart: kSimDay + n.
-constexpr int64_t kSimDay = int64_t{1} << 40;
-int64_t DayOf(int64_t now_ms, int64_t sim_ms);
-std::string DayName(int64_t day);
 
 // One budget ledger per budget day; the current one is read without a lock. Older days stay
 // until shutdown (late notices still settle on their own day). A ledger holds one budget per

@@ -92,7 +92,7 @@ HttpResult Bidder::Metrics() const {
          "can start at the day's first request).\n# TYPE rtb_lease_day_ready gauge\n";
     const auto [today, next] = m.leases->ReadyDays();
     for (const int64_t d : {today, next}) {
-      if (d >= 0) line("rtb_lease_day_ready{day=\"%s\"} 1\n", DayName(d).c_str());
+      if (d >= 0) line("rtb_lease_day_ready{day=\"%s\"} 1\n", BudgetDayName(d).c_str());
     }
   }
   o += "# HELP rtb_policy_version Version of the action table in use (0 = none).\n"

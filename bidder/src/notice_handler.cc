@@ -78,9 +78,9 @@ HttpResult Bidder::HandleNotice(std::string_view target) {
   e.test = n->test;
   e.sim_ms = m.cfg.simulation_hooks ? n->sim_ms : -1;
   // The bid's budget day (a billing after midnight still settles the day of its bid).
-  const int64_t day = DayOf(e.sim_ms >= 0 ? e.ts_ms : n->bid_ms, e.sim_ms);
+  const int64_t day = BudgetDayOf(e.sim_ms >= 0 ? e.ts_ms : n->bid_ms, e.sim_ms);
   BudgetLedger& ledger = *m.days->Get(day);
-  const std::string day_name = DayName(day);
+  const std::string day_name = BudgetDayName(day);
   e.cluster = *n->cluster;
   e.arm = *n->arm;
   // The arm's budget of this advertiser: the slot of the day's ledger it reserved and books.

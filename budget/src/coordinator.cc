@@ -260,7 +260,8 @@ struct Coordinator::Impl {
       log::Get("budget").info(
           "coordinator: day {}: {} budgets, {:.2f} in all: {:.1f}% spent, {:.1f}% leased and not "
           "spent, {:.1f}% in the pool",
-          d, n, Micros(t.budget).units(), pct(t.spent), pct(t.held - t.spent), pct(t.pool()));
+          BudgetDayName(d), n, Micros(t.budget).units(), pct(t.spent), pct(t.held - t.spent),
+          pct(t.pool()));
     }
   }
 

@@ -29,6 +29,19 @@ inline std::string UtcDate(int64_t day) {
   return buf;
 }
 
+// Budget days (the bidders' ledgers, the lease coordinator's days): the UTC date number of the
+// wall clock, or day n of the simulated clock (ext.sim.t / notice t=, simulation hooks on),
+// numbered apart: kSimDay + n.
+inline constexpr int64_t kSimDay = int64_t{1} << 40;
+inline int64_t BudgetDayOf(int64_t now_ms, int64_t sim_ms) {
+  return sim_ms >= 0 ? kSimDay + sim_ms / kDayMs : now_ms / kDayMs;
+}
+// "2026-11-24", or "sim-3" for simulated day 3.
+inline std::string BudgetDayName(int64_t day) {
+  if (day >= kSimDay) return "sim-" + std::to_string(day - kSimDay);
+  return UtcDate(day);
+}
+
 // Steady clock, microseconds (latencies).
 inline int64_t NowSteadyUs() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
