@@ -1,6 +1,5 @@
 // `rtb`: the engine's single command. Subcommands that do not train never load LibTorch;
 // training commands run the separate rtb-learner executable next to this one.
-#include <pthread.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -10,10 +9,10 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <set>
 #include <string>
 #include <vector>
 
+#include "kafka_cmd.h"
 #include "replay_cmd.h"
 #include "report_cmd.h"
 #include "rtb/bidder/bidder.h"
@@ -26,7 +25,6 @@
 #include "rtb/core/rng.h"
 #include "rtb/demo/demo.h"
 #include "rtb/exchange/exchange.h"
-#include "rtb/kafka/kafka.h"
 #include "rtb/simulator/config.h"
 #include "rtb/simulator/export.h"
 #include "rtb/simulator/fulllog.h"
@@ -349,58 +347,6 @@ int RunBudget(BudgetArgs a) {
   return st.ok() ? 0 : Fail(st);
 }
 
-struct KafkaArgs {
-  int brokers = 3;                   // mock brokers
-  std::vector<std::string> markets;  // bidder configs whose topics are created
-};
-
-// `rtb kafka`: the embedded Kafka cluster on its own, for several processes on one machine
-// (bidders, `rtb budget`, `rtb learn` pointed at its address), so that no bidder's death takes
-// the cluster with it. It prints its bootstrap address on stdout and runs until SIGINT or
-// SIGTERM. Fault drills: SIGUSR1 takes every broker down (connections refused, data kept),
-// SIGUSR2 brings them back.
-int RunKafka(const KafkaArgs& a) {
-  // Blocked before librdkafka starts its threads, which inherit the mask: only sigwait sees them.
-  sigset_t sigs;
-  sigemptyset(&sigs);
-  for (int s : {SIGINT, SIGTERM, SIGUSR1, SIGUSR2}) sigaddset(&sigs, s);
-  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
-  auto mock = rtb::kafka::MockCluster::Start(a.brokers);
-  if (!mock.ok()) return Fail(mock.status());
-  auto& lg = rtb::log::Get("kafka");
-  std::set<std::string> created;
-  for (const auto& path : a.markets) {
-    auto cfg = rtb::bidder::LoadBidderConfig(path);
-    if (!cfg.ok()) return Fail(cfg.status());
-    const auto& k = cfg->kafka;
-    const std::pair<std::string, int> topics[] = {{k.events_topic, k.partitions},
-                                                  {k.policy_topic, 1},
-                                                  {cfg->leases.requests_topic, k.partitions},
-                                                  {cfg->leases.grants_topic, 1}};
-    for (const auto& [topic, partitions] : topics) {
-      if (!created.insert(topic).second) continue;
-      if (auto st = (*mock)->CreateTopic(topic, partitions, std::min(3, a.brokers)); !st.ok())
-        return Fail(st);
-    }
-  }
-  lg.info("embedded Kafka (mock cluster, {} brokers) at {}; {} topics created", a.brokers,
-          (*mock)->bootstrap(), created.size());
-  std::printf("%s\n", (*mock)->bootstrap().c_str());
-  std::fflush(stdout);
-  for (;;) {
-    int sig = 0;
-    if (sigwait(&sigs, &sig) != 0) continue;
-    if (sig == SIGUSR1 || sig == SIGUSR2) {
-      for (int b = 1; b <= a.brokers; ++b)
-        sig == SIGUSR1 ? (*mock)->SetBrokerDown(b) : (*mock)->SetBrokerUp(b);
-      lg.warn(sig == SIGUSR1 ? "every broker down (SIGUSR1)" : "every broker up (SIGUSR2)");
-      continue;
-    }
-    lg.info("stopped");
-    return 0;
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -584,16 +530,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   bu->add_option("--leases-out", ba.c.leases_out,
                  "On stop, write every lease (budget, held, spent per bidder) to this CSV");
-  KafkaArgs ka;
+  rtb::cli::KafkaArgs ka;
   auto* kf = app.add_subcommand(
       "kafka",
       "The embedded Kafka cluster alone, for several processes on one machine: prints its "
       "address; SIGUSR1 takes the brokers down, SIGUSR2 brings them back");
-  kf->add_option("--brokers", ka.brokers, "Mock brokers")
-      ->check(CLI::Range(1, 9))
-      ->capture_default_str();
-  kf->add_option("--market", ka.markets,
-                 "A bidder config whose topics to create (events, policy, leases); repeatable");
+  rtb::cli::AddKafkaOptions(kf, &ka);
   LogArgs la;
   for (CLI::App* sub : {s, g, sv, xs, rp, rpt, dm, bu, kf}) AddLogOptions(sub, &la);
   try {
@@ -618,6 +560,6 @@ int main(int argc, char** argv) {
   if (rp->parsed()) return rtb::cli::RunReplay(ra);
   if (rpt->parsed()) return rtb::cli::RunReport(rep);
   if (bu->parsed()) return RunBudget(ba);
-  if (kf->parsed()) return RunKafka(ka);
+  if (kf->parsed()) return rtb::cli::RunKafka(ka);
   return 2;
 }

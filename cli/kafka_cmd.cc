@@ -1,0 +1,80 @@
+#include "kafka_cmd.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <set>
+#include <utility>
+
+#include "rtb/bidder/config.h"
+#include "rtb/core/log.h"
+#include "rtb/kafka/kafka.h"
+
+namespace rtb::cli {
+namespace {
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "rtb kafka: error: %s\n", message.c_str());
+  return 1;
+}
+
+}  // namespace
+
+void AddKafkaOptions(CLI::App* sub, KafkaArgs* a) {
+  sub->add_option("--brokers", a->brokers, "Mock brokers")
+      ->check(CLI::Range(1, 9))
+      ->capture_default_str();
+  sub->add_option("--market", a->markets,
+                  "A bidder config whose topics to create (events, policy, leases); repeatable");
+}
+
+// `rtb kafka`: the embedded Kafka cluster on its own, for several processes on one machine
+// (bidders, `rtb budget`, `rtb learn` pointed at its address), so that no bidder's death takes
+// the cluster with it. It prints its bootstrap address on stdout and runs until SIGINT or
+// SIGTERM. Fault drills: SIGUSR1 takes every broker down (connections refused, data kept),
+// SIGUSR2 brings them back.
+int RunKafka(const KafkaArgs& a) {
+  // Blocked before librdkafka starts its threads, which inherit the mask: only sigwait sees them.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  for (int s : {SIGINT, SIGTERM, SIGUSR1, SIGUSR2}) sigaddset(&sigs, s);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  auto mock = kafka::MockCluster::Start(a.brokers);
+  if (!mock.ok()) return Fail(mock.status().message());
+  auto& lg = log::Get("kafka");
+  std::set<std::string> created;
+  for (const auto& path : a.markets) {
+    auto cfg = bidder::LoadBidderConfig(path);
+    if (!cfg.ok()) return Fail(cfg.status().message());
+    const auto& k = cfg->kafka;
+    const std::pair<std::string, int> topics[] = {{k.events_topic, k.partitions},
+                                                  {k.policy_topic, 1},
+                                                  {cfg->leases.requests_topic, k.partitions},
+                                                  {cfg->leases.grants_topic, 1}};
+    for (const auto& [topic, partitions] : topics) {
+      if (!created.insert(topic).second) continue;
+      if (auto st = (*mock)->CreateTopic(topic, partitions, std::min(3, a.brokers)); !st.ok())
+        return Fail(st.message());
+    }
+  }
+  lg.info("embedded Kafka (mock cluster, {} brokers) at {}; {} topics created", a.brokers,
+          (*mock)->bootstrap(), created.size());
+  std::printf("%s\n", (*mock)->bootstrap().c_str());
+  std::fflush(stdout);
+  for (;;) {
+    int sig = 0;
+    if (sigwait(&sigs, &sig) != 0) continue;
+    if (sig == SIGUSR1 || sig == SIGUSR2) {
+      for (int b = 1; b <= a.brokers; ++b)
+        sig == SIGUSR1 ? (*mock)->SetBrokerDown(b) : (*mock)->SetBrokerUp(b);
+      lg.warn(sig == SIGUSR1 ? "every broker down (SIGUSR1)" : "every broker up (SIGUSR2)");
+      continue;
+    }
+    lg.info("stopped");
+    return 0;
+  }
+}
+
+}  // namespace rtb::cli
