@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <set>
 #include <utility>
+#include <vector>
 
 #include "rtb/bidder/config.h"
 #include "rtb/core/log.h"
@@ -41,23 +42,24 @@ int RunKafka(const KafkaArgs& a) {
   sigemptyset(&sigs);
   for (int s : {SIGINT, SIGTERM, SIGUSR1, SIGUSR2}) sigaddset(&sigs, s);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
-  auto mock = kafka::MockCluster::Start(a.brokers);
-  if (!mock.ok()) return Fail(mock.status().message());
-  auto& lg = log::Get("kafka");
-  std::set<std::string> created;
+  std::vector<std::pair<std::string, int>> topics;  // every config is read before anything starts
   for (const auto& path : a.markets) {
     auto cfg = bidder::LoadBidderConfig(path);
     if (!cfg.ok()) return Fail(cfg.status().message());
     const auto& k = cfg->kafka;
-    const std::pair<std::string, int> topics[] = {{k.events_topic, k.partitions},
-                                                  {k.policy_topic, 1},
-                                                  {cfg->leases.requests_topic, k.partitions},
-                                                  {cfg->leases.grants_topic, 1}};
-    for (const auto& [topic, partitions] : topics) {
-      if (!created.insert(topic).second) continue;
-      if (auto st = (*mock)->CreateTopic(topic, partitions, std::min(3, a.brokers)); !st.ok())
-        return Fail(st.message());
-    }
+    topics.insert(topics.end(), {{k.events_topic, k.partitions},
+                                 {k.policy_topic, 1},
+                                 {cfg->leases.requests_topic, k.partitions},
+                                 {cfg->leases.grants_topic, 1}});
+  }
+  auto mock = kafka::MockCluster::Start(a.brokers);
+  if (!mock.ok()) return Fail(mock.status().message());
+  auto& lg = log::Get("kafka");
+  std::set<std::string> created;
+  for (const auto& [topic, partitions] : topics) {
+    if (!created.insert(topic).second) continue;
+    if (auto st = (*mock)->CreateTopic(topic, partitions, std::min(3, a.brokers)); !st.ok())
+      return Fail(st.message());
   }
   lg.info("embedded Kafka (mock cluster, {} brokers) at {}; {} topics created", a.brokers,
           (*mock)->bootstrap(), created.size());

@@ -53,7 +53,7 @@ sed -i 's|^learner_config: learner.yaml|learner_config: '"$SRC"'/configs/demo/le
 expect_error demo-unknown-key "demo.yaml:[0-9]*: unknown key 'dayz'" demo --config "$T/demo.yaml"
 expect_error demo-bad-chaos "chaos 'kill-exchange@1:0'" demo --config "$SRC/configs/demo/default.yaml" --chaos kill-exchange@1:0
 
-# Commands without --out: rtb budget and rtb exchange --traffic.
+# Commands without --out: rtb budget, rtb kafka and rtb exchange --traffic.
 expect_plain() {  # name, pattern, args...
   local name=$1 pattern=$2
   shift 2
@@ -66,6 +66,7 @@ expect_plain() {  # name, pattern, args...
 }
 expect_plain budget-no-kafka "rtb budget needs Kafka" budget --market "$SRC/configs/bidder/default.yaml"
 expect_plain budget-no-market "nope.yaml: cannot open" budget --market "$T/nope.yaml" --brokers 127.0.0.1:1
+expect_plain kafka-no-market "nope.yaml: cannot open" kafka --market "$T/nope.yaml"
 sed 's/^requests_per_day: .*/requests_per_day: many/' "$SRC/configs/markets/metro/traffic.yaml" >"$T/traffic.yaml"
 expect_plain traffic-bad-type "traffic.yaml:[0-9]*: key 'requests_per_day' expects an integer" \
   exchange --traffic "$T/traffic.yaml" --market "$SRC/configs/markets/metro/bidder.yaml" --days 0
