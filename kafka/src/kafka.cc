@@ -370,6 +370,16 @@ Status MockCluster::CreateTopic(const std::string& topic, int partitions, int re
 void MockCluster::SetBrokerDown(int broker) { rd_kafka_mock_broker_set_down(mock_, broker); }
 void MockCluster::SetBrokerUp(int broker) { rd_kafka_mock_broker_set_up(mock_, broker); }
 
+void MockCluster::FailNextProduceRequests(int count) {
+  constexpr rd_kafka_resp_err_t kFailover[] = {
+      RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION, RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS,
+      RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE, RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT};
+  std::vector<rd_kafka_resp_err_t> errors;
+  for (int i = 0; i < count; ++i) errors.push_back(kFailover[i % 4]);
+  constexpr int16_t kProduceApiKey = 0;  // the Kafka protocol's ProduceRequest
+  rd_kafka_mock_push_request_errors_array(mock_, kProduceApiKey, errors.size(), errors.data());
+}
+
 // ---- ReadWholeTopic, TopicTail ----
 
 namespace {

@@ -178,6 +178,10 @@ class MockCluster {
   // Fault injection (tests): broker ids are 1..brokers.
   void SetBrokerDown(int broker);
   void SetBrokerUp(int broker);
+  // The next `count` produce requests, to any broker, are answered with retriable errors
+  // instead of being appended (not leader, not enough replicas, leader not available, request
+  // timed out, in turn), as during a broker's failover.
+  void FailNextProduceRequests(int count);
 
  private:
   MockCluster() = default;
