@@ -1,5 +1,6 @@
 #include "rtb/bidder/predictor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -70,6 +71,20 @@ double Predictor::AvgPcvr(uint32_t advertiser) const {
   return it == advertisers.end() ? default_model.avg_pcvr : it->second.avg_pcvr;
 }
 
+namespace {
+
+// A JSON object key that is a decimal number no larger than max ("7", not "-1", "x1" or "1e3").
+bool ParseIndex(const std::string& key, unsigned long max, unsigned long* out) {
+  if (key.empty() || key.size() > 10 ||
+      !std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return false;
+  }
+  *out = std::stoul(key);
+  return *out <= max;
+}
+
+}  // namespace
+
 Result<Predictor> ParsePredictor(const std::string& text, const std::string& source) {
   try {
     const auto j = nlohmann::json::parse(text);
@@ -81,20 +96,29 @@ Result<Predictor> ParsePredictor(const std::string& text, const std::string& sou
     if (p.hash_bits < 4 || p.hash_bits > 30)
       return Status::Corruption(source + ": hash_bits out of range");
     auto read_model = [&](const nlohmann::json& m, AdvertiserModel* out) {
-      out->ctr_bias = m.value("ctr_bias", out->ctr_bias);
-      out->cvr_bias = m.value("cvr_bias", out->cvr_bias);
-      out->avg_pcvr = m.value("avg_pcvr", out->avg_pcvr);
-      return std::isfinite(out->ctr_bias) && std::isfinite(out->cvr_bias) && out->avg_pcvr >= 0;
+      if (!m.is_object()) return false;
+      for (auto [key, field] : {std::pair<const char*, double*>{"ctr_bias", &out->ctr_bias},
+                                {"cvr_bias", &out->cvr_bias},
+                                {"avg_pcvr", &out->avg_pcvr}}) {
+        if (!m.contains(key)) continue;
+        if (!m[key].is_number()) return false;
+        *field = m[key].get<double>();
+        if (!std::isfinite(*field)) return false;
+      }
+      return out->avg_pcvr >= 0;
     };
     if (j.contains("default") && !read_model(j["default"], &p.default_model)) {
       return Status::Corruption(source + ": bad default model");
     }
     if (j.contains("advertisers")) {
       for (const auto& [k, m] : j["advertisers"].items()) {
+        unsigned long id = 0;
+        if (!ParseIndex(k, 0xFFFFFFFFUL, &id))
+          return Status::Corruption(source + ": advertiser id '" + k + "' is not a number");
         AdvertiserModel am = p.default_model;
         if (!read_model(m, &am))
           return Status::Corruption(source + ": bad model of advertiser " + k);
-        p.advertisers[static_cast<uint32_t>(std::stoul(k))] = am;
+        p.advertisers[static_cast<uint32_t>(id)] = am;
       }
     }
     for (auto [key, dst] : {std::pair<const char*, std::unordered_map<uint32_t, double>*>{
@@ -102,8 +126,9 @@ Result<Predictor> ParsePredictor(const std::string& text, const std::string& sou
                             {"cvr_weights", &p.cvr_weights}}) {
       if (!j.contains(key)) continue;
       for (const auto& [idx, w] : j[key].items()) {
-        const unsigned long i = std::stoul(idx);
-        if (i >= (1UL << p.hash_bits) || !w.is_number()) {
+        unsigned long i = 0;
+        if (!ParseIndex(idx, (1UL << p.hash_bits) - 1, &i) || !w.is_number() ||
+            !std::isfinite(w.get<double>())) {
           return Status::Corruption(source + ": bad weight " + idx + " in " + key);
         }
         (*dst)[static_cast<uint32_t>(i)] = w.get<double>();

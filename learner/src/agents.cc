@@ -428,11 +428,13 @@ Status MultiAgentLearner::LoadCheckpoint(const std::string& dir) {
       RTB_RETURN_IF_ERROR(LoadModule(m.maddpg->actor_targets[k], p + "actor_target.pt"));
       RTB_RETURN_IF_ERROR(LoadModule(m.maddpg->critics[k], p + "critic.pt"));
       RTB_RETURN_IF_ERROR(LoadModule(m.maddpg->critic_targets[k], p + "critic_target.pt"));
-      try {
-        torch::load(*m.maddpg->actor_opts[k], p + "actor_opt.pt");
-        torch::load(*m.maddpg->critic_opts[k], p + "critic_opt.pt");
-      } catch (const std::exception& e) {
-        return Status::Corruption(std::string("optimizer: ") + e.what());
+      for (auto [opt, file] : {std::pair{m.maddpg->actor_opts[k].get(), "actor_opt.pt"},
+                               std::pair{m.maddpg->critic_opts[k].get(), "critic_opt.pt"}}) {
+        try {
+          torch::load(*opt, p + file);
+        } catch (const std::exception& e) {
+          return Status::Corruption(p + file + ": " + e.what());
+        }
       }
     } else if (!m.a2c_actors.empty()) {
       RTB_RETURN_IF_ERROR(LoadModule(m.a2c_actors[k], p + "actor.pt"));

@@ -13,6 +13,7 @@
 #include "rtb/bidder/config.h"
 #include "rtb/bidder/notice.h"
 #include "rtb/bidder/notice_sign.h"
+#include "rtb/bidder/predictor.h"
 #include "rtb/bidder/state_store.h"
 #include "rtb/core/bid.h"
 
@@ -44,6 +45,42 @@ BidRequest Banner(double floor = 0) {
   r.has_site = true;
   r.user_id = "u1";
   return r;
+}
+
+// A predictor file that is not what the schema says is refused, with the file and the reason;
+// nothing in it can make a pCTR that is not a number (schemas/predictor-v1.md).
+TEST(Predictor, CorruptFilesAreRefusedWithTheFileAndTheReason) {
+  const std::string head = R"({"format": "rtb.predictor", "schema_version": 1, )";
+  const std::pair<std::string, std::string> cases[] = {
+      {"not json at all", "m.json: "},
+      {head + R"("hash_bits": 16, "ctr_weights": {"1": 0.5)", "m.json: "},  // truncated
+      {R"({"format": "rtb.other", "schema_version": 1})", "not an rtb.predictor"},
+      {head + R"("hash_bits": 40})", "hash_bits out of range"},
+      {head + R"("default": {"ctr_bias": "high"}})", "bad default model"},
+      {head + R"("advertisers": {"7": {"avg_pcvr": -0.1}}})", "bad model of advertiser 7"},
+      {head + R"("advertisers": {"seven": {}}})", "advertiser id 'seven'"},
+      {head + R"("advertisers": {"-1": {}}})", "advertiser id '-1'"},
+      {head + R"("hash_bits": 8, "ctr_weights": {"256": 0.5}})", "bad weight 256 in ctr_weights"},
+      {head + R"("ctr_weights": {"x1": 0.5}})", "bad weight x1 in ctr_weights"},
+      {head + R"("cvr_weights": {"3": "big"}})", "bad weight 3 in cvr_weights"},
+      {head + R"("cvr_weights": {"3": 1e999}})", "number overflow"},
+      {head + R"("default": {"ctr_bias": -1e999}})", "number overflow"},
+  };
+  for (const auto& [text, reason] : cases) {
+    auto p = ParsePredictor(text, "m.json");
+    ASSERT_FALSE(p.ok()) << text;
+    EXPECT_NE(p.status().message().find(reason), std::string::npos)
+        << text << " -> " << p.status().message();
+    EXPECT_EQ(p.status().message().rfind("m.json: ", 0), 0u) << p.status().message();
+  }
+  auto good = ParsePredictor(head + R"("hash_bits": 8, "advertisers": {"7": {"ctr_bias": -3}},
+                                      "ctr_weights": {"255": 0.5}})",
+                             "m.json");
+  ASSERT_TRUE(good.ok()) << good.status().message();
+  EXPECT_EQ(good->advertisers.at(7).ctr_bias, -3);
+  auto missing = LoadPredictor("/nonexistent/model.json");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("/nonexistent/model.json"), std::string::npos);
 }
 
 TEST(BidLogic, AppliesTheDcmabFormulaPerAgentAndCluster) {

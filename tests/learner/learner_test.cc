@@ -465,6 +465,29 @@ TEST_F(TempDir, CheckpointRoundTripRestoresEverything) {
   EXPECT_EQ(c.LoadCheckpoint(dir_ + "/none").code(), Status::Code::kNotFound);
 }
 
+// A damaged checkpoint is refused as corrupt, naming the damaged file: never half-loaded and
+// served. (rtb learn stops on it rather than start over: learner/src/online.cc.)
+TEST_F(TempDir, ADamagedCheckpointIsRefusedNamingTheFile) {
+  const HyperParams hp = SmallHp();
+  auto spec = *MakeAlgoSpec("dcmab", 3, {}, hp);
+  MultiAgentLearner a(spec, hp, Norm3x3(), 11);
+  a.Snapshot();
+  ASSERT_TRUE(a.SaveCheckpoint(dir_ + "/ck").ok());
+  for (const std::string file :
+       {"meta.json", "agent1_critic.pt", "agent0_actor_opt.pt", "agent2_best_actor.pt"}) {
+    const std::string copy = dir_ + "/damaged-" + file;
+    std::filesystem::copy(dir_ + "/ck", copy, std::filesystem::copy_options::recursive);
+    const auto size = std::filesystem::file_size(copy + "/" + file);
+    std::filesystem::resize_file(copy + "/" + file, size / 2);  // a write cut short
+    MultiAgentLearner b(spec, hp, Norm3x3(), 99);
+    const Status st = b.LoadCheckpoint(copy);
+    EXPECT_EQ(st.code(), Status::Code::kCorruption) << file << ": " << st.message();
+    EXPECT_NE(st.message().find(file), std::string::npos) << st.message().substr(0, 300);
+  }
+  MultiAgentLearner c(spec, hp, Norm3x3(), 99);
+  EXPECT_TRUE(c.LoadCheckpoint(dir_ + "/ck").ok());  // the undamaged one loads
+}
+
 TEST(Learner, A2cUpdatesOnPolicy) {
   const HyperParams hp = SmallHp();
   MultiAgentLearner l(*MakeAlgoSpec("a2c", 3, {}, hp), hp, Norm3x3(), 3);
