@@ -977,34 +977,42 @@ TEST_F(BidderIntegration, NoticesPastTheRetentionAreRefusedAndThoseWithinItCount
   EXPECT_NE(m.find("type=\"click\",result=\"duplicate\"} 1"), std::string::npos) << m;
 }
 
+// With connections held from `held_from` (local addresses, "" = any) answered, one more from
+// `next_from` is closed unanswered and the held ones are unaffected; once one of them closes,
+// a new one is answered.
+void ExpectACapOfConnections(int port, const std::vector<std::string>& held_from,
+                             const std::string& next_from) {
+  std::vector<std::unique_ptr<Client>> held;
+  for (const std::string& from : held_from) {
+    held.push_back(std::make_unique<Client>(port, from));
+    EXPECT_EQ(held.back()->Do(http::verb::get, "/healthz").first, 200) << from;
+  }
+  auto next_answers = [&] {
+    try {
+      Client c(port, next_from);
+      return c.Do(http::verb::get, "/healthz").first == 200;
+    } catch (const std::exception&) {
+      return false;  // closed by the server
+    }
+  };
+  EXPECT_FALSE(next_answers());
+  for (auto& c : held) EXPECT_EQ(c->Do(http::verb::get, "/healthz").first, 200);  // unaffected
+  held.pop_back();
+  bool answered = false;
+  for (int i = 0; i < 50 && !answered; ++i) {  // the server sees the close a moment later
+    answered = next_answers();
+    if (!answered) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(answered);
+}
+
 // One client address holds at most max_connections_per_client connections; another
 // connection from it is closed at once, and a slot freed is a slot to use again.
 TEST_F(BidderIntegration, OneClientCannotHoldMoreThanItsConnectionCap) {
   BidderConfig cfg = TestConfig(dir_);
   cfg.max_connections_per_client = 3;
   Start(cfg);
-  std::vector<std::unique_ptr<Client>> held;
-  for (int i = 0; i < 3; ++i) {
-    held.push_back(std::make_unique<Client>(port_));
-    EXPECT_EQ(held.back()->Do(http::verb::get, "/healthz").first, 200);
-  }
-  auto fourth_answers = [&] {
-    try {
-      Client c(port_);
-      return c.Do(http::verb::get, "/healthz").first == 200;
-    } catch (const std::exception&) {
-      return false;  // closed by the server
-    }
-  };
-  EXPECT_FALSE(fourth_answers());
-  for (auto& c : held) EXPECT_EQ(c->Do(http::verb::get, "/healthz").first, 200);  // unaffected
-  held.pop_back();
-  bool answered = false;
-  for (int i = 0; i < 50 && !answered; ++i) {  // the server sees the close a moment later
-    answered = fourth_answers();
-    if (!answered) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  EXPECT_TRUE(answered);
+  ExpectACapOfConnections(port_, {"", "", ""}, "");
 }
 
 // Beyond max_connections, from whatever address, a new connection is closed unanswered; the held
@@ -1015,28 +1023,7 @@ TEST_F(BidderIntegration, ConnectionsBeyondTheServersCapAreClosedUntilOneCloses)
   cfg.max_connections = 4;
   cfg.max_connections_per_client = 4;
   Start(cfg);
-  std::vector<std::unique_ptr<Client>> held;
-  for (const char* from : {"127.0.0.2", "127.0.0.2", "127.0.0.3", "127.0.0.3"}) {
-    held.push_back(std::make_unique<Client>(port_, from));
-    EXPECT_EQ(held.back()->Do(http::verb::get, "/healthz").first, 200) << from;
-  }
-  auto fifth_answers = [&] {
-    try {
-      Client c(port_, "127.0.0.4");
-      return c.Do(http::verb::get, "/healthz").first == 200;
-    } catch (const std::exception&) {
-      return false;  // closed by the server
-    }
-  };
-  EXPECT_FALSE(fifth_answers());
-  for (auto& c : held) EXPECT_EQ(c->Do(http::verb::get, "/healthz").first, 200);  // unaffected
-  held.pop_back();
-  bool answered = false;
-  for (int i = 0; i < 50 && !answered; ++i) {  // the server sees the close a moment later
-    answered = fifth_answers();
-    if (!answered) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  EXPECT_TRUE(answered);
+  ExpectACapOfConnections(port_, {"127.0.0.2", "127.0.0.2", "127.0.0.3", "127.0.0.3"}, "127.0.0.4");
 }
 
 // A client that stops sending in the middle of a request is disconnected after read_timeout_ms,
