@@ -1061,14 +1061,21 @@ TEST_F(BidderIntegration, AStalledClientIsDisconnectedAfterItsReadTimeoutWhileOt
   EXPECT_EQ(other.Do(http::verb::get, "/healthz").first, 200);
 }
 
+// A fresh directory for one test, and an event log config whose spill file is in it.
+KafkaConfig SpillDirConfig(const std::string& name, std::string* dir) {
+  *dir = ::testing::TempDir() + "/" + name + "_" + std::to_string(::getpid());
+  std::filesystem::remove_all(*dir);
+  std::filesystem::create_directories(*dir);
+  KafkaConfig k;
+  k.spill_path = *dir + "/spill.jsonl";
+  return k;
+}
+
 // Regression: one event Kafka could not take (too large) stopped the re-send of the spill file
 // at its line forever. It now goes to the dead-letter file with its reason; the rest drains.
 TEST(EventLogSpill, AnEventKafkaCannotTakeIsDeadLetteredAndTheRestIsResent) {
-  const std::string dir = ::testing::TempDir() + "/spill_dead_" + std::to_string(::getpid());
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  KafkaConfig k;
-  k.spill_path = dir + "/spill.jsonl";
+  std::string dir;
+  KafkaConfig k = SpillDirConfig("spill_dead", &dir);
   k.partitions = 2;
   {
     std::ofstream f(k.spill_path);
@@ -1100,11 +1107,8 @@ TEST(EventLogSpill, AnEventKafkaCannotTakeIsDeadLetteredAndTheRestIsResent) {
 // every event arrives once, in the order it was logged per key (the producer is idempotent, so
 // a retried batch keeps its place), nothing spilled, nothing dropped.
 TEST(EventLogErrors, RetriedProduceErrorsLoseNothingAndKeepTheOrderPerKey) {
-  const std::string dir = ::testing::TempDir() + "/produce_errors_" + std::to_string(::getpid());
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  KafkaConfig k;
-  k.spill_path = dir + "/spill.jsonl";
+  std::string dir;
+  KafkaConfig k = SpillDirConfig("produce_errors", &dir);
   k.partitions = 4;
   auto log = EventLog::Open(k);
   ASSERT_TRUE(log.ok()) << log.status().message();
@@ -1157,11 +1161,8 @@ TEST(EventLogErrors, RetriedProduceErrorsLoseNothingAndKeepTheOrderPerKey) {
 // events. (It used to re-send one queue's worth every half second and write the rest back, which
 // under load never caught up.)
 TEST(EventLogSpill, ALongSpillDrainsWhileNewEventsKeepComing) {
-  const std::string dir = ::testing::TempDir() + "/spill_long_" + std::to_string(::getpid());
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  KafkaConfig k;
-  k.spill_path = dir + "/spill.jsonl";
+  std::string dir;
+  KafkaConfig k = SpillDirConfig("spill_long", &dir);
   k.partitions = 2;
   k.queue_max_messages = 300;
   constexpr uint64_t kSpilled = 60000;
