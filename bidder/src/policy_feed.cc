@@ -11,7 +11,6 @@ Result<std::unique_ptr<PolicyFeed>> PolicyFeed::Start(
   kafka::Consumer::Options co;
   static_cast<kafka::ClientOptions&>(co) = opt.client;
   co.group_id = opt.group_id;
-  co.properties.emplace_back("enable.auto.commit", "false");
   // A new table should reach the bid path at once. A broker ends a fetch's wait when data
   // arrives, but the embedded cluster holds a fetch that found nothing for the whole wait
   // (librdkafka's mock: "we should cut the wait short ... too much of a hassle"): at the default

@@ -392,7 +392,6 @@ Result<std::pair<std::unique_ptr<Consumer>, int>> OpenTopicReader(
   Consumer::Options o;
   static_cast<ClientOptions&>(o) = client;
   o.group_id = group;
-  o.properties.emplace_back("enable.auto.commit", "false");
   for (auto& p : properties) o.properties.push_back(std::move(p));
   RTB_ASSIGN_OR_RETURN(auto c, Consumer::Create(std::move(o)));
   auto n = c->PartitionCount(topic, timeout_ms);

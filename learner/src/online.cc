@@ -376,7 +376,6 @@ Status OnlineLearner::Start() {
   co.bootstrap = bootstrap_;
   co.group_id = on_.group_id;
   co.properties = {
-      {"enable.auto.commit", "false"},
       {"auto.offset.reset", "earliest"},
       {"fetch.wait.max.ms", "10"},
       {"session.timeout.ms", std::to_string(on_.session_timeout_ms)},
