@@ -528,6 +528,11 @@ int main(int argc, char** argv) {
                  "long after its heartbeat timeout)")
       ->check(CLI::Range(50, 60'000))
       ->capture_default_str();
+  bu->add_option("--need-stands-ms", ba.c.need_stands_ms,
+                 "A need the pool could not meet is served first from what comes back, and "
+                 "asked of the other holders, for this long")
+      ->check(CLI::Range(100, 600'000))
+      ->capture_default_str();
   bu->add_option("--leases-out", ba.c.leases_out,
                  "On stop, write every lease (budget, held, spent per bidder) to this CSV");
   rtb::cli::KafkaArgs ka;

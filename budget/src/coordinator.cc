@@ -22,13 +22,13 @@ struct Coordinator::Impl {
   using Granted = std::map<std::pair<LeaseKey, std::string>, int64_t>;
   // Needs the pool could not meet, per budget and bidder (what is missing, since when). The
   // other holders of the budget are asked to give back (`wanted` on their holdings), and what
-  // comes back goes to these bidders first. A need stands until met, asked again, or kWantedMs.
+  // comes back goes to these bidders first. A need stands until met, asked again, or
+  // opt.need_stands_ms.
   struct Want {
     int64_t need = 0;
     int64_t since_ms = 0;
   };
   std::map<LeaseKey, std::map<std::string, Want>> wanted;
-  static constexpr int64_t kWantedMs = 2'000;
 
   // Per partition of the requests topic: the next offset to read (what was read).
   std::map<int32_t, int64_t> next_offset;
@@ -69,7 +69,7 @@ struct Coordinator::Impl {
     if (it == wanted.end()) return 0;
     int64_t sum = 0;
     for (const auto& [b, w] : it->second) {
-      if (b != bidder && now - w.since_ms <= kWantedMs) sum += w.need;
+      if (b != bidder && now - w.since_ms <= opt.need_stands_ms) sum += w.need;
     }
     return sum;
   }
@@ -89,7 +89,7 @@ struct Coordinator::Impl {
     const auto it = wanted.find(key);
     if (it == wanted.end()) return;
     for (auto w = it->second.begin(); w != it->second.end();) {
-      if (now - w->second.since_ms > kWantedMs || !ledger.IsAlive(w->first)) {
+      if (now - w->second.since_ms > opt.need_stands_ms || !ledger.IsAlive(w->first)) {
         w = it->second.erase(w);
         continue;
       }
@@ -119,7 +119,8 @@ struct Coordinator::Impl {
   // Drops the needs nobody met in time.
   void ForgetOldWants(int64_t now) {
     for (auto it = wanted.begin(); it != wanted.end();) {
-      std::erase_if(it->second, [&](const auto& w) { return now - w.second.since_ms > kWantedMs; });
+      std::erase_if(it->second,
+                    [&](const auto& w) { return now - w.second.since_ms > opt.need_stands_ms; });
       it = it->second.empty() ? wanted.erase(it) : std::next(it);
     }
   }

@@ -27,6 +27,9 @@ struct CoordinatorOptions {
   LeaseConfig lease;                                  // timeouts, grant sizing
   int reclaim_every_ms = 1000;                        // how often silent bidders are checked
   int session_timeout_ms = 6000;  // consumer group session: how soon a restarted coordinator reads
+  // A need the pool could not meet stands this long: what comes back meanwhile goes to it first,
+  // and the other holders are asked for it (`wanted`). After that the bidder asks again.
+  int need_stands_ms = 2000;
   // The budgets: advertiser id -> daily budget, split between the arms by learned_share.
   std::unordered_map<uint32_t, Micros> daily_budget;
   double learned_share = 1.0;
