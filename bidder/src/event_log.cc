@@ -78,9 +78,13 @@ struct EventLog::Impl {
     (ok ? dead_lettered : dropped).fetch_add(1);
     uint64_t skipped = 0;
     if (dead_warnings.Allow(&skipped)) {
+      // A broker refusing small events as too large refuses the batch: its max.message.bytes
+      // (or the topic's) is below the producer's batch.
       log::Get("events").error(
-          "an event Kafka will never take ({}) went to {}.dead ({} more since)", reason,
-          cfg.spill_path, skipped);
+          "an event Kafka will never take ({}) went to {}.dead ({} more since); if events are "
+          "small and a broker says too large, its max.message.bytes is below the producer's "
+          "batch (batch.size)",
+          reason, cfg.spill_path, skipped);
     }
   }
 
@@ -218,6 +222,21 @@ Result<std::unique_ptr<EventLog>> EventLog::Open(const KafkaConfig& cfg) {
     std::ifstream in(f);
     std::string line;
     while (std::getline(in, line)) impl->spill_pending.fetch_add(1);
+  }
+  // Dead letters are never re-sent on their own (one too large for any broker would come back
+  // at every start): the operator re-sends them once the cause is fixed.
+  {
+    std::ifstream dead(cfg.spill_path + ".dead");
+    std::string line;
+    uint64_t waiting = 0;
+    while (std::getline(dead, line)) ++waiting;
+    if (waiting > 0) {
+      log::Get("events").warn(
+          "{} events Kafka refused for good wait in {}.dead (reason, topic, key, event per "
+          "line); to send them again once the cause is fixed, stop the bidder, append `cut "
+          "-f2-` of that file to {} and remove it",
+          waiting, cfg.spill_path, cfg.spill_path);
+    }
   }
   Impl* raw = impl.get();
   impl->poller = std::thread([raw] {

@@ -380,6 +380,13 @@ void MockCluster::FailNextProduceRequests(int count) {
   rd_kafka_mock_push_request_errors_array(mock_, kProduceApiKey, errors.size(), errors.data());
 }
 
+void MockCluster::RefuseNextProduceRequests(int count) {
+  const std::vector<rd_kafka_resp_err_t> errors(static_cast<size_t>(count),
+                                                RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE);
+  constexpr int16_t kProduceApiKey = 0;
+  rd_kafka_mock_push_request_errors_array(mock_, kProduceApiKey, errors.size(), errors.data());
+}
+
 // ---- ReadWholeTopic, TopicTail ----
 
 namespace {

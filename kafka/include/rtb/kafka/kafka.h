@@ -182,6 +182,9 @@ class MockCluster {
   // instead of being appended (not leader, not enough replicas, leader not available, request
   // timed out, in turn), as during a broker's failover.
   void FailNextProduceRequests(int count);
+  // The next `count` produce requests are refused for good (message too large), as by a broker
+  // whose max.message.bytes is below the batch: the batch's messages are not delivered.
+  void RefuseNextProduceRequests(int count);
 
  private:
   MockCluster() = default;
