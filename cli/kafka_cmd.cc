@@ -23,6 +23,26 @@ int Fail(const std::string& message) {
 
 }  // namespace
 
+void AddKafkaPropertyOption(CLI::App* sub, std::vector<std::pair<std::string, std::string>>* out) {
+  sub->add_option_function<std::vector<std::string>>(
+         "--kafka-property",
+         [out](const std::vector<std::string>& items) {
+           for (const std::string& item : items) {
+             const size_t eq = item.find('=');
+             out->emplace_back(item.substr(0, eq), item.substr(eq + 1));
+           }
+         },
+         "A librdkafka property NAME=VALUE for a real cluster (security.protocol, sasl.*, "
+         "ssl.*...); repeatable")
+      ->check(
+          [](const std::string& item) -> std::string {
+            const size_t eq = item.find('=');
+            return eq == std::string::npos || eq == 0 ? "expects NAME=VALUE, got '" + item + "'"
+                                                      : std::string();
+          },
+          "NAME=VALUE");
+}
+
 void AddKafkaOptions(CLI::App* sub, KafkaArgs* a) {
   sub->add_option("--brokers", a->brokers, "Mock brokers")
       ->check(CLI::Range(1, 9))

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace rtb::cli {
@@ -15,5 +16,9 @@ struct KafkaArgs {
 
 void AddKafkaOptions(CLI::App* sub, KafkaArgs* a);
 int RunKafka(const KafkaArgs& a);
+
+// `--kafka-property NAME=VALUE` (repeatable) on a command that reads or writes a real cluster:
+// librdkafka properties (security.protocol, sasl.*, ssl.*...), after the command's own.
+void AddKafkaPropertyOption(CLI::App* sub, std::vector<std::pair<std::string, std::string>>* out);
 
 }  // namespace rtb::cli

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "kafka_cmd.h"
 #include "rtb/core/report.h"
 #include "rtb/kafka/kafka.h"
 
@@ -67,6 +68,7 @@ void AddReplayOptions(CLI::App* rp, ReplayArgs* a) {
   rp->add_option("--config", a->job.config, "full: simulator config (YAML)")->capture_default_str();
   rp->add_option("--brokers", a->job.brokers, "events: read the topic at these bootstrap.servers");
   rp->add_option("--topic", a->job.topic, "events: the topic")->capture_default_str();
+  AddKafkaPropertyOption(rp, &a->kafka_properties);
   rp->add_option("--dump", a->job.dump, "events from Kafka: also write them here (JSON lines)");
   rp->add_option("--on-error", a->job.on_error,
                  "Malformed lines: stop (error naming file:line) | skip (skip and count)")
@@ -83,7 +85,8 @@ int RunReplay(const ReplayArgs& a) {
   job.progress = !a.quiet && !a.json;
   auto topic = [&](const std::function<void(int32_t, int64_t, std::string_view)>& fn,
                    int64_t* not_retained) {
-    return kafka::ReadWholeTopic({.bootstrap = job.brokers}, job.topic, 30000, fn, not_retained);
+    return kafka::ReadWholeTopic({.bootstrap = job.brokers, .properties = a.kafka_properties},
+                                 job.topic, 30000, fn, not_retained);
   };
   auto out = sim::RunReplayJob(job, topic);
   if (!out.ok()) {

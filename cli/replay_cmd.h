@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "rtb/simulator/replay_job.h"
@@ -16,6 +17,8 @@ struct ReplayArgs {
   std::string out;     // report.{json,csv,md,html} here
   bool json = false;   // print one JSON object instead of text
   bool quiet = false;  // no progress lines
+  // events from Kafka: librdkafka properties (--kafka-property), after the reader's own.
+  std::vector<std::pair<std::string, std::string>> kafka_properties;
 };
 
 void AddReplayOptions(CLI::App* sub, ReplayArgs* a);

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "kafka_cmd.h"
 #include "rtb/bidder/config.h"
 #include "rtb/core/ab_report.h"
 #include "rtb/kafka/kafka.h"
@@ -17,6 +18,7 @@ void AddReportOptions(CLI::App* sub, ReportArgs* a) {
   sub->add_option("--events", a->events, "The events as a JSON-lines dump (one event per line)");
   sub->add_option("--brokers", a->brokers, "Or read the events topic at these bootstrap.servers");
   sub->add_option("--topic", a->topic, "The events topic (with --brokers)")->capture_default_str();
+  AddKafkaPropertyOption(sub, &a->kafka_properties);
   sub->add_option("--bidder-config", a->bidder_config,
                   "The bidder config the events were served with: advertisers, budgets, agents, "
                   "ab.learned_share")
@@ -60,8 +62,10 @@ int RunReport(const ReportArgs& a) {
   } else {
     int64_t not_retained = 0, offset_errors = 0;
     std::string bad;
+    kafka::Properties props = cfg->kafka.properties;
+    props.insert(props.end(), a.kafka_properties.begin(), a.kafka_properties.end());
     const Status st = kafka::ReadWholeTopic(
-        {.bootstrap = a.brokers}, a.topic, 30000,
+        {.bootstrap = a.brokers, .properties = props}, a.topic, 30000,
         [&](int32_t p, int64_t off, std::string_view payload) {
           auto e = DecodeEvent(payload);
           if (e.ok()) {

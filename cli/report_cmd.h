@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace rtb::cli {
@@ -14,6 +15,8 @@ struct ReportArgs {
   std::string events;   // JSON-lines dump of the events topic
   std::string brokers;  // or: read the topic at these bootstrap.servers
   std::string topic = "rtb.events";
+  // librdkafka properties (--kafka-property), after the bidder config's kafka.properties.
+  std::vector<std::pair<std::string, std::string>> kafka_properties;
   std::string bidder_config;  // the market: advertisers, budgets, agents, the A/B share
   std::string out = "out/report";
   int bucket_minutes = 60;  // time bucket of the intervals and the spend curves

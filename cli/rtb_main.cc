@@ -278,6 +278,10 @@ int RunTrafficExchange(ExchangeArgs a) {
     if (a.days == 0) return 0;
   }
   a.x.wait_for_policy = !a.no_wait && !a.x.brokers.empty();
+  auto bidder_cfg = rtb::bidder::LoadBidderConfig(a.market);  // read above: cannot fail here
+  if (!bidder_cfg.ok()) return Fail(bidder_cfg.status());
+  a.x.kafka_properties.insert(a.x.kafka_properties.begin(), bidder_cfg->kafka.properties.begin(),
+                              bidder_cfg->kafka.properties.end());
   auto ex = rtb::exchange::Exchange::Create(a.x, *market);
   if (!ex.ok()) return Fail(ex.status());
   for (int d = 0; d < a.days; ++d) {
@@ -323,6 +327,7 @@ int RunBudget(BudgetArgs a) {
   auto cfg = rtb::bidder::LoadBidderConfig(a.market);
   if (!cfg.ok()) return Fail(cfg.status());
   if (a.c.brokers.empty()) a.c.brokers = cfg->kafka.brokers;
+  a.c.kafka_properties = cfg->kafka.properties;
   if (a.c.brokers.empty()) {
     return Fail(rtb::Status::InvalidArgument(
         "rtb budget needs Kafka: --brokers, or kafka.brokers in " + a.market));
@@ -466,6 +471,7 @@ int main(int argc, char** argv) {
   xs->add_option("--brokers", xa.x.brokers, "Kafka for step-end markers (empty: none)");
   xs->add_option("--clock-topic", xa.x.clock_topic, "Topic of step-end markers")
       ->capture_default_str();
+  rtb::cli::AddKafkaPropertyOption(xs, &xa.x.kafka_properties);
   xs->add_flag("--no-wait", xa.no_wait, "Do not wait for the next policy after each step");
   xs->add_flag("!--no-loss-notices", xa.x.send_loss_notices, "Send no loss notices");
   xs->add_option("--learned-share", xa.x.learned_share,

@@ -189,6 +189,7 @@ Result<std::unique_ptr<Bidder>> Bidder::Create(const BidderConfig& cfg) {
   PolicyFeedOptions fo;
   fo.client.bootstrap = m->events->bootstrap();
   fo.client.thread_nice = cfg.kafka.thread_nice;
+  fo.client.properties = cfg.kafka.properties;
   fo.topic = cfg.kafka.policy_topic;
   fo.group_id = "rtb-bidder-" + m->instance;
   fo.thread_nice = cfg.kafka.thread_nice;

@@ -90,6 +90,16 @@ Result<BidderConfig> LoadBidderConfig(const std::string& path) {
   k.Get("flush_timeout_ms", &c.kafka.flush_timeout_ms);
   k.Get("thread_nice", &c.kafka.thread_nice);
   k.Check(c.kafka.thread_nice >= 0 && c.kafka.thread_nice <= 19, "thread_nice", "must be 0..19");
+  k.Get("properties", &c.kafka.properties);
+  for (const auto& [name, value] : c.kafka.properties) {
+    static const std::set<std::string> kOwned = {
+        "bootstrap.servers",   "group.id",           "enable.auto.commit",
+        "enable.idempotence",  "message.timeout.ms", "queue.buffering.max.messages",
+        "linger.ms",           "compression.type",   "auto.offset.reset",
+        "enable.partition.eof"};
+    k.Check(!kOwned.contains(name), "properties",
+            "may not set " + name + " (the engine's own, or a kafka key's)");
+  }
 
   ConfigMap mk = root.Section("market");
   mk.Get("steps_per_day", &c.market.steps_per_day);

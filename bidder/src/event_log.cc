@@ -210,6 +210,7 @@ Result<std::unique_ptr<EventLog>> EventLog::Open(const KafkaConfig& cfg) {
                    {"queue.buffering.max.messages", std::to_string(cfg.queue_max_messages)},
                    {"linger.ms", std::to_string(cfg.linger_ms)},
                    {"compression.type", cfg.compression}};
+  po.properties.insert(po.properties.end(), cfg.properties.begin(), cfg.properties.end());
   Impl* raw_impl = impl.get();
   po.on_delivery = [raw_impl](const kafka::Delivery& d) { raw_impl->Delivered(d); };
   RTB_ASSIGN_OR_RETURN(impl->producer, kafka::Producer::Create(std::move(po)));

@@ -625,11 +625,14 @@ Result<std::unique_ptr<LeaseClient>> LeaseClient::Start(const BidderConfig* cfg,
   kafka::Producer::Options po;
   po.bootstrap = bootstrap;
   po.properties = {{"linger.ms", "1"}, {"message.timeout.ms", std::to_string(cfg->leases.ttl_ms)}};
+  const auto& site = cfg->kafka.properties;  // the market's (security, client.id...)
+  po.properties.insert(po.properties.end(), site.begin(), site.end());
   RTB_ASSIGN_OR_RETURN(m->producer, kafka::Producer::Create(std::move(po)));
   kafka::Consumer::Options co;
   co.bootstrap = bootstrap;
   co.group_id = "rtb-lease-" + m->name;           // assigned, never committed
   co.properties = {{"fetch.wait.max.ms", "10"}};  // a grant answers a waiting slot: no batching
+  co.properties.insert(co.properties.end(), site.begin(), site.end());
   RTB_ASSIGN_OR_RETURN(m->grants, kafka::Consumer::Create(std::move(co)));
   RTB_ASSIGN_OR_RETURN(const int parts, m->grants->PartitionCount(cfg->leases.grants_topic, 10000));
   std::vector<kafka::TopicPartition> tp;

@@ -16,7 +16,7 @@ Result<std::unique_ptr<PolicyFeed>> PolicyFeed::Start(
   // (librdkafka's mock: "we should cut the wait short ... too much of a hassle"): at the default
   // 500 ms a table waited 0-500 ms more. The topic is one small partition: a fetch every 50 ms
   // when idle costs nothing.
-  co.properties.emplace_back("fetch.wait.max.ms", "50");
+  co.properties.insert(co.properties.begin(), {"fetch.wait.max.ms", "50"});  // the site's win
   RTB_ASSIGN_OR_RETURN(auto consumer, kafka::Consumer::Create(std::move(co)));
   RTB_RETURN_IF_ERROR(consumer->Assign({{opt.topic, 0, kafka::kOffsetBeginning}}));
   std::unique_ptr<PolicyFeed> feed(new PolicyFeed(holder, std::move(default_clusters)));

@@ -301,12 +301,15 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions opt)
   kafka::Producer::Options po;
   po.bootstrap = m->opt.brokers;
   po.properties = {{"enable.idempotence", "true"}, {"linger.ms", "1"}};
+  const auto& site = m->opt.kafka_properties;
+  po.properties.insert(po.properties.end(), site.begin(), site.end());
   RTB_ASSIGN_OR_RETURN(m->producer, kafka::Producer::Create(std::move(po)));
   // Every lease as the grants topic last said it: the latest total per (budget, bidder).
   std::map<std::pair<LeaseKey, std::string>, LeaseGrant> latest;
   int64_t bad = 0;
-  RTB_RETURN_IF_ERROR(kafka::ReadWholeTopic({.bootstrap = m->opt.brokers}, m->opt.grants_topic,
-                                            30000, [&](int32_t, int64_t, std::string_view v) {
+  RTB_RETURN_IF_ERROR(kafka::ReadWholeTopic({.bootstrap = m->opt.brokers, .properties = site},
+                                            m->opt.grants_topic, 30000,
+                                            [&](int32_t, int64_t, std::string_view v) {
                                               auto g = DecodeLeaseGrant(v);
                                               if (g.ok()) {
                                                 latest[{g->key, g->bidder}] = *g;
@@ -332,6 +335,7 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions opt)
       {"fetch.wait.max.ms", "10"},  // a bidder waits for the answer: no batching
       {"session.timeout.ms", std::to_string(m->opt.session_timeout_ms)},
       {"heartbeat.interval.ms", std::to_string(std::max(250, m->opt.session_timeout_ms / 5))}};
+  co.properties.insert(co.properties.end(), site.begin(), site.end());
   RTB_ASSIGN_OR_RETURN(m->consumer, kafka::Consumer::Create(std::move(co)));
   RTB_RETURN_IF_ERROR(m->consumer->Subscribe({m->opt.requests_topic}));
   log::Get("budget").info("coordinator: {} budgets in the market, {} leases restored from {}",

@@ -88,6 +88,23 @@ void ConfigMap::Get(const std::string& key, std::vector<std::string>* out) {
   GetList(key, out, "strings");
 }
 
+void ConfigMap::Get(const std::string& key, std::vector<std::pair<std::string, std::string>>* out) {
+  impl_->read.insert(key);
+  if (!Has(key)) return;
+  const YAML::Node node = impl_->node[key];
+  const std::string err =
+      ": key '" + Dotted(path_, key) + "' expects a mapping of names to single values";
+  if (!node.IsMap()) return file_->Error(Where(file_->name(), node) + err);
+  std::vector<std::pair<std::string, std::string>> v;
+  for (const auto& kv : node) {
+    if (!kv.first.IsScalar() || !kv.second.IsScalar()) {
+      return file_->Error(Where(file_->name(), kv.first) + err);
+    }
+    v.emplace_back(kv.first.Scalar(), kv.second.Scalar());
+  }
+  *out = std::move(v);
+}
+
 ConfigMap ConfigMap::Section(const std::string& key) {
   impl_->read.insert(key);
   auto child = std::make_shared<Impl>();

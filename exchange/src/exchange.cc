@@ -338,6 +338,8 @@ Result<std::unique_ptr<Exchange>> Exchange::Create(std::unique_ptr<Impl> m) {
     kafka::Producer::Options po;
     po.bootstrap = cfg.brokers;
     po.properties = {{"enable.idempotence", "true"}, {"linger.ms", "0"}};
+    po.properties.insert(po.properties.end(), cfg.kafka_properties.begin(),
+                         cfg.kafka_properties.end());
     auto p = kafka::Producer::Create(std::move(po));
     if (!p.ok()) return Status::Unavailable("exchange: " + p.status().message());
     m->producer = std::move(*p);

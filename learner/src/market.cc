@@ -12,6 +12,7 @@ Result<LiveMarket> LoadLiveMarket(const std::string& path) {
   if (cfg.advertisers.empty()) return Status::InvalidArgument(path + ": no advertisers");
   LiveMarket m;
   m.source = path;
+  m.kafka_properties = cfg.kafka.properties;
   m.advertisers = static_cast<int>(cfg.advertisers.size());
   m.learned_share = cfg.ab.learned_share;
   if (m.learned_share <= 0) {

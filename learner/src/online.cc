@@ -371,6 +371,8 @@ Status OnlineLearner::Start() {
   kafka::Producer::Options po;
   po.bootstrap = bootstrap_;
   po.properties = {{"enable.idempotence", "true"}, {"linger.ms", "0"}};
+  const auto& site = market_.kafka_properties;
+  po.properties.insert(po.properties.end(), site.begin(), site.end());
   RTB_ASSIGN_OR_RETURN(producer_, kafka::Producer::Create(std::move(po)));
   kafka::Consumer::Options co;
   co.bootstrap = bootstrap_;
@@ -380,6 +382,7 @@ Status OnlineLearner::Start() {
       {"fetch.wait.max.ms", "10"},
       {"session.timeout.ms", std::to_string(on_.session_timeout_ms)},
       {"heartbeat.interval.ms", std::to_string(std::max(250, on_.session_timeout_ms / 5))}};
+  co.properties.insert(co.properties.end(), site.begin(), site.end());
   co.on_assign = [this](std::vector<kafka::TopicPartition>& parts) { OnAssign(parts); };
   RTB_ASSIGN_OR_RETURN(consumer_, kafka::Consumer::Create(std::move(co)));
   RTB_RETURN_IF_ERROR(consumer_->Subscribe({on_.events_topic, on_.clock_topic}));

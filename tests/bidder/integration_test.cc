@@ -1233,6 +1233,35 @@ TEST(EventLogErrors, ABatchTheBrokerRefusesForGoodIsDeadLetteredAndTheRestIsAcke
   std::filesystem::remove_all(dir);
 }
 
+// kafka.properties reach the producer: with message.max.bytes at 2,000 an event of 3,000 bytes
+// is refused by the client itself (dead-lettered), one of 500 bytes is acked; a property
+// librdkafka does not know stops the event log from opening, named.
+TEST(EventLogErrors, TheMarketsKafkaPropertiesReachTheProducer) {
+  std::string dir;
+  KafkaConfig k = SpillDirConfig("kafka_properties", &dir);
+  k.properties = {{"message.max.bytes", "2000"}};
+  auto log = EventLog::Open(k);
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  (*log)->LogRaw(k.events_topic, "k", "{\"pad\":\"" + std::string(3000, 'x') + "\"}");
+  (*log)->LogRaw(k.events_topic, "k", "{\"pad\":\"" + std::string(500, 'x') + "\"}");
+  EventLogStats s;
+  for (int i = 0; i < 100; ++i) {
+    s = (*log)->Stats();
+    if (s.acked + s.dead_lettered == 2) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(s.dead_lettered, 1u);
+  EXPECT_EQ(s.acked, 1u);
+  (*log)->Shutdown();
+  log->reset();
+  k.properties = {{"no.such.property", "1"}};
+  auto bad = EventLog::Open(k);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("kafka property no.such.property=1"), std::string::npos)
+      << bad.status().message();
+  std::filesystem::remove_all(dir);
+}
+
 // A long spill (a Kafka outage under load) drains while the bid path goes on logging: each pass
 // of the re-send reads on where the last stopped and leaves half the producer's queue to new
 // events. (It used to re-send one queue's worth every half second and write the rest back, which

@@ -596,6 +596,26 @@ TEST(BidderConfig, DefaultLoadsAndThreadSettingsAreChecked) {
   EXPECT_NE(unknown.status().message().find("pin_thread"), std::string::npos);
 }
 
+// kafka.properties: a real cluster's librdkafka settings, in order; the engine's own are refused.
+TEST(BidderConfig, KafkaPropertiesAreReadAndTheEnginesOwnRefused) {
+  auto def = LoadDefaultWith("", "");
+  ASSERT_TRUE(def.ok()) << def.status().message();
+  EXPECT_TRUE(def->kafka.properties.empty());
+  auto sasl = LoadDefaultWith("  properties: {}",
+                              "  properties: {security.protocol: SASL_SSL, sasl.mechanism: PLAIN}");
+  ASSERT_TRUE(sasl.ok()) << sasl.status().message();
+  EXPECT_EQ(sasl->kafka.properties,
+            (std::vector<std::pair<std::string, std::string>>{{"security.protocol", "SASL_SSL"},
+                                                              {"sasl.mechanism", "PLAIN"}}));
+  for (const char* owned : {"enable.idempotence: false", "message.timeout.ms: 1000", "group.id: x",
+                            "bootstrap.servers: h:1"}) {
+    auto b = LoadDefaultWith("  properties: {}", std::string("  properties: {") + owned + "}");
+    ASSERT_FALSE(b.ok()) << owned;
+    EXPECT_NE(b.status().message().find("kafka.properties' may not set"), std::string::npos)
+        << b.status().message();
+  }
+}
+
 TEST(BidderConfig, TheAbSectionIsReadAndChecked) {
   auto def = LoadDefaultWith("", "");
   ASSERT_TRUE(def.ok()) << def.status().message();

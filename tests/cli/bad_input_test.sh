@@ -71,4 +71,11 @@ sed 's/^requests_per_day: .*/requests_per_day: many/' "$SRC/configs/markets/metr
 expect_plain traffic-bad-type "traffic.yaml:[0-9]*: key 'requests_per_day' expects an integer" \
   exchange --traffic "$T/traffic.yaml" --market "$SRC/configs/markets/metro/bidder.yaml" --days 0
 expect_plain traffic-no-market "needs --market" exchange --traffic "$SRC/configs/markets/metro/traffic.yaml"
+# A librdkafka property it does not know (kafka.properties reach rtb budget's clients), and a
+# --kafka-property without a value.
+sed 's/^  properties: {}.*/  properties: {no.such.property: 1}/' "$SRC/configs/bidder/default.yaml" >"$T/props.yaml"
+expect_plain budget-bad-kafka-property "kafka property no.such.property=1: No such configuration property" \
+  budget --market "$T/props.yaml" --brokers 127.0.0.1:1
+expect_error replay-bad-kafka-property "kafka-property: expects NAME=VALUE, got 'nothing'" \
+  replay --format events --brokers 127.0.0.1:1 --kafka-property nothing
 echo "all bad-input cases refused"

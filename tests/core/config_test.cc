@@ -79,6 +79,30 @@ TEST(Config, SectionMustBeAMapping) {
   EXPECT_NE(st.message().find("section"), std::string::npos);
 }
 
+// Free-form names (a client library's properties): in file order, every scalar as its text; a
+// value that is not a single value is an error naming the key and the line.
+TEST(Config, AMappingOfNamesToValuesKeepsTheFileOrder) {
+  auto f = ConfigFile::Parse("props:\n  b.x: 1\n  a.y: true\n  c: \"s p\"\n", "t.yaml");
+  ASSERT_TRUE(f.ok());
+  std::vector<std::pair<std::string, std::string>> props = {{"old", "1"}};
+  (*f)->Root().Get("props", &props);
+  ASSERT_TRUE((*f)->Finish().ok());
+  EXPECT_EQ(props, (std::vector<std::pair<std::string, std::string>>{
+                       {"b.x", "1"}, {"a.y", "true"}, {"c", "s p"}}));
+  for (const char* bad : {"props: [1, 2]\n", "props:\n  a: [1]\n", "props: 3\n"}) {
+    auto g = ConfigFile::Parse(bad, "t.yaml");
+    ASSERT_TRUE(g.ok());
+    std::vector<std::pair<std::string, std::string>> p;
+    (*g)->Root().Get("props", &p);
+    const Status st = (*g)->Finish();
+    ASSERT_FALSE(st.ok()) << bad;
+    EXPECT_NE(st.message().find("t.yaml:"), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("'props' expects a mapping of names to single values"),
+              std::string::npos)
+        << st.message();
+  }
+}
+
 TEST(Config, MissingFileIsNotFound) {
   auto f = ConfigFile::Load("/nonexistent/x.yaml");
   ASSERT_FALSE(f.ok());

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "rtb/core/ab_report.h"
@@ -59,6 +60,13 @@ struct KafkaConfig {
   // request thread, which keeps bid p99 latency flat (bench/run_load_bench.sh). 0 = leave them
   // at the request threads' priority and policy.
   int thread_nice = 10;
+  // librdkafka properties for every Kafka client of the market's processes (rtb serve, rtb
+  // budget, rtb learn): a real cluster's security.protocol, sasl.*, ssl.*, client.id,
+  // batch.size, fetch.wait.max.ms... applied after the engine's own tuning. The ones the
+  // engine's guarantees or the keys above own are refused: bootstrap.servers, group.id,
+  // enable.auto.commit, enable.idempotence, message.timeout.ms, queue.buffering.max.messages,
+  // linger.ms, compression.type, auto.offset.reset, enable.partition.eof.
+  std::vector<std::pair<std::string, std::string>> properties;
 };
 
 // The live A/B test (core/ab.h): each user is hashed to the learned arm (bids the action

@@ -12,6 +12,8 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "rtb/core/lease.h"
 #include "rtb/core/status.h"
@@ -20,7 +22,9 @@
 namespace rtb::budget {
 
 struct CoordinatorOptions {
-  std::string brokers;                                // bootstrap.servers
+  std::string brokers;  // bootstrap.servers
+  // librdkafka properties of its clients, after its own (the market's kafka.properties).
+  std::vector<std::pair<std::string, std::string>> kafka_properties;
   std::string requests_topic = "rtb.lease.requests";  // bidders -> coordinator
   std::string grants_topic = "rtb.lease.grants";      // coordinator -> bidders (compacted)
   std::string group_id = "rtb-budget";                // consumer group of the requests topic

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "rtb/core/status.h"
@@ -40,6 +41,9 @@ class ConfigMap {
   void Get(const std::string& key, std::vector<double>* out);
   void Get(const std::string& key, std::vector<int>* out);
   void Get(const std::string& key, std::vector<std::string>* out);
+  // A mapping of names the project does not define (a client library's properties, say) to
+  // scalar values, in file order. Its names are not checked: the library checks them.
+  void Get(const std::string& key, std::vector<std::pair<std::string, std::string>>* out);
   // A nested mapping; absent gives an empty section (all defaults).
   ConfigMap Section(const std::string& key);
   // A list of mappings (for example advertisers); absent gives an empty list.

@@ -20,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "rtb/core/status.h"
@@ -46,6 +47,9 @@ struct ExchangeConfig {
   int notice_retry_ms = 100;               // ... this often
   // Kafka: step-end markers (empty brokers: none are published).
   std::string brokers;
+  // librdkafka properties of its producer, after its own (--kafka-property; with --market,
+  // the market's kafka.properties first).
+  std::vector<std::pair<std::string, std::string>> kafka_properties;
   std::string clock_topic = "rtb.clock";
   // After each step: wait (up to policy_wait_ms) until the bidder serves the next table (and
   // before each day, for its leases: open_days).

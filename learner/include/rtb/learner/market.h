@@ -12,6 +12,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "rtb/core/policy.h"
@@ -31,6 +32,8 @@ struct LiveMarket {
   double learned_share = 1.0;
   int advertisers = 0;
   std::string source;  // the bidder config it came from
+  // Its kafka.properties: librdkafka properties of the learner's clients, after their own.
+  std::vector<std::pair<std::string, std::string>> kafka_properties;
 };
 
 // Errors name the file: an unreadable or invalid bidder config or cluster map, no advertiser,
