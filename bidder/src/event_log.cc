@@ -83,7 +83,7 @@ struct EventLog::Impl {
       log::Get("events").error(
           "an event Kafka will never take ({}) went to {}.dead ({} more since); if events are "
           "small and a broker says too large, its max.message.bytes is below the producer's "
-          "batch (batch.size)",
+          "batch: lower batch.size in kafka.properties",
           reason, cfg.spill_path, skipped);
     }
   }
