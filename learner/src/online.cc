@@ -147,6 +147,7 @@ class OnlineLearner {
   void Consume(const kafka::Message& m);
   Status CommitOffsets();
   void Log(const char* fmt, ...) const;
+  log::RateLimit consumer_errors_{3, std::chrono::seconds(60)};
 
   const LearnerConfig& cfg_;
   const OnlineConfig& on_;
@@ -266,6 +267,11 @@ void OnlineLearner::OnAssign(std::vector<kafka::TopicPartition>& parts) {
       auto it = st_.offsets.find(p.partition);
       p.offset = it == st_.offsets.end() ? kafka::kOffsetBeginning : it->second;
     }
+  }
+  if (assigned_) {
+    // The group took the partitions away and gave them back (a session that lapsed while the
+    // brokers were away, or a member that joined): reading on from where it was.
+    Log("events partitions assigned again (%zu): reading on from where it was", parts.size());
   }
   assigned_ = true;
 }
@@ -560,8 +566,16 @@ Status OnlineLearner::Run() {
          (opt_.max_steps < 0 || closed_here < opt_.max_steps)) {
     // Up to 5001 messages per turn: the first waits up to 20 ms, the rest are what is there.
     std::optional<kafka::Message> m = consumer_->Poll(20);
+    uint64_t skipped = 0;
     for (int n = 0; m && n <= 5000; ++n) {
-      if (m->ok()) Consume(*m);
+      if (m->ok()) {
+        Consume(*m);
+      } else if (!m->eof() && consumer_errors_.Allow(&skipped)) {
+        // librdkafka reports what keeps it from reading (a group that refuses to join, a
+        // topic that is gone): say so, or the learner only seems to wait.
+        Log("Kafka: %s (%llu more since)", m->error().c_str(),
+            static_cast<unsigned long long>(skipped));
+      }
       if (n < 5000) m = consumer_->Poll(0);
     }
     producer_->Poll(0);
