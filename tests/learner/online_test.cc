@@ -21,66 +21,103 @@
 namespace rtb::learn {
 namespace {
 
+// A fresh mock cluster with the learner's topics (events, policy, clock; one partition each),
+// and the loop's learner config on it with a state dir of its own (`name`) and a short grace.
+void LearnerOnMock(const std::string& name, std::unique_ptr<kafka::MockCluster>* mock,
+                   LearnerConfig* cfg, std::string* dir) {
+  *dir = ::testing::TempDir() + "/" + name + "_" + std::to_string(::getpid());
+  std::filesystem::remove_all(*dir);
+  auto m = kafka::MockCluster::Start(3);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  *mock = std::move(*m);
+  for (const char* t : {"rtb.events", "rtb.policy", "rtb.clock"}) {
+    ASSERT_TRUE((*mock)->CreateTopic(t, 1, 3).ok());
+  }
+  auto c = LoadLearnerConfig(RTB_SOURCE_DIR "/tests/loop/learner.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  *cfg = std::move(*c);
+  cfg->online.brokers = (*mock)->bootstrap();
+  cfg->online.market = RTB_SOURCE_DIR "/configs/bidder/default.yaml";
+  cfg->online.state_dir = *dir;
+  cfg->online.step_grace_ms = 100;
+}
+
+// RunOnline for `max_steps` steps on a thread of its own, its log (a line per closed step and
+// what it waits for) captured from stderr. Stop()
+// waits up to 60 s for those steps, then stops it (a watchdog: a stuck learner fails the test
+// instead of hanging it) and says whether it finished in time, and what it wrote.
+struct RunningLearner {
+  OnlineOptions opt;
+  std::atomic<bool> stop{false}, finished{false};
+  Status result = Status::Ok();
+  std::thread thread;
+
+  void Start(const LearnerConfig& cfg, int max_steps) {
+    opt.max_steps = max_steps;
+    opt.stop = &stop;
+    ASSERT_TRUE(log::Init({.process = "rtb-test", .level = "info"}).ok());
+    testing::internal::CaptureStderr();
+    thread = std::thread([this, &cfg] {
+      result = RunOnline(cfg, opt);
+      finished = true;
+    });
+  }
+  ~RunningLearner() {  // a test that failed before Stop()
+    if (!thread.joinable()) return;
+    stop = true;
+    thread.join();
+    (void)testing::internal::GetCapturedStderr();
+  }
+  std::pair<bool, std::string> Stop() {
+    for (int i = 0; i < 600 && !finished; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const bool in_time = finished.load();
+    stop = true;
+    thread.join();
+    return {in_time, testing::internal::GetCapturedStderr()};
+  }
+};
+
+// The end of step k of 3-step days of an hour each.
+StepMarker MarkerAt(int k) {
+  StepMarker m;
+  m.day = k / 3;
+  m.step = k % 3;
+  m.steps_per_day = 3;
+  m.step_ms = 3'600'000;
+  return m;
+}
+
 // Regression: a learner started with no checkpoint published the random actor's table at once
 // (a from -0.59 to +0.20), which the bidders applied. Now: the first table is manual bids, every
 // later one stays within a = 0 +- online.cold_start_range, and it says what it is waiting for.
 TEST(Online, AColdStartPublishesManualBidsThenStaysWithinItsRangeAndSaysWhatItWaitsFor) {
-  const std::string dir = ::testing::TempDir() + "/online_cold_" + std::to_string(::getpid());
-  std::filesystem::remove_all(dir);
-  auto mock = kafka::MockCluster::Start(3);
-  ASSERT_TRUE(mock.ok()) << mock.status().message();
-  for (const char* t : {"rtb.events", "rtb.policy", "rtb.clock"}) {
-    ASSERT_TRUE((*mock)->CreateTopic(t, 1, 3).ok());
-  }
-  auto cfg = LoadLearnerConfig(RTB_SOURCE_DIR "/tests/loop/learner.yaml");
-  ASSERT_TRUE(cfg.ok()) << cfg.status().message();
-  cfg->online.brokers = (*mock)->bootstrap();
-  cfg->online.market = RTB_SOURCE_DIR "/configs/bidder/default.yaml";
-  cfg->online.state_dir = dir;
-  cfg->online.cold_start_range = 0.15;
-  cfg->online.step_grace_ms = 100;
-  cfg->online.progress_every_ms = 200;
-  OnlineOptions opt;
-  opt.max_steps = 4;
-  opt.progress = true;
-  std::atomic<bool> stop{false}, finished{false};
-  opt.stop = &stop;  // a watchdog: a stuck learner fails the test instead of hanging it
-
-  ASSERT_TRUE(log::Init({.process = "rtb-test", .level = "info"}).ok());
-  testing::internal::CaptureStderr();
-  Status result = Status::Ok();
-  std::thread learner([&] {
-    result = RunOnline(*cfg, opt);
-    finished = true;
-  });
+  std::string dir;
+  std::unique_ptr<kafka::MockCluster> mock;
+  LearnerConfig cfg;
+  ASSERT_NO_FATAL_FAILURE(LearnerOnMock("online_cold", &mock, &cfg, &dir));
+  cfg.online.cold_start_range = 0.15;
+  cfg.online.progress_every_ms = 200;
+  RunningLearner learner;
+  ASSERT_NO_FATAL_FAILURE(learner.Start(cfg, 4));
   // Nothing arrives for a while: the learner says what it waits for. Then four step ends.
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   kafka::Producer::Options po;
-  po.bootstrap = (*mock)->bootstrap();
+  po.bootstrap = mock->bootstrap();
   auto producer = kafka::Producer::Create(std::move(po));
   ASSERT_TRUE(producer.ok());
   for (int k = 0; k < 4; ++k) {
-    StepMarker m;
-    m.day = k / 3;
-    m.step = k % 3;
-    m.steps_per_day = 3;
-    m.step_ms = 3'600'000;
-    ASSERT_TRUE((*producer)->Produce("rtb.clock", 0, "", EncodeStepMarker(m)).ok());
+    ASSERT_TRUE((*producer)->Produce("rtb.clock", 0, "", EncodeStepMarker(MarkerAt(k))).ok());
   }
   ASSERT_TRUE((*producer)->Flush(5000).ok());
-  for (int i = 0; i < 600 && !finished; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  const bool in_time = finished.load();
-  stop = true;
-  learner.join();
-  const std::string out = testing::internal::GetCapturedStderr();
+  const auto [in_time, out] = learner.Stop();
   ASSERT_TRUE(in_time) << "the learner did not close 4 steps in 60 s:\n" << out;
-  ASSERT_TRUE(result.ok()) << result.message();
+  ASSERT_TRUE(learner.result.ok()) << learner.result.message();
   EXPECT_NE(out.find("cold start (no checkpoint)"), std::string::npos) << out;
   EXPECT_NE(out.find("waiting for day 0 step 0 to close: 0 events in, "), std::string::npos) << out;
 
   std::map<uint64_t, ActionTable> tables;
-  ASSERT_TRUE(kafka::ReadWholeTopic({.bootstrap = (*mock)->bootstrap()}, "rtb.policy", 10000,
+  ASSERT_TRUE(kafka::ReadWholeTopic({.bootstrap = mock->bootstrap()}, "rtb.policy", 10000,
                                     [&](int, int64_t, std::string_view v) {
                                       auto m = DecodePolicyMessage(v, "policy topic");
                                       ASSERT_TRUE(m.ok()) << m.status().message();
@@ -112,33 +149,15 @@ TEST(Online, AColdStartPublishesManualBidsThenStaysWithinItsRangeAndSaysWhatItWa
 // when the brokers are back. Failing before would mean a learner that stops, hangs, or reads
 // its step markers twice after the group takes its partitions away and gives them back.
 TEST(Online, AKafkaOutageLongerThanItsSessionLosesNoStepAndClosesNoneTwice) {
-  const std::string dir = ::testing::TempDir() + "/online_outage_" + std::to_string(::getpid());
-  std::filesystem::remove_all(dir);
-  auto mock = kafka::MockCluster::Start(3);
-  ASSERT_TRUE(mock.ok()) << mock.status().message();
-  for (const char* t : {"rtb.events", "rtb.policy", "rtb.clock"}) {
-    ASSERT_TRUE((*mock)->CreateTopic(t, 1, 3).ok());
-  }
-  auto cfg = LoadLearnerConfig(RTB_SOURCE_DIR "/tests/loop/learner.yaml");
-  ASSERT_TRUE(cfg.ok()) << cfg.status().message();
-  cfg->online.brokers = (*mock)->bootstrap();
-  cfg->online.market = RTB_SOURCE_DIR "/configs/bidder/default.yaml";
-  cfg->online.state_dir = dir;
-  cfg->online.step_grace_ms = 100;
-  OnlineOptions opt;
-  opt.max_steps = 4;
-  std::atomic<bool> stop{false}, finished{false};
-  opt.stop = &stop;
-  ASSERT_TRUE(log::Init({.process = "rtb-test", .level = "info"}).ok());
-  testing::internal::CaptureStderr();
-  Status result = Status::Ok();
-  std::thread learner([&] {
-    result = RunOnline(*cfg, opt);
-    finished = true;
-  });
+  std::string dir;
+  std::unique_ptr<kafka::MockCluster> mock;
+  LearnerConfig cfg;
+  ASSERT_NO_FATAL_FAILURE(LearnerOnMock("online_outage", &mock, &cfg, &dir));
+  RunningLearner learner;
+  ASSERT_NO_FATAL_FAILURE(learner.Start(cfg, 4));
   auto versions = [&] {
     std::map<uint64_t, int> seen;
-    EXPECT_TRUE(kafka::ReadWholeTopic({.bootstrap = (*mock)->bootstrap()}, "rtb.policy", 10000,
+    EXPECT_TRUE(kafka::ReadWholeTopic({.bootstrap = mock->bootstrap()}, "rtb.policy", 10000,
                                       [&](int, int64_t, std::string_view v) {
                                         auto m = DecodePolicyMessage(v, "policy topic");
                                         if (m.ok()) ++seen[m->table.version];
@@ -154,17 +173,12 @@ TEST(Online, AKafkaOutageLongerThanItsSessionLosesNoStepAndClosesNoneTwice) {
     return false;
   };
   kafka::Producer::Options po;
-  po.bootstrap = (*mock)->bootstrap();
+  po.bootstrap = mock->bootstrap();
   po.properties = {{"message.timeout.ms", "0"}};  // the markers sent while the brokers are down
   auto producer = kafka::Producer::Create(std::move(po));
   ASSERT_TRUE(producer.ok());
   auto marker = [&](int k) {
-    StepMarker m;
-    m.day = k / 3;
-    m.step = k % 3;
-    m.steps_per_day = 3;
-    m.step_ms = 3'600'000;
-    EXPECT_TRUE((*producer)->Produce("rtb.clock", 0, "", EncodeStepMarker(m)).ok());
+    EXPECT_TRUE((*producer)->Produce("rtb.clock", 0, "", EncodeStepMarker(MarkerAt(k))).ok());
     (*producer)->Poll(0);
   };
   // Two steps close with the brokers up: tables 1 (the start), 2 and 3.
@@ -174,23 +188,18 @@ TEST(Online, AKafkaOutageLongerThanItsSessionLosesNoStepAndClosesNoneTwice) {
   const bool before = started && wait_for_version(3);
   // Every broker down for longer than the session (6 s); the next two step ends are sent
   // meanwhile.
-  for (int b = 1; b <= 3; ++b) (*mock)->SetBrokerDown(b);
+  for (int b = 1; b <= 3; ++b) mock->SetBrokerDown(b);
   marker(2);
   marker(3);
   std::this_thread::sleep_for(std::chrono::milliseconds(9000));
-  const bool idle_while_down = !finished.load();
-  for (int b = 1; b <= 3; ++b) (*mock)->SetBrokerUp(b);
+  const bool idle_while_down = !learner.finished.load();
+  for (int b = 1; b <= 3; ++b) mock->SetBrokerUp(b);
   EXPECT_TRUE((*producer)->Flush(30000).ok());
-  for (int i = 0; i < 600 && !finished; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  const bool in_time = finished.load();
-  stop = true;
-  learner.join();
-  const std::string out = testing::internal::GetCapturedStderr();
+  const auto [in_time, out] = learner.Stop();
   ASSERT_TRUE(before) << "two steps did not close before the outage:\n" << out;
   EXPECT_TRUE(idle_while_down) << out;
   ASSERT_TRUE(in_time) << "the learner did not close the steps sent during the outage:\n" << out;
-  ASSERT_TRUE(result.ok()) << result.message();
+  ASSERT_TRUE(learner.result.ok()) << learner.result.message();
   // The session did lapse: the group took the partitions away and gave them back.
   EXPECT_NE(out.find("events partitions assigned again"), std::string::npos) << out;
   const auto seen = versions();
