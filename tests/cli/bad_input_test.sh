@@ -76,6 +76,15 @@ expect_plain traffic-no-market "needs --market" exchange --traffic "$SRC/configs
 sed 's/^  properties: {}.*/  properties: {no.such.property: 1}/' "$SRC/configs/bidder/default.yaml" >"$T/props.yaml"
 expect_plain budget-bad-kafka-property "kafka property no.such.property=1: No such configuration property" \
   budget --market "$T/props.yaml" --brokers 127.0.0.1:1
+# rtb learn reads them from its --market too: it says so in one error line and exits 1 (after
+# its two lines about the market).
+timeout 60 "$RTB" learn --config "$SRC/configs/learner/default.yaml" --market "$T/props.yaml" \
+  --brokers 127.0.0.1:1 --state-dir "$T/learn" >"$T/stdout" 2>"$T/stderr"
+rc=$?
+[[ $rc -eq 1 ]] || fail "learn-bad-kafka-property: exit code $rc, not 1"
+grep -q "rtb learn: error: kafka property no.such.property=1" "$T/stderr" ||
+  fail "learn-bad-kafka-property: $(cat "$T/stderr")"
+echo "ok: learn-bad-kafka-property: $(grep error "$T/stderr")"
 expect_error replay-bad-kafka-property "kafka-property: expects NAME=VALUE, got 'nothing'" \
   replay --format events --brokers 127.0.0.1:1 --kafka-property nothing
 echo "all bad-input cases refused"
