@@ -85,6 +85,8 @@ rc=$?
 grep -q "rtb learn: error: kafka property no.such.property=1" "$T/stderr" ||
   fail "learn-bad-kafka-property: $(cat "$T/stderr")"
 echo "ok: learn-bad-kafka-property: $(grep error "$T/stderr")"
+expect_error report-bad-kafka-property "kafka property no.such.property=1" \
+  report --brokers 127.0.0.1:1 --bidder-config "$T/props.yaml"
 expect_error replay-bad-kafka-property "kafka-property: expects NAME=VALUE, got 'nothing'" \
   replay --format events --brokers 127.0.0.1:1 --kafka-property nothing
 echo "all bad-input cases refused"
