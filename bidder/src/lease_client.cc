@@ -69,6 +69,10 @@ struct LeaseClient::Impl {
     int64_t own = 0, own_lag_ms = 0;  // this bidder's holdings read, and how long after publishing
     int64_t reports = 0, report_ms = 0, report_ms_max = 0;  // reports, and how long Kafka took
   } stats;
+  // The same since the process started, for /metrics (Health).
+  std::atomic<int64_t> total_asks{0}, total_answers{0}, total_returns{0}, total_reports{0},
+      total_resyncs{0};
+  std::atomic<int64_t> report_ok_ms{-1};  // last_report_ok_ms once a report was taken
   static constexpr int64_t kStatsEveryMs = 10'000;
   int64_t next_stats_ms = 0;
   int64_t next_prepare_ms = 0;                         // PrepareDay's next pass
@@ -215,6 +219,7 @@ struct LeaseClient::Impl {
     if (s.asked_ms >= 0) {
       answer_ms = 0.9 * answer_ms + 0.1 * static_cast<double>(now - s.asked_ms);
       ++stats.answers;
+      ++total_answers;
       stats.zero += g->granted == 0 ? 1 : 0;
       stats.answer_ms += now - s.asked_ms;
       stats.answer_ms_max = std::max(stats.answer_ms_max, now - s.asked_ms);
@@ -261,6 +266,7 @@ struct LeaseClient::Impl {
     s.aside = room;
     s.aside_above = above;
     ++stats.returns;
+    ++total_returns;
     SendReturn(day, k, ledger, s, now);
     return true;
   }
@@ -308,6 +314,7 @@ struct LeaseClient::Impl {
       s.asked_ms = now;
       s.last_want = want;
       ++stats.asks;
+      ++total_asks;
     }
     if (!asks.empty()) Send(budget::LeaseMsgType::kRequest, day, std::move(asks));
   }
@@ -428,6 +435,7 @@ struct LeaseClient::Impl {
           s.asked_ms = now;
           s.last_want = want;
           ++stats.asks;
+          ++total_asks;
         }
         continue;
       }
@@ -460,6 +468,7 @@ struct LeaseClient::Impl {
         s.asked_ms = now;
         s.last_want = want;
         ++stats.asks;
+        ++total_asks;
       }
     }
     if (!asks.empty()) Send(budget::LeaseMsgType::kRequest, day, std::move(asks));
@@ -501,11 +510,14 @@ struct LeaseClient::Impl {
         first_seq = last_seq;
         for (auto& [key, slot] : slots) slot.synced = false;
         ++stats.resyncs;
+        ++total_resyncs;
         log::Get("lease").warn(
             "lease client: no report on Kafka for {} ms: bids wait for the coordinator's holdings",
             now - last_report_ok_ms);
       }
       last_report_ok_ms = now;
+      report_ok_ms = now;
+      ++total_reports;
       for (const auto& [d, c] : {std::pair{day, &caps}, std::pair{day + 1, &next_caps}}) {
         for (const auto& [k, cap] : *c) {
           Slot& s = slots[{d, k}];
@@ -604,6 +616,18 @@ LeaseClient::LeaseClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 std::pair<int64_t, int64_t> LeaseClient::ReadyDays() const {
   return {impl_->ready_day.load(), impl_->ready_next.load()};
+}
+
+LeaseClient::Health LeaseClient::health() const {
+  const Impl& m = *impl_;
+  const int64_t ok_ms = m.report_ok_ms.load();
+  return {.frozen = m.frozen.load(),
+          .report_age_ms = ok_ms < 0 ? -1 : std::max<int64_t>(0, NowUnixMs() - ok_ms),
+          .asks = m.total_asks.load(),
+          .answers = m.total_answers.load(),
+          .returns = m.total_returns.load(),
+          .reports = m.total_reports.load(),
+          .resyncs = m.total_resyncs.load()};
 }
 
 LeaseClient::~LeaseClient() {

@@ -1960,14 +1960,30 @@ TEST_F(BidderIntegration, WithoutKafkaPastTheLeaseTtlABidderSpendsNothingNewThen
 
   kafka::MockCluster* mock = bidder_->events().mock_cluster();
   ASSERT_NE(mock, nullptr);
+  auto metrics = [&] { return bidder_->Metrics().body; };
+  // The value of a metric's line in a /metrics body (-1 when it has none).
+  auto value = [](const std::string& body, const std::string& name) {
+    const size_t at = body.find("\n" + name + " ");
+    return at == std::string::npos ? -1.0 : std::stod(body.substr(at + name.size() + 2));
+  };
+  EXPECT_EQ(value(metrics(), "rtb_lease_frozen"), 0) << metrics();
+  const double resyncs = value(metrics(), "rtb_lease_messages_total{kind=\"resync\"}");
+  EXPECT_GE(resyncs, 0) << metrics();
   SetBrokers(mock, /*up=*/false);
-  // Frozen: the limit is what is committed, and no bid goes out.
+  // Frozen: the limit is what is committed, and no bid goes out; /metrics says so.
   ASSERT_TRUE(WaitFor([&] { return LeaseFrozen(*bidder_); }, 10));
   for (int i = 0; i < 20; ++i) EXPECT_FALSE(bid()) << "a bid while frozen";
+  const std::string frozen = metrics();
+  EXPECT_EQ(value(frozen, "rtb_lease_frozen"), 1) << frozen;
+  EXPECT_GT(value(frozen, "rtb_lease_report_age_seconds"), 0.6) << frozen;  // past the TTL
   SetBrokers(mock, /*up=*/true);
   EXPECT_TRUE(WaitFor(bid, 30)) << "no bid after Kafka came back";
   EXPECT_GT(BudgetMetric(*bidder_, "budget"),
             BudgetMetric(*bidder_, "spent") + BudgetMetric(*bidder_, "reserved"));
+  const std::string back = metrics();
+  EXPECT_EQ(value(back, "rtb_lease_frozen"), 0) << back;
+  EXPECT_GE(value(back, "rtb_lease_messages_total{kind=\"resync\"}"), resyncs + 1) << back;
+  EXPECT_GT(value(back, "rtb_lease_messages_total{kind=\"ask\"}"), 0) << back;
 }
 
 // Told to stop while every broker is down, a leased bidder stops within its flush timeout, and
