@@ -76,7 +76,10 @@ void BM_HandleBid(benchmark::State& state) {
   RequestDecoder dec(w.bidder->decode_limits());
   for (auto _ : state) {
     HttpResult r = w.bidder->HandleBid(w.body, NowSteadyUs(), dec, "2.6");
-    if (r.status != 200) state.SkipWithError("no bid");
+    if (r.status != 200) {
+      state.SkipWithError("no bid");
+      break;
+    }
     benchmark::DoNotOptimize(r);
   }
 }
@@ -107,7 +110,10 @@ void BM_HandleHostile(benchmark::State& state) {
     HttpResult r = w.bidder->HandleBid(body, NowSteadyUs(), dec, "2.6");
     if (r.status < 400 || r.status >= 500) {
       // "no impressions" is answered 204 (no bid), as OpenRTB asks.
-      if (!(name == "no_impressions" && r.status == 204)) state.SkipWithError("not refused");
+      if (!(name == "no_impressions" && r.status == 204)) {
+        state.SkipWithError("not refused");
+        break;
+      }
     }
     benchmark::DoNotOptimize(r);
   }

@@ -37,8 +37,11 @@ void AddKafkaPropertyOption(CLI::App* sub, std::vector<std::pair<std::string, st
       ->check(
           [](const std::string& item) -> std::string {
             const size_t eq = item.find('=');
-            return eq == std::string::npos || eq == 0 ? "expects NAME=VALUE, got '" + item + "'"
-                                                      : std::string();
+            if (eq == std::string::npos || eq == 0) return "expects NAME=VALUE, got '" + item + "'";
+            if (kafka::EngineOwnedProperty(item.substr(0, eq))) {
+              return "may not set " + item.substr(0, eq) + " (the engine's own, or an option's)";
+            }
+            return std::string();
           },
           "NAME=VALUE");
 }

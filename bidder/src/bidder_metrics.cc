@@ -94,15 +94,15 @@ HttpResult Bidder::Metrics() const {
     for (const int64_t d : {today, next}) {
       if (d >= 0) line("rtb_lease_day_ready{day=\"%s\"} 1\n", BudgetDayName(d).c_str());
     }
-    const LeaseClient::Health h = m.leases->health();
+    const LeaseClient::Health h = m.leases->GetHealth();
     o += "# HELP rtb_lease_frozen 1 when Kafka has taken no lease report for leases.ttl_ms: the "
          "bidder spends only what it has committed until one goes through.\n"
          "# TYPE rtb_lease_frozen gauge\n";
     line("rtb_lease_frozen %d\n", h.frozen ? 1 : 0);
-    o += "# HELP rtb_lease_report_age_seconds Since Kafka last took a lease report (-1: never).\n"
+    o += "# HELP rtb_lease_report_age_seconds Since Kafka last took a lease report (or since the "
+         "lease client started).\n"
          "# TYPE rtb_lease_report_age_seconds gauge\n";
-    line("rtb_lease_report_age_seconds %.3f\n",
-         h.report_age_ms < 0 ? -1.0 : static_cast<double>(h.report_age_ms) / 1000.0);
+    line("rtb_lease_report_age_seconds %.3f\n", static_cast<double>(h.report_age_ms) / 1000.0);
     o += "# HELP rtb_lease_messages_total Lease traffic: asks sent, answers read, returns sent, "
          "reports Kafka took, resyncs after a silence past the TTL.\n"
          "# TYPE rtb_lease_messages_total counter\n";

@@ -1,9 +1,8 @@
 #include "rtb/bidder/config.h"
 
-#include <set>
-
 #include "rtb/core/config.h"
 #include "rtb/core/log.h"
+#include "rtb/kafka/kafka.h"
 
 namespace rtb::bidder {
 
@@ -92,12 +91,7 @@ Result<BidderConfig> LoadBidderConfig(const std::string& path) {
   k.Check(c.kafka.thread_nice >= 0 && c.kafka.thread_nice <= 19, "thread_nice", "must be 0..19");
   k.Get("properties", &c.kafka.properties);
   for (const auto& [name, value] : c.kafka.properties) {
-    static const std::set<std::string> kOwned = {
-        "bootstrap.servers",   "group.id",           "enable.auto.commit",
-        "enable.idempotence",  "message.timeout.ms", "queue.buffering.max.messages",
-        "linger.ms",           "compression.type",   "auto.offset.reset",
-        "enable.partition.eof"};
-    k.Check(!kOwned.contains(name), "properties",
+    k.Check(!kafka::EngineOwnedProperty(name), "properties",
             "may not set " + name + " (the engine's own, or a kafka key's)");
   }
 

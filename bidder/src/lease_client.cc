@@ -72,7 +72,7 @@ struct LeaseClient::Impl {
   // The same since the process started, for /metrics (Health).
   std::atomic<int64_t> total_asks{0}, total_answers{0}, total_returns{0}, total_reports{0},
       total_resyncs{0};
-  std::atomic<int64_t> report_ok_ms{-1};  // last_report_ok_ms once a report was taken
+  std::atomic<int64_t> report_ok_ms{NowUnixMs()};  // last_report_ok_ms, for GetHealth
   static constexpr int64_t kStatsEveryMs = 10'000;
   int64_t next_stats_ms = 0;
   int64_t next_prepare_ms = 0;                         // PrepareDay's next pass
@@ -618,11 +618,10 @@ std::pair<int64_t, int64_t> LeaseClient::ReadyDays() const {
   return {impl_->ready_day.load(), impl_->ready_next.load()};
 }
 
-LeaseClient::Health LeaseClient::health() const {
+LeaseClient::Health LeaseClient::GetHealth() const {
   const Impl& m = *impl_;
-  const int64_t ok_ms = m.report_ok_ms.load();
   return {.frozen = m.frozen.load(),
-          .report_age_ms = ok_ms < 0 ? -1 : std::max<int64_t>(0, NowUnixMs() - ok_ms),
+          .report_age_ms = std::max<int64_t>(0, NowUnixMs() - m.report_ok_ms.load()),
           .asks = m.total_asks.load(),
           .answers = m.total_answers.load(),
           .returns = m.total_returns.load(),

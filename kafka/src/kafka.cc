@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -65,7 +66,9 @@ rd_kafka_conf_t* MakeConf(const ClientOptions& o, Status* err) {
   for (const auto& [k, v] : all) {
     if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), errstr, sizeof errstr) != RD_KAFKA_CONF_OK) {
       rd_kafka_conf_destroy(conf);
-      *err = Status::InvalidArgument("kafka property " + k + "=" + v + ": " + errstr);
+      // The name and librdkafka's reason, never the value: it may be a password under a
+      // misspelled name (librdkafka names a bad value of a known property itself).
+      *err = Status::InvalidArgument("kafka property " + k + ": " + errstr);
       return nullptr;
     }
   }
@@ -100,6 +103,28 @@ Result<std::pair<int64_t, int64_t>> QueryWatermarks(rd_kafka_t* rk, const std::s
 }
 
 }  // namespace
+
+bool EngineOwnedProperty(std::string_view name) {
+  static constexpr std::string_view kOwned[] = {"bootstrap.servers",
+                                                "metadata.broker.list",
+                                                "group.id",
+                                                "enable.auto.commit",
+                                                "enable.auto.offset.store",
+                                                "auto.offset.reset",
+                                                "enable.partition.eof",
+                                                "enable.idempotence",
+                                                "message.timeout.ms",
+                                                "delivery.timeout.ms",
+                                                "queue.buffering.max.messages",
+                                                "linger.ms",
+                                                "queue.buffering.max.ms",
+                                                "compression.type",
+                                                "compression.codec",
+                                                "session.timeout.ms",
+                                                "heartbeat.interval.ms",
+                                                "partition.assignment.strategy"};
+  return std::find(std::begin(kOwned), std::end(kOwned), name) != std::end(kOwned);
+}
 
 void NiceThisThread(const char* name, int nice) {
   if (name != nullptr) ::pthread_setname_np(::pthread_self(), name);

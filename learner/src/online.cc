@@ -271,7 +271,9 @@ void OnlineLearner::OnAssign(std::vector<kafka::TopicPartition>& parts) {
   if (assigned_) {
     // The group took the partitions away and gave them back (a session that lapsed while the
     // brokers were away, or a member that joined): reading on from where it was.
-    Log("events partitions assigned again (%zu): reading on from where it was", parts.size());
+    // Said even with --quiet: an operator looking into an outage wants it.
+    log::Get("learner").info("events partitions assigned again ({}): reading on from where it was",
+                             parts.size());
   }
   assigned_ = true;
 }
@@ -573,8 +575,7 @@ Status OnlineLearner::Run() {
       } else if (!m->eof() && consumer_errors_.Allow(&skipped)) {
         // librdkafka reports what keeps it from reading (a group that refuses to join, a
         // topic that is gone): say so, or the learner only seems to wait.
-        Log("Kafka: %s (%llu more since)", m->error().c_str(),
-            static_cast<unsigned long long>(skipped));
+        log::Get("learner").warn("Kafka: {} ({} more since)", m->error(), skipped);
       }
       if (n < 5000) m = consumer_->Poll(0);
     }

@@ -607,8 +607,12 @@ TEST(BidderConfig, KafkaPropertiesAreReadAndTheEnginesOwnRefused) {
   EXPECT_EQ(sasl->kafka.properties,
             (std::vector<std::pair<std::string, std::string>>{{"security.protocol", "SASL_SSL"},
                                                               {"sasl.mechanism", "PLAIN"}}));
-  for (const char* owned : {"enable.idempotence: false", "message.timeout.ms: 1000", "group.id: x",
-                            "bootstrap.servers: h:1"}) {
+  // librdkafka's aliases too (delivery.timeout.ms is message.timeout.ms), and the group
+  // sessions the learner and rtb budget set from their own options.
+  for (const char* owned :
+       {"enable.idempotence: false", "message.timeout.ms: 1000", "delivery.timeout.ms: 1000",
+        "group.id: x", "bootstrap.servers: h:1", "metadata.broker.list: h:1",
+        "session.timeout.ms: 45000", "compression.codec: none"}) {
     auto b = LoadDefaultWith("  properties: {}", std::string("  properties: {") + owned + "}");
     ASSERT_FALSE(b.ok()) << owned;
     EXPECT_NE(b.status().message().find("kafka.properties' may not set"), std::string::npos)

@@ -435,6 +435,26 @@ TEST(Coordinator, AnUnmetNeedAsksTheOtherHoldersBackAndWhatComesBackGoesToTheWai
   EXPECT_EQ(g->wanted, 0);
 }
 
+// A need stands for need_stands_ms only: what comes back after that stays in the pool for the
+// next asker, and the other holders are no longer asked for it.
+TEST(Coordinator, AnUnmetNeedLapsesAfterItsTime) {
+  ServingCoordinator sc;
+  ASSERT_NO_FATAL_FAILURE(sc.Start([](CoordinatorOptions& o) {
+    o.group_id = "rtb-budget-need-lapses";
+    o.need_stands_ms = 300;
+  }));
+  sc.Put(LeaseMsgType::kRequest, "a", 1, {7, 0, kArmBudget, 0, 0, 0, kArmBudget});
+  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("a", kKey) == kArmBudget; }, 10s));
+  sc.Put(LeaseMsgType::kRequest, "b", 1, {7, 0, 1'000'000, 0, 0, 0, 1'000'000});
+  ASSERT_TRUE(WaitFor([&] { return sc.co->counters().messages >= 2; }, 10s));
+  std::this_thread::sleep_for(800ms);  // the need's 300 ms and then some
+  sc.Put(LeaseMsgType::kReturn, "a", 2, {7, 0, 0, 1'500'000, 0, 0});
+  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Of(kKey).pool() == 1'500'000; }, 10s));
+  std::this_thread::sleep_for(300ms);  // had the need stood, b would hold 1.00 by now
+  EXPECT_EQ(sc.co->ledger().Held("b", kKey), 0);
+  EXPECT_EQ(sc.co->ledger().Of(kKey).pool(), 1'500'000);
+}
+
 // What a reclaim frees goes at once to a bidder whose need waits for it (and the dead bidder's
 // lowered holding is published): b does not have to ask again, and the others read that a
 // holds nothing. Before, the money sat in the pool until b's next ask.

@@ -203,7 +203,10 @@ TEST(Online, AKafkaOutageLongerThanItsSessionLosesNoStepAndClosesNoneTwice) {
   // The session did lapse: the group took the partitions away and gave them back.
   EXPECT_NE(out.find("events partitions assigned again"), std::string::npos) << out;
   const auto seen = versions();
-  for (uint64_t v = 1; v <= 5; ++v) EXPECT_TRUE(seen.contains(v)) << "table " << v;
+  for (uint64_t v = 1; v <= 5; ++v) {
+    EXPECT_TRUE(seen.contains(v)) << "table " << v;
+    EXPECT_EQ(seen.contains(v) ? seen.at(v) : 0, 1) << "table " << v << " published twice";
+  }
   EXPECT_FALSE(seen.contains(6));
   for (const char* step : {"closed day 0 step 0:", "closed day 0 step 1:", "closed day 0 step 2:",
                            "closed day 1 step 0:"}) {

@@ -61,11 +61,10 @@ struct KafkaConfig {
   // at the request threads' priority and policy.
   int thread_nice = 10;
   // librdkafka properties for every Kafka client of the market's processes (rtb serve, rtb
-  // budget, rtb learn): a real cluster's security.protocol, sasl.*, ssl.*, client.id,
-  // batch.size, fetch.wait.max.ms... applied after the engine's own tuning. The ones the
-  // engine's guarantees or the keys above own are refused: bootstrap.servers, group.id,
-  // enable.auto.commit, enable.idempotence, message.timeout.ms, queue.buffering.max.messages,
-  // linger.ms, compression.type, auto.offset.reset, enable.partition.eof.
+  // budget, rtb learn, rtb report, rtb exchange --market), the embedded cluster's too: a real
+  // cluster's security.protocol, sasl.*, ssl.*, client.id, batch.size, fetch.wait.max.ms...,
+  // applied after each client's own tuning. The ones the engine's guarantees or the keys above
+  // own are refused (kafka::EngineOwnedProperty).
   std::vector<std::pair<std::string, std::string>> properties;
 };
 

@@ -48,6 +48,13 @@ struct TopicPartition {
   int64_t offset = kOffsetBeginning;
 };
 
+// Whether a librdkafka property is one the engine sets on its clients itself, or one a config
+// key owns, so that a user's properties (kafka.properties, --kafka-property) may not set it:
+// bootstrap.servers (kafka.brokers, --brokers), group ids, commits and offsets, idempotence, the
+// delivery timeout, the producer queue and batching delay, compression, group session and
+// heartbeat, partition assignment, and librdkafka's aliases of these.
+bool EngineOwnedProperty(std::string_view name);
+
 // Sets the calling thread's priority and names it (at most 15 characters; nullptr keeps the
 // name). Best effort. nice > 0: lower (SCHED_BATCH and that nice value); 0: unchanged; < 0:
 // higher (that nice value; needs CAP_SYS_NICE, else unchanged).
