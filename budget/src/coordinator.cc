@@ -50,17 +50,45 @@ struct Coordinator::Impl {
   bool CaughtUp(int64_t now) {
     if (partitions < 0) {
       auto n = consumer->PartitionCount(opt.requests_topic, 1'000);
-      if (!n.ok()) return false;
+      if (!n.ok()) return Unreachable(now);
       partitions = *n;
     }
     std::map<int32_t, int64_t> high;
     for (int32_t p = 0; p < partitions; ++p) {
       auto wm = consumer->Watermarks(opt.requests_topic, p, 1'000);
-      if (!wm.ok()) return false;
+      if (!wm.ok()) return Unreachable(now);
       high[p] = wm->second;
     }
+    Reachable(now);
     return read_to_end.Reached(next_offset,
                                read_to_end.Target(std::move(high), now, opt.reclaim_every_ms));
+  }
+
+  // The coordinator's own Kafka outages. While it cannot ask the brokers it reclaims nothing
+  // (CaughtUp fails). When it can again after more than half a heartbeat timeout without
+  // contact, the bidders' silence was the outage's as much as theirs: each of them was cut off too
+  // (and has frozen past its TTL) or will be heard from as soon as its own client reconnects, which
+  // can be after the coordinator's. So no reclaim for a heartbeat timeout from then: a bidder that
+  // died meanwhile is reclaimed after it; a live one is not taken for dead for a race of
+  // reconnects.
+  bool unreachable = false;  // a query failed since the last one answered
+  int64_t last_contact_ms = NowUnixMs(), reclaims_paused_until_ms = 0;
+  bool Unreachable(int64_t) {
+    unreachable = true;
+    return false;
+  }
+  void Reachable(int64_t now) {
+    // The outage is counted from the last contact (a message read, or a query answered): the
+    // coordinator asks only once some bidder looks silent, well into an outage.
+    if (unreachable && now - last_contact_ms > opt.lease.heartbeat_timeout_ms / 2) {
+      reclaims_paused_until_ms = now + opt.lease.heartbeat_timeout_ms;
+      log::Get("budget").info(
+          "coordinator: Kafka answers again after {} ms without contact: no reclaim for {} ms "
+          "(the bidders' silence was the outage's)",
+          now - last_contact_ms, opt.lease.heartbeat_timeout_ms);
+    }
+    unreachable = false;
+    last_contact_ms = now;
   }
 
   // What the other bidders wait for of a budget (a holding's `wanted`).
@@ -356,6 +384,7 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
       if (!msg) break;
       if (n == 0) now = NowUnixMs();  // one clock read per batch: the first poll may wait
       if (!msg->ok()) continue;
+      m.last_contact_ms = now;
       m.next_offset[msg->partition()] = msg->offset() + 1;
       auto lm = DecodeLeaseMessage(msg->payload());
       {
@@ -397,7 +426,9 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
           behind = m.ledger.AnyLiveBidderSilent(now, Silence::kWhileReading);
         }
       }
-      if (behind) {
+      if (now < m.reclaims_paused_until_ms) {
+        // After an outage of its own (Reachable): nothing is reclaimed yet.
+      } else if (behind) {
         ++m.behind_skips;
         if (now >= m.next_behind_log_ms) {
           log::Get("budget").info(

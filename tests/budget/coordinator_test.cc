@@ -455,6 +455,34 @@ TEST(Coordinator, AnUnmetNeedLapsesAfterItsTime) {
   EXPECT_EQ(sc.co->ledger().Of(kKey).pool(), 1'500'000);
 }
 
+// Every broker down for longer than the heartbeat timeout: when Kafka answers again, a bidder
+// whose own client reconnects a while after the coordinator's is not taken for dead (the
+// silence was the outage's); one that never speaks again is reclaimed a heartbeat timeout
+// later. (Before, the coordinator read to the end at once and reclaimed both: the two-bidder
+// Kafka outage loop failed so once in CI.)
+TEST(Coordinator, AfterAKafkaOutageALiveBidderThatReconnectsLateIsNotTakenForDead) {
+  ServingCoordinator sc;
+  ASSERT_NO_FATAL_FAILURE(sc.StartReclaiming("rtb-budget-own-outage", 3000));
+  sc.Put(LeaseMsgType::kRequest, "a", 1, {7, 0, 2'000'000, 0, 0, 0, 2'000'000});
+  sc.Put(LeaseMsgType::kRequest, "b", 1, {7, 0, 1'000'000, 0, 0, 0, 1'000'000});
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return sc.co->ledger().Held("a", kKey) == 2'000'000 &&
+               sc.co->ledger().Held("b", kKey) == 1'000'000;
+      },
+      10s));
+  for (int b = 1; b <= 3; ++b) sc.mock->SetBrokerDown(b);
+  std::this_thread::sleep_for(5s);
+  for (int b = 1; b <= 3; ++b) sc.mock->SetBrokerUp(b);
+  std::this_thread::sleep_for(1500ms);  // a's client reconnects late; b's never
+  const Heartbeats alive(sc.brokers, "a", 10);
+  // b is reclaimed once the pause after the outage is over; a never is.
+  EXPECT_TRUE(WaitFor([&] { return sc.co->ledger().Held("b", kKey) == 0; }, 15s))
+      << "b holds " << sc.co->ledger().Held("b", kKey);
+  EXPECT_EQ(sc.co->ledger().Held("a", kKey), 2'000'000);
+  EXPECT_EQ(sc.co->counters().reclaims, 1);
+}
+
 // What a reclaim frees goes at once to a bidder whose need waits for it (and the dead bidder's
 // lowered holding is published): b does not have to ask again, and the others read that a
 // holds nothing. Before, the money sat in the pool until b's next ask.
