@@ -476,10 +476,11 @@ TEST(Coordinator, AfterAKafkaOutageALiveBidderThatReconnectsLateIsNotTakenForDea
   for (int b = 1; b <= 3; ++b) sc.mock->SetBrokerUp(b);
   std::this_thread::sleep_for(1500ms);  // a's client reconnects late; b's never
   const Heartbeats alive(sc.brokers, "a", 10);
-  // b is reclaimed once the pause after the outage is over; a never is.
+  // b is reclaimed once the pause after the outage is over; a never is (what b held may then
+  // top a up: a holds at least what it had).
   EXPECT_TRUE(WaitFor([&] { return sc.co->ledger().Held("b", kKey) == 0; }, 15s))
       << "b holds " << sc.co->ledger().Held("b", kKey);
-  EXPECT_EQ(sc.co->ledger().Held("a", kKey), 2'000'000);
+  EXPECT_GE(sc.co->ledger().Held("a", kKey), 2'000'000);
   EXPECT_EQ(sc.co->counters().reclaims, 1);
 }
 
