@@ -61,17 +61,17 @@ struct LeaseClient::Impl {
   static constexpr int64_t kKeptDays = 2;  // days before the current one whose slots are kept
   int64_t pruned_for = -1;                 // the current day when Prune last ran
   static constexpr int64_t kSoonestReportMs = 20;  // between reports a cap asks for
-  // What the client did since the last stats line (logged every kStatsEveryMs with asks).
+  // Counted since the process started (/metrics: GetHealth); the stats line says what they
+  // grew by since the last one.
+  std::atomic<int64_t> total_asks{0}, total_answers{0}, total_returns{0}, total_reports{0},
+      total_resyncs{0};  // resyncs: reports after a silence past the TTL (bids waited for holdings)
+  // What else the client did since the last stats line (logged every kStatsEveryMs with asks).
   struct Stats {
-    int64_t asks = 0, answers = 0, zero = 0, answer_ms = 0, answer_ms_max = 0, blocked = 0,
-            returns = 0, returned = 0;
-    int64_t resyncs = 0;  // reports after a silence past the TTL (bids waited for holdings)
+    int64_t asks = 0, answers = 0, returns = 0, resyncs = 0;  // the totals at the last line
+    int64_t zero = 0, answer_ms = 0, answer_ms_max = 0, blocked = 0, returned = 0;
     int64_t own = 0, own_lag_ms = 0;  // this bidder's holdings read, and how long after publishing
     int64_t reports = 0, report_ms = 0, report_ms_max = 0;  // reports, and how long Kafka took
   } stats;
-  // The same since the process started, for /metrics (Health).
-  std::atomic<int64_t> total_asks{0}, total_answers{0}, total_returns{0}, total_reports{0},
-      total_resyncs{0};
   std::atomic<int64_t> report_ok_ms{NowUnixMs()};  // last_report_ok_ms, for GetHealth
   static constexpr int64_t kStatsEveryMs = 10'000;
   int64_t next_stats_ms = 0;
@@ -218,7 +218,6 @@ struct LeaseClient::Impl {
     PublishView(g->key.day, slot, s);
     if (s.asked_ms >= 0) {
       answer_ms = 0.9 * answer_ms + 0.1 * static_cast<double>(now - s.asked_ms);
-      ++stats.answers;
       ++total_answers;
       stats.zero += g->granted == 0 ? 1 : 0;
       stats.answer_ms += now - s.asked_ms;
@@ -265,7 +264,6 @@ struct LeaseClient::Impl {
     }
     s.aside = room;
     s.aside_above = above;
-    ++stats.returns;
     ++total_returns;
     SendReturn(day, k, ledger, s, now);
     return true;
@@ -313,7 +311,6 @@ struct LeaseClient::Impl {
       asks.push_back({key.advertiser, key.arm, want, 0, 0, 0, 0});
       s.asked_ms = now;
       s.last_want = want;
-      ++stats.asks;
       ++total_asks;
     }
     if (!asks.empty()) Send(budget::LeaseMsgType::kRequest, day, std::move(asks));
@@ -434,7 +431,6 @@ struct LeaseClient::Impl {
           asks.push_back({key.advertiser, key.arm, want, 0, 0, 0, want});
           s.asked_ms = now;
           s.last_want = want;
-          ++stats.asks;
           ++total_asks;
         }
         continue;
@@ -467,7 +463,6 @@ struct LeaseClient::Impl {
         asks.push_back({key.advertiser, key.arm, want, 0, 0, 0, std::min(need, want)});
         s.asked_ms = now;
         s.last_want = want;
-        ++stats.asks;
         ++total_asks;
       }
     }
@@ -509,7 +504,6 @@ struct LeaseClient::Impl {
         // so new bids wait, as after a restart, for holdings that have read this report.
         first_seq = last_seq;
         for (auto& [key, slot] : slots) slot.synced = false;
-        ++stats.resyncs;
         ++total_resyncs;
         log::Get("lease").warn(
             "lease client: no report on Kafka for {} ms: bids wait for the coordinator's holdings",
@@ -588,23 +582,27 @@ struct LeaseClient::Impl {
       Check(now);
       producer->Poll(0);
       if (now >= next_stats_ms) {
-        if (stats.asks > 0) {
+        const int64_t asks = total_asks - stats.asks, answers = total_answers - stats.answers;
+        if (asks > 0) {
           log::Get("lease").info(
               "lease client {}: {} asks, {} answered ({} with nothing) in {:.0f} ms on average "
               "(at most {} ms); {} slot checks found refused reservations; {} returns, {:.2f} "
               "given back; {} resyncs after a silence past the TTL; its holdings read {:.0f} ms "
               "after they were published on average; {} reports on Kafka in {:.0f} ms on "
               "average (at most {} ms)",
-              name, stats.asks, stats.answers, stats.zero,
-              stats.answers > 0 ? static_cast<double>(stats.answer_ms) / stats.answers : 0.0,
-              stats.answer_ms_max, stats.blocked, stats.returns, Micros(stats.returned).units(),
-              stats.resyncs,
+              name, asks, answers, stats.zero,
+              answers > 0 ? static_cast<double>(stats.answer_ms) / answers : 0.0,
+              stats.answer_ms_max, stats.blocked, total_returns - stats.returns,
+              Micros(stats.returned).units(), total_resyncs - stats.resyncs,
               stats.own > 0 ? static_cast<double>(stats.own_lag_ms) / stats.own : 0.0,
               stats.reports,
               stats.reports > 0 ? static_cast<double>(stats.report_ms) / stats.reports : 0.0,
               stats.report_ms_max);
         }
-        stats = {};
+        stats = {.asks = total_asks,
+                 .answers = total_answers,
+                 .returns = total_returns,
+                 .resyncs = total_resyncs};
         next_stats_ms = now + kStatsEveryMs;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(cfg->leases.check_every_ms));
