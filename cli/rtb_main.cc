@@ -346,9 +346,9 @@ int RunBudget(BudgetArgs a) {
   rtb::log::Get("budget").info(
       "stopped; {} messages ({} malformed, {} for unknown budgets) with {} budget items, {} "
       "holdings published, {} leases reclaimed, {} messages of reclaimed bidders sent before "
-      "they died",
+      "they died, {} refused (a second process under a bidder's name)",
       n.messages, n.malformed, n.unknown_budget, n.items, n.grants_published, n.reclaims,
-      n.late_from_dead);
+      n.late_from_dead, n.refused);
   return st.ok() ? 0 : Fail(st);
 }
 

@@ -187,6 +187,7 @@ struct Coordinator::Impl {
       const auto ri = returned_seq.find(id);
       g.returned = ri == returned_seq.end() ? 0 : ri->second;
       g.wanted = WantedFrom(key, bidder, now);
+      if (const auto o = owner.find(bidder); o != owner.end()) g.instance = o->second;
       if (const auto r = recalls.find(id); r != recalls.end()) {
         g.wanted = std::max(g.wanted, r->second);
         recalls.erase(r);
@@ -199,7 +200,71 @@ struct Coordinator::Impl {
     return Status::Ok();
   }
 
+  // Per bidder name: the process its holdings belong to (LeaseMessage::instance). Two processes
+  // under one name (a copied config, a name left at its default on every machine) would each
+  // spend the one lease; the coordinator serves one of them.
+  std::map<std::string, std::string> owner;
+  std::map<std::string, int64_t> shown_owner_ms;  // per name: when a refused process last was
+  int64_t next_refusal_log_ms = 0;
+
+  // Whether m's process may speak for its name: the name is free, or m is from the process
+  // that holds it, or from a restart of it (its state store's lineage names that process: two
+  // live processes cannot share a state store), or the process that holds it is dead (the
+  // newcomer starts with no holding: its own spend is not the dead one's; Retire). Anything
+  // else is refused, counted and logged, and not applied: no heartbeat, no spend, no ask. The
+  // refused process is shown the owner's holding of a budget it named, so that it sees whose
+  // the name is (it never spends from another instance's holding).
+  bool Admit(const LeaseMessage& m, int64_t now, Granted* granted) {
+    if (m.instance.empty()) return true;  // a bidder from before instances
+    const auto [it, fresh] = owner.try_emplace(m.bidder, m.instance);
+    if (fresh || it->second == m.instance) return true;
+    const std::string held_by = it->second;
+    if (std::find(m.lineage.begin(), m.lineage.end(), held_by) != m.lineage.end()) {
+      log::Get("budget").info("coordinator: bidder {} restarted (instance {} -> {})", m.bidder,
+                              held_by, m.instance);
+      it->second = m.instance;
+      return true;
+    }
+    if (!ledger.IsAlive(m.bidder)) {
+      const std::string retired = m.bidder + "~" + held_by;
+      const std::vector<LeaseKey> moved = ledger.Retire(m.bidder, retired);
+      for (const LeaseKey& key : moved) {
+        (*granted)[{key, m.bidder}] += 0;  // held 0, for the new process
+        (*granted)[{key, retired}] += 0;   // what the dead one held, kept for a restart of ours
+        if (const auto r = returned_seq.find({key, m.bidder}); r != returned_seq.end()) {
+          returned_seq[{key, retired}] = r->second;
+          returned_seq.erase(r);
+        }
+      }
+      log::Get("budget").info(
+          "coordinator: bidder {}: a new process (instance {}, not a restart of {}, which is "
+          "dead) takes the name; the dead one's {} holdings stay as {}",
+          m.bidder, m.instance, held_by, moved.size(), retired);
+      it->second = m.instance;
+      return true;
+    }
+    {
+      std::lock_guard<std::mutex> lk(counters_mu);
+      ++counters.refused;
+    }
+    if (now >= next_refusal_log_ms) {
+      log::Get("budget").error(
+          "coordinator: two live processes use bidder name {} (instance {} holds it, {} is "
+          "refused and gets no lease): give each bidder its own leases.name",
+          m.bidder, held_by, m.instance);
+      next_refusal_log_ms = now + 10'000;
+    }
+    int64_t& shown = shown_owner_ms[m.bidder];
+    if (!m.items.empty() && now >= shown) {
+      const LeaseKey key{m.day, m.items.front().advertiser, m.items.front().arm};
+      if (EnsureBudget(key)) (*granted)[{key, m.bidder}] += 0;
+      shown = now + 1'000;
+    }
+    return false;
+  }
+
   void Apply(const LeaseMessage& m, int64_t now, Granted* granted) {
+    if (!Admit(m, now, granted)) return;
     // A message a reclaimed bidder sent before it died, read late: its spend and returns count,
     // its asks get nothing (LeaseLedger::Heartbeat), and no one is asked back for it.
     const bool alive = ledger.Heartbeat(m.bidder, now, m.ts_ms > 0 ? m.ts_ms : -1);
@@ -346,6 +411,16 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions opt)
                                               }
                                             }));
   const int64_t now = NowUnixMs();
+  // Whose each name is: the instance of its latest holding.
+  std::map<std::string, int64_t> owner_ts;
+  for (const auto& [id, g] : latest) {
+    if (g.instance.empty()) continue;
+    auto [t, fresh] = owner_ts.try_emplace(g.bidder, g.ts_ms);
+    if (fresh || g.ts_ms >= t->second) {
+      t->second = g.ts_ms;
+      m->owner[g.bidder] = g.instance;
+    }
+  }
   for (const auto& [id, g] : latest) {
     if (!m->EnsureBudget(id.first)) continue;
     m->ledger.Restore(id.second, id.first, g.held, now, g.seen);

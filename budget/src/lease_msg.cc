@@ -42,6 +42,8 @@ std::string EncodeLeaseMessage(const LeaseMessage& m) {
   json j = {{"format", "rtb.lease"}, {"schema_version", 1}, {"type", TypeName(m.type)},
             {"bidder", m.bidder},    {"day", m.day},        {"ts_ms", m.ts_ms}};
   if (m.seq > 0) j["seq"] = m.seq;
+  if (!m.instance.empty()) j["instance"] = m.instance;
+  if (!m.lineage.empty()) j["lineage"] = m.lineage;
   if (m.requests >= 0) j["requests"] = m.requests;
   json items = json::array();
   for (const LeaseItem& i : m.items) {
@@ -91,6 +93,25 @@ Result<LeaseMessage> DecodeLeaseMessage(std::string_view text) {
     return Status::InvalidArgument("lease message: requests must be an integer >= 0");
   }
   m.day = j["day"].get<int64_t>();
+  if (j.contains("instance")) {
+    if (!j["instance"].is_string() || j["instance"].get<std::string>().empty()) {
+      return Status::InvalidArgument("lease message: instance must be a non-empty string");
+    }
+    m.instance = j["instance"].get<std::string>();
+  }
+  if (j.contains("lineage")) {
+    const json& l = j["lineage"];
+    if (!l.is_array() || l.size() > kMaxLineage) {
+      return Status::InvalidArgument("lease message: lineage must be a list of at most " +
+                                     std::to_string(kMaxLineage) + " instances");
+    }
+    for (const json& e : l) {
+      if (!e.is_string() || e.get<std::string>().empty()) {
+        return Status::InvalidArgument("lease message: lineage must be a list of instances");
+      }
+      m.lineage.push_back(e.get<std::string>());
+    }
+  }
   if (j.contains("items")) {
     if (!j["items"].is_array())
       return Status::InvalidArgument("lease message: items must be a list");
@@ -116,21 +137,22 @@ Result<LeaseMessage> DecodeLeaseMessage(std::string_view text) {
 }
 
 std::string EncodeLeaseGrant(const LeaseGrant& g) {
-  return json{{"format", "rtb.lease_grant"},
-              {"schema_version", 1},
-              {"bidder", g.bidder},
-              {"day", g.key.day},
-              {"adv", g.key.advertiser},
-              {"arm", ArmName(static_cast<Arm>(g.key.arm))},
-              {"held", g.held},
-              {"granted", g.granted},
-              {"pool", g.pool},
-              {"left", g.left},
-              {"ts_ms", g.ts_ms},
-              {"seen", g.seen},
-              {"returned", g.returned},
-              {"wanted", g.wanted}}
-      .dump();
+  json j = json{{"format", "rtb.lease_grant"},
+                {"schema_version", 1},
+                {"bidder", g.bidder},
+                {"day", g.key.day},
+                {"adv", g.key.advertiser},
+                {"arm", ArmName(static_cast<Arm>(g.key.arm))},
+                {"held", g.held},
+                {"granted", g.granted},
+                {"pool", g.pool},
+                {"left", g.left},
+                {"ts_ms", g.ts_ms},
+                {"seen", g.seen},
+                {"returned", g.returned},
+                {"wanted", g.wanted}};
+  if (!g.instance.empty()) j["instance"] = g.instance;
+  return j.dump();
 }
 
 Result<LeaseGrant> DecodeLeaseGrant(std::string_view text) {
@@ -158,6 +180,12 @@ Result<LeaseGrant> DecodeLeaseGrant(std::string_view text) {
   g.returned = j.value("returned", int64_t{0});
   g.wanted = j.value("wanted", int64_t{0});
   if (g.wanted < 0) return Status::InvalidArgument("lease grant: wanted must not be negative");
+  if (j.contains("instance")) {
+    if (!j["instance"].is_string()) {
+      return Status::InvalidArgument("lease grant: instance must be a string");
+    }
+    g.instance = j["instance"].get<std::string>();
+  }
   return g;
 }
 

@@ -399,6 +399,32 @@ void LeaseLedger::Restore(const std::string& bidder, const LeaseKey& key, int64_
   });
 }
 
+std::vector<LeaseKey> LeaseLedger::Retire(const std::string& bidder, const std::string& as) {
+  std::lock_guard<std::mutex> l(mu_);
+  const auto it = bidders_.find(bidder);
+  if (it == bidders_.end() || it->second.dead_since_ms < 0 || as == bidder) return {};
+  std::vector<LeaseKey> moved;
+  for (auto& [key, b] : budgets_) {
+    const auto h = b.by_bidder.find(bidder);
+    if (h == b.by_bidder.end()) continue;
+    // Both names are dead: neither counts in unused_live, and b.held is unchanged.
+    Holding& to = b.by_bidder[as];
+    to.held += h->second.held;
+    to.spent += h->second.spent;
+    to.reserved += h->second.reserved;
+    to.cap += h->second.cap;
+    to.reclaimed = h->second.reclaimed;
+    to.reserved_released = h->second.reserved_released;
+    b.by_bidder.erase(h);
+    moved.push_back(key);
+  }
+  Bidder& retired = bidders_[as];
+  retired = it->second;
+  bidders_.erase(bidder);
+  shares_dirty_ = true;
+  return moved;
+}
+
 std::vector<LeaseLedger::Lease> LeaseLedger::Leases() const {
   std::lock_guard<std::mutex> l(mu_);
   std::vector<Lease> out;

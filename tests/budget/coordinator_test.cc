@@ -584,6 +584,75 @@ TEST(Coordinator, ANeedOfABidderThatDiedIsNotServedByItsOwnReclaim) {
   EXPECT_EQ(sc.co->ledger().Of(kKey).pool(), 1'000'000);
 }
 
+// One process per bidder name. Two processes under one name (a config copied to two machines)
+// would each spend the one lease. x's first process (i1) holds 1.00; a second process under the
+// name (i2, another state store: no lineage) is refused while i1 lives: nothing granted, no spend
+// taken, and it is shown i1's holding. A restart of i1 (i3, whose lineage names i1) takes the
+// name at once. Once i3 is dead and reclaimed, i2 takes the name as a new process: it starts
+// from nothing, and what i3 spent stays counted as "x~i3".
+TEST(Coordinator, OneLiveProcessPerBidderNameARestartTakesItBackANewcomerOnlyFromTheDead) {
+  ServingCoordinator sc;
+  // A timeout long enough for the checks below while x's process lives (reading the grants
+  // topic whole takes up to a second or two on the embedded cluster).
+  ASSERT_NO_FATAL_FAILURE(sc.StartReclaiming("rtb-budget-one-process", 5'000));
+  const Heartbeats other(sc.brokers, "other", 1);  // keeps the bidders' clock going
+  auto put = [&](LeaseMsgType type, const std::string& instance, std::vector<std::string> lineage,
+                 int64_t seq, const LeaseItem& item) {
+    LeaseMessage m;
+    m.type = type;
+    m.bidder = "x";
+    m.instance = instance;
+    m.lineage = std::move(lineage);
+    m.day = 1;
+    m.ts_ms = NowUnixMs();
+    m.seq = seq;
+    m.items = {item};
+    ASSERT_TRUE(
+        sc.producer->Produce("rtb.lease.requests", kafka::kAnyPartition, "x", EncodeLeaseMessage(m))
+            .ok());
+    ASSERT_TRUE(sc.producer->Flush(5000).ok());
+  };
+  auto latest_instance = [&](int64_t after_ms) {
+    std::optional<LeaseGrant> g = LatestOf(sc.brokers, "x");
+    return g.has_value() && g->ts_ms >= after_ms ? g->instance : std::string("-");
+  };
+  put(LeaseMsgType::kRequest, "i1", {}, 1, {7, 0, 1'000'000, 0, 0, 0, 1'000'000});
+  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("x", kKey) == 1'000'000; }, 10s));
+  EXPECT_TRUE(WaitFor([&] { return latest_instance(0) == "i1"; }, 10s));
+
+  // i2 asks while i1 lives: refused, and shown i1's holding.
+  int64_t t = NowUnixMs();
+  put(LeaseMsgType::kRequest, "i2", {}, 2, {7, 0, 2'000'000, 0, 0, 0, 2'000'000});
+  ASSERT_TRUE(WaitFor([&] { return sc.co->counters().refused == 1; }, 10s));
+  EXPECT_TRUE(WaitFor([&] { return latest_instance(t) == "i1"; }, 10s));
+  EXPECT_EQ(sc.co->ledger().Held("x", kKey), 1'000'000);
+  EXPECT_EQ(sc.co->ledger().Of(kKey).held, 1'000'000);
+
+  // i1's restart (i3) takes the name at once, and reports 0.30 spent.
+  t = NowUnixMs();
+  put(LeaseMsgType::kRequest, "i3", {"i1"}, 3, {7, 0, 500'000, 0, 0, 0, 500'000});
+  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("x", kKey) == 1'500'000; }, 10s));
+  EXPECT_TRUE(WaitFor([&] { return latest_instance(t) == "i3"; }, 10s));
+  put(LeaseMsgType::kReport, "i3", {"i1"}, 4, {7, 0, 0, 0, 300'000, 0});
+  // i2 again, while i3 lives: refused.
+  put(LeaseMsgType::kRequest, "i2", {}, 5, {7, 0, 2'000'000, 0, 0, 0, 2'000'000});
+  ASSERT_TRUE(WaitFor([&] { return sc.co->counters().refused == 2; }, 10s));
+  EXPECT_EQ(sc.co->counters().reclaims, 0);
+
+  // i3 falls silent and is reclaimed down to its spend; then i2 takes the name, from nothing.
+  ASSERT_TRUE(WaitFor([&] { return sc.co->counters().reclaims == 1; }, 15s));
+  EXPECT_EQ(sc.co->ledger().Held("x", kKey), 300'000);
+  t = NowUnixMs();
+  put(LeaseMsgType::kRequest, "i2", {}, 6, {7, 0, 500'000, 0, 0, 0, 500'000});
+  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("x", kKey) == 500'000; }, 10s))
+      << "x holds " << sc.co->ledger().Held("x", kKey);
+  EXPECT_TRUE(WaitFor([&] { return latest_instance(t) == "i2"; }, 10s));
+  EXPECT_EQ(sc.co->ledger().Held("x~i3", kKey), 300'000);
+  EXPECT_EQ(sc.co->ledger().Of(kKey).held, 800'000);
+  EXPECT_EQ(sc.co->ledger().Of(kKey).spent, 300'000);
+  EXPECT_EQ(sc.co->counters().refused, 2);
+}
+
 // Share sizing over Kafka: two bidders report their traffic (a 3,000 requests a second, b 1,000,
 // timed by their own clocks); their reports and one ask each leave each holding its share (3/4,
 // 1/4: half each while b's rate is not known yet, then b's quarter, then a's ask tops a up). a then
@@ -707,6 +776,19 @@ TEST(LeaseMessages, RoundTripAndClearErrors) {
   EXPECT_EQ(back->items[0].spent, 70);
   EXPECT_EQ(back->items[0].reserved, 30);
   EXPECT_EQ(LeaseGrantKey(g.key, g.bidder), "20000/3/manual/bidder-1");
+  // The process and its state store's earlier ones; the holding's owner.
+  EXPECT_TRUE(back->instance.empty());
+  EXPECT_TRUE(back->lineage.empty());
+  m.instance = "p3";
+  m.lineage = {"p2", "p1"};
+  back = DecodeLeaseMessage(EncodeLeaseMessage(m));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->instance, "p3");
+  EXPECT_EQ(back->lineage, (std::vector<std::string>{"p2", "p1"}));
+  g.instance = "p3";
+  gb = DecodeLeaseGrant(EncodeLeaseGrant(g));
+  ASSERT_TRUE(gb.ok());
+  EXPECT_EQ(gb->instance, "p3");
   for (
       const char* bad :
       {"", "[]",
@@ -718,7 +800,12 @@ TEST(LeaseMessages, RoundTripAndClearErrors) {
        R"({"format":"rtb.lease","schema_version":1,"type":"request","bidder":"a","day":1,"items":[{"adv":1,"arm":"learned","need":-5}]})",
        R"({"format":"rtb.lease","schema_version":1,"type":"request","bidder":"a","day":1,"seq":-1})",
        R"({"format":"rtb.lease","schema_version":1,"type":"report","bidder":"a","day":1,"requests":-3})",
-       R"({"format":"rtb.lease","schema_version":1,"type":"report","bidder":"a","day":1,"requests":"many"})"}) {
+       R"({"format":"rtb.lease","schema_version":1,"type":"report","bidder":"a","day":1,"requests":"many"})",
+       R"({"format":"rtb.lease","schema_version":1,"type":"report","bidder":"a","day":1,"instance":""})",
+       R"({"format":"rtb.lease","schema_version":1,"type":"report","bidder":"a","day":1,"instance":7})",
+       R"({"format":"rtb.lease","schema_version":1,"type":"report","bidder":"a","day":1,"lineage":"p1"})",
+       R"({"format":"rtb.lease","schema_version":1,"type":"report","bidder":"a","day":1,"lineage":["p1",""]})",
+       R"({"format":"rtb.lease","schema_version":1,"type":"report","bidder":"a","day":1,"lineage":["1","2","3","4","5","6","7","8","9"]})"}) {
     auto r = DecodeLeaseMessage(bad);
     EXPECT_FALSE(r.ok()) << bad;
     if (!r.ok()) {

@@ -452,6 +452,42 @@ TEST(Lease, ADeadBiddersUnspentLeaseReturnsAtOnceItsReservationsAfterTheBillingW
   EXPECT_LE(t.held, t.budget);
 }
 
+// A dead bidder's name taken by a process that does not continue its state: the dead holding
+// moves to another name, keeps its spend and reservation counted (and releases the reservation
+// after the billing window, as any dead holding), and the name starts again from nothing. A live
+// or unknown bidder is not retired.
+TEST(Lease, ARetiredNameKeepsItsSpendCountedAndStartsAgainFromNothing) {
+  LeaseLedger ledger(Timeouts(10'000, 60'000));
+  ledger.SetBudget(kKey, Micros(2'000'000));
+  ASSERT_EQ(ledger.Request("a", kKey, 1'000'000, 0), 1'000'000);
+  ledger.Report("a", kKey, 300'000, 200'000, 1'000);
+  EXPECT_TRUE(ledger.Retire("a", "a~1").empty());    // alive
+  EXPECT_TRUE(ledger.Retire("zz", "zz~1").empty());  // unknown
+  ledger.Heartbeat("b", 11'500);
+  ASSERT_EQ(ledger.Reclaim(11'500), 1);
+  ASSERT_EQ(ledger.Held("a", kKey), 500'000);
+  const std::vector<LeaseKey> moved = ledger.Retire("a", "a~1");
+  ASSERT_EQ(moved.size(), 1u);
+  EXPECT_EQ(moved[0], kKey);
+  EXPECT_EQ(ledger.Held("a", kKey), 0);
+  EXPECT_EQ(ledger.Held("a~1", kKey), 500'000);
+  EXPECT_FALSE(ledger.IsAlive("a"));  // unknown until it speaks
+  EXPECT_FALSE(ledger.IsAlive("a~1"));
+  EXPECT_EQ(ledger.Of(kKey).held, 500'000);
+  EXPECT_EQ(ledger.Of(kKey).spent, 300'000);
+  // The new process under the name: what the pool has, with the dead one's money still out.
+  EXPECT_EQ(ledger.Request("a", kKey, 2'000'000, 12'000, 1'500'000), 1'500'000);
+  EXPECT_EQ(ledger.Of(kKey).pool(), 0);
+  ledger.Report("a", kKey, 0, 0, 12'000);  // its own spend: none yet
+  EXPECT_EQ(ledger.Of(kKey).spent, 300'000);
+  // The billing window over, the retired reservation comes back.
+  ledger.Heartbeat("a", 72'000);
+  ledger.Reclaim(72'000);
+  EXPECT_EQ(ledger.Held("a~1", kKey), 300'000);
+  EXPECT_EQ(ledger.Held("a", kKey), 1'500'000);
+  EXPECT_EQ(ledger.Of(kKey).pool(), 200'000);
+}
+
 TEST(Lease, ABudgetCutBelowWhatIsHeldGrantsNothingMore) {
   LeaseLedger ledger;
   ledger.SetBudget(kKey, Micros(1'000'000));

@@ -58,6 +58,8 @@ class Coordinator {
     int64_t items = 0;  // budget items of the messages read (a report carries one per slot)
     // Messages reclaimed bidders sent before they died, read after: applied, the bidder kept dead.
     int64_t late_from_dead = 0;
+    // Messages of a second live process under a bidder name another process holds: refused.
+    int64_t refused = 0;
   };
   Counters counters() const;
   const LeaseLedger& ledger() const;

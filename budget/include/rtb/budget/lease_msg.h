@@ -24,11 +24,21 @@ struct LeaseItem {
 
 enum class LeaseMsgType { kRequest, kReturn, kReport, kHeartbeat };
 
+// How many earlier instances a message's lineage carries.
+inline constexpr size_t kMaxLineage = 8;
+
 struct LeaseMessage {
   LeaseMsgType type = LeaseMsgType::kHeartbeat;
-  std::string bidder;  // the bidder's instance name (stable across its restarts)
-  int64_t day = 0;     // the bidder's budget day
-  int64_t ts_ms = 0;   // when the bidder sent it (unix ms)
+  std::string bidder;  // the bidder's name (`leases.name`, stable across its restarts)
+  // This process (the bidder's instance id, new at every start; empty: not said, as from a
+  // bidder before instances). The coordinator serves one process per name at a time.
+  std::string instance;
+  // The earlier processes of this bidder's state store, newest first (at most
+  // kMaxLineage): a process that names the instance holding its name takes over at once (a
+  // restart); any other waits until that one is dead (LeaseOwners).
+  std::vector<std::string> lineage;
+  int64_t day = 0;    // the bidder's budget day
+  int64_t ts_ms = 0;  // when the bidder sent it (unix ms)
   // Grows with every message of the bidder, across its restarts (0 = not sent). A holding
   // published with `seen` >= seq already includes this message (LeaseGrant::seen).
   int64_t seq = 0;
@@ -63,6 +73,10 @@ struct LeaseGrant {
   // Other bidders' needs of this budget the pool could not meet (a recall: a bidder not using
   // its lease gives back up to this much); 0 = none.
   int64_t wanted = 0;
+  // The process the name's holdings belong to (LeaseMessage::instance; empty: not said). A
+  // bidder process uses only holdings of its own instance (or, before its first answer, of its
+  // lineage): another process under the same name is never handed its lease.
+  std::string instance;
 };
 
 std::string EncodeLeaseGrant(const LeaseGrant& g);

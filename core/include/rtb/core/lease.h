@@ -193,6 +193,13 @@ class LeaseLedger {
   void Restore(const std::string& bidder, const LeaseKey& key, int64_t held, int64_t now_ms,
                int64_t seen = 0);
 
+  // A dead bidder's name goes to a new process that does not continue its state (another
+  // machine, a lost disk): its holdings move to `as`, still counted against their budgets and
+  // still dead (its spend stays spent, its reservations release after the billing window), and
+  // `bidder` starts again with no holding. Returns the budgets whose holdings moved (the caller
+  // publishes both names' holdings); none if `bidder` is alive or unknown.
+  std::vector<LeaseKey> Retire(const std::string& bidder, const std::string& as);
+
   // Every lease: what each bidder holds of each budget (for publishing changes).
   struct Lease {
     LeaseKey key;
