@@ -11,6 +11,7 @@
 
 #include "bidder_impl.h"
 #include "lease_client.h"
+#include "rtb/budget/lease_msg.h"
 #include "rtb/core/log.h"
 #include "rtb/kafka/kafka.h"
 
@@ -134,6 +135,49 @@ DecodeLimits Bidder::decode_limits() const {
   return d;
 }
 
+namespace {
+
+// Who this process is to the lease coordinator: its name (leases.name, or this machine's host
+// name and the listen port), a new instance id (random: containers all start as pid 1), and
+// the earlier processes of the state store, kept in it newest first. Two live processes cannot
+// open one state store, so a coordinator that finds the process holding the name in this
+// lineage knows this is its restart.
+Result<LeaseClient::Identity> LeaseIdentity(const BidderConfig& cfg, StateStore& state,
+                                            const std::string& instance) {
+  LeaseClient::Identity id;
+  id.name = cfg.leases.name;
+  if (id.name.empty()) {
+    char host[256] = {};
+    if (::gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0') {
+      return Status::FailedPrecondition(
+          "leases.name is empty and this machine's host name is unknown: set leases.name");
+    }
+    const size_t colon = cfg.listen.rfind(':');
+    id.name =
+        std::string(host) + ":" + cfg.listen.substr(colon == std::string::npos ? 0 : colon + 1);
+  }
+  RTB_ASSIGN_OR_RETURN(const std::string nonce, RandomSecret());
+  id.instance = instance + "-" + nonce.substr(0, 8);
+  auto kept = state.GetMeta("lease_lineage");
+  if (!kept.ok() && kept.status().code() != Status::Code::kNotFound) return kept.status();
+  if (kept.ok()) {
+    size_t at = 0;
+    while (at <= kept->size() && id.lineage.size() < budget::kMaxLineage) {
+      const size_t comma = std::min(kept->find(',', at), kept->size());
+      if (comma > at) id.lineage.push_back(kept->substr(at, comma - at));
+      at = comma + 1;
+    }
+  }
+  std::string lineage = id.instance;
+  for (size_t i = 0; i + 1 < budget::kMaxLineage && i < id.lineage.size(); ++i) {
+    lineage += "," + id.lineage[i];
+  }
+  RTB_RETURN_IF_ERROR(state.PutMeta("lease_lineage", lineage));
+  return id;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Bidder>> Bidder::Create(const BidderConfig& cfg) {
   auto m = std::make_unique<Impl>(cfg);
   m->instance = std::to_string(NowUnixMs()) + "-" + std::to_string(::getpid());
@@ -201,10 +245,10 @@ Result<std::unique_ptr<Bidder>> Bidder::Create(const BidderConfig& cfg) {
       RTB_RETURN_IF_ERROR(mock->CreateTopic(cfg.leases.requests_topic, cfg.kafka.partitions, rf));
       RTB_RETURN_IF_ERROR(mock->CreateTopic(cfg.leases.grants_topic, 1, rf));
     }
-    RTB_ASSIGN_OR_RETURN(m->leases,
-                         LeaseClient::Start(&m->cfg, m->days.get(), m->events->bootstrap(),
-                                            cfg.leases.name.empty() ? cfg.listen : cfg.leases.name,
-                                            &m->counters.requests_bid));
+    RTB_ASSIGN_OR_RETURN(LeaseClient::Identity id, LeaseIdentity(cfg, *m->state, m->instance));
+    RTB_ASSIGN_OR_RETURN(
+        m->leases, LeaseClient::Start(&m->cfg, m->days.get(), m->events->bootstrap(), std::move(id),
+                                      &m->counters.requests_bid));
   }
   log::Get("bidder").info("instance {}: {} advertisers over {} agents, events to {} at {}",
                           m->instance, cfg.advertisers.size(), m->agents, cfg.kafka.events_topic,

@@ -99,6 +99,10 @@ HttpResult Bidder::Metrics() const {
          "bidder spends only what it has committed until one goes through.\n"
          "# TYPE rtb_lease_frozen gauge\n";
     line("rtb_lease_frozen %d\n", h.frozen ? 1 : 0);
+    o += "# HELP rtb_lease_name_conflict 1 while another live process holds this bidder's "
+         "leases.name: this one gets no lease (give each bidder its own name).\n"
+         "# TYPE rtb_lease_name_conflict gauge\n";
+    line("rtb_lease_name_conflict %d\n", h.name_conflict ? 1 : 0);
     o += "# HELP rtb_lease_report_age_seconds Since Kafka last took a lease report (or since the "
          "lease client started).\n"
          "# TYPE rtb_lease_report_age_seconds gauge\n";

@@ -18,6 +18,14 @@ struct LeaseClient::Impl {
   const Counter* requests = nullptr;  // bid requests answered: the traffic share's measure
   bool share = false;                 // leases.sizing: share (the coordinator sizes leases)
   std::string name;
+  std::string instance;              // this process (LeaseMessage::instance)
+  std::vector<std::string> lineage;  // the earlier processes of its state store, newest first
+  int64_t started_ms = NowUnixMs();
+  // Another process holds this bidder's name (a holding of another instance, not of the
+  // lineage, published since this client started): this process spends no new money until a
+  // holding of its own comes again (/metrics).
+  std::atomic<bool> name_conflict{false};
+  std::atomic<int64_t> total_foreign{0};  // holdings of another process under this name, ignored
   std::unique_ptr<kafka::Producer> producer;
   std::unique_ptr<kafka::Consumer> grants;
   std::unordered_map<uint32_t, size_t> index_of;
@@ -129,6 +137,8 @@ struct LeaseClient::Impl {
     budget::LeaseMessage m;
     m.type = type;
     m.bidder = name;
+    m.instance = instance;
+    m.lineage = lineage;
     m.day = day;
     m.ts_ms = NowUnixMs();
     m.seq = seq > 0 ? seq : NextSeq();
@@ -191,6 +201,27 @@ struct LeaseClient::Impl {
     s.pool = g->pool;  // any bidder's holding says what is left in the pool
     s.left = g->left;
     if (g->bidder != name) return;
+    // Whose holding: this process's, an earlier one's of its state store (its restored lease
+    // until the coordinator answers this process), or another live process's under the same
+    // name, which is never this one's to spend.
+    bool earlier = false;
+    if (!g->instance.empty() && g->instance != instance) {
+      earlier = std::find(lineage.begin(), lineage.end(), g->instance) != lineage.end();
+      if (!earlier) {
+        ++total_foreign;
+        if (g->ts_ms >= started_ms && !name_conflict.exchange(true)) {
+          log::Get("lease").error(
+              "lease client {}: another process (instance {}) holds this bidder name; this one "
+              "(instance {}) gets no lease until that one is gone: give each bidder its own "
+              "leases.name",
+              name, g->instance, instance);
+        }
+        return;
+      }
+    } else if (!g->instance.empty() && name_conflict.exchange(false)) {
+      log::Get("lease").info("lease client {}: the name is this process's now (instance {})", name,
+                             instance);
+    }
     ++stats.own;
     stats.own_lag_ms += std::max<int64_t>(0, now - g->ts_ms);
     s.held = g->held;
@@ -199,7 +230,7 @@ struct LeaseClient::Impl {
     // `seen`: a later report can be seen while the return itself was lost (it is sent again).
     const bool has_return = g->returned >= s.aside_seq;
     if (has_return) s.wanted = g->wanted;
-    if (first_seq > 0 && g->seen >= first_seq) s.synced = true;
+    if (first_seq > 0 && g->seen >= first_seq && !earlier) s.synced = true;
     if (s.aside + s.aside_above > 0 && has_return) {
       // The holding includes the return: the limit falls to it (and the cap by the amount)
       // first, then the set-aside amount leaves committed, so no bid ever sees the room twice.
@@ -354,9 +385,11 @@ struct LeaseClient::Impl {
       // committed while frozen. Until a holding includes this process's messages, new bids
       // wait (a return the process before a restart sent may not be in it yet), but notices of
       // bids made before may book inside it: their reservations are in it, the return is not.
-      const bool hold_still = frozen || !s.synced;
+      // Another process holding the name counts as frozen: that one spends this lease now.
+      const bool stopped = frozen || name_conflict.load();
+      const bool hold_still = stopped || !s.synced;
       // Past the last report's cap, nothing more until the next report is on Kafka.
-      const int64_t limit = frozen     ? std::min(committed, Usable(s))
+      const int64_t limit = stopped    ? std::min(committed, Usable(s))
                             : s.synced ? std::min({Usable(s), arm_budget, s.cap})
                                        : std::min(Usable(s), arm_budget);
       ledger->SetBidsOpen(k, s.synced);
@@ -624,7 +657,9 @@ LeaseClient::Health LeaseClient::GetHealth() const {
           .answers = m.total_answers.load(),
           .returns = m.total_returns.load(),
           .reports = m.total_reports.load(),
-          .resyncs = m.total_resyncs.load()};
+          .resyncs = m.total_resyncs.load(),
+          .name_conflict = m.name_conflict.load(),
+          .foreign = m.total_foreign.load()};
 }
 
 LeaseClient::~LeaseClient() {
@@ -634,14 +669,16 @@ LeaseClient::~LeaseClient() {
 }
 
 Result<std::unique_ptr<LeaseClient>> LeaseClient::Start(const BidderConfig* cfg, DayLedgers* days,
-                                                        const std::string& bootstrap,
-                                                        std::string name, const Counter* requests) {
+                                                        const std::string& bootstrap, Identity id,
+                                                        const Counter* requests) {
   auto m = std::make_unique<Impl>();
   m->cfg = cfg;
   m->days = days;
   m->requests = requests;
   m->share = cfg->leases.sizing == LeaseSizing::kShare;
-  m->name = std::move(name);
+  m->name = std::move(id.name);
+  m->instance = std::move(id.instance);
+  m->lineage = std::move(id.lineage);
   for (size_t k = 0; k < cfg->advertisers.size(); ++k) m->index_of[cfg->advertisers[k].id] = k;
   kafka::Producer::Options po;
   po.bootstrap = bootstrap;
@@ -668,12 +705,14 @@ Result<std::unique_ptr<LeaseClient>> LeaseClient::Start(const BidderConfig* cfg,
     std::lock_guard<std::mutex> l(raw->held_mu);
     const auto it = raw->held_known.find({day, slot});
     DayLedgers::LeaseView v = it == raw->held_known.end() ? DayLedgers::LeaseView{} : it->second;
-    if (raw->frozen.load()) v.open_limit = -1;  // no new money while Kafka takes no report
+    // No new money while Kafka takes no report, nor while another process holds the name (a
+    // process that took it over, e.g. from a copy of this state store, spends the same lease).
+    if (raw->frozen.load() || raw->name_conflict.load()) v.open_limit = -1;
     return v;
   });
   m->thread = std::thread([raw] { raw->Run(); });
-  log::Get("lease").info("lease client {}: budgets shared through {} / {}", raw->name,
-                         cfg->leases.requests_topic, cfg->leases.grants_topic);
+  log::Get("lease").info("lease client {} (instance {}): budgets shared through {} / {}", raw->name,
+                         raw->instance, cfg->leases.requests_topic, cfg->leases.grants_topic);
   return std::unique_ptr<LeaseClient>(new LeaseClient(std::move(m)));
 }
 

@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "bidder_impl.h"
 #include "rtb/bidder/config.h"
@@ -25,8 +26,15 @@ class LeaseClient {
  public:
   // `requests` counts the bid requests the bidder answers (its reports carry it: the
   // coordinator's measure of this bidder's traffic share); may be null.
+  // Who speaks: the bidder's name (`leases.name`), this process's instance, and the earlier
+  // processes of its state store, newest first (schemas/lease-v1.md, "One process per name").
+  struct Identity {
+    std::string name;
+    std::string instance;
+    std::vector<std::string> lineage;
+  };
   static Result<std::unique_ptr<LeaseClient>> Start(const BidderConfig* cfg, DayLedgers* days,
-                                                    const std::string& bootstrap, std::string name,
+                                                    const std::string& bootstrap, Identity id,
                                                     const Counter* requests);
   ~LeaseClient();  // stops the thread
 
@@ -37,13 +45,15 @@ class LeaseClient {
 
   // What /metrics shows of the lease client (rtb_lease_*), since the process started.
   struct Health {
-    bool frozen = false;        // Kafka has taken no report for leases.ttl_ms: no new money
-    int64_t report_age_ms = 0;  // since Kafka last took a report, or since the client started
-    int64_t asks = 0;           // lease requests sent
-    int64_t answers = 0;        // holdings read that answered one
-    int64_t returns = 0;        // returns sent
-    int64_t reports = 0;        // reports Kafka took
-    int64_t resyncs = 0;        // reports after a silence past the TTL (bids waited for holdings)
+    bool frozen = false;         // Kafka has taken no report for leases.ttl_ms: no new money
+    int64_t report_age_ms = 0;   // since Kafka last took a report, or since the client started
+    int64_t asks = 0;            // lease requests sent
+    int64_t answers = 0;         // holdings read that answered one
+    int64_t returns = 0;         // returns sent
+    int64_t reports = 0;         // reports Kafka took
+    int64_t resyncs = 0;         // reports after a silence past the TTL (bids waited for holdings)
+    bool name_conflict = false;  // another live process holds this bidder name: no lease here
+    int64_t foreign = 0;         // holdings of another process under this name, ignored
   };
   Health GetHealth() const;
 

@@ -1756,6 +1756,94 @@ TEST_F(BidderIntegration, ARestartedLeasedBidderBooksItsEarlierBidsButBidsOnlyOn
   server.Stop();
 }
 
+// Two processes under one bidder name (a config copied to a second machine, with its own state
+// store): the coordinator serves the first; the second never bids from the first one's lease,
+// spends nothing, and says so on /metrics. A restart of the first (the same state store) takes the
+// name back at once, long before the heartbeat timeout (60 s here), while the second is still
+// refused.
+TEST_F(BidderIntegration, ASecondProcessUnderABiddersNameGetsNoLeaseARestartTakesItBack) {
+  const BidderConfig cfg = LeasedConfig(dir_, "bidder-a", 10.0, 0.5);
+  Start(cfg);
+  const std::string brokers = bidder_->events().bootstrap();
+  const BidderConfig first = SecondLeasedConfig(cfg, dir_, brokers, "bidder-x");
+  BidderConfig copy = SecondLeasedConfig(cfg, dir_, brokers, "bidder-x");
+  copy.state_path = dir_ + "/state3";
+  copy.kafka.spill_path = dir_ + "/spill3.jsonl";
+  budget::CoordinatorOptions co = MarketOf(cfg, brokers);
+  co.reclaim_every_ms = 100;
+  CoordinatorThread coordinator(co);
+  ASSERT_TRUE(coordinator.status().ok()) << coordinator.status().message();
+  auto conflict = [](Bidder& b) {
+    const std::string body = b.Metrics().body;
+    const size_t p = body.find("\nrtb_lease_name_conflict ");
+    return p == std::string::npos ? -1 : body[p + 25] - '0';
+  };
+  int n = 0;
+  auto bids = [&](int port) {
+    Client c(port);
+    return c.Do(http::verb::post, "/openrtb2/bid", Request("nm-" + std::to_string(n++))).first ==
+           200;
+  };
+  SecondBidder second;
+  {
+    SecondBidder one;
+    ASSERT_NO_FATAL_FAILURE(StartSecond(first, &one));
+    ASSERT_TRUE(WaitFor([&] { return bids(one.port); }, 30)) << "the first process got no lease";
+    ASSERT_NO_FATAL_FAILURE(StartSecond(copy, &second));
+    for (int i = 0; i < 40; ++i) {
+      EXPECT_FALSE(bids(second.port)) << "the second process bid from the first one's lease";
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    EXPECT_TRUE(WaitFor([&] { return conflict(*second.bidder) == 1; }, 10));
+    EXPECT_GE(coordinator->counters().refused, 1);
+    EXPECT_EQ(conflict(*one.bidder), 0);
+    EXPECT_TRUE(bids(one.port)) << "the first process stopped bidding";
+    one.server->Stop();
+  }
+  // The first process restarted on its state store: its name at once, the copy still refused.
+  SecondBidder again;
+  ASSERT_NO_FATAL_FAILURE(StartSecond(first, &again));
+  EXPECT_TRUE(WaitFor([&] { return bids(again.port); }, 20)) << "the restart got no lease";
+  EXPECT_EQ(conflict(*again.bidder), 0);
+  for (int i = 0; i < 10; ++i) EXPECT_FALSE(bids(second.port));
+  EXPECT_EQ(conflict(*second.bidder), 1);
+  EXPECT_EQ(second.bidder->Spent(0).value(), 0);
+  EXPECT_EQ(second.bidder->Reserved(0).value(), 0);
+  EXPECT_EQ(coordinator->counters().reclaims, 0);
+  // A process that takes the name over while this one lives (one started from a copy of its
+  // state store: its lineage names this one): this one stops spending new money at once.
+  std::string owner;
+  ASSERT_TRUE(kafka::ReadWholeTopic({.bootstrap = brokers}, "rtb.lease.grants", 10000,
+                                    [&](int32_t, int64_t, std::string_view v) {
+                                      auto g = budget::DecodeLeaseGrant(v);
+                                      if (g.ok() && g->bidder == "bidder-x") owner = g->instance;
+                                    })
+                  .ok());
+  ASSERT_FALSE(owner.empty());
+  budget::LeaseMessage clone;
+  clone.type = budget::LeaseMsgType::kReport;
+  clone.bidder = "bidder-x";
+  clone.instance = "a-copy";
+  clone.lineage = {owner};
+  clone.day = NowUnixMs() / kDayMs;
+  clone.ts_ms = NowUnixMs();
+  clone.seq = NowUnixMs() * 1000 + 999'999;
+  clone.items = {{1, 0, 0, 0, 0, 0}};
+  kafka::Producer::Options po;
+  po.bootstrap = brokers;
+  auto p = kafka::Producer::Create(po);
+  ASSERT_TRUE(p.ok());
+  ASSERT_TRUE((*p)->Produce("rtb.lease.requests", kafka::kAnyPartition, "bidder-x",
+                            budget::EncodeLeaseMessage(clone))
+                  .ok());
+  ASSERT_TRUE((*p)->Flush(5000).ok());
+  EXPECT_TRUE(WaitFor([&] { return conflict(*again.bidder) == 1; }, 10));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // a few lease checks
+  for (int i = 0; i < 10; ++i) EXPECT_FALSE(bids(again.port)) << "spent a lease taken over";
+  again.server->Stop();
+  second.server->Stop();
+}
+
 // The next day's leases are asked for as a day starts: before the next day's first request the
 // bidder's /metrics says the day is ready, the coordinator has granted it, and that request is
 // bid at once (without them it would wait for its asks, as the first day's first requests do).

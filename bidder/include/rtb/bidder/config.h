@@ -88,8 +88,10 @@ struct AbConfig {
 // budget slot (advertiser, arm, day) may spend only its lease, asked for as it spends.
 struct LeaseClientConfig {
   bool enabled = false;  // off: this bidder holds every whole budget (one bidder per market)
-  // This bidder's name for the coordinator, the same across its restarts; "" = the listen
-  // address (host:port).
+  // This bidder's name for the coordinator, the same across its restarts and different for
+  // every bidder; "" = this machine's host name and the listen port. The coordinator serves one
+  // live process per name (a second one gets no lease and says so on /metrics); a restart that
+  // keeps state_path takes its name back at once.
   std::string name;
   std::string requests_topic = "rtb.lease.requests";  // requests, returns, reports (produced)
   std::string grants_topic = "rtb.lease.grants";      // holdings (read, compacted)
