@@ -158,21 +158,22 @@ Result<LeaseClient::Identity> LeaseIdentity(const BidderConfig& cfg, StateStore&
   }
   RTB_ASSIGN_OR_RETURN(const std::string nonce, RandomSecret());
   id.instance = instance + "-" + nonce.substr(0, 8);
+  // The store's earlier processes (NextLeaseLineage), and this one, not yet answered.
   auto kept = state.GetMeta("lease_lineage");
   if (!kept.ok() && kept.status().code() != Status::Code::kNotFound) return kept.status();
-  if (kept.ok()) {
-    size_t at = 0;
-    while (at <= kept->size() && id.lineage.size() < budget::kMaxLineage) {
-      const size_t comma = std::min(kept->find(',', at), kept->size());
-      if (comma > at) id.lineage.push_back(kept->substr(at, comma - at));
-      at = comma + 1;
+  LeaseLineage lineage =
+      NextLeaseLineage(kept.ok() ? *kept : std::string(), id.instance, budget::kMaxLineage);
+  RTB_RETURN_IF_ERROR(state.PutMeta("lease_lineage", lineage.kept));
+  id.lineage = std::move(lineage.earlier);
+  // Once answered with a holding of its own, this process is marked so in the store.
+  id.on_answered = [&state, self = id.instance] {
+    auto now_kept = state.GetMeta("lease_lineage");
+    const std::string marked = now_kept.ok() ? MarkLeaseAnswered(*now_kept, self) : "";
+    if (marked.empty()) return;
+    if (const Status st = state.PutMeta("lease_lineage", marked); !st.ok()) {
+      log::Get("lease").warn("lease lineage not kept: {}", st.message());
     }
-  }
-  std::string lineage = id.instance;
-  for (size_t i = 0; i + 1 < budget::kMaxLineage && i < id.lineage.size(); ++i) {
-    lineage += "," + id.lineage[i];
-  }
-  RTB_RETURN_IF_ERROR(state.PutMeta("lease_lineage", lineage));
+  };
   return id;
 }
 

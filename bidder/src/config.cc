@@ -115,6 +115,8 @@ Result<BidderConfig> LoadBidderConfig(const std::string& path) {
   ConfigMap le = root.Section("leases");
   le.Get("enabled", &c.leases.enabled);
   le.Get("name", &c.leases.name);
+  le.Check(c.leases.name.find('~') == std::string::npos, "name",
+           "must not contain '~' (the coordinator's mark of a dead process's holdings)");
   le.Get("requests_topic", &c.leases.requests_topic);
   le.Get("grants_topic", &c.leases.grants_topic);
   le.Check(!c.leases.requests_topic.empty() && !c.leases.grants_topic.empty(), "grants_topic",

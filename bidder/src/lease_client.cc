@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
 
 #include "rtb/budget/lease_msg.h"
 #include "rtb/core/ab.h"
@@ -18,8 +19,9 @@ struct LeaseClient::Impl {
   const Counter* requests = nullptr;  // bid requests answered: the traffic share's measure
   bool share = false;                 // leases.sizing: share (the coordinator sizes leases)
   std::string name;
-  std::string instance;              // this process (LeaseMessage::instance)
-  std::vector<std::string> lineage;  // the earlier processes of its state store, newest first
+  std::string instance;               // this process (LeaseMessage::instance)
+  std::vector<std::string> lineage;   // the earlier processes of its state store, newest first
+  std::function<void()> on_answered;  // Identity::on_answered, until called
   int64_t started_ms = NowUnixMs();
   // Another process holds this bidder's name (a holding of another instance, not of the
   // lineage, published since this client started): this process spends no new money until a
@@ -218,9 +220,12 @@ struct LeaseClient::Impl {
         }
         return;
       }
-    } else if (!g->instance.empty() && name_conflict.exchange(false)) {
-      log::Get("lease").info("lease client {}: the name is this process's now (instance {})", name,
-                             instance);
+    } else if (!g->instance.empty()) {
+      if (name_conflict.exchange(false)) {
+        log::Get("lease").info("lease client {}: the name is this process's now (instance {})",
+                               name, instance);
+      }
+      if (on_answered) std::exchange(on_answered, nullptr)();
     }
     ++stats.own;
     stats.own_lag_ms += std::max<int64_t>(0, now - g->ts_ms);
@@ -679,6 +684,7 @@ Result<std::unique_ptr<LeaseClient>> LeaseClient::Start(const BidderConfig* cfg,
   m->name = std::move(id.name);
   m->instance = std::move(id.instance);
   m->lineage = std::move(id.lineage);
+  m->on_answered = std::move(id.on_answered);
   for (size_t k = 0; k < cfg->advertisers.size(); ++k) m->index_of[cfg->advertisers[k].id] = k;
   kafka::Producer::Options po;
   po.bootstrap = bootstrap;

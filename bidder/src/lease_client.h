@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -27,11 +28,15 @@ class LeaseClient {
   // `requests` counts the bid requests the bidder answers (its reports carry it: the
   // coordinator's measure of this bidder's traffic share); may be null.
   // Who speaks: the bidder's name (`leases.name`), this process's instance, and the earlier
-  // processes of its state store, newest first (schemas/lease-v1.md, "One process per name").
+  // processes of its state store, newest first (docs/budget-leases.md section 4, "Two
+  // processes under one name").
   struct Identity {
     std::string name;
     std::string instance;
     std::vector<std::string> lineage;
+    // Called once, on the lease thread, when the first holding of this instance is read (the
+    // coordinator took this process for the name's). May be empty.
+    std::function<void()> on_answered;
   };
   static Result<std::unique_ptr<LeaseClient>> Start(const BidderConfig* cfg, DayLedgers* days,
                                                     const std::string& bootstrap, Identity id,

@@ -120,6 +120,37 @@ Micros StateStore::Spent(uint32_t adv, const std::string& day, Arm arm) const {
   return Micros(0);
 }
 
+LeaseLineage NextLeaseLineage(const std::string& kept, const std::string& self, size_t max) {
+  std::vector<std::pair<std::string, bool>> earlier;  // (instance, answered)
+  for (size_t at = 0; at <= kept.size();) {
+    const size_t comma = std::min(kept.find(',', at), kept.size());
+    std::string e = kept.substr(at, comma - at);
+    at = comma + 1;
+    const bool answered = !e.empty() && e[0] == '!';
+    if (answered) e.erase(0, 1);
+    if (!e.empty()) earlier.emplace_back(std::move(e), answered);
+  }
+  while (earlier.size() > max) {
+    const auto oldest =
+        std::find_if(earlier.rbegin(), earlier.rend(), [](const auto& e) { return !e.second; });
+    earlier.erase(oldest != earlier.rend() ? std::next(oldest).base() : earlier.end() - 1);
+  }
+  LeaseLineage out;
+  out.kept = self;
+  for (auto& [e, answered] : earlier) {
+    out.kept += ",";
+    if (answered) out.kept += "!";
+    out.kept += e;
+    out.earlier.push_back(std::move(e));
+  }
+  return out;
+}
+
+std::string MarkLeaseAnswered(const std::string& kept, const std::string& self) {
+  if (kept != self && kept.rfind(self + ",", 0) != 0) return "";
+  return "!" + kept;
+}
+
 Result<std::string> StateStore::GetMeta(const std::string& key) const {
   std::string v;
   const auto st = impl_->db->Get(rocksdb::ReadOptions(), "meta/" + key, &v);

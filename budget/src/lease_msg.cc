@@ -81,8 +81,9 @@ Result<LeaseMessage> DecodeLeaseMessage(std::string_view text) {
   } else {
     return Status::InvalidArgument("lease message: type must be request|return|report|heartbeat");
   }
-  if (!j.contains("bidder") || !j["bidder"].is_string() || j["bidder"].get<std::string>().empty()) {
-    return Status::InvalidArgument("lease message: bidder must be a non-empty string");
+  if (!j.contains("bidder") || !j["bidder"].is_string() || j["bidder"].get<std::string>().empty() ||
+      j["bidder"].get<std::string>().find('~') != std::string::npos) {
+    return Status::InvalidArgument("lease message: bidder must be a non-empty string without '~'");
   }
   m.bidder = j["bidder"].get<std::string>();
   if (!j.contains("day") || !j["day"].is_number_integer() || !NonNegInt(j, "ts_ms", &m.ts_ms) ||

@@ -242,6 +242,32 @@ TEST(BidLogic, SimulationHintsReplaceCandidatesAndPredictionsAndCountComputation
 
 // Dedupe keys live under their bid's hour; forgetting the hours before H drops exactly those
 // keys (and nothing else: spend, newer keys and the outbox stay), across a reopen.
+// The lease lineage a state store keeps: newest first; past the limit the oldest unanswered
+// processes go first, so the one that holds the name (answered) stays however many starts fail
+// before reaching the coordinator; only this process is marked answered.
+TEST(StateStore, TheLeaseLineageKeepsTheAnsweredProcessThroughACrashLoop) {
+  LeaseLineage l = NextLeaseLineage("", "p1", 3);
+  EXPECT_TRUE(l.earlier.empty());
+  EXPECT_EQ(l.kept, "p1");
+  EXPECT_EQ(MarkLeaseAnswered(l.kept, "p1"), "!p1");
+  EXPECT_EQ(MarkLeaseAnswered("p2,!p1", "p1"), "");  // not the newest: a later start owns it
+  std::string kept = "!p1";
+  for (const char* self : {"p2", "p3", "p4", "p5", "p6"}) {  // five starts never answered
+    l = NextLeaseLineage(kept, self, 3);
+    kept = l.kept;
+  }
+  EXPECT_EQ(l.earlier, (std::vector<std::string>{"p5", "p4", "p1"}));
+  EXPECT_EQ(kept, "p6,p5,p4,!p1");
+  // Answered, p6 stays too; with every earlier one answered, the oldest goes.
+  kept = MarkLeaseAnswered(kept, "p6");
+  EXPECT_EQ(kept, "!p6,p5,p4,!p1");
+  l = NextLeaseLineage(kept, "p7", 3);
+  EXPECT_EQ(l.earlier, (std::vector<std::string>{"p6", "p5", "p1"}));
+  l = NextLeaseLineage("!a,!b,!c,!d", "e", 3);
+  EXPECT_EQ(l.earlier, (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(l.kept, "e,!a,!b,!c");
+}
+
 TEST(StateStore, ForgetsTheDedupeKeysOfOldHoursOnly) {
   const std::string dir = ::testing::TempDir() + "/state_retention_" + std::to_string(::getpid());
   std::filesystem::remove_all(dir);
@@ -594,6 +620,10 @@ TEST(BidderConfig, DefaultLoadsAndThreadSettingsAreChecked) {
   auto unknown = LoadDefaultWith("pin_threads: true", "pin_thread: true");
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.status().message().find("pin_thread"), std::string::npos);
+  // '~' marks a dead process's holdings at the lease coordinator: not in a bidder's name.
+  auto tilde = LoadDefaultWith("  name: \"\"", "  name: \"bidder~1\"");
+  ASSERT_FALSE(tilde.ok());
+  EXPECT_NE(tilde.status().message().find("'~'"), std::string::npos) << tilde.status().message();
 }
 
 // kafka.properties: a real cluster's librdkafka settings, in order; the engine's own are refused.

@@ -89,7 +89,8 @@ struct AbConfig {
 struct LeaseClientConfig {
   bool enabled = false;  // off: this bidder holds every whole budget (one bidder per market)
   // This bidder's name for the coordinator, the same across its restarts and different for
-  // every bidder; "" = this machine's host name and the listen port. The coordinator serves one
+  // every bidder, without '~'; "" = this machine's host name and the listen port (set it on
+  // machines cloned with one host name). The coordinator serves one
   // live process per name (a second one gets no lease and says so on /metrics); a restart that
   // keeps state_path takes its name back at once.
   std::string name;

@@ -20,6 +20,20 @@ struct OutboxEntry {
   std::string eid, topic, key, payload;
 };
 
+// The lease lineage a state store keeps (meta "lease_lineage"): the processes that used the store,
+// newest first, ',' between them, '!' before one the lease coordinator answered (one that may
+// hold the bidder's name). A process starting on `kept` is `self`: `earlier` is what its
+// lease messages say (at most `max` processes), `kept` what the store keeps now. Past `max`
+// earlier processes, the oldest unanswered ones go first: starts that never reached the
+// coordinator (a crash loop while Kafka is down) do not push out the one that holds the name.
+struct LeaseLineage {
+  std::vector<std::string> earlier;
+  std::string kept;
+};
+LeaseLineage NextLeaseLineage(const std::string& kept, const std::string& self, size_t max);
+// `kept` with its first process, `self`, marked answered; "" when `self` is not first.
+std::string MarkLeaseAnswered(const std::string& kept, const std::string& self);
+
 class StateStore {
  public:
   static Result<std::unique_ptr<StateStore>> Open(const std::string& path);

@@ -35,7 +35,7 @@ struct LeaseMessage {
   std::string instance;
   // The earlier processes of this bidder's state store, newest first (at most
   // kMaxLineage): a process that names the instance holding its name takes over at once (a
-  // restart); any other waits until that one is dead (LeaseOwners).
+  // restart); any other waits until that one is dead (Coordinator's Admit).
   std::vector<std::string> lineage;
   int64_t day = 0;    // the bidder's budget day
   int64_t ts_ms = 0;  // when the bidder sent it (unix ms)
@@ -74,8 +74,9 @@ struct LeaseGrant {
   // its lease gives back up to this much); 0 = none.
   int64_t wanted = 0;
   // The process the name's holdings belong to (LeaseMessage::instance; empty: not said). A
-  // bidder process uses only holdings of its own instance (or, before its first answer, of its
-  // lineage): another process under the same name is never handed its lease.
+  // bidder process bids only on holdings of its own instance; one of its lineage's is what it
+  // restores at start (what its state store's earlier process held), never a reason to bid;
+  // another process's is ignored.
   std::string instance;
 };
 
