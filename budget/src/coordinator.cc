@@ -1,6 +1,7 @@
 #include "rtb/budget/coordinator.h"
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <set>
@@ -201,19 +202,46 @@ struct Coordinator::Impl {
   }
 
   // Per bidder name: the process its holdings belong to (LeaseMessage::instance). Two processes
-  // under one name (a copied config, a name left at its default on every machine) would each
-  // spend the one lease; the coordinator serves one of them.
+  // under one name (a copied config, a name left at its default on machines that share a host
+  // name) would each spend the one lease; the coordinator serves one of them.
   std::map<std::string, std::string> owner;
+  std::set<std::string> retired;  // "<name>~<instance>": a dead process's holdings, set aside
   std::map<std::string, int64_t> shown_owner_ms;  // per name: when a refused process last was
-  int64_t next_refusal_log_ms = 0;
+  std::map<std::string, int64_t> refusal_log_ms;  // per name: the next refusal logged
+  Status publish_error = Status::Ok();            // a hand-over's records could not be published
+  // Partitions of the requests topic the group gave this coordinator at its last assignment
+  // (-1: none since the last look). Fewer than the topic has: another coordinator is in the
+  // group, and two coordinators would each grant the same budgets (Run stops).
+  std::atomic<int> assigned{-1};
+
+  // What the coordinator keeps per name moves with a name's holdings (Retire), so that the
+  // process that takes a name does not inherit another's message numbers, returns or needs.
+  void MoveName(const std::vector<LeaseKey>& keys, const std::string& from, const std::string& to) {
+    for (const LeaseKey& key : keys) {
+      if (const auto r = returned_seq.find({key, from}); r != returned_seq.end()) {
+        returned_seq[{key, to}] = r->second;
+        returned_seq.erase(r);
+      }
+      recalls.erase({key, from});
+      if (const auto w = wanted.find(key); w != wanted.end()) w->second.erase(from);
+    }
+    if (const auto s = seen_seq.find(from); s != seen_seq.end()) {
+      int64_t& t = seen_seq[to];
+      t = std::max(t, s->second);
+      seen_seq.erase(from);
+    }
+  }
 
   // Whether m's process may speak for its name: the name is free, or m is from the process
   // that holds it, or from a restart of it (its state store's lineage names that process: two
-  // live processes cannot share a state store), or the process that holds it is dead (the
-  // newcomer starts with no holding: its own spend is not the dead one's; Retire). Anything
-  // else is refused, counted and logged, and not applied: no heartbeat, no spend, no ask. The
-  // refused process is shown the owner's holding of a budget it named, so that it sees whose
-  // the name is (it never spends from another instance's holding).
+  // live processes cannot open one state store), or the process that holds it is dead. Then
+  // the dead one's holdings are set aside as "<name>~<instance>" (still counted against their
+  // budgets; its spend is not the newcomer's), and a record set aside earlier of a process in
+  // m's lineage (its state store lost the name once) comes back under the name: its spend is
+  // in that store. Anything else is refused, counted and logged, and not applied (no
+  // heartbeat, no spend, no ask). The refused process is shown the owner's holding of a budget
+  // it named (which also publishes the owner's holding again), so that it sees whose the name
+  // is: a bidder never spends from another instance's holding.
   bool Admit(const LeaseMessage& m, int64_t now, Granted* granted) {
     if (m.instance.empty()) return true;  // a bidder from before instances
     const auto [it, fresh] = owner.try_emplace(m.bidder, m.instance);
@@ -226,33 +254,53 @@ struct Coordinator::Impl {
       return true;
     }
     if (!ledger.IsAlive(m.bidder)) {
-      const std::string retired = m.bidder + "~" + held_by;
-      const std::vector<LeaseKey> moved = ledger.Retire(m.bidder, retired);
-      for (const LeaseKey& key : moved) {
-        (*granted)[{key, m.bidder}] += 0;  // held 0, for the new process
-        (*granted)[{key, retired}] += 0;   // what the dead one held, kept for a restart of ours
-        if (const auto r = returned_seq.find({key, m.bidder}); r != returned_seq.end()) {
-          returned_seq[{key, retired}] = r->second;
-          returned_seq.erase(r);
-        }
-      }
-      log::Get("budget").info(
-          "coordinator: bidder {}: a new process (instance {}, not a restart of {}, which is "
-          "dead) takes the name; the dead one's {} holdings stay as {}",
-          m.bidder, m.instance, held_by, moved.size(), retired);
       it->second = m.instance;
+      // Published at once, the records that hold money first: a coordinator that dies between
+      // two of them restores too much held (delivery may suffer), never too little.
+      Granted money, zero;
+      const std::string aside = m.bidder + "~" + held_by;
+      const std::vector<LeaseKey> set_aside = ledger.Retire(m.bidder, aside);
+      for (const LeaseKey& key : set_aside) {
+        money[{key, aside}] += 0;
+        zero[{key, m.bidder}] += 0;
+      }
+      MoveName(set_aside, m.bidder, aside);
+      if (!set_aside.empty()) retired.insert(aside);
+      std::string back;
+      for (const std::string& l : m.lineage) {
+        const std::string r = m.bidder + "~" + l;
+        if (retired.count(r) == 0) continue;
+        const std::vector<LeaseKey> keys = ledger.Retire(r, m.bidder);
+        for (const LeaseKey& key : keys) {
+          money[{key, m.bidder}] += 0;
+          zero.erase({key, m.bidder});
+          zero[{key, r}] += 0;
+        }
+        MoveName(keys, r, m.bidder);
+        retired.erase(r);
+        back = r;
+        break;
+      }
+      publish_error = PublishChanges(money, now);
+      if (publish_error.ok()) publish_error = producer->Flush(10'000);
+      for (const auto& [id, g] : zero) (*granted)[id] += g;
+      log::Get("budget").info(
+          "coordinator: bidder {}: instance {} takes the name from {} (dead, not in its "
+          "lineage); {} holdings set aside as {}{}",
+          m.bidder, m.instance, held_by, set_aside.size(), aside,
+          back.empty() ? "" : ", and its own lineage's " + back + " back");
       return true;
     }
     {
       std::lock_guard<std::mutex> lk(counters_mu);
       ++counters.refused;
     }
-    if (now >= next_refusal_log_ms) {
+    if (int64_t& next = refusal_log_ms[m.bidder]; now >= next) {
       log::Get("budget").error(
           "coordinator: two live processes use bidder name {} (instance {} holds it, {} is "
           "refused and gets no lease): give each bidder its own leases.name",
           m.bidder, held_by, m.instance);
-      next_refusal_log_ms = now + 10'000;
+      next = now + 10'000;
     }
     int64_t& shown = shown_owner_ms[m.bidder];
     if (!m.items.empty() && now >= shown) {
@@ -422,6 +470,7 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions opt)
     }
   }
   for (const auto& [id, g] : latest) {
+    if (id.second.find('~') != std::string::npos && g.held > 0) m->retired.insert(id.second);
     if (!m->EnsureBudget(id.first)) continue;
     m->ledger.Restore(id.second, id.first, g.held, now, g.seen);
     // The returns that holding includes: one delivered again after the restart is not applied.
@@ -439,6 +488,10 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions opt)
       {"session.timeout.ms", std::to_string(m->opt.session_timeout_ms)},
       {"heartbeat.interval.ms", std::to_string(std::max(250, m->opt.session_timeout_ms / 5))}};
   co.properties.insert(co.properties.end(), site.begin(), site.end());
+  Impl* raw = m.get();
+  co.on_assign = [raw](std::vector<kafka::TopicPartition>& parts) {
+    raw->assigned = static_cast<int>(parts.size());
+  };
   RTB_ASSIGN_OR_RETURN(m->consumer, kafka::Consumer::Create(std::move(co)));
   RTB_RETURN_IF_ERROR(m->consumer->Subscribe({m->opt.requests_topic}));
   log::Get("budget").info("coordinator: {} budgets in the market, {} leases restored from {}",
@@ -476,6 +529,26 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
           ++m.lag_n;
         }
         m.Apply(*lm, now, &granted);
+      }
+    }
+    if (const int got = m.assigned.exchange(-1); got >= 0) {
+      if (m.partitions < 0) {
+        if (auto n = m.consumer->PartitionCount(m.opt.requests_topic, 1'000); n.ok()) {
+          m.partitions = *n;
+        }
+      }
+      if (m.partitions < 0) {
+        m.assigned = got;  // asked again after the next batch
+      } else if (got < m.partitions) {
+        // Both coordinators stop (each has part of the topic): the bidders keep serving inside
+        // their leases, and the one coordinator started again reads the grants back.
+        return Status::FailedPrecondition(
+            "coordinator: consumer group " + m.opt.group_id + " gave this coordinator " +
+            std::to_string(got) + " of the " + std::to_string(m.partitions) + " partitions of " +
+            m.opt.requests_topic +
+            ": another rtb budget is in the group, and two coordinators would grant the same "
+            "budgets twice; this one stops (run one rtb budget per market: stop the old one "
+            "before a new one starts)");
       }
     }
     now = NowUnixMs();
@@ -539,6 +612,7 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
       }
       next_reclaim = now + m.opt.reclaim_every_ms;
     }
+    RTB_RETURN_IF_ERROR(m.publish_error);
     RTB_RETURN_IF_ERROR(m.PublishChanges(granted, now));
     m.producer->Poll(0);
   }

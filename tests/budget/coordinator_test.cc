@@ -208,11 +208,12 @@ struct ServingCoordinator {
   std::thread run;
   std::unique_ptr<kafka::Producer> producer;
 
+  CoordinatorOptions opt;
   void Start(const std::function<void(CoordinatorOptions&)>& tune) {
     mock = LeaseCluster();
     ASSERT_NE(mock, nullptr);
     brokers = mock->bootstrap();
-    CoordinatorOptions opt = MarketOptions(brokers);
+    opt = MarketOptions(brokers);
     tune(opt);
     auto c = Coordinator::Create(opt);
     ASSERT_TRUE(c.ok()) << c.status().message();
@@ -228,6 +229,17 @@ struct ServingCoordinator {
       o.lease.heartbeat_timeout_ms = heartbeat_timeout_ms;
       o.reclaim_every_ms = 100;
     });
+  }
+  // The coordinator stops and a new one starts on the same topics (it reads the grants back).
+  void Restart() {
+    stop = true;
+    if (run.joinable()) run.join();
+    co.reset();
+    stop = false;
+    auto c = Coordinator::Create(opt);
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    co = std::move(*c);
+    run = std::thread([this] { EXPECT_TRUE(co->Run(stop).ok()); });
   }
   void Put(LeaseMsgType type, const std::string& bidder, int64_t seq, const LeaseItem& item) {
     Send(*producer, type, bidder, {item}, seq);
@@ -651,6 +663,67 @@ TEST(Coordinator, OneLiveProcessPerBidderNameARestartTakesItBackANewcomerOnlyFro
   EXPECT_EQ(sc.co->ledger().Of(kKey).held, 800'000);
   EXPECT_EQ(sc.co->ledger().Of(kKey).spent, 300'000);
   EXPECT_EQ(sc.co->counters().refused, 2);
+
+  // i2 dies too; a restart of i3's store (i4, lineage i3) takes the name and gets i3's record
+  // back (its spend is in that store); i2's goes aside.
+  ASSERT_TRUE(WaitFor([&] { return sc.co->counters().reclaims == 2; }, 15s));
+  put(LeaseMsgType::kReport, "i4", {"i3", "i1"}, 7, {7, 0, 0, 0, 300'000, 0});
+  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("x~i3", kKey) == 0; }, 10s));
+  EXPECT_EQ(sc.co->ledger().Held("x", kKey), 300'000);
+  EXPECT_EQ(sc.co->ledger().Held("x~i2", kKey), 0);  // it spent nothing
+  EXPECT_EQ(sc.co->ledger().Of(kKey).held, 300'000);
+  EXPECT_EQ(sc.co->ledger().Of(kKey).spent, 300'000);
+
+  // A restarted coordinator takes each name's owner from the grants topic: while i4 lives, a
+  // process of another store (i5) is refused.
+  ASSERT_NO_FATAL_FAILURE(sc.Restart());
+  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("x", kKey) == 300'000; }, 10s));
+  EXPECT_EQ(sc.co->ledger().Held("x~i3", kKey), 0);
+  put(LeaseMsgType::kRequest, "i5", {}, 8, {7, 0, 500'000, 0, 0, 0, 500'000});
+  ASSERT_TRUE(WaitFor([&] { return sc.co->counters().refused == 1; }, 10s));
+  EXPECT_EQ(sc.co->ledger().Held("x", kKey), 300'000);
+  EXPECT_EQ(sc.co->ledger().Of(kKey).held, 300'000);
+}
+
+// Two coordinators in one consumer group (a second `rtb budget` started by mistake, or a rolling
+// update that starts the new one first) would each grant the same budgets from their own books.
+// The group splits the requests topic between them: each sees fewer partitions than the topic has,
+// and both stop with an error that says why (the bidders keep serving inside their leases).
+TEST(Coordinator, ASecondCoordinatorInTheGroupStopsBothBeforeTheyGrantTwice) {
+  auto mock = LeaseCluster();
+  ASSERT_NE(mock, nullptr);
+  CoordinatorOptions opt = MarketOptions(mock->bootstrap());
+  opt.group_id = "rtb-budget-two";
+  auto first = Coordinator::Create(opt);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  std::atomic<bool> stop{false};
+  Status first_end = Status::Ok(), second_end = Status::Ok();
+  std::atomic<bool> first_done{false}, second_done{false};
+  std::thread a([&] {
+    first_end = (*first)->Run(stop);
+    first_done = true;
+  });
+  Joiner ja{stop, a};
+  // Alone in the group, the first serves.
+  auto producer = RequestsProducer(mock->bootstrap());
+  ASSERT_NE(producer, nullptr);
+  Send(*producer, LeaseMsgType::kRequest, "a", {{7, 0, 1'000'000, 0, 0, 0, 1'000'000}}, 1);
+  ASSERT_TRUE(producer->Flush(5000).ok());
+  ASSERT_TRUE(WaitFor([&] { return (*first)->ledger().Held("a", kKey) == 1'000'000; }, 20s));
+  EXPECT_FALSE(first_done.load());
+  auto second = Coordinator::Create(opt);
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  std::thread b([&] {
+    second_end = (*second)->Run(stop);
+    second_done = true;
+  });
+  Joiner jb{stop, b};
+  ASSERT_TRUE(WaitFor([&] { return first_done.load() && second_done.load(); }, 60s))
+      << "first stopped: " << first_done.load() << ", second: " << second_done.load();
+  for (const Status* st : {&first_end, &second_end}) {
+    EXPECT_FALSE(st->ok());
+    EXPECT_NE(st->message().find("another rtb budget"), std::string::npos) << st->message();
+  }
 }
 
 // Share sizing over Kafka: two bidders report their traffic (a 3,000 requests a second, b 1,000,
