@@ -49,6 +49,7 @@ struct Coordinator::Impl {
   // longer than its TTL and spends nothing new until resynced (section 4 of
   // docs/budget-leases.md).
   bool CaughtUp(int64_t now) {
+    const int64_t asked_ms = NowUnixMs();
     if (partitions < 0) {
       auto n = consumer->PartitionCount(opt.requests_topic, 1'000);
       if (!n.ok()) return Unreachable(now);
@@ -60,7 +61,11 @@ struct Coordinator::Impl {
       if (!wm.ok()) return Unreachable(now);
       high[p] = wm->second;
     }
-    Reachable(now);
+    // Answers that waited for the brokers (down when asked, back before the queries timed out)
+    // end an outage too; and the outage lasted until they came, not until they were asked for.
+    const int64_t answered_ms = NowUnixMs();
+    if (answered_ms - asked_ms > kSlowQueriesMs) unreachable = true;
+    Reachable(std::max(now, answered_ms));
     return read_to_end.Reached(next_offset,
                                read_to_end.Target(std::move(high), now, opt.reclaim_every_ms));
   }
@@ -72,7 +77,9 @@ struct Coordinator::Impl {
   // can be after the coordinator's. So no reclaim for a heartbeat timeout from then: a bidder that
   // died meanwhile is reclaimed after it; a live one is not taken for dead for a race of
   // reconnects.
-  bool unreachable = false;  // a query failed since the last one answered
+  bool unreachable =
+      false;  // a query failed, or waited for the brokers, since the last one answered
+  static constexpr int64_t kSlowQueriesMs = 1'000;  // CaughtUp's queries, all partitions
   int64_t last_contact_ms = NowUnixMs(), reclaims_paused_until_ms = 0;
   bool Unreachable(int64_t) {
     unreachable = true;
@@ -493,6 +500,7 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions opt)
     raw->assigned = static_cast<int>(parts.size());
   };
   RTB_ASSIGN_OR_RETURN(m->consumer, kafka::Consumer::Create(std::move(co)));
+  RTB_ASSIGN_OR_RETURN(m->partitions, m->consumer->PartitionCount(m->opt.requests_topic, 30'000));
   RTB_RETURN_IF_ERROR(m->consumer->Subscribe({m->opt.requests_topic}));
   log::Get("budget").info("coordinator: {} budgets in the market, {} leases restored from {}",
                           m->opt.daily_budget.size(), latest.size(), m->opt.grants_topic);
@@ -531,14 +539,12 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
         m.Apply(*lm, now, &granted);
       }
     }
+    // The topic's partition count is known from the start (Create), so this never waits for a
+    // broker: a wait here, in a Kafka outage, shifted the reclaim checks so that the
+    // coordinator's own outage could go unnoticed (Reachable).
     if (const int got = m.assigned.exchange(-1); got >= 0) {
       if (m.partitions < 0) {
-        if (auto n = m.consumer->PartitionCount(m.opt.requests_topic, 1'000); n.ok()) {
-          m.partitions = *n;
-        }
-      }
-      if (m.partitions < 0) {
-        m.assigned = got;  // asked again after the next batch
+        m.assigned = got;  // looked at again once CaughtUp has the count
       } else if (got < m.partitions) {
         // Both coordinators stop (each has part of the topic): the bidders keep serving inside
         // their leases, and the one coordinator started again reads the grants back.
