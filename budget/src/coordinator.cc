@@ -1,7 +1,6 @@
 #include "rtb/budget/coordinator.h"
 
 #include <algorithm>
-#include <atomic>
 #include <map>
 #include <mutex>
 #include <set>
@@ -77,8 +76,8 @@ struct Coordinator::Impl {
   // can be after the coordinator's. So no reclaim for a heartbeat timeout from then: a bidder that
   // died meanwhile is reclaimed after it; a live one is not taken for dead for a race of
   // reconnects.
-  bool unreachable =
-      false;  // a query failed, or waited for the brokers, since the last one answered
+  // A query failed, or waited for the brokers, since the last one answered.
+  bool unreachable = false;
   static constexpr int64_t kSlowQueriesMs = 1'000;  // CaughtUp's queries, all partitions
   int64_t last_contact_ms = NowUnixMs(), reclaims_paused_until_ms = 0;
   bool Unreachable(int64_t) {
@@ -216,10 +215,6 @@ struct Coordinator::Impl {
   std::map<std::string, int64_t> shown_owner_ms;  // per name: when a refused process last was
   std::map<std::string, int64_t> refusal_log_ms;  // per name: the next refusal logged
   Status publish_error = Status::Ok();            // a hand-over's records could not be published
-  // Partitions of the requests topic the group gave this coordinator at its last assignment
-  // (-1: none since the last look). Fewer than the topic has: another coordinator is in the
-  // group, and two coordinators would each grant the same budgets (Run stops).
-  std::atomic<int> assigned{-1};
 
   // What the coordinator keeps per name moves with a name's holdings (Retire), so that the
   // process that takes a name does not inherit another's message numbers, returns or needs.
@@ -495,12 +490,7 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions opt)
       {"session.timeout.ms", std::to_string(m->opt.session_timeout_ms)},
       {"heartbeat.interval.ms", std::to_string(std::max(250, m->opt.session_timeout_ms / 5))}};
   co.properties.insert(co.properties.end(), site.begin(), site.end());
-  Impl* raw = m.get();
-  co.on_assign = [raw](std::vector<kafka::TopicPartition>& parts) {
-    raw->assigned = static_cast<int>(parts.size());
-  };
   RTB_ASSIGN_OR_RETURN(m->consumer, kafka::Consumer::Create(std::move(co)));
-  RTB_ASSIGN_OR_RETURN(m->partitions, m->consumer->PartitionCount(m->opt.requests_topic, 30'000));
   RTB_RETURN_IF_ERROR(m->consumer->Subscribe({m->opt.requests_topic}));
   log::Get("budget").info("coordinator: {} budgets in the market, {} leases restored from {}",
                           m->opt.daily_budget.size(), latest.size(), m->opt.grants_topic);
@@ -537,24 +527,6 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
           ++m.lag_n;
         }
         m.Apply(*lm, now, &granted);
-      }
-    }
-    // The topic's partition count is known from the start (Create), so this never waits for a
-    // broker: a wait here, in a Kafka outage, shifted the reclaim checks so that the
-    // coordinator's own outage could go unnoticed (Reachable).
-    if (const int got = m.assigned.exchange(-1); got >= 0) {
-      if (m.partitions < 0) {
-        m.assigned = got;  // looked at again once CaughtUp has the count
-      } else if (got < m.partitions) {
-        // Both coordinators stop (each has part of the topic): the bidders keep serving inside
-        // their leases, and the one coordinator started again reads the grants back.
-        return Status::FailedPrecondition(
-            "coordinator: consumer group " + m.opt.group_id + " gave this coordinator " +
-            std::to_string(got) + " of the " + std::to_string(m.partitions) + " partitions of " +
-            m.opt.requests_topic +
-            ": another rtb budget is in the group, and two coordinators would grant the same "
-            "budgets twice; this one stops (run one rtb budget per market: stop the old one "
-            "before a new one starts)");
       }
     }
     now = NowUnixMs();

@@ -685,47 +685,6 @@ TEST(Coordinator, OneLiveProcessPerBidderNameARestartTakesItBackANewcomerOnlyFro
   EXPECT_EQ(sc.co->ledger().Of(kKey).held, 300'000);
 }
 
-// Two coordinators in one consumer group (a second `rtb budget` started by mistake, or a rolling
-// update that starts the new one first) would each grant the same budgets from their own books.
-// The group splits the requests topic between them: each sees fewer partitions than the topic has,
-// and both stop with an error that says why (the bidders keep serving inside their leases).
-TEST(Coordinator, ASecondCoordinatorInTheGroupStopsBothBeforeTheyGrantTwice) {
-  auto mock = LeaseCluster();
-  ASSERT_NE(mock, nullptr);
-  CoordinatorOptions opt = MarketOptions(mock->bootstrap());
-  opt.group_id = "rtb-budget-two";
-  auto first = Coordinator::Create(opt);
-  ASSERT_TRUE(first.ok()) << first.status().message();
-  std::atomic<bool> stop{false};
-  Status first_end = Status::Ok(), second_end = Status::Ok();
-  std::atomic<bool> first_done{false}, second_done{false};
-  std::thread a([&] {
-    first_end = (*first)->Run(stop);
-    first_done = true;
-  });
-  Joiner ja{stop, a};
-  // Alone in the group, the first serves.
-  auto producer = RequestsProducer(mock->bootstrap());
-  ASSERT_NE(producer, nullptr);
-  Send(*producer, LeaseMsgType::kRequest, "a", {{7, 0, 1'000'000, 0, 0, 0, 1'000'000}}, 1);
-  ASSERT_TRUE(producer->Flush(5000).ok());
-  ASSERT_TRUE(WaitFor([&] { return (*first)->ledger().Held("a", kKey) == 1'000'000; }, 20s));
-  EXPECT_FALSE(first_done.load());
-  auto second = Coordinator::Create(opt);
-  ASSERT_TRUE(second.ok()) << second.status().message();
-  std::thread b([&] {
-    second_end = (*second)->Run(stop);
-    second_done = true;
-  });
-  Joiner jb{stop, b};
-  ASSERT_TRUE(WaitFor([&] { return first_done.load() && second_done.load(); }, 60s))
-      << "first stopped: " << first_done.load() << ", second: " << second_done.load();
-  for (const Status* st : {&first_end, &second_end}) {
-    EXPECT_FALSE(st->ok());
-    EXPECT_NE(st->message().find("another rtb budget"), std::string::npos) << st->message();
-  }
-}
-
 // Share sizing over Kafka: two bidders report their traffic (a 3,000 requests a second, b 1,000,
 // timed by their own clocks); their reports and one ask each leave each holding its share (3/4,
 // 1/4: half each while b's rate is not known yet, then b's quarter, then a's ask tops a up). a then
