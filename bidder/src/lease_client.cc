@@ -27,7 +27,6 @@ struct LeaseClient::Impl {
   // lineage, published since this client started): this process spends no new money until a
   // holding of its own comes again (/metrics).
   std::atomic<bool> name_conflict{false};
-  std::atomic<int64_t> total_foreign{0};  // holdings of another process under this name, ignored
   std::unique_ptr<kafka::Producer> producer;
   std::unique_ptr<kafka::Consumer> grants;
   std::unordered_map<uint32_t, size_t> index_of;
@@ -210,7 +209,6 @@ struct LeaseClient::Impl {
     if (!g->instance.empty() && g->instance != instance) {
       earlier = std::find(lineage.begin(), lineage.end(), g->instance) != lineage.end();
       if (!earlier) {
-        ++total_foreign;
         if (g->ts_ms >= started_ms && !name_conflict.exchange(true)) {
           log::Get("lease").error(
               "lease client {}: another process (instance {}) holds this bidder name; this one "
@@ -663,8 +661,7 @@ LeaseClient::Health LeaseClient::GetHealth() const {
           .returns = m.total_returns.load(),
           .reports = m.total_reports.load(),
           .resyncs = m.total_resyncs.load(),
-          .name_conflict = m.name_conflict.load(),
-          .foreign = m.total_foreign.load()};
+          .name_conflict = m.name_conflict.load()};
 }
 
 LeaseClient::~LeaseClient() {

@@ -58,7 +58,6 @@ class LeaseClient {
     int64_t reports = 0;         // reports Kafka took
     int64_t resyncs = 0;         // reports after a silence past the TTL (bids waited for holdings)
     bool name_conflict = false;  // another live process holds this bidder name: no lease here
-    int64_t foreign = 0;         // holdings of another process under this name, ignored
   };
   Health GetHealth() const;
 
