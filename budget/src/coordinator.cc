@@ -478,6 +478,11 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions opt)
     // The returns that holding includes: one delivered again after the restart is not applied.
     m->returned_seq[id] = g.returned;
   }
+  // A set-aside record is a dead process's: no share of the traffic, at once (not after a
+  // heartbeat timeout of silence, which would shrink every live bidder's share meanwhile).
+  for (const auto& [id, g] : latest) {
+    if (id.second.find('~') != std::string::npos) m->ledger.MarkDead(id.second, now);
+  }
   m->counters.restored = static_cast<int64_t>(latest.size());
   m->counters.malformed = bad;
   kafka::Consumer::Options co;

@@ -338,22 +338,32 @@ bool LeaseLedger::AnyLiveBidderSilent(int64_t now_ms, Silence silence) const {
   return false;
 }
 
+void LeaseLedger::MarkDead(const std::string& bidder, int64_t now_ms) {
+  std::lock_guard<std::mutex> l(mu_);
+  const auto it = bidders_.find(bidder);
+  if (it == bidders_.end()) return;
+  Die(it->first, it->second, now_ms);
+}
+
+void LeaseLedger::Die(const std::string& name, Bidder& b, int64_t now_ms) {
+  if (b.dead_since_ms >= 0) return;
+  // Dead: its holdings no longer count as money it could give back.
+  for (auto& [key, bud] : budgets_) {
+    const auto it = bud.by_bidder.find(name);
+    if (it != bud.by_bidder.end()) bud.unused_live -= Unused(it->second);
+  }
+  b.dead_since_ms = now_ms;
+  b.dead_sent_ms = newest_sent_ms_;
+  shares_dirty_ = true;
+}
+
 int LeaseLedger::Reclaim(int64_t now_ms, std::vector<std::pair<LeaseKey, std::string>>* changed,
                          Silence silence) {
   std::lock_guard<std::mutex> l(mu_);
   int reclaimed = 0;
   for (auto& [name, b] : bidders_) {
     const int64_t silent = SilentMs(b, now_ms, silence);
-    if (b.dead_since_ms < 0 && silent > cfg_.heartbeat_timeout_ms) {
-      // Dead: its holdings no longer count as money it could give back.
-      for (auto& [key, bud] : budgets_) {
-        const auto it = bud.by_bidder.find(name);
-        if (it != bud.by_bidder.end()) bud.unused_live -= Unused(it->second);
-      }
-      b.dead_since_ms = now_ms;
-      b.dead_sent_ms = newest_sent_ms_;
-      shares_dirty_ = true;
-    }
+    if (b.dead_since_ms < 0 && silent > cfg_.heartbeat_timeout_ms) Die(name, b, now_ms);
     if (b.dead_since_ms < 0) continue;
     const bool window_over = silent > cfg_.heartbeat_timeout_ms + cfg_.billing_window_ms;
     for (auto& [key, bud] : budgets_) {

@@ -679,6 +679,10 @@ TEST(Coordinator, OneLiveProcessPerBidderNameARestartTakesItBackANewcomerOnlyFro
   ASSERT_NO_FATAL_FAILURE(sc.Restart());
   ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("x", kKey) == 300'000; }, 10s));
   EXPECT_EQ(sc.co->ledger().Held("x~i3", kKey), 0);
+  // The set-aside records are dead processes' from the start: no traffic share.
+  EXPECT_FALSE(sc.co->ledger().IsAlive("x~i2"));
+  EXPECT_FALSE(sc.co->ledger().IsAlive("x~i3"));
+  EXPECT_TRUE(sc.co->ledger().IsAlive("x"));
   put(LeaseMsgType::kRequest, "i5", {}, 8, {7, 0, 500'000, 0, 0, 0, 500'000});
   ASSERT_TRUE(WaitFor([&] { return sc.co->counters().refused == 1; }, 10s));
   EXPECT_EQ(sc.co->ledger().Held("x", kKey), 300'000);

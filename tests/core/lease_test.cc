@@ -488,6 +488,39 @@ TEST(Lease, ARetiredNameKeepsItsSpendCountedAndStartsAgainFromNothing) {
   EXPECT_EQ(ledger.Of(kKey).pool(), 200'000);
 }
 
+// A restarted coordinator restores a set-aside record (`a~1`, a dead process's) and marks it
+// dead at once: it takes no traffic share from the live bidder (it would count as the mean of
+// the known rates until a heartbeat timeout of silence), its holding stays counted, and a
+// message under that name would not make it a share holder either (none is ever sent: bidder
+// names cannot contain '~'). An unknown or already dead name is left alone.
+TEST(Lease, ARestoredSetAsideRecordIsDeadAtOnceAndTakesNoShare) {
+  LeaseConfig cfg;
+  cfg.sizing = LeaseSizing::kShare;
+  cfg.heartbeat_timeout_ms = 10'000;
+  LeaseLedger ledger(cfg);
+  ledger.SetBudget(kKey, Micros(2'000'000));
+  ledger.Restore("a", kKey, 500'000, 0);
+  ledger.Restore("a~1", kKey, 300'000, 0);
+  ledger.Traffic("a", 0, 0);
+  ledger.Traffic("a", 300, 1000);
+  EXPECT_EQ(ledger.TrafficShare("a"), 0.5);  // a~1 counts as the mean
+  ledger.MarkDead("a~1", 1000);
+  EXPECT_FALSE(ledger.IsAlive("a~1"));
+  EXPECT_EQ(ledger.TrafficShare("a~1"), 0.0);
+  EXPECT_EQ(ledger.TrafficShare("a"), 1.0);
+  EXPECT_EQ(ledger.Held("a~1", kKey), 300'000);
+  EXPECT_EQ(ledger.Of(kKey).held, 800'000);
+  // Restored as spent: a reclaim frees none of it.
+  ledger.Heartbeat("a", 1'500);
+  EXPECT_EQ(ledger.Reclaim(1'500), 0);
+  EXPECT_EQ(ledger.Held("a~1", kKey), 300'000);
+  ledger.MarkDead("a~1", 2'000);  // already dead
+  ledger.MarkDead("nobody", 2'000);
+  EXPECT_FALSE(ledger.IsAlive("nobody"));
+  EXPECT_TRUE(ledger.IsAlive("a"));
+  EXPECT_EQ(ledger.Of(kKey).held, 800'000);
+}
+
 TEST(Lease, ABudgetCutBelowWhatIsHeldGrantsNothingMore) {
   LeaseLedger ledger;
   ledger.SetBudget(kKey, Micros(1'000'000));

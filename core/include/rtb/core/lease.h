@@ -193,6 +193,12 @@ class LeaseLedger {
   void Restore(const std::string& bidder, const LeaseKey& key, int64_t held, int64_t now_ms,
                int64_t seen = 0);
 
+  // A bidder known to be dead without waiting for its silence (a retired `<name>~<instance>`
+  // record a restarted coordinator restores): it takes no share and its holdings no longer
+  // count as money a live bidder could give back; the next Reclaim treats it as any dead
+  // bidder. No-op for an unknown or already dead bidder.
+  void MarkDead(const std::string& bidder, int64_t now_ms);
+
   // A dead bidder's name goes to a new process that does not continue its state (another
   // machine, a lost disk): its holdings move to `as`, still counted against their budgets and
   // still dead (its spend stays spent, its reservations release after the billing window), and
@@ -257,6 +263,8 @@ class LeaseLedger {
   int64_t SilentMs(const Bidder& b, int64_t now_ms, Silence silence) const;
   // Any message of the bidder: it is alive, unless the message is one sent before its death.
   void Touch(const std::string& bidder, int64_t now_ms);
+  // Marks a live bidder dead at now_ms (Reclaim's rule, MarkDead).
+  void Die(const std::string& name, Bidder& b, int64_t now_ms);
   // Every live bidder's traffic share, by name; recomputed when a rate or a life changed.
   const std::vector<Share>& Shares() const;
   const Share* ShareOf(const std::string& bidder) const;  // null: dead or unknown
