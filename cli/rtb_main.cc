@@ -235,6 +235,7 @@ struct ExchangeArgs {
   rtb::exchange::ExchangeConfig x;
   int days = 1;
   int64_t first_day = 0;
+  int64_t seed = -1;  // the world's (rtb generate --seed); -1: the config's
   uint64_t first_day_seed = 1000;
   bool no_wait = false;
 };
@@ -268,6 +269,11 @@ int RunTrafficExchange(ExchangeArgs a) {
   if (a.market.empty()) {
     return Fail(rtb::Status::InvalidArgument("--traffic needs --market (the bidder config)"));
   }
+  if (a.seed >= 0) {
+    return Fail(rtb::Status::InvalidArgument(
+        "--seed is the simulated world's; a traffic file has its own (seed: in " + a.traffic +
+        ")"));
+  }
   auto market = rtb::exchange::LoadTrafficMarket(a.traffic, a.market);
   if (!market.ok()) return Fail(market.status());
   if (!a.write_clusters.empty()) {
@@ -299,6 +305,7 @@ int RunExchange(ExchangeArgs a) {
   if (!a.traffic.empty()) return RunTrafficExchange(std::move(a));
   auto cfg = rtb::sim::LoadSimulatorConfig(a.config);
   if (!cfg.ok()) return Fail(cfg.status());
+  if (a.seed >= 0) cfg->seed = static_cast<uint64_t>(a.seed);
   auto sc = rtb::sim::BuildScenario(*cfg, "", "", false);
   if (!sc.ok()) return Fail(sc.status());
   const auto world = rtb::sim::GenerateWorld(cfg->world, cfg->seed);
@@ -459,6 +466,9 @@ int main(int argc, char** argv) {
   xs->add_option("--spread", xa.x.spread, "Requests' weights over --bidders (default: equal)")
       ->delimiter(',');
   xs->add_option("--bid-path", xa.x.bid_path, "Bid request path")->capture_default_str();
+  xs->add_option("--seed", xa.seed,
+                 "Seed of the world (rtb generate --seed of the bidder's world; default: the "
+                 "config's)");
   xs->add_option("--days", xa.days, "Simulated days to play")->capture_default_str();
   xs->add_option("--first-day", xa.first_day, "Number of the first day (simulated clock)")
       ->capture_default_str();

@@ -1,5 +1,6 @@
 #include "rtb/simulator/export.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -69,6 +70,12 @@ Status ExportBidderWorld(const Scenario& sc, const World& world, const std::stri
     if (line.rfind("advertisers:", 0) == 0) break;
     if (!line.empty() && line[0] != ' ' && line[0] != '#')
       in_market = line.rfind("market:", 0) == 0;
+    // Served against `rtb exchange`: it trusts the exchange's ext.sim clock, and takes one bid
+    // more than the slots (the last slot's GSP price is the next bid).
+    if (line.rfind("simulation_hooks:", 0) == 0) line = "simulation_hooks: true";
+    if (line.rfind("max_bids_per_imp:", 0) == 0) {
+      line = "max_bids_per_imp: " + std::to_string(std::min(8, sc.cfg.auction.slots + 1));
+    }
     if (line.rfind("predictor_path:", 0) == 0) line = "predictor_path: " + dir + "/predictor.json";
     if (line.rfind("clusters_path:", 0) == 0) line = "clusters_path: " + dir + "/clusters.json";
     // The world's step clock and action range: what the learner plays.
