@@ -362,21 +362,12 @@ int RunBudget(BudgetArgs a) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Training commands run the LibTorch executable; everything else stays torch-free.
-  if (argc > 1 && std::string(argv[1]) == "train" &&
-      !(argc > 2 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h"))) {
-    return ExecLearner("train", argc, argv, 2);
-  }
-  if (argc > 1 && std::string(argv[1]) == "tune" &&
-      !(argc > 2 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h"))) {
-    return ExecLearner("tune", argc, argv, 2);
-  }
-  if (argc > 1 && std::string(argv[1]) == "train-pacing") {
-    return ExecLearner("pacing", argc, argv, 2);
-  }
-  if (argc > 1 && std::string(argv[1]) == "learn" &&
-      !(argc > 2 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h"))) {
-    return ExecLearner("learn", argc, argv, 2);
+  // Training commands run the LibTorch executable (their --help too: it lists every option);
+  // everything else stays torch-free.
+  if (argc > 1) {
+    const std::string sub = argv[1];
+    if (sub == "train" || sub == "tune" || sub == "learn") return ExecLearner(sub, argc, argv, 2);
+    if (sub == "train-pacing") return ExecLearner("pacing", argc, argv, 2);
   }
   CLI::App app{"rtb: a real-time bidding engine that learns to bid with multi-agent RL (DCMAB)"};
   app.require_subcommand(1);
@@ -447,6 +438,12 @@ int main(int argc, char** argv) {
       "learn): --config <yaml> --market <bidder config> --brokers <host:port> --state-dir <dir> "
       "--init <checkpoint> --max-steps <n>");
   ln->allow_extras();
+  // Listed for `rtb --help`; main() hands it to rtb-learner before parsing.
+  app.add_subcommand("train-pacing",
+                     "Train the single-campaign pacing policy (runs rtb-learner pacing): --info "
+                     "<campaign summary> --log <training log> --base <lin|rlb> --out <table>; "
+                     "--help lists the rest")
+      ->allow_extras();
 
   ExchangeArgs xa;
   xa.config = DefaultConfig("configs/simulator/default.yaml");
