@@ -356,6 +356,9 @@ int RunBudget(BudgetArgs a) {
       "they died, {} refused (a second process under a bidder's name)",
       n.messages, n.malformed, n.unknown_budget, n.items, n.grants_published, n.reclaims,
       n.late_from_dead, n.refused);
+  if (!n.handed_over_to.empty()) {
+    rtb::log::Get("budget").info("handed the market over to coordinator {}", n.handed_over_to);
+  }
   return st.ok() ? 0 : Fail(st);
 }
 
@@ -531,6 +534,14 @@ int main(int argc, char** argv) {
   bu->add_option("--requests-topic", ba.c.requests_topic, "Bidders' requests and reports")
       ->capture_default_str();
   bu->add_option("--grants-topic", ba.c.grants_topic, "Holdings published (compacted)")
+      ->capture_default_str();
+  bu->add_option("--coordinators-topic", ba.c.coordinators_topic,
+                 "Who serves the market, one coordinator at a time (one partition, compacted; "
+                 "default: <grants topic>.coordinators)");
+  bu->add_option("--handover-timeout-ms", ba.c.handover_timeout_ms,
+                 "How long a starting coordinator waits for the one serving to hand over before "
+                 "taking it for dead")
+      ->check(CLI::Range(100, 600'000))
       ->capture_default_str();
   bu->add_option("--heartbeat-timeout-ms", ba.c.lease.heartbeat_timeout_ms,
                  "A bidder silent this long is dead: its unspent lease returns")

@@ -1,8 +1,12 @@
 #include "rtb/budget/coordinator.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <random>
 #include <set>
 
 #include "rtb/budget/lease_msg.h"
@@ -430,6 +434,128 @@ struct Coordinator::Impl {
     return WriteFileAtomic(opt.leases_out, csv);
   }
 
+  // The coordinators' topic (CoordinatorOptions::coordinators_topic): this process's claim of
+  // the market, and every later record, read on every turn of Run.
+  std::string instance;
+  std::string host;
+  std::unique_ptr<kafka::Consumer> control;
+  bool claimed = false, yielded = false;
+
+  std::string ControlTopic() const {
+    return opt.coordinators_topic.empty() ? opt.grants_topic + ".coordinators"
+                                          : opt.coordinators_topic;
+  }
+  CoordinatorRecord Record(CoordinatorState state, const std::string& whose) const {
+    CoordinatorRecord r;
+    r.state = state;
+    r.instance = whose;
+    r.host = whose == instance ? host : std::string();
+    r.ts_ms = NowUnixMs();
+    if (state == CoordinatorState::kGone) r.by = instance;
+    return r;
+  }
+  Status Put(const CoordinatorRecord& r) {
+    RTB_RETURN_IF_ERROR(
+        producer->Produce(ControlTopic(), 0, r.instance, EncodeCoordinatorRecord(r)));
+    return producer->Flush(10'000);
+  }
+
+  // Claims the market, then reads the coordinators' topic from its start: the claims before
+  // this one's that are still standing (neither handed over nor gone) are waited for, up to
+  // opt.handover_timeout_ms from when this claim is read back; those that never hand over are
+  // marked gone. A newer claim meanwhile wins: this one hands over at once and fails.
+  Status AwaitTurn() {
+    const std::string topic = ControlTopic();
+    kafka::Consumer::Options co;
+    co.bootstrap = opt.brokers;
+    co.group_id = opt.group_id + ".coordinators." + instance;  // assigned, never joins or commits
+    co.properties = opt.kafka_properties;
+    RTB_ASSIGN_OR_RETURN(control, kafka::Consumer::Create(std::move(co)));
+    RTB_RETURN_IF_ERROR(control->Assign({{topic, 0, kafka::kOffsetBeginning}}));
+    if (Status st = Put(Record(CoordinatorState::kClaim, instance)); !st.ok()) {
+      return Status::Unavailable("cannot claim the market on " + topic + ": " + st.message());
+    }
+    claimed = true;
+    std::map<std::string, CoordinatorRecord> before;  // latest per instance, before this claim
+    std::set<std::string> waiting;
+    bool mine = false;
+    int64_t deadline = NowUnixMs() + 30'000;  // to read its own claim back
+    while (!mine || !waiting.empty()) {
+      if (NowUnixMs() >= deadline) {
+        if (!mine) {
+          return Status::Unavailable(topic +
+                                     ": this coordinator's claim was not read back in 30 s");
+        }
+        for (const std::string& w : waiting) {
+          log::Get("budget").warn(
+              "coordinator: coordinator {} ({}) did not hand the market over in {} ms: taken for "
+              "dead (it stops granting once it reads a newer claim; see docs/budget-leases.md, "
+              "section 2)",
+              w, before[w].host, opt.handover_timeout_ms);
+          RTB_RETURN_IF_ERROR(Put(Record(CoordinatorState::kGone, w)));
+        }
+        counters.taken_for_dead = static_cast<int64_t>(waiting.size());
+        break;
+      }
+      auto msg = control->Poll(100);
+      if (!msg || !msg->ok()) continue;
+      auto r = DecodeCoordinatorRecord(msg->payload());
+      if (!r.ok()) continue;
+      if (!mine) {
+        if (r->instance == instance && r->state == CoordinatorState::kClaim) {
+          mine = true;
+          for (const auto& [i, rec] : before) {
+            if (rec.state == CoordinatorState::kClaim) waiting.insert(i);
+          }
+          counters.waited_for = static_cast<int64_t>(waiting.size());
+          for (const std::string& w : waiting) {
+            log::Get("budget").info(
+                "coordinator: waiting up to {} ms for coordinator {} ({}) to hand the market over",
+                opt.handover_timeout_ms, w, before[w].host);
+          }
+          deadline = NowUnixMs() + opt.handover_timeout_ms;
+        } else {
+          before[r->instance] = *r;
+        }
+        continue;
+      }
+      if (r->state == CoordinatorState::kClaim && r->instance != instance) {
+        Yield();
+        return Status::FailedPrecondition("coordinator " + r->instance + " (" + r->host +
+                                          ") claimed the market after this one: it serves");
+      }
+      if (r->state != CoordinatorState::kClaim) waiting.erase(r->instance);
+    }
+    return Status::Ok();
+  }
+
+  // A claim newer than this coordinator's, read since the last call: its instance and host.
+  std::optional<CoordinatorRecord> NewerClaim() {
+    for (int n = 0; n < 16; ++n) {
+      auto msg = control->Poll(0);
+      if (!msg) return std::nullopt;
+      if (!msg->ok()) continue;
+      auto r = DecodeCoordinatorRecord(msg->payload());
+      if (!r.ok() || r->instance == instance) continue;
+      if (r->state == CoordinatorState::kClaim) return *r;
+    }
+    return std::nullopt;
+  }
+
+  // Stops granting for good: what was published is flushed first, then the hand-over record.
+  void Yield() {
+    if (!claimed || yielded) return;
+    yielded = true;
+    const Status grants = producer->Flush(5'000);
+    const Status st = Put(Record(CoordinatorState::kYield, instance));
+    if (!grants.ok() || !st.ok()) {
+      log::Get("budget").warn(
+          "coordinator: could not hand the market over on {} ({}); the next coordinator waits {} "
+          "ms for it",
+          ControlTopic(), grants.ok() ? st.message() : grants.message(), opt.handover_timeout_ms);
+    }
+  }
+
   std::set<LeaseKey> seen;                  // budgets set in the ledger
   std::map<std::string, int64_t> seen_seq;  // per bidder: the highest message seq processed
   // Per (budget, bidder): the seq of the last return applied (LeaseGrant::returned).
@@ -437,16 +563,42 @@ struct Coordinator::Impl {
 };
 
 Coordinator::Coordinator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-Coordinator::~Coordinator() = default;
+Coordinator::~Coordinator() {
+  if (impl_) impl_->Yield();
+}
+
+namespace {
+// A coordinator process's instance: random, new at each start.
+std::string NewInstance() {
+  std::random_device rd;
+  const uint64_t v = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+std::string HostName() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0') return "unknown-host";
+  return host;
+}
+}  // namespace
 
 Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions opt) {
   auto m = std::make_unique<Impl>(std::move(opt));
+  m->instance = NewInstance();
+  m->host = HostName();
   kafka::Producer::Options po;
   po.bootstrap = m->opt.brokers;
   po.properties = {{"enable.idempotence", "true"}, {"linger.ms", "1"}};
   const auto& site = m->opt.kafka_properties;
   po.properties.insert(po.properties.end(), site.begin(), site.end());
   RTB_ASSIGN_OR_RETURN(m->producer, kafka::Producer::Create(std::move(po)));
+  // One coordinator serves a market: the one before this hands over (its last grants are on
+  // the grants topic) before this one reads them back.
+  if (Status st = m->AwaitTurn(); !st.ok()) {
+    m->Yield();
+    return st;
+  }
   // Every lease as the grants topic last said it: the latest total per (budget, bidder).
   std::map<std::pair<LeaseKey, std::string>, LeaseGrant> latest;
   int64_t bad = 0;
@@ -497,17 +649,32 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions opt)
   co.properties.insert(co.properties.end(), site.begin(), site.end());
   RTB_ASSIGN_OR_RETURN(m->consumer, kafka::Consumer::Create(std::move(co)));
   RTB_RETURN_IF_ERROR(m->consumer->Subscribe({m->opt.requests_topic}));
-  log::Get("budget").info("coordinator: {} budgets in the market, {} leases restored from {}",
-                          m->opt.daily_budget.size(), latest.size(), m->opt.grants_topic);
+  log::Get("budget").info(
+      "coordinator {} ({}): {} budgets in the market, {} leases restored from {}", m->instance,
+      m->host, m->opt.daily_budget.size(), latest.size(), m->opt.grants_topic);
   return std::unique_ptr<Coordinator>(new Coordinator(std::move(m)));
 }
 
 Status Coordinator::Run(const std::atomic<bool>& stop) {
   Impl& m = *impl_;
+  // However Run ends, it grants no more: what it published is flushed, then it hands over.
+  struct HandOver {
+    Impl& m;
+    ~HandOver() { m.Yield(); }
+  } hand_over{m};
   int64_t next_reclaim = NowUnixMs() + m.opt.reclaim_every_ms;
   constexpr int64_t kStatusEveryMs = 10'000;
   int64_t next_status = NowUnixMs() + kStatusEveryMs;
   while (!stop.load()) {
+    if (const auto newer = m.NewerClaim()) {
+      log::Get("budget").info(
+          "coordinator: coordinator {} ({}) claims the market: this one ({}) stops granting and "
+          "hands over",
+          newer->instance, newer->host, m.instance);
+      std::lock_guard<std::mutex> lk(m.counters_mu);
+      m.counters.handed_over_to = newer->instance;
+      break;
+    }
     Impl::Granted granted;
     int64_t now = NowUnixMs();
     for (int n = 0; n < 500; ++n) {  // a batch, then publish

@@ -201,4 +201,57 @@ std::string LeaseGrantKey(const LeaseKey& key, const std::string& bidder) {
   return k;
 }
 
+namespace {
+const char* StateName(CoordinatorState s) {
+  switch (s) {
+    case CoordinatorState::kClaim:
+      return "claim";
+    case CoordinatorState::kYield:
+      return "yield";
+    case CoordinatorState::kGone:
+      return "gone";
+  }
+  return "claim";
+}
+}  // namespace
+
+std::string EncodeCoordinatorRecord(const CoordinatorRecord& r) {
+  json j = {{"format", "rtb.lease_coordinator"},
+            {"schema_version", 1},
+            {"state", StateName(r.state)},
+            {"instance", r.instance},
+            {"host", r.host},
+            {"ts_ms", r.ts_ms}};
+  if (!r.by.empty()) j["by"] = r.by;
+  return j.dump();
+}
+
+Result<CoordinatorRecord> DecodeCoordinatorRecord(std::string_view text) {
+  const json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || j.value("format", "") != "rtb.lease_coordinator" ||
+      j.value("schema_version", 0) != 1) {
+    return Status::InvalidArgument("coordinator record: not an rtb.lease_coordinator v1 message");
+  }
+  if (!j.contains("instance") || !j["instance"].is_string() ||
+      j["instance"].get<std::string>().empty() || !j.contains("state") || !j["state"].is_string()) {
+    return Status::InvalidArgument("coordinator record: state and instance are required");
+  }
+  CoordinatorRecord r;
+  const std::string state = j["state"].get<std::string>();
+  if (state == "claim") {
+    r.state = CoordinatorState::kClaim;
+  } else if (state == "yield") {
+    r.state = CoordinatorState::kYield;
+  } else if (state == "gone") {
+    r.state = CoordinatorState::kGone;
+  } else {
+    return Status::InvalidArgument("coordinator record: state must be claim, yield or gone");
+  }
+  r.instance = j["instance"].get<std::string>();
+  if (j.contains("host") && j["host"].is_string()) r.host = j["host"].get<std::string>();
+  if (j.contains("by") && j["by"].is_string()) r.by = j["by"].get<std::string>();
+  if (j.contains("ts_ms") && j["ts_ms"].is_number_integer()) r.ts_ms = j["ts_ms"].get<int64_t>();
+  return r;
+}
+
 }  // namespace rtb::budget

@@ -765,6 +765,181 @@ TEST(Coordinator, ShareSizingGivesEachBidderItsTrafficShareAndMovesTheExcessToWh
   EXPECT_LE(sc.co->ledger().Of(kKey).held, kArmBudget);
 }
 
+// The coordinators' topic: every record, in order.
+std::vector<CoordinatorRecord> CoordinatorRecords(const std::string& brokers) {
+  std::vector<CoordinatorRecord> out;
+  EXPECT_TRUE(kafka::ReadWholeTopic({.bootstrap = brokers}, "rtb.lease.grants.coordinators", 10000,
+                                    [&](int32_t, int64_t, std::string_view v) {
+                                      auto r = DecodeCoordinatorRecord(v);
+                                      ASSERT_TRUE(r.ok()) << r.status().message();
+                                      out.push_back(*r);
+                                    })
+                  .ok());
+  return out;
+}
+
+// A coordinator record written by the test (a coordinator process that is not there).
+void PutRecord(kafka::Producer& p, CoordinatorState state, const std::string& instance) {
+  CoordinatorRecord r;
+  r.state = state;
+  r.instance = instance;
+  r.host = "elsewhere";
+  r.ts_ms = NowUnixMs();
+  ASSERT_TRUE(
+      p.Produce("rtb.lease.grants.coordinators", 0, instance, EncodeCoordinatorRecord(r)).ok());
+  ASSERT_TRUE(p.Flush(5000).ok());
+}
+
+// A rolling update: a second coordinator starts while the first serves. It serves only once the
+// first has stopped granting and handed over, and reads the first one's last grants back: while
+// bidders ask for more than the budget throughout, the two never grant more than the budget
+// between them. Without the hand-over both served at once, each from its own ledger.
+TEST(Coordinator, ASecondCoordinatorServesOnlyOnceTheFirstHandsOverAndNeverGrantsTwice) {
+  ServingCoordinator sc;
+  ASSERT_NO_FATAL_FAILURE(sc.Start([](CoordinatorOptions& o) {
+    o.group_id = "rtb-budget-handover";
+    o.lease.max_pool_share = 0.25;
+  }));
+  sc.Put(LeaseMsgType::kRequest, "a", 1, {7, 0, 1'000'000, 0, 0, 0});
+  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("a", kKey) == 1'000'000; }, 10s));
+  // Bidders b and c ask for the whole budget, again and again, through the hand-over.
+  std::atomic<bool> asking{true};
+  std::thread askers([&] {
+    auto p = RequestsProducer(sc.brokers);
+    for (int64_t n = 1; p != nullptr && asking.load(); ++n) {
+      Send(*p, LeaseMsgType::kRequest, n % 2 ? "b" : "c", {{7, 0, kArmBudget, 0, 0, 0}}, n);
+      (void)p->Flush(5000);
+      std::this_thread::sleep_for(20ms);
+    }
+  });
+  std::this_thread::sleep_for(300ms);
+  auto second = Coordinator::Create(sc.opt);
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  // The first has handed over: its Run returned, naming the second.
+  EXPECT_TRUE(WaitFor([&] { return !sc.co->counters().handed_over_to.empty(); }, 5s));
+  sc.stop = true;
+  sc.run.join();
+  const std::string second_instance = sc.co->counters().handed_over_to;
+  EXPECT_EQ((*second)->counters().waited_for, 1);
+  EXPECT_EQ((*second)->counters().taken_for_dead, 0);
+  // Everything the first granted is in the second's ledger.
+  for (const auto& [bidder, held] : LatestHeld(sc.brokers)) {
+    EXPECT_EQ((*second)->ledger().Held(bidder, kKey), held) << bidder;
+  }
+  EXPECT_EQ((*second)->ledger().Held("a", kKey), 1'000'000);
+  std::atomic<bool> stop{false};
+  std::thread run([&] { EXPECT_TRUE((*second)->Run(stop).ok()); });
+  Joiner join_run{stop, run};
+  ASSERT_TRUE(WaitFor([&] { return (*second)->ledger().Of(kKey).pool() == 0; }, 20s));
+  asking = false;
+  askers.join();
+  // What the bidders were told, over both coordinators: the budget, not more.
+  int64_t sum = 0;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        sum = 0;
+        for (const auto& [b, h] : LatestHeld(sc.brokers)) sum += h;
+        return sum == kArmBudget;
+      },
+      10s))
+      << sum;
+  EXPECT_EQ((*second)->ledger().Of(kKey).held, kArmBudget);
+  // The coordinators' topic: the first's claim, the second's, the first's hand-over.
+  const auto records = CoordinatorRecords(sc.brokers);
+  ASSERT_EQ(records.size(), 3u);
+  EXPECT_EQ(records[0].state, CoordinatorState::kClaim);
+  EXPECT_EQ(records[1].state, CoordinatorState::kClaim);
+  EXPECT_EQ(records[1].instance, second_instance);
+  EXPECT_EQ(records[2].state, CoordinatorState::kYield);
+  EXPECT_EQ(records[2].instance, records[0].instance);
+}
+
+// A claim that never hands over (its process was killed) is taken for dead after the timeout,
+// and marked gone, so the next start does not wait for it again; a coordinator that stops hands
+// over. A newer claim while a coordinator waits wins: the waiting one fails and hands over.
+TEST(Coordinator, AClaimThatNeverHandsOverIsTakenForDeadAndANewerClaimWins) {
+  auto mock = LeaseCluster();
+  ASSERT_NE(mock, nullptr);
+  const std::string brokers = mock->bootstrap();
+  auto producer = RequestsProducer(brokers);
+  ASSERT_NE(producer, nullptr);
+  PutRecord(*producer, CoordinatorState::kClaim, "killed-1");
+  CoordinatorOptions opt = MarketOptions(brokers);
+  opt.handover_timeout_ms = 1'500;
+  {
+    auto co = Coordinator::Create(opt);
+    ASSERT_TRUE(co.ok()) << co.status().message();
+    EXPECT_EQ((*co)->counters().waited_for, 1);
+    EXPECT_EQ((*co)->counters().taken_for_dead, 1);
+  }                                  // destroyed without Run: hands over
+  opt.handover_timeout_ms = 60'000;  // a wait would fail the 30 s below
+  {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto co = Coordinator::Create(opt);
+    ASSERT_TRUE(co.ok()) << co.status().message();
+    EXPECT_EQ((*co)->counters().waited_for, 0);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 30s);
+    std::atomic<bool> stop{true};
+    EXPECT_TRUE((*co)->Run(stop).ok());
+    EXPECT_TRUE((*co)->counters().handed_over_to.empty());
+  }
+  auto records = CoordinatorRecords(brokers);
+  ASSERT_EQ(records.size(), 6u);
+  EXPECT_EQ(records[2].state, CoordinatorState::kGone);
+  EXPECT_EQ(records[2].instance, "killed-1");
+  EXPECT_EQ(records[2].by, records[1].instance);
+  EXPECT_EQ(records[3].state, CoordinatorState::kYield);
+  EXPECT_EQ(records[5].state, CoordinatorState::kYield);
+  EXPECT_EQ(records[5].instance, records[4].instance);
+
+  // Another killed claim; a coordinator waits for it, and a newer claim comes meanwhile.
+  PutRecord(*producer, CoordinatorState::kClaim, "killed-2");
+  Result<std::unique_ptr<Coordinator>> waiting = Status::Internal("not started");
+  std::thread start([&] { waiting = Coordinator::Create(opt); });
+  ASSERT_TRUE(WaitFor([&] { return CoordinatorRecords(brokers).size() == 8; }, 20s));
+  PutRecord(*producer, CoordinatorState::kClaim, "newer");
+  start.join();
+  ASSERT_FALSE(waiting.ok());
+  EXPECT_EQ(waiting.status().code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(waiting.status().message().find("coordinator newer (elsewhere) claimed the market"),
+            std::string::npos)
+      << waiting.status().message();
+  records = CoordinatorRecords(brokers);
+  ASSERT_EQ(records.size(), 10u);
+  EXPECT_EQ(records[9].state, CoordinatorState::kYield);
+  EXPECT_EQ(records[9].instance, records[7].instance);
+}
+
+TEST(LeaseMessages, CoordinatorRecordsRoundTripAndBadOnesAreErrors) {
+  CoordinatorRecord r;
+  r.state = CoordinatorState::kGone;
+  r.instance = "0123abcd";
+  r.host = "host-1";
+  r.ts_ms = 77;
+  r.by = "fedc";
+  auto back = DecodeCoordinatorRecord(EncodeCoordinatorRecord(r));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->state, CoordinatorState::kGone);
+  EXPECT_EQ(back->instance, "0123abcd");
+  EXPECT_EQ(back->host, "host-1");
+  EXPECT_EQ(back->ts_ms, 77);
+  EXPECT_EQ(back->by, "fedc");
+  for (const char* bad :
+       {"", "{", "[]", R"({"format":"rtb.lease_grant","schema_version":1})",
+        R"({"format":"rtb.lease_coordinator","schema_version":2,"state":"claim","instance":"a"})",
+        R"({"format":"rtb.lease_coordinator","schema_version":1,"state":"claim"})",
+        R"({"format":"rtb.lease_coordinator","schema_version":1,"state":"claim","instance":""})",
+        R"({"format":"rtb.lease_coordinator","schema_version":1,"state":"stop","instance":"a"})",
+        R"({"format":"rtb.lease_coordinator","schema_version":1,"state":1,"instance":"a"})"}) {
+    EXPECT_FALSE(DecodeCoordinatorRecord(bad).ok()) << bad;
+  }
+  // A wrong type of an optional field is not an exception.
+  EXPECT_TRUE(DecodeCoordinatorRecord(
+                  R"({"format":"rtb.lease_coordinator","schema_version":1,"state":"yield",)"
+                  R"("instance":"a","ts_ms":"x","host":3})")
+                  .ok());
+}
+
 TEST(LeaseMessages, RoundTripAndClearErrors) {
   LeaseMessage m;
   m.type = LeaseMsgType::kReport;

@@ -3,8 +3,9 @@
 # two `rtb serve` processes share the hand-written metro market's budgets through leases and one
 # `rtb budget`; `rtb exchange --traffic` plays its traffic over both, with notices, while a paced
 # load generator measures one bidder's latency. Five seconds in:
-#   coordinator: the coordinator is SIGKILLed; 30 s later a new one starts and rebuilds the
-#     leases from the grants topic;
+#   coordinator: the coordinator is SIGKILLed; 30 s later a new one starts, waits for the
+#     killed one to hand the market over (it never does: taken for dead after 10 s), and
+#     rebuilds the leases from the grants topic;
 #   kafka: every broker of the cluster (`rtb kafka`, a process of its own) goes down for 30 s,
 #     longer than the coordinator's heartbeat timeout (10 s) and the bidders' lease TTL (5 s);
 #     the bidders' producer queues are small, so their events spill to disk and are re-sent.
@@ -14,7 +15,8 @@
 #   no (day, arm, advertiser) spent more than its part of the budget (rtb report on the topic);
 #   no event lost: each bidder's events logged = acked + spilled - resent, nothing left in the
 #   spill file, none dropped (kafka: some spilled, all of them re-sent);
-#   coordinator: the restarted coordinator restored leases from the topic; kafka: no live bidder
+#   coordinator: the restarted coordinator took the killed one for dead and restored leases
+#     from the topic; kafka: no live bidder
 #   was taken for dead.
 # Usage: lease_outage_test.sh RTB SRC [LOADGEN] [coordinator|kafka]
 set -euo pipefail
@@ -193,5 +195,8 @@ else:
     b2 = open(out + "/budget-2.log").read()
     m = re.search(r"(\d+) leases restored", b2)
     assert m and int(m.group(1)) > 0, b2[:2000]
+    # The killed coordinator never handed the market over: the new one waited for it, took it
+    # for dead, and only then read the grants back.
+    assert "did not hand the market over" in b2, b2[:2000]
     print("lease_outage: max overspend %.3f%%, spend %.2f, %s leases restored" % (worst, spent, m.group(1)))
 PY

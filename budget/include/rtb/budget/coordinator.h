@@ -28,8 +28,14 @@ struct CoordinatorOptions {
   std::string requests_topic = "rtb.lease.requests";  // bidders -> coordinator
   std::string grants_topic = "rtb.lease.grants";      // coordinator -> bidders (compacted)
   std::string group_id = "rtb-budget";                // consumer group of the requests topic
-  LeaseConfig lease;                                  // timeouts, grant sizing
-  int reclaim_every_ms = 1000;                        // how often silent bidders are checked
+  // Who serves the market (one partition, compacted; empty: grants_topic + ".coordinators"). A
+  // starting coordinator claims the market there and serves only once every earlier claim is
+  // handed over (a serving coordinator reads the topic on every turn of its loop, and stops
+  // granting and hands over when a newer claim appears) or `handover_timeout_ms` passed.
+  std::string coordinators_topic;
+  int handover_timeout_ms = 10'000;
+  LeaseConfig lease;              // timeouts, grant sizing
+  int reclaim_every_ms = 1000;    // how often silent bidders are checked
   int session_timeout_ms = 6000;  // consumer group session: how soon a restarted coordinator reads
   // A need the pool could not meet stands this long: what comes back meanwhile goes to it first,
   // and the other holders are asked for it (`wanted`). After that the bidder asks again.
@@ -44,12 +50,16 @@ struct CoordinatorOptions {
 
 class Coordinator {
  public:
-  // Connects, and reads the grants topic back into the ledger.
+  // Connects, claims the market on the coordinators' topic, waits for the coordinator serving
+  // it to hand over (or for the timeout), then reads the grants topic back into the ledger.
+  // FailedPrecondition when a newer coordinator claimed the market meanwhile.
   static Result<std::unique_ptr<Coordinator>> Create(CoordinatorOptions opt);
-  ~Coordinator();
+  ~Coordinator();  // hands over if Run did not
 
-  // Serves until `stop` is set: each message from the requests topic, then the holdings it
-  // changed on the grants topic; reclaims on the way.
+  // Serves until `stop` is set or a newer coordinator claims the market: each message from the
+  // requests topic, then the holdings it changed on the grants topic; reclaims on the way. On
+  // the way out it flushes its grants and then hands over (counters().handed_over_to names a
+  // newer claim's instance).
   Status Run(const std::atomic<bool>& stop);
 
   struct Counters {
@@ -60,6 +70,11 @@ class Coordinator {
     int64_t late_from_dead = 0;
     // Messages of a second live process under a bidder name another process holds: refused.
     int64_t refused = 0;
+    // At start: earlier coordinators waited for (handed over), and those that never did and
+    // were taken for dead after handover_timeout_ms.
+    int64_t waited_for = 0, taken_for_dead = 0;
+    // Run stopped because a newer coordinator claimed the market (the instance that did).
+    std::string handed_over_to;
   };
   Counters counters() const;
   const LeaseLedger& ledger() const;

@@ -85,4 +85,21 @@ Result<LeaseGrant> DecodeLeaseGrant(std::string_view json);
 // The compaction key: one value per (day, advertiser, arm, bidder).
 std::string LeaseGrantKey(const LeaseKey& key, const std::string& bidder);
 
+// Who serves a market, on the coordinators' topic (one partition, compacted, keyed by
+// `instance`): one coordinator grants at a time (docs/budget-leases.md, section 2).
+enum class CoordinatorState : uint8_t {
+  kClaim,  // a starting coordinator: it serves once every earlier claim is handed over or gone
+  kYield,  // it has stopped granting, and its grants are on the grants topic
+  kGone,   // an earlier claim that never handed over, taken for dead by `by` after its timeout
+};
+struct CoordinatorRecord {
+  CoordinatorState state = CoordinatorState::kClaim;
+  std::string instance;  // whose state this is (random, new at each start)
+  std::string host;      // where it runs (for the operator)
+  int64_t ts_ms = 0;
+  std::string by;  // kGone: the coordinator that wrote it
+};
+std::string EncodeCoordinatorRecord(const CoordinatorRecord& r);
+Result<CoordinatorRecord> DecodeCoordinatorRecord(std::string_view json);
+
 }  // namespace rtb::budget
