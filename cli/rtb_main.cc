@@ -5,11 +5,13 @@
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kafka_cmd.h"
@@ -343,11 +345,25 @@ int RunBudget(BudgetArgs a) {
   a.c.learned_share = cfg->ab.learned_share;
   a.c.lease.sizing = cfg->leases.sizing;
   if (a.c.lease.billing_window_ms <= 0) a.c.lease.billing_window_ms = cfg->reservation_timeout_ms;
-  auto co = rtb::budget::Coordinator::Create(a.c);
-  if (!co.ok()) return Fail(co.status());
   static std::atomic<bool> stop{false};
   std::signal(SIGINT, [](int) { stop = true; });
   std::signal(SIGTERM, [](int) { stop = true; });
+  // A coordinator that gave the market to a newer one idles until it is stopped: exiting would
+  // make a supervisor (Kubernetes' restartPolicy) start it again, and its claim would take the
+  // market back from the new one.
+  auto idle_until_stopped = [](const std::string& why) {
+    rtb::log::Get("budget").info("{}; serving nothing until stopped (SIGTERM)", why);
+    while (!stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    return 0;
+  };
+  a.c.stop = &stop;
+  auto co = rtb::budget::Coordinator::Create(a.c);
+  if (!co.ok()) {
+    if (co.status().code() == rtb::Status::Code::kFailedPrecondition) {
+      return idle_until_stopped(co.status().message());
+    }
+    return Fail(co.status());
+  }
   const rtb::Status st = (*co)->Run(stop);
   const auto n = (*co)->counters();
   rtb::log::Get("budget").info(
@@ -356,10 +372,12 @@ int RunBudget(BudgetArgs a) {
       "they died, {} refused (a second process under a bidder's name)",
       n.messages, n.malformed, n.unknown_budget, n.items, n.grants_published, n.reclaims,
       n.late_from_dead, n.refused);
+  if (!st.ok()) return Fail(st);
   if (!n.handed_over_to.empty()) {
-    rtb::log::Get("budget").info("handed the market over to coordinator {}", n.handed_over_to);
+    co->reset();  // leaves the requests topic's group
+    return idle_until_stopped("handed the market over to coordinator " + n.handed_over_to);
   }
-  return st.ok() ? 0 : Fail(st);
+  return 0;
 }
 
 }  // namespace
@@ -541,7 +559,7 @@ int main(int argc, char** argv) {
   bu->add_option("--handover-timeout-ms", ba.c.handover_timeout_ms,
                  "How long a starting coordinator waits for the one serving to hand over before "
                  "taking it for dead")
-      ->check(CLI::Range(100, 600'000))
+      ->check(CLI::Range(1'000, 600'000))
       ->capture_default_str();
   bu->add_option("--heartbeat-timeout-ms", ba.c.lease.heartbeat_timeout_ms,
                  "A bidder silent this long is dead: its unspent lease returns")

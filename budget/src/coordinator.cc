@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -440,7 +441,18 @@ struct Coordinator::Impl {
   std::string host;
   std::unique_ptr<kafka::Consumer> control;
   bool claimed = false, yielded = false;
+  int64_t control_next = 0;  // the next offset of the coordinators' topic to read
+  // Self-fencing (Run): the steady-clock time of the last watermark query that found every
+  // record of the coordinators' topic read; the next query is due at next_fence_check.
+  int64_t fence_confirmed = 0, next_fence_check = 0;
+  bool fenced_logged = false;
+  Granted unpublished;  // holdings held back while unconfirmed, published once confirmed
 
+  static int64_t SteadyMs() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
   std::string ControlTopic() const {
     return opt.coordinators_topic.empty() ? opt.grants_topic + ".coordinators"
                                           : opt.coordinators_topic;
@@ -457,31 +469,37 @@ struct Coordinator::Impl {
   Status Put(const CoordinatorRecord& r) {
     RTB_RETURN_IF_ERROR(
         producer->Produce(ControlTopic(), 0, r.instance, EncodeCoordinatorRecord(r)));
+    if (r.instance == instance && r.state == CoordinatorState::kClaim) claimed = true;
     return producer->Flush(10'000);
   }
 
   // Claims the market, then reads the coordinators' topic from its start: the claims before
   // this one's that are still standing (neither handed over nor gone) are waited for, up to
   // opt.handover_timeout_ms from when this claim is read back; those that never hand over are
-  // marked gone. A newer claim meanwhile wins: this one hands over at once and fails.
+  // marked gone. A newer claim meanwhile wins: this one hands over at once and fails. Stops
+  // (handing over) when opt.stop is set.
   Status AwaitTurn() {
     const std::string topic = ControlTopic();
     kafka::Consumer::Options co;
     co.bootstrap = opt.brokers;
     co.group_id = opt.group_id + ".coordinators." + instance;  // assigned, never joins or commits
-    co.properties = opt.kafka_properties;
+    co.properties = {{"auto.offset.reset", "earliest"}};  // an offset out of range skips nothing
+    co.properties.insert(co.properties.end(), opt.kafka_properties.begin(),
+                         opt.kafka_properties.end());
     RTB_ASSIGN_OR_RETURN(control, kafka::Consumer::Create(std::move(co)));
     RTB_RETURN_IF_ERROR(control->Assign({{topic, 0, kafka::kOffsetBeginning}}));
     if (Status st = Put(Record(CoordinatorState::kClaim, instance)); !st.ok()) {
       return Status::Unavailable("cannot claim the market on " + topic + ": " + st.message());
     }
-    claimed = true;
     std::map<std::string, CoordinatorRecord> before;  // latest per instance, before this claim
     std::set<std::string> waiting;
     bool mine = false;
-    int64_t deadline = NowUnixMs() + 30'000;  // to read its own claim back
+    int64_t deadline = SteadyMs() + 30'000;  // to read its own claim back
     while (!mine || !waiting.empty()) {
-      if (NowUnixMs() >= deadline) {
+      if (opt.stop != nullptr && opt.stop->load()) {
+        return Status::Unavailable("stopped before serving the market");
+      }
+      if (SteadyMs() >= deadline) {
         if (!mine) {
           return Status::Unavailable(topic +
                                      ": this coordinator's claim was not read back in 30 s");
@@ -489,8 +507,8 @@ struct Coordinator::Impl {
         for (const std::string& w : waiting) {
           log::Get("budget").warn(
               "coordinator: coordinator {} ({}) did not hand the market over in {} ms: taken for "
-              "dead (it stops granting once it reads a newer claim; see docs/budget-leases.md, "
-              "section 2)",
+              "dead (a live coordinator stops granting once it has not read this topic to its "
+              "end for half that time; docs/budget-leases.md, section 2)",
               w, before[w].host, opt.handover_timeout_ms);
           RTB_RETURN_IF_ERROR(Put(Record(CoordinatorState::kGone, w)));
         }
@@ -498,7 +516,14 @@ struct Coordinator::Impl {
         break;
       }
       auto msg = control->Poll(100);
-      if (!msg || !msg->ok()) continue;
+      if (!msg) continue;
+      if (!msg->ok()) {
+        if (!msg->eof()) {
+          log::Get("budget").warn("coordinator: reading {}: {}", topic, msg->error());
+        }
+        continue;
+      }
+      control_next = msg->offset() + 1;
       auto r = DecodeCoordinatorRecord(msg->payload());
       if (!r.ok()) continue;
       if (!mine) {
@@ -513,28 +538,29 @@ struct Coordinator::Impl {
                 "coordinator: waiting up to {} ms for coordinator {} ({}) to hand the market over",
                 opt.handover_timeout_ms, w, before[w].host);
           }
-          deadline = NowUnixMs() + opt.handover_timeout_ms;
+          deadline = SteadyMs() + opt.handover_timeout_ms;
         } else {
           before[r->instance] = *r;
         }
         continue;
       }
       if (r->state == CoordinatorState::kClaim && r->instance != instance) {
-        Yield();
         return Status::FailedPrecondition("coordinator " + r->instance + " (" + r->host +
                                           ") claimed the market after this one: it serves");
       }
       if (r->state != CoordinatorState::kClaim) waiting.erase(r->instance);
     }
+    fence_confirmed = SteadyMs();  // read to its own claim and past every earlier one
     return Status::Ok();
   }
 
   // A claim newer than this coordinator's, read since the last call: its instance and host.
   std::optional<CoordinatorRecord> NewerClaim() {
-    for (int n = 0; n < 16; ++n) {
+    for (int n = 0; n < 64; ++n) {
       auto msg = control->Poll(0);
       if (!msg) return std::nullopt;
       if (!msg->ok()) continue;
+      control_next = msg->offset() + 1;
       auto r = DecodeCoordinatorRecord(msg->payload());
       if (!r.ok() || r->instance == instance) continue;
       if (r->state == CoordinatorState::kClaim) return *r;
@@ -542,19 +568,65 @@ struct Coordinator::Impl {
     return std::nullopt;
   }
 
-  // Stops granting for good: what was published is flushed first, then the hand-over record.
+  // Self-fencing: whether this coordinator may grant now. It may while it has read the
+  // coordinators' topic to its end (a watermark query, once a second) within half the hand-over
+  // timeout: a newer coordinator takes a silent one for dead only after the whole timeout, so a
+  // coordinator that cannot read the topic (cut off, stalled) has stopped granting by then.
+  bool MayGrant() {
+    const int64_t asked = SteadyMs();
+    if (asked >= next_fence_check) {
+      next_fence_check = asked + 1'000;
+      const int64_t asked_wall = NowUnixMs();
+      auto wm = control->Watermarks(ControlTopic(), 0, 500);
+      // As of when it was asked: the answer may have waited for the brokers.
+      if (wm.ok() && control_next >= wm->second) fence_confirmed = asked;
+      // A query that failed or waited is the coordinator's own Kafka outage, as in CaughtUp:
+      // no reclaim for a heartbeat timeout after it (Reachable).
+      const int64_t answered_wall = NowUnixMs();
+      if (!wm.ok() || answered_wall - asked_wall > kSlowQueriesMs) unreachable = true;
+      if (wm.ok()) Reachable(answered_wall);
+    }
+    const int64_t now = SteadyMs();
+    const bool ok = now - fence_confirmed <= opt.handover_timeout_ms / 2;
+    if (!ok && !fenced_logged) {
+      {
+        std::lock_guard<std::mutex> lk(counters_mu);
+        ++counters.fences;
+      }
+      log::Get("budget").warn(
+          "coordinator: {} not read to its end for {} ms: granting nothing until it is (a newer "
+          "coordinator may have claimed the market)",
+          ControlTopic(), now - fence_confirmed);
+    } else if (ok && fenced_logged) {
+      log::Get("budget").info("coordinator: {} read to its end again: granting", ControlTopic());
+    }
+    fenced_logged = !ok;
+    return ok;
+  }
+
+  // Stops granting for good: once everything it published is delivered, the hand-over record.
+  // With grants still in flight it writes none (they could land after a successor read the
+  // grants topic back): the next coordinator then waits out its timeout.
   void Yield() {
     if (!claimed || yielded) return;
     yielded = true;
-    const Status grants = producer->Flush(5'000);
-    const Status st = Put(Record(CoordinatorState::kYield, instance));
-    if (!grants.ok() || !st.ok()) {
+    Status grants = Status::Ok();
+    for (int n = 0; n < 4 && producer->QueueLength() > 0; ++n) grants = producer->Flush(2'500);
+    if (producer->QueueLength() > 0) {
+      log::Get("budget").warn(
+          "coordinator: {} holdings still undelivered ({}): not handing the market over; the next "
+          "coordinator waits {} ms for this one",
+          producer->QueueLength(), grants.message(), opt.handover_timeout_ms);
+      return;
+    }
+    if (const Status st = Put(Record(CoordinatorState::kYield, instance)); !st.ok()) {
       log::Get("budget").warn(
           "coordinator: could not hand the market over on {} ({}); the next coordinator waits {} "
-          "ms for it",
-          ControlTopic(), grants.ok() ? st.message() : grants.message(), opt.handover_timeout_ms);
+          "ms for this one",
+          ControlTopic(), st.message(), opt.handover_timeout_ms);
     }
   }
+  ~Impl() { Yield(); }
 
   std::set<LeaseKey> seen;                  // budgets set in the ledger
   std::map<std::string, int64_t> seen_seq;  // per bidder: the highest message seq processed
@@ -563,9 +635,7 @@ struct Coordinator::Impl {
 };
 
 Coordinator::Coordinator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-Coordinator::~Coordinator() {
-  if (impl_) impl_->Yield();
-}
+Coordinator::~Coordinator() = default;
 
 namespace {
 // A coordinator process's instance: random, new at each start.
@@ -595,10 +665,7 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions opt)
   RTB_ASSIGN_OR_RETURN(m->producer, kafka::Producer::Create(std::move(po)));
   // One coordinator serves a market: the one before this hands over (its last grants are on
   // the grants topic) before this one reads them back.
-  if (Status st = m->AwaitTurn(); !st.ok()) {
-    m->Yield();
-    return st;
-  }
+  RTB_RETURN_IF_ERROR(m->AwaitTurn());  // on failure ~Impl hands over
   // Every lease as the grants topic last said it: the latest total per (budget, bidder).
   std::map<std::pair<LeaseKey, std::string>, LeaseGrant> latest;
   int64_t bad = 0;
@@ -665,6 +732,7 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
   int64_t next_reclaim = NowUnixMs() + m.opt.reclaim_every_ms;
   constexpr int64_t kStatusEveryMs = 10'000;
   int64_t next_status = NowUnixMs() + kStatusEveryMs;
+  if (m.yielded) return Status::FailedPrecondition("this coordinator has handed the market over");
   while (!stop.load()) {
     if (const auto newer = m.NewerClaim()) {
       log::Get("budget").info(
@@ -674,6 +742,10 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
       std::lock_guard<std::mutex> lk(m.counters_mu);
       m.counters.handed_over_to = newer->instance;
       break;
+    }
+    if (!m.MayGrant()) {  // fenced: the requests wait on their topic
+      m.producer->Poll(100);
+      continue;
     }
     Impl::Granted granted;
     int64_t now = NowUnixMs();
@@ -763,6 +835,13 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
       next_reclaim = now + m.opt.reclaim_every_ms;
     }
     RTB_RETURN_IF_ERROR(m.publish_error);
+    // A turn can outlast the fence (a reclaim's watermark queries): publish only if it holds.
+    for (const auto& [id, amount] : m.unpublished) granted[id] += amount;
+    m.unpublished.clear();
+    if (!m.MayGrant()) {
+      m.unpublished = std::move(granted);
+      continue;
+    }
     RTB_RETURN_IF_ERROR(m.PublishChanges(granted, now));
     m.producer->Poll(0);
   }

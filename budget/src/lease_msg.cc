@@ -62,7 +62,7 @@ std::string EncodeLeaseMessage(const LeaseMessage& m) {
   return j.dump();
 }
 
-Result<LeaseMessage> DecodeLeaseMessage(std::string_view text) {
+static Result<LeaseMessage> DecodeLeaseMessageJson(std::string_view text) {
   const json j = json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return Status::InvalidArgument("lease message: not JSON");
   if (j.value("format", "") != "rtb.lease" || j.value("schema_version", 0) != 1) {
@@ -156,7 +156,7 @@ std::string EncodeLeaseGrant(const LeaseGrant& g) {
   return j.dump();
 }
 
-Result<LeaseGrant> DecodeLeaseGrant(std::string_view text) {
+static Result<LeaseGrant> DecodeLeaseGrantJson(std::string_view text) {
   const json j = json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object() || j.value("format", "") != "rtb.lease_grant" ||
       j.value("schema_version", 0) != 1) {
@@ -226,7 +226,7 @@ std::string EncodeCoordinatorRecord(const CoordinatorRecord& r) {
   return j.dump();
 }
 
-Result<CoordinatorRecord> DecodeCoordinatorRecord(std::string_view text) {
+static Result<CoordinatorRecord> DecodeCoordinatorRecordJson(std::string_view text) {
   const json j = json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object() || j.value("format", "") != "rtb.lease_coordinator" ||
       j.value("schema_version", 0) != 1) {
@@ -252,6 +252,26 @@ Result<CoordinatorRecord> DecodeCoordinatorRecord(std::string_view text) {
   if (j.contains("by") && j["by"].is_string()) r.by = j["by"].get<std::string>();
   if (j.contains("ts_ms") && j["ts_ms"].is_number_integer()) r.ts_ms = j["ts_ms"].get<int64_t>();
   return r;
+}
+
+// A field of the wrong type makes nlohmann::json throw: an error value, like any bad message.
+template <typename F>
+static auto Guarded(const char* what, F&& decode) -> decltype(decode()) {
+  try {
+    return decode();
+  } catch (const nlohmann::json::exception& e) {
+    return Status::InvalidArgument(std::string(what) + ": " + e.what());
+  }
+}
+
+Result<LeaseMessage> DecodeLeaseMessage(std::string_view text) {
+  return Guarded("lease message", [&] { return DecodeLeaseMessageJson(text); });
+}
+Result<LeaseGrant> DecodeLeaseGrant(std::string_view text) {
+  return Guarded("lease grant", [&] { return DecodeLeaseGrantJson(text); });
+}
+Result<CoordinatorRecord> DecodeCoordinatorRecord(std::string_view text) {
+  return Guarded("coordinator record", [&] { return DecodeCoordinatorRecordJson(text); });
 }
 
 }  // namespace rtb::budget

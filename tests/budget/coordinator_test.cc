@@ -802,17 +802,27 @@ TEST(Coordinator, ASecondCoordinatorServesOnlyOnceTheFirstHandsOverAndNeverGrant
   }));
   sc.Put(LeaseMsgType::kRequest, "a", 1, {7, 0, 1'000'000, 0, 0, 0});
   ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("a", kKey) == 1'000'000; }, 10s));
-  // Bidders b and c ask for the whole budget, again and again, through the hand-over.
+  // Bidders b and c ask for a little, again and again, through the hand-over: the first is
+  // granting when the second starts (the budget lasts 200 asks, about 5 s).
   std::atomic<bool> asking{true};
   std::thread askers([&] {
     auto p = RequestsProducer(sc.brokers);
     for (int64_t n = 1; p != nullptr && asking.load(); ++n) {
-      Send(*p, LeaseMsgType::kRequest, n % 2 ? "b" : "c", {{7, 0, kArmBudget, 0, 0, 0}}, n);
+      Send(*p, LeaseMsgType::kRequest, n % 2 ? "b" : "c", {{7, 0, 20'000, 0, 0, 0}}, n);
       (void)p->Flush(5000);
       std::this_thread::sleep_for(20ms);
     }
   });
-  std::this_thread::sleep_for(300ms);
+  struct StopAsking {
+    std::atomic<bool>& asking;
+    std::thread& t;
+    ~StopAsking() {
+      asking = false;
+      if (t.joinable()) t.join();
+    }
+  } stop_asking{asking, askers};
+  std::this_thread::sleep_for(500ms);
+  const int64_t granted_before = sc.co->counters().grants_published;
   auto second = Coordinator::Create(sc.opt);
   ASSERT_TRUE(second.ok()) << second.status().message();
   // The first has handed over: its Run returned, naming the second.
@@ -820,9 +830,10 @@ TEST(Coordinator, ASecondCoordinatorServesOnlyOnceTheFirstHandsOverAndNeverGrant
   sc.stop = true;
   sc.run.join();
   const std::string second_instance = sc.co->counters().handed_over_to;
+  EXPECT_GT(sc.co->counters().grants_published, granted_before);  // it granted meanwhile
   EXPECT_EQ((*second)->counters().waited_for, 1);
   EXPECT_EQ((*second)->counters().taken_for_dead, 0);
-  // Everything the first granted is in the second's ledger.
+  // Everything the first granted, to its last grant, is in the second's ledger.
   for (const auto& [bidder, held] : LatestHeld(sc.brokers)) {
     EXPECT_EQ((*second)->ledger().Held(bidder, kKey), held) << bidder;
   }
@@ -830,7 +841,7 @@ TEST(Coordinator, ASecondCoordinatorServesOnlyOnceTheFirstHandsOverAndNeverGrant
   std::atomic<bool> stop{false};
   std::thread run([&] { EXPECT_TRUE((*second)->Run(stop).ok()); });
   Joiner join_run{stop, run};
-  ASSERT_TRUE(WaitFor([&] { return (*second)->ledger().Of(kKey).pool() == 0; }, 20s));
+  ASSERT_TRUE(WaitFor([&] { return (*second)->ledger().Of(kKey).pool() == 0; }, 30s));
   asking = false;
   askers.join();
   // What the bidders were told, over both coordinators: the budget, not more.
@@ -896,9 +907,10 @@ TEST(Coordinator, AClaimThatNeverHandsOverIsTakenForDeadAndANewerClaimWins) {
   PutRecord(*producer, CoordinatorState::kClaim, "killed-2");
   Result<std::unique_ptr<Coordinator>> waiting = Status::Internal("not started");
   std::thread start([&] { waiting = Coordinator::Create(opt); });
-  ASSERT_TRUE(WaitFor([&] { return CoordinatorRecords(brokers).size() == 8; }, 20s));
-  PutRecord(*producer, CoordinatorState::kClaim, "newer");
+  const bool claimed = WaitFor([&] { return CoordinatorRecords(brokers).size() == 8; }, 20s);
+  PutRecord(*producer, CoordinatorState::kClaim, "newer");  // also ends the wait if not claimed
   start.join();
+  ASSERT_TRUE(claimed);
   ASSERT_FALSE(waiting.ok());
   EXPECT_EQ(waiting.status().code(), Status::Code::kFailedPrecondition);
   EXPECT_NE(waiting.status().message().find("coordinator newer (elsewhere) claimed the market"),
@@ -908,6 +920,49 @@ TEST(Coordinator, AClaimThatNeverHandsOverIsTakenForDeadAndANewerClaimWins) {
   ASSERT_EQ(records.size(), 10u);
   EXPECT_EQ(records[9].state, CoordinatorState::kYield);
   EXPECT_EQ(records[9].instance, records[7].instance);
+}
+
+// Self-fencing: a serving coordinator that cannot read the coordinators' topic to its end (its
+// partition's leader is down, the other topics' is up) grants nothing once half the hand-over
+// timeout has passed (a newer coordinator may have claimed the market and, after the whole
+// timeout, taken it for dead), and grants again once it can read it. (On the embedded cluster
+// its watermark query waits for the broker to come back, so it fences when the answer comes,
+// older than half the timeout; granting nothing meanwhile either way.)
+TEST(Coordinator, ACoordinatorThatCannotReadTheCoordinatorsTopicGrantsNothingUntilItCan) {
+  auto mock = LeaseCluster();
+  ASSERT_NE(mock, nullptr);
+  const std::string brokers = mock->bootstrap();
+  const std::string control = "rtb.lease.grants.coordinators";
+  ASSERT_TRUE(mock->CreateTopic(control, 1, 3).ok());
+  for (int32_t p = 0; p < 4; ++p)
+    ASSERT_TRUE(mock->SetPartitionLeader("rtb.lease.requests", p, 1).ok());
+  ASSERT_TRUE(mock->SetPartitionLeader("rtb.lease.grants", 0, 1).ok());
+  ASSERT_TRUE(mock->SetPartitionLeader(control, 0, 3).ok());
+  ASSERT_TRUE(mock->SetGroupCoordinator("rtb-budget-fence", 1).ok());
+  CoordinatorOptions opt = MarketOptions(brokers);
+  opt.group_id = "rtb-budget-fence";
+  opt.handover_timeout_ms = 2'000;  // fenced after 1 s without reading the topic to its end
+  auto co = Coordinator::Create(opt);
+  ASSERT_TRUE(co.ok()) << co.status().message();
+  std::atomic<bool> stop{false};
+  std::thread run([&] { EXPECT_TRUE((*co)->Run(stop).ok()); });
+  Joiner join_run{stop, run};
+  auto producer = RequestsProducer(brokers);
+  ASSERT_NE(producer, nullptr);
+  Send(*producer, LeaseMsgType::kRequest, "a", {{7, 0, 500'000, 0, 0, 0}}, 1);
+  ASSERT_TRUE(producer->Flush(5000).ok());
+  ASSERT_TRUE(WaitFor([&] { return (*co)->ledger().Held("a", kKey) == 500'000; }, 10s));
+  mock->SetBrokerDown(3);
+  std::this_thread::sleep_for(3s);
+  Send(*producer, LeaseMsgType::kRequest, "b", {{7, 0, 500'000, 0, 0, 0}}, 1);
+  ASSERT_TRUE(producer->Flush(5000).ok());
+  std::this_thread::sleep_for(2s);
+  EXPECT_EQ((*co)->ledger().Held("b", kKey), 0) << "granted while fenced";
+  mock->SetBrokerUp(3);
+  EXPECT_TRUE(WaitFor([&] { return (*co)->ledger().Held("b", kKey) == 500'000; }, 20s));
+  // It fenced itself: its watermark query of the topic failed or waited for the broker, so
+  // what it knew of the topic was older than half the timeout.
+  EXPECT_GE((*co)->counters().fences, 1);
 }
 
 TEST(LeaseMessages, CoordinatorRecordsRoundTripAndBadOnesAreErrors) {
@@ -933,6 +988,19 @@ TEST(LeaseMessages, CoordinatorRecordsRoundTripAndBadOnesAreErrors) {
         R"({"format":"rtb.lease_coordinator","schema_version":1,"state":1,"instance":"a"})"}) {
     EXPECT_FALSE(DecodeCoordinatorRecord(bad).ok()) << bad;
   }
+  // A field of the wrong type is an error value, not an exception, in every lease message.
+  for (
+      const char* bad :
+      {R"({"format":1,"schema_version":1,"state":"claim","instance":"a"})",
+       R"({"format":"rtb.lease_coordinator","schema_version":"1","state":"claim","instance":"a"})"}) {
+    EXPECT_FALSE(DecodeCoordinatorRecord(bad).ok()) << bad;
+  }
+  EXPECT_FALSE(DecodeLeaseGrant(R"({"format":7,"schema_version":1})").ok());
+  EXPECT_FALSE(DecodeLeaseGrant(R"({"format":"rtb.lease_grant","schema_version":1,"bidder":"b",)"
+                                R"("day":1,"adv":2,"arm":"learned","held":3,"granted":"x"})")
+                   .ok());
+  EXPECT_FALSE(DecodeLeaseMessage(R"({"format":[],"schema_version":1})").ok());
+  EXPECT_FALSE(DecodeLeaseMessage(R"({"format":"rtb.lease","schema_version":1,"type":5})").ok());
   // A wrong type of an optional field is not an exception.
   EXPECT_TRUE(DecodeCoordinatorRecord(
                   R"({"format":"rtb.lease_coordinator","schema_version":1,"state":"yield",)"

@@ -4,7 +4,7 @@
 # `rtb budget`; `rtb exchange --traffic` plays its traffic over both, with notices, while a paced
 # load generator measures one bidder's latency. Five seconds in:
 #   coordinator: the coordinator is SIGKILLed; 30 s later a new one starts, waits for the
-#     killed one to hand the market over (it never does: taken for dead after 10 s), and
+#     killed one to hand the market over (it never does: taken for dead after 3 s), and
 #     rebuilds the leases from the grants topic;
 #   kafka: every broker of the cluster (`rtb kafka`, a process of its own) goes down for 30 s,
 #     longer than the coordinator's heartbeat timeout (10 s) and the bidders' lease TTL (5 s);
@@ -128,7 +128,7 @@ else
   echo "lease_outage: coordinator SIGKILLed; down for 30 s"
   sleep 30
   "$RTB" budget --market "$OUT/a.yaml" --brokers "$BROKERS" --heartbeat-timeout-ms "$TIMEOUT_MS" \
-    2> "$OUT/budget-2.log" &
+    --handover-timeout-ms 3000 2> "$OUT/budget-2.log" &
   BUD=$!
 fi
 wait "$LG" || fail "the load generator failed"
