@@ -441,12 +441,6 @@ struct Coordinator::Impl {
   std::string host;
   std::unique_ptr<kafka::Consumer> control;
   bool claimed = false, yielded = false;
-  int64_t control_next = 0;  // the next offset of the coordinators' topic to read
-  // Self-fencing (Run): the steady-clock time of the last watermark query that found every
-  // record of the coordinators' topic read; the next query is due at next_fence_check.
-  int64_t fence_confirmed = 0, next_fence_check = 0;
-  bool fenced_logged = false;
-  Granted unpublished;  // holdings held back while unconfirmed, published once confirmed
 
   static int64_t SteadyMs() {
     return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -466,11 +460,11 @@ struct Coordinator::Impl {
     if (state == CoordinatorState::kGone) r.by = instance;
     return r;
   }
-  Status Put(const CoordinatorRecord& r) {
+  Status Put(const CoordinatorRecord& r, int flush_ms = 10'000) {
     RTB_RETURN_IF_ERROR(
         producer->Produce(ControlTopic(), 0, r.instance, EncodeCoordinatorRecord(r)));
     if (r.instance == instance && r.state == CoordinatorState::kClaim) claimed = true;
-    return producer->Flush(10'000);
+    return producer->Flush(flush_ms);
   }
 
   // Claims the market, then reads the coordinators' topic from its start: the claims before
@@ -507,8 +501,7 @@ struct Coordinator::Impl {
         for (const std::string& w : waiting) {
           log::Get("budget").warn(
               "coordinator: coordinator {} ({}) did not hand the market over in {} ms: taken for "
-              "dead (a live coordinator stops granting once it has not read this topic to its "
-              "end for half that time; docs/budget-leases.md, section 2)",
+              "dead (docs/budget-leases.md, section 2)",
               w, before[w].host, opt.handover_timeout_ms);
           RTB_RETURN_IF_ERROR(Put(Record(CoordinatorState::kGone, w)));
         }
@@ -523,7 +516,6 @@ struct Coordinator::Impl {
         }
         continue;
       }
-      control_next = msg->offset() + 1;
       auto r = DecodeCoordinatorRecord(msg->payload());
       if (!r.ok()) continue;
       if (!mine) {
@@ -550,7 +542,6 @@ struct Coordinator::Impl {
       }
       if (r->state != CoordinatorState::kClaim) waiting.erase(r->instance);
     }
-    fence_confirmed = SteadyMs();  // read to its own claim and past every earlier one
     return Status::Ok();
   }
 
@@ -560,48 +551,11 @@ struct Coordinator::Impl {
       auto msg = control->Poll(0);
       if (!msg) return std::nullopt;
       if (!msg->ok()) continue;
-      control_next = msg->offset() + 1;
       auto r = DecodeCoordinatorRecord(msg->payload());
       if (!r.ok() || r->instance == instance) continue;
       if (r->state == CoordinatorState::kClaim) return *r;
     }
     return std::nullopt;
-  }
-
-  // Self-fencing: whether this coordinator may grant now. It may while it has read the
-  // coordinators' topic to its end (a watermark query, once a second) within half the hand-over
-  // timeout: a newer coordinator takes a silent one for dead only after the whole timeout, so a
-  // coordinator that cannot read the topic (cut off, stalled) has stopped granting by then.
-  bool MayGrant() {
-    const int64_t asked = SteadyMs();
-    if (asked >= next_fence_check) {
-      next_fence_check = asked + 1'000;
-      const int64_t asked_wall = NowUnixMs();
-      auto wm = control->Watermarks(ControlTopic(), 0, 500);
-      // As of when it was asked: the answer may have waited for the brokers.
-      if (wm.ok() && control_next >= wm->second) fence_confirmed = asked;
-      // A query that failed or waited is the coordinator's own Kafka outage, as in CaughtUp:
-      // no reclaim for a heartbeat timeout after it (Reachable).
-      const int64_t answered_wall = NowUnixMs();
-      if (!wm.ok() || answered_wall - asked_wall > kSlowQueriesMs) unreachable = true;
-      if (wm.ok()) Reachable(answered_wall);
-    }
-    const int64_t now = SteadyMs();
-    const bool ok = now - fence_confirmed <= opt.handover_timeout_ms / 2;
-    if (!ok && !fenced_logged) {
-      {
-        std::lock_guard<std::mutex> lk(counters_mu);
-        ++counters.fences;
-      }
-      log::Get("budget").warn(
-          "coordinator: {} not read to its end for {} ms: granting nothing until it is (a newer "
-          "coordinator may have claimed the market)",
-          ControlTopic(), now - fence_confirmed);
-    } else if (ok && fenced_logged) {
-      log::Get("budget").info("coordinator: {} read to its end again: granting", ControlTopic());
-    }
-    fenced_logged = !ok;
-    return ok;
   }
 
   // Stops granting for good: once everything it published is delivered, the hand-over record.
@@ -611,7 +565,7 @@ struct Coordinator::Impl {
     if (!claimed || yielded) return;
     yielded = true;
     Status grants = Status::Ok();
-    for (int n = 0; n < 4 && producer->QueueLength() > 0; ++n) grants = producer->Flush(2'500);
+    for (int n = 0; n < 2 && producer->QueueLength() > 0; ++n) grants = producer->Flush(1'500);
     if (producer->QueueLength() > 0) {
       log::Get("budget").warn(
           "coordinator: {} holdings still undelivered ({}): not handing the market over; the next "
@@ -619,7 +573,7 @@ struct Coordinator::Impl {
           producer->QueueLength(), grants.message(), opt.handover_timeout_ms);
       return;
     }
-    if (const Status st = Put(Record(CoordinatorState::kYield, instance)); !st.ok()) {
+    if (const Status st = Put(Record(CoordinatorState::kYield, instance), 2'000); !st.ok()) {
       log::Get("budget").warn(
           "coordinator: could not hand the market over on {} ({}); the next coordinator waits {} "
           "ms for this one",
@@ -743,10 +697,6 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
       m.counters.handed_over_to = newer->instance;
       break;
     }
-    if (!m.MayGrant()) {  // fenced: the requests wait on their topic
-      m.producer->Poll(100);
-      continue;
-    }
     Impl::Granted granted;
     int64_t now = NowUnixMs();
     for (int n = 0; n < 500; ++n) {  // a batch, then publish
@@ -835,13 +785,6 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
       next_reclaim = now + m.opt.reclaim_every_ms;
     }
     RTB_RETURN_IF_ERROR(m.publish_error);
-    // A turn can outlast the fence (a reclaim's watermark queries): publish only if it holds.
-    for (const auto& [id, amount] : m.unpublished) granted[id] += amount;
-    m.unpublished.clear();
-    if (!m.MayGrant()) {
-      m.unpublished = std::move(granted);
-      continue;
-    }
     RTB_RETURN_IF_ERROR(m.PublishChanges(granted, now));
     m.producer->Poll(0);
   }

@@ -605,8 +605,9 @@ TEST(Coordinator, ANeedOfABidderThatDiedIsNotServedByItsOwnReclaim) {
 TEST(Coordinator, OneLiveProcessPerBidderNameARestartTakesItBackANewcomerOnlyFromTheDead) {
   ServingCoordinator sc;
   // A timeout long enough for the checks below while x's process lives (reading the grants
-  // topic whole takes up to a second or two on the embedded cluster).
-  ASSERT_NO_FATAL_FAILURE(sc.StartReclaiming("rtb-budget-one-process", 5'000));
+  // topic whole takes up to a second or two on the embedded cluster; 5 s was once too short
+  // for the first four checks in a CI run beside other tests).
+  ASSERT_NO_FATAL_FAILURE(sc.StartReclaiming("rtb-budget-one-process", 12'000));
   const Heartbeats other(sc.brokers, "other", 1);  // keeps the bidders' clock going
   auto put = [&](LeaseMsgType type, const std::string& instance, std::vector<std::string> lineage,
                  int64_t seq, const LeaseItem& item) {
@@ -652,7 +653,7 @@ TEST(Coordinator, OneLiveProcessPerBidderNameARestartTakesItBackANewcomerOnlyFro
   EXPECT_EQ(sc.co->counters().reclaims, 0);
 
   // i3 falls silent and is reclaimed down to its spend; then i2 takes the name, from nothing.
-  ASSERT_TRUE(WaitFor([&] { return sc.co->counters().reclaims == 1; }, 15s));
+  ASSERT_TRUE(WaitFor([&] { return sc.co->counters().reclaims == 1; }, 30s));
   EXPECT_EQ(sc.co->ledger().Held("x", kKey), 300'000);
   t = NowUnixMs();
   put(LeaseMsgType::kRequest, "i2", {}, 6, {7, 0, 500'000, 0, 0, 0, 500'000});
@@ -666,7 +667,7 @@ TEST(Coordinator, OneLiveProcessPerBidderNameARestartTakesItBackANewcomerOnlyFro
 
   // i2 dies too; a restart of i3's store (i4, lineage i3) takes the name and gets i3's record
   // back (its spend is in that store); i2's goes aside.
-  ASSERT_TRUE(WaitFor([&] { return sc.co->counters().reclaims == 2; }, 15s));
+  ASSERT_TRUE(WaitFor([&] { return sc.co->counters().reclaims == 2; }, 30s));
   put(LeaseMsgType::kReport, "i4", {"i3", "i1"}, 7, {7, 0, 0, 0, 300'000, 0});
   ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("x~i3", kKey) == 0; }, 10s));
   EXPECT_EQ(sc.co->ledger().Held("x", kKey), 300'000);
@@ -920,49 +921,6 @@ TEST(Coordinator, AClaimThatNeverHandsOverIsTakenForDeadAndANewerClaimWins) {
   ASSERT_EQ(records.size(), 10u);
   EXPECT_EQ(records[9].state, CoordinatorState::kYield);
   EXPECT_EQ(records[9].instance, records[7].instance);
-}
-
-// Self-fencing: a serving coordinator that cannot read the coordinators' topic to its end (its
-// partition's leader is down, the other topics' is up) grants nothing once half the hand-over
-// timeout has passed (a newer coordinator may have claimed the market and, after the whole
-// timeout, taken it for dead), and grants again once it can read it. (On the embedded cluster
-// its watermark query waits for the broker to come back, so it fences when the answer comes,
-// older than half the timeout; granting nothing meanwhile either way.)
-TEST(Coordinator, ACoordinatorThatCannotReadTheCoordinatorsTopicGrantsNothingUntilItCan) {
-  auto mock = LeaseCluster();
-  ASSERT_NE(mock, nullptr);
-  const std::string brokers = mock->bootstrap();
-  const std::string control = "rtb.lease.grants.coordinators";
-  ASSERT_TRUE(mock->CreateTopic(control, 1, 3).ok());
-  for (int32_t p = 0; p < 4; ++p)
-    ASSERT_TRUE(mock->SetPartitionLeader("rtb.lease.requests", p, 1).ok());
-  ASSERT_TRUE(mock->SetPartitionLeader("rtb.lease.grants", 0, 1).ok());
-  ASSERT_TRUE(mock->SetPartitionLeader(control, 0, 3).ok());
-  ASSERT_TRUE(mock->SetGroupCoordinator("rtb-budget-fence", 1).ok());
-  CoordinatorOptions opt = MarketOptions(brokers);
-  opt.group_id = "rtb-budget-fence";
-  opt.handover_timeout_ms = 2'000;  // fenced after 1 s without reading the topic to its end
-  auto co = Coordinator::Create(opt);
-  ASSERT_TRUE(co.ok()) << co.status().message();
-  std::atomic<bool> stop{false};
-  std::thread run([&] { EXPECT_TRUE((*co)->Run(stop).ok()); });
-  Joiner join_run{stop, run};
-  auto producer = RequestsProducer(brokers);
-  ASSERT_NE(producer, nullptr);
-  Send(*producer, LeaseMsgType::kRequest, "a", {{7, 0, 500'000, 0, 0, 0}}, 1);
-  ASSERT_TRUE(producer->Flush(5000).ok());
-  ASSERT_TRUE(WaitFor([&] { return (*co)->ledger().Held("a", kKey) == 500'000; }, 10s));
-  mock->SetBrokerDown(3);
-  std::this_thread::sleep_for(3s);
-  Send(*producer, LeaseMsgType::kRequest, "b", {{7, 0, 500'000, 0, 0, 0}}, 1);
-  ASSERT_TRUE(producer->Flush(5000).ok());
-  std::this_thread::sleep_for(2s);
-  EXPECT_EQ((*co)->ledger().Held("b", kKey), 0) << "granted while fenced";
-  mock->SetBrokerUp(3);
-  EXPECT_TRUE(WaitFor([&] { return (*co)->ledger().Held("b", kKey) == 500'000; }, 20s));
-  // It fenced itself: its watermark query of the topic failed or waited for the broker, so
-  // what it knew of the topic was older than half the timeout.
-  EXPECT_GE((*co)->counters().fences, 1);
 }
 
 TEST(LeaseMessages, CoordinatorRecordsRoundTripAndBadOnesAreErrors) {

@@ -31,9 +31,7 @@ struct CoordinatorOptions {
   // Who serves the market (one partition, compacted; empty: grants_topic + ".coordinators"). A
   // starting coordinator claims the market there and serves only once every earlier claim is
   // handed over (a serving coordinator reads the topic on every turn of its loop, and stops
-  // granting and hands over when a newer claim appears) or `handover_timeout_ms` passed. A
-  // serving coordinator that has not read the topic to its end for half that time grants
-  // nothing until it has (self-fencing).
+  // granting and hands over when a newer claim appears) or `handover_timeout_ms` passed.
   std::string coordinators_topic;
   int handover_timeout_ms = 10'000;
   // When set, a start still waiting for the hand-over gives up (and hands over itself).
@@ -77,9 +75,6 @@ class Coordinator {
     // At start: earlier coordinators waited for (handed over), and those that never did and
     // were taken for dead after handover_timeout_ms.
     int64_t waited_for = 0, taken_for_dead = 0;
-    // Times Run stopped granting because it could not read the coordinators' topic to its end
-    // (self-fencing), and granted again once it could.
-    int64_t fences = 0;
     // Run stopped because a newer coordinator claimed the market (the instance that did).
     std::string handed_over_to;
   };
