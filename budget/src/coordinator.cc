@@ -442,11 +442,7 @@ struct Coordinator::Impl {
   std::unique_ptr<kafka::Consumer> control;
   bool claimed = false, yielded = false;
 
-  static int64_t SteadyMs() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-  }
+  static int64_t SteadyMs() { return NowSteadyUs() / 1000; }
   std::string ControlTopic() const {
     return opt.coordinators_topic.empty() ? opt.grants_topic + ".coordinators"
                                           : opt.coordinators_topic;

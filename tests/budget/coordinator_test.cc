@@ -805,23 +805,16 @@ TEST(Coordinator, ASecondCoordinatorServesOnlyOnceTheFirstHandsOverAndNeverGrant
   ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("a", kKey) == 1'000'000; }, 10s));
   // Bidders b and c ask for a little, again and again, through the hand-over: the first is
   // granting when the second starts (the budget lasts 200 asks, about 5 s).
-  std::atomic<bool> asking{true};
+  std::atomic<bool> asked_enough{false};
   std::thread askers([&] {
     auto p = RequestsProducer(sc.brokers);
-    for (int64_t n = 1; p != nullptr && asking.load(); ++n) {
+    for (int64_t n = 1; p != nullptr && !asked_enough.load(); ++n) {
       Send(*p, LeaseMsgType::kRequest, n % 2 ? "b" : "c", {{7, 0, 20'000, 0, 0, 0}}, n);
       (void)p->Flush(5000);
       std::this_thread::sleep_for(20ms);
     }
   });
-  struct StopAsking {
-    std::atomic<bool>& asking;
-    std::thread& t;
-    ~StopAsking() {
-      asking = false;
-      if (t.joinable()) t.join();
-    }
-  } stop_asking{asking, askers};
+  Joiner stop_asking{asked_enough, askers};
   std::this_thread::sleep_for(500ms);
   const int64_t granted_before = sc.co->counters().grants_published;
   auto second = Coordinator::Create(sc.opt);
@@ -843,7 +836,7 @@ TEST(Coordinator, ASecondCoordinatorServesOnlyOnceTheFirstHandsOverAndNeverGrant
   std::thread run([&] { EXPECT_TRUE((*second)->Run(stop).ok()); });
   Joiner join_run{stop, run};
   ASSERT_TRUE(WaitFor([&] { return (*second)->ledger().Of(kKey).pool() == 0; }, 30s));
-  asking = false;
+  asked_enough = true;
   askers.join();
   // What the bidders were told, over both coordinators: the budget, not more.
   int64_t sum = 0;
