@@ -558,7 +558,8 @@ int main(int argc, char** argv) {
                  "default: <grants topic>.coordinators)");
   bu->add_option("--handover-timeout-ms", ba.c.handover_timeout_ms,
                  "How long a starting coordinator waits for the one serving to hand over before "
-                 "taking it for dead")
+                 "taking it for dead; a serving one grants nothing once it has not read its own "
+                 "beat back for half of it")
       ->check(CLI::Range(1'000, 600'000))
       ->capture_default_str();
   bu->add_option("--heartbeat-timeout-ms", ba.c.lease.heartbeat_timeout_ms,

@@ -9,6 +9,8 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <thread>
+#include <utility>
 
 #include "rtb/budget/lease_msg.h"
 #include "rtb/core/ab.h"
@@ -220,6 +222,7 @@ struct Coordinator::Impl {
   std::map<std::string, int64_t> shown_owner_ms;  // per name: when a refused process last was
   std::map<std::string, int64_t> refusal_log_ms;  // per name: the next refusal logged
   Status publish_error = Status::Ok();            // a hand-over's records could not be published
+  Granted unpublished;  // decided, then fenced before publishing (Run): published once fresh
 
   // What the coordinator keeps per name moves with a name's holdings (Retire), so that the
   // process that takes a name does not inherit another's message numbers, returns or needs.
@@ -440,7 +443,70 @@ struct Coordinator::Impl {
   std::string instance;
   std::string host;
   std::unique_ptr<kafka::Consumer> control;
+  std::unique_ptr<kafka::Producer> control_out;  // its records (the grants' queue stays its own)
   bool claimed = false, yielded = false;
+
+  // The self-fence. A serving coordinator writes a beat about once a second and grants only
+  // while it has read one of its own back that it wrote less than FenceMs() ago: the topic has
+  // one partition, so it has then read every claim written before that beat. A newer claim
+  // takes it for dead only after the whole timeout from the newer claim's own read-back, so a
+  // coordinator cut off from the topic, or stalled, stops granting at least half the timeout
+  // before its successor reads the grants back. Its own claim read back counts as the first beat.
+  int64_t beat_seq = 0, next_beat_ms = 0, fresh_until_ms = 0;
+  std::map<int64_t, int64_t> beats_sent;  // seq -> when written (steady ms), until read back
+  bool fenced = false, served = false;    // served: fresh once in Run (a start's wait is no fence)
+  int64_t fenced_since_ms = 0;
+  int64_t FenceMs() const { return opt.handover_timeout_ms / 2; }
+  int64_t BeatEveryMs() const { return std::clamp<int64_t>(FenceMs() / 5, 100, 1'000); }
+  bool Fresh() const { return SteadyMs() < fresh_until_ms; }
+  void Beat() {
+    const int64_t t = SteadyMs();
+    if (t >= next_beat_ms) {
+      next_beat_ms = t + BeatEveryMs();
+      CoordinatorRecord r = Record(CoordinatorState::kServing, instance);
+      r.seq = ++beat_seq;
+      // Not flushed: a beat that cannot be delivered is simply not read back.
+      if (control_out->Produce(ControlTopic(), 0, instance, EncodeCoordinatorRecord(r)).ok()) {
+        beats_sent[r.seq] = t;
+        while (beats_sent.size() > 1'000) beats_sent.erase(beats_sent.begin());
+      }
+    }
+    control_out->Poll(0);
+  }
+  void ReadBack(int64_t seq) {
+    const auto it = beats_sent.find(seq);
+    if (it == beats_sent.end()) return;
+    fresh_until_ms = std::max(fresh_until_ms, it->second + FenceMs());
+    beats_sent.erase(beats_sent.begin(), std::next(it));
+  }
+  // No fresh beat read back: grant nothing, read no requests (they wait on the topic).
+  void Fence() {
+    if (fenced) return;
+    fenced = true;
+    fenced_since_ms = SteadyMs();
+    if (!served) return;  // its claim was read back too long ago: it waits for its first beat
+    {
+      std::lock_guard<std::mutex> lk(counters_mu);
+      ++counters.fences;
+    }
+    log::Get("budget").warn(
+        "coordinator: no beat of its own read back from {} within {} ms: it grants nothing until "
+        "one is (a newer coordinator may have claimed the market; docs/budget-leases.md, section "
+        "2)",
+        ControlTopic(), FenceMs());
+  }
+  void Unfence() {
+    if (!fenced) return;
+    fenced = false;
+    if (!std::exchange(served, true)) return;
+    const int64_t spell = SteadyMs() - fenced_since_ms;
+    log::Get("budget").info("coordinator: reads its own beats back again after {} ms: grants again",
+                            spell);
+    // As after an outage of its own (Reachable): the bidders' silence meanwhile was unread.
+    if (spell > opt.lease.heartbeat_timeout_ms / 2) {
+      reclaims_paused_until_ms = NowUnixMs() + opt.lease.heartbeat_timeout_ms;
+    }
+  }
 
   static int64_t SteadyMs() { return NowSteadyUs() / 1000; }
   std::string ControlTopic() const {
@@ -458,9 +524,9 @@ struct Coordinator::Impl {
   }
   Status Put(const CoordinatorRecord& r, int flush_ms = 10'000) {
     RTB_RETURN_IF_ERROR(
-        producer->Produce(ControlTopic(), 0, r.instance, EncodeCoordinatorRecord(r)));
+        control_out->Produce(ControlTopic(), 0, r.instance, EncodeCoordinatorRecord(r)));
     if (r.instance == instance && r.state == CoordinatorState::kClaim) claimed = true;
-    return producer->Flush(flush_ms);
+    return control_out->Flush(flush_ms);
   }
 
   // Claims the market, then reads the coordinators' topic from its start: the claims before
@@ -473,11 +539,13 @@ struct Coordinator::Impl {
     kafka::Consumer::Options co;
     co.bootstrap = opt.brokers;
     co.group_id = opt.group_id + ".coordinators." + instance;  // assigned, never joins or commits
-    co.properties = {{"auto.offset.reset", "earliest"}};  // an offset out of range skips nothing
+    co.properties = {{"auto.offset.reset", "earliest"},  // an offset out of range skips nothing
+                     {"fetch.wait.max.ms", "20"}};       // the fence reads its beats back in time
     co.properties.insert(co.properties.end(), opt.kafka_properties.begin(),
                          opt.kafka_properties.end());
     RTB_ASSIGN_OR_RETURN(control, kafka::Consumer::Create(std::move(co)));
     RTB_RETURN_IF_ERROR(control->Assign({{topic, 0, kafka::kOffsetBeginning}}));
+    const int64_t claimed_ms = SteadyMs();
     if (Status st = Put(Record(CoordinatorState::kClaim, instance)); !st.ok()) {
       return Status::Unavailable("cannot claim the market on " + topic + ": " + st.message());
     }
@@ -517,8 +585,9 @@ struct Coordinator::Impl {
       if (!mine) {
         if (r->instance == instance && r->state == CoordinatorState::kClaim) {
           mine = true;
+          fresh_until_ms = claimed_ms + FenceMs();
           for (const auto& [i, rec] : before) {
-            if (rec.state == CoordinatorState::kClaim) waiting.insert(i);
+            if (Standing(rec.state)) waiting.insert(i);
           }
           counters.waited_for = static_cast<int64_t>(waiting.size());
           for (const std::string& w : waiting) {
@@ -536,19 +605,28 @@ struct Coordinator::Impl {
         return Status::FailedPrecondition("coordinator " + r->instance + " (" + r->host +
                                           ") claimed the market after this one: it serves");
       }
-      if (r->state != CoordinatorState::kClaim) waiting.erase(r->instance);
+      if (!Standing(r->state)) waiting.erase(r->instance);
     }
     return Status::Ok();
   }
+  // A claim, or a beat: its coordinator serves or waits to (neither handed over nor gone).
+  static bool Standing(CoordinatorState s) {
+    return s == CoordinatorState::kClaim || s == CoordinatorState::kServing;
+  }
 
   // A claim newer than this coordinator's, read since the last call: its instance and host.
+  // Its own beats read back meanwhile renew the fence.
   std::optional<CoordinatorRecord> NewerClaim() {
     for (int n = 0; n < 64; ++n) {
       auto msg = control->Poll(0);
       if (!msg) return std::nullopt;
       if (!msg->ok()) continue;
       auto r = DecodeCoordinatorRecord(msg->payload());
-      if (!r.ok() || r->instance == instance) continue;
+      if (!r.ok()) continue;
+      if (r->instance == instance) {
+        if (r->state == CoordinatorState::kServing) ReadBack(r->seq);
+        continue;
+      }
       if (r->state == CoordinatorState::kClaim) return *r;
     }
     return std::nullopt;
@@ -612,7 +690,9 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions opt)
   po.properties = {{"enable.idempotence", "true"}, {"linger.ms", "1"}};
   const auto& site = m->opt.kafka_properties;
   po.properties.insert(po.properties.end(), site.begin(), site.end());
+  kafka::Producer::Options control_po = po;
   RTB_ASSIGN_OR_RETURN(m->producer, kafka::Producer::Create(std::move(po)));
+  RTB_ASSIGN_OR_RETURN(m->control_out, kafka::Producer::Create(std::move(control_po)));
   // One coordinator serves a market: the one before this hands over (its last grants are on
   // the grants topic) before this one reads them back.
   RTB_RETURN_IF_ERROR(m->AwaitTurn());  // on failure ~Impl hands over
@@ -693,7 +773,17 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
       m.counters.handed_over_to = newer->instance;
       break;
     }
-    Impl::Granted granted;
+    m.Beat();
+    if (!m.Fresh()) {
+      m.Fence();
+      m.producer->Poll(0);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;
+    }
+    m.Unfence();
+    m.served = true;
+    // With what was decided before a fence came up at the publish below.
+    Impl::Granted granted = std::exchange(m.unpublished, {});
     int64_t now = NowUnixMs();
     for (int n = 0; n < 500; ++n) {  // a batch, then publish
       auto msg = m.consumer->Poll(n == 0 ? 100 : 0);
@@ -781,6 +871,10 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
       next_reclaim = now + m.opt.reclaim_every_ms;
     }
     RTB_RETURN_IF_ERROR(m.publish_error);
+    if (!m.Fresh()) {  // fenced while it read: published once it reads its beats back
+      m.unpublished = std::move(granted);
+      continue;
+    }
     RTB_RETURN_IF_ERROR(m.PublishChanges(granted, now));
     m.producer->Poll(0);
   }

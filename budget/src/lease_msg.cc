@@ -210,6 +210,8 @@ const char* StateName(CoordinatorState s) {
       return "yield";
     case CoordinatorState::kGone:
       return "gone";
+    case CoordinatorState::kServing:
+      return "serving";
   }
   return "claim";
 }
@@ -223,6 +225,7 @@ std::string EncodeCoordinatorRecord(const CoordinatorRecord& r) {
             {"host", r.host},
             {"ts_ms", r.ts_ms}};
   if (!r.by.empty()) j["by"] = r.by;
+  if (r.state == CoordinatorState::kServing) j["seq"] = r.seq;
   return j.dump();
 }
 
@@ -244,8 +247,15 @@ static Result<CoordinatorRecord> DecodeCoordinatorRecordJson(std::string_view te
     r.state = CoordinatorState::kYield;
   } else if (state == "gone") {
     r.state = CoordinatorState::kGone;
+  } else if (state == "serving") {
+    r.state = CoordinatorState::kServing;
+    if (!j.contains("seq") || !j["seq"].is_number_integer() || j["seq"].get<int64_t>() <= 0) {
+      return Status::InvalidArgument("coordinator record: a serving beat needs its seq (>= 1)");
+    }
+    r.seq = j["seq"].get<int64_t>();
   } else {
-    return Status::InvalidArgument("coordinator record: state must be claim, yield or gone");
+    return Status::InvalidArgument(
+        "coordinator record: state must be claim, serving, yield or gone");
   }
   r.instance = j["instance"].get<std::string>();
   if (j.contains("host") && j["host"].is_string()) r.host = j["host"].get<std::string>();

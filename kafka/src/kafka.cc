@@ -394,6 +394,25 @@ Status MockCluster::CreateTopic(const std::string& topic, int partitions, int re
 
 void MockCluster::SetBrokerDown(int broker) { rd_kafka_mock_broker_set_down(mock_, broker); }
 void MockCluster::SetBrokerUp(int broker) { rd_kafka_mock_broker_set_up(mock_, broker); }
+Status MockCluster::SetGroupCoordinator(const std::string& group, int broker) {
+  const rd_kafka_resp_err_t e =
+      rd_kafka_mock_coordinator_set(mock_, "group", group.c_str(), broker);
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return Status::InvalidArgument("mock cluster: coordinator of group " + group + ": " +
+                                   rd_kafka_err2str(e));
+  }
+  return Status::Ok();
+}
+Status MockCluster::SetPartitionLeader(const std::string& topic, int32_t partition, int broker) {
+  const rd_kafka_resp_err_t e =
+      rd_kafka_mock_partition_set_leader(mock_, topic.c_str(), partition, broker);
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return Status::InvalidArgument("mock cluster: leader of " + topic + " [" +
+                                   std::to_string(partition) + "]: " + rd_kafka_err2str(e));
+  }
+  return Status::Ok();
+}
+
 void MockCluster::FailNextProduceRequests(int count) {
   constexpr rd_kafka_resp_err_t kFailover[] = {
       RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION, RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS,

@@ -501,7 +501,14 @@ TEST(Coordinator, AfterAKafkaOutageALiveBidderThatReconnectsLateIsNotTakenForDea
 // holds nothing. Before, the money sat in the pool until b's next ask.
 TEST(Coordinator, AReclaimedLeaseGoesToTheWaitingBidderAtOnce) {
   ServingCoordinator sc;
-  ASSERT_NO_FATAL_FAILURE(sc.StartReclaiming("rtb-budget-reclaim-serves", 700));
+  // A need stands 5 s; a bidder is dead after 1.5 s of silence (700 ms once took b, which says
+  // it is alive every 20 ms or so, for dead beside other tests).
+  ASSERT_NO_FATAL_FAILURE(sc.Start([](CoordinatorOptions& o) {
+    o.group_id = "rtb-budget-reclaim-serves";
+    o.lease.heartbeat_timeout_ms = 1'500;
+    o.reclaim_every_ms = 100;
+    o.need_stands_ms = 5'000;
+  }));
   // a takes the whole budget; b then needs 1.00 of a dry pool, and a falls silent.
   sc.Put(LeaseMsgType::kRequest, "a", 1, {7, 0, kArmBudget, 0, 0, 0, kArmBudget});
   ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("a", kKey) == kArmBudget; }, 10s));
@@ -516,8 +523,8 @@ TEST(Coordinator, AReclaimedLeaseGoesToTheWaitingBidderAtOnce) {
       },
       10s))
       << "b holds " << sc.co->ledger().Held("b", kKey);
-  // Within the 2 s a need stands, so the reclaim met it (b never asked again).
-  EXPECT_LT(std::chrono::steady_clock::now() - asked, 2s);
+  // Within the 5 s the need stands, so the reclaim met it (b never asked again).
+  EXPECT_LT(std::chrono::steady_clock::now() - asked, 5s);
   EXPECT_EQ(sc.co->ledger().Held("a", kKey), 0);
   // b stays alive while the grants are read back (a bidder silent past the timeout is dead,
   // even the last one heard from): its own producer says so every 100 ms.
@@ -766,23 +773,28 @@ TEST(Coordinator, ShareSizingGivesEachBidderItsTrafficShareAndMovesTheExcessToWh
   EXPECT_LE(sc.co->ledger().Of(kKey).held, kArmBudget);
 }
 
-// The coordinators' topic: every record, in order.
-std::vector<CoordinatorRecord> CoordinatorRecords(const std::string& brokers) {
+// The coordinators' topic: every record, in order (without the serving coordinators' beats
+// unless `beats`).
+std::vector<CoordinatorRecord> CoordinatorRecords(const std::string& brokers, bool beats = true) {
   std::vector<CoordinatorRecord> out;
   EXPECT_TRUE(kafka::ReadWholeTopic({.bootstrap = brokers}, "rtb.lease.grants.coordinators", 10000,
                                     [&](int32_t, int64_t, std::string_view v) {
                                       auto r = DecodeCoordinatorRecord(v);
                                       ASSERT_TRUE(r.ok()) << r.status().message();
-                                      out.push_back(*r);
+                                      if (beats || r->state != CoordinatorState::kServing) {
+                                        out.push_back(*r);
+                                      }
                                     })
                   .ok());
   return out;
 }
 
 // A coordinator record written by the test (a coordinator process that is not there).
-void PutRecord(kafka::Producer& p, CoordinatorState state, const std::string& instance) {
+void PutRecord(kafka::Producer& p, CoordinatorState state, const std::string& instance,
+               int64_t seq = 0) {
   CoordinatorRecord r;
   r.state = state;
+  r.seq = seq;
   r.instance = instance;
   r.host = "elsewhere";
   r.ts_ms = NowUnixMs();
@@ -849,8 +861,17 @@ TEST(Coordinator, ASecondCoordinatorServesOnlyOnceTheFirstHandsOverAndNeverGrant
       10s))
       << sum;
   EXPECT_EQ((*second)->ledger().Of(kKey).held, kArmBudget);
-  // The coordinators' topic: the first's claim, the second's, the first's hand-over.
-  const auto records = CoordinatorRecords(sc.brokers);
+  // The coordinators' topic: the first's claim, the second's, the first's hand-over; and the
+  // first's beats while it served, numbered from 1.
+  const auto all = CoordinatorRecords(sc.brokers);
+  int64_t beats = 0;
+  for (const CoordinatorRecord& r : all) {
+    if (r.state == CoordinatorState::kServing && r.instance == all[0].instance) {
+      EXPECT_EQ(r.seq, ++beats);
+    }
+  }
+  EXPECT_GE(beats, 2);
+  const auto records = CoordinatorRecords(sc.brokers, /*beats=*/false);
   ASSERT_EQ(records.size(), 3u);
   EXPECT_EQ(records[0].state, CoordinatorState::kClaim);
   EXPECT_EQ(records[1].state, CoordinatorState::kClaim);
@@ -869,6 +890,8 @@ TEST(Coordinator, AClaimThatNeverHandsOverIsTakenForDeadAndANewerClaimWins) {
   auto producer = RequestsProducer(brokers);
   ASSERT_NE(producer, nullptr);
   PutRecord(*producer, CoordinatorState::kClaim, "killed-1");
+  // Its last record is a beat: it served (a beat stands for its claim).
+  PutRecord(*producer, CoordinatorState::kServing, "killed-1", 3);
   CoordinatorOptions opt = MarketOptions(brokers);
   opt.handover_timeout_ms = 1'500;
   {
@@ -889,19 +912,19 @@ TEST(Coordinator, AClaimThatNeverHandsOverIsTakenForDeadAndANewerClaimWins) {
     EXPECT_TRUE((*co)->counters().handed_over_to.empty());
   }
   auto records = CoordinatorRecords(brokers);
-  ASSERT_EQ(records.size(), 6u);
-  EXPECT_EQ(records[2].state, CoordinatorState::kGone);
-  EXPECT_EQ(records[2].instance, "killed-1");
-  EXPECT_EQ(records[2].by, records[1].instance);
-  EXPECT_EQ(records[3].state, CoordinatorState::kYield);
-  EXPECT_EQ(records[5].state, CoordinatorState::kYield);
-  EXPECT_EQ(records[5].instance, records[4].instance);
+  ASSERT_EQ(records.size(), 7u);
+  EXPECT_EQ(records[3].state, CoordinatorState::kGone);
+  EXPECT_EQ(records[3].instance, "killed-1");
+  EXPECT_EQ(records[3].by, records[2].instance);
+  EXPECT_EQ(records[4].state, CoordinatorState::kYield);
+  EXPECT_EQ(records[6].state, CoordinatorState::kYield);
+  EXPECT_EQ(records[6].instance, records[5].instance);
 
   // Another killed claim; a coordinator waits for it, and a newer claim comes meanwhile.
   PutRecord(*producer, CoordinatorState::kClaim, "killed-2");
   Result<std::unique_ptr<Coordinator>> waiting = Status::Internal("not started");
   std::thread start([&] { waiting = Coordinator::Create(opt); });
-  const bool claimed = WaitFor([&] { return CoordinatorRecords(brokers).size() == 8; }, 20s);
+  const bool claimed = WaitFor([&] { return CoordinatorRecords(brokers).size() == 9; }, 20s);
   PutRecord(*producer, CoordinatorState::kClaim, "newer");  // also ends the wait if not claimed
   start.join();
   ASSERT_TRUE(claimed);
@@ -911,9 +934,56 @@ TEST(Coordinator, AClaimThatNeverHandsOverIsTakenForDeadAndANewerClaimWins) {
             std::string::npos)
       << waiting.status().message();
   records = CoordinatorRecords(brokers);
-  ASSERT_EQ(records.size(), 10u);
-  EXPECT_EQ(records[9].state, CoordinatorState::kYield);
-  EXPECT_EQ(records[9].instance, records[7].instance);
+  ASSERT_EQ(records.size(), 11u);
+  EXPECT_EQ(records[10].state, CoordinatorState::kYield);
+  EXPECT_EQ(records[10].instance, records[8].instance);
+}
+
+// The self-fence: a serving coordinator cut off from the coordinators' topic (its partition's
+// leader is down, the requests' and grants' are up) cannot read a newer claim, and after the
+// hand-over timeout a newer coordinator would take it for dead and serve. It reads its own beats
+// back no more, so half that timeout after its last one it grants nothing (it reads no requests
+// either: they wait on their topic); once its beats come back it serves the waiting requests.
+// Without the fence it grants on through the outage.
+TEST(Coordinator, ACoordinatorCutOffFromTheCoordinatorsTopicGrantsNothingUntilItReadsItsBeats) {
+  auto mock = LeaseCluster();
+  ASSERT_NE(mock, nullptr);
+  const std::string brokers = mock->bootstrap();
+  const std::string control = "rtb.lease.grants.coordinators";
+  ASSERT_TRUE(mock->CreateTopic(control, 1, 3).ok());
+  for (int32_t p = 0; p < 4; ++p) {
+    ASSERT_TRUE(mock->SetPartitionLeader("rtb.lease.requests", p, 1).ok());
+  }
+  ASSERT_TRUE(mock->SetPartitionLeader("rtb.lease.grants", 0, 1).ok());
+  ASSERT_TRUE(mock->SetPartitionLeader(control, 0, 3).ok());
+  ASSERT_TRUE(mock->SetGroupCoordinator("rtb-budget-fence", 1).ok());
+  CoordinatorOptions opt = MarketOptions(brokers);
+  opt.group_id = "rtb-budget-fence";
+  opt.handover_timeout_ms = 2'000;  // fenced 1 s after the last beat it read back
+  auto co = Coordinator::Create(opt);
+  ASSERT_TRUE(co.ok()) << co.status().message();
+  std::atomic<bool> stop{false};
+  std::thread run([&] { EXPECT_TRUE((*co)->Run(stop).ok()); });
+  Joiner join_run{stop, run};
+  auto producer = RequestsProducer(brokers);
+  ASSERT_NE(producer, nullptr);
+  Send(*producer, LeaseMsgType::kRequest, "a", {{7, 0, 500'000, 0, 0, 0}}, 1);
+  ASSERT_TRUE(producer->Flush(5000).ok());
+  ASSERT_TRUE(WaitFor([&] { return (*co)->ledger().Held("a", kKey) == 500'000; }, 10s));
+  EXPECT_EQ((*co)->counters().fences, 0);  // serving, its beats read back
+  mock->SetBrokerDown(3);
+  std::this_thread::sleep_for(2s);
+  Send(*producer, LeaseMsgType::kRequest, "b", {{7, 0, 500'000, 0, 0, 0}}, 1);
+  ASSERT_TRUE(producer->Flush(5000).ok());
+  std::this_thread::sleep_for(2s);
+  EXPECT_EQ((*co)->ledger().Held("b", kKey), 0) << "granted while fenced";
+  EXPECT_EQ((*co)->counters().fences, 1);
+  const int64_t published = (*co)->counters().grants_published;
+  mock->SetBrokerUp(3);
+  EXPECT_TRUE(WaitFor([&] { return (*co)->ledger().Held("b", kKey) == 500'000; }, 20s));
+  EXPECT_TRUE(WaitFor([&] { return (*co)->counters().grants_published > published; }, 5s));
+  EXPECT_EQ((*co)->counters().fences, 1);
+  EXPECT_TRUE((*co)->counters().handed_over_to.empty());
 }
 
 TEST(LeaseMessages, CoordinatorRecordsRoundTripAndBadOnesAreErrors) {
@@ -930,13 +1000,25 @@ TEST(LeaseMessages, CoordinatorRecordsRoundTripAndBadOnesAreErrors) {
   EXPECT_EQ(back->host, "host-1");
   EXPECT_EQ(back->ts_ms, 77);
   EXPECT_EQ(back->by, "fedc");
+  r.state = CoordinatorState::kServing;
+  r.by.clear();
+  r.seq = 12;
+  back = DecodeCoordinatorRecord(EncodeCoordinatorRecord(r));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->state, CoordinatorState::kServing);
+  EXPECT_EQ(back->seq, 12);
   for (const char* bad :
        {"", "{", "[]", R"({"format":"rtb.lease_grant","schema_version":1})",
         R"({"format":"rtb.lease_coordinator","schema_version":2,"state":"claim","instance":"a"})",
         R"({"format":"rtb.lease_coordinator","schema_version":1,"state":"claim"})",
         R"({"format":"rtb.lease_coordinator","schema_version":1,"state":"claim","instance":""})",
         R"({"format":"rtb.lease_coordinator","schema_version":1,"state":"stop","instance":"a"})",
-        R"({"format":"rtb.lease_coordinator","schema_version":1,"state":1,"instance":"a"})"}) {
+        R"({"format":"rtb.lease_coordinator","schema_version":1,"state":1,"instance":"a"})",
+        R"({"format":"rtb.lease_coordinator","schema_version":1,"state":"serving","instance":"a"})",
+        R"({"format":"rtb.lease_coordinator","schema_version":1,"state":"serving","instance":"a",)"
+        R"("seq":0})",
+        R"({"format":"rtb.lease_coordinator","schema_version":1,"state":"serving","instance":"a",)"
+        R"("seq":"1"})"}) {
     EXPECT_FALSE(DecodeCoordinatorRecord(bad).ok()) << bad;
   }
   // A field of the wrong type is an error value, not an exception, in every lease message.

@@ -31,7 +31,10 @@ struct CoordinatorOptions {
   // Who serves the market (one partition, compacted; empty: grants_topic + ".coordinators"). A
   // starting coordinator claims the market there and serves only once every earlier claim is
   // handed over (a serving coordinator reads the topic on every turn of its loop, and stops
-  // granting and hands over when a newer claim appears) or `handover_timeout_ms` passed.
+  // granting and hands over when a newer claim appears) or `handover_timeout_ms` passed. A
+  // serving coordinator also writes a beat there about once a second and grants only while it
+  // has read one of its own back within half of `handover_timeout_ms` (its self-fence: cut off
+  // from that topic or stalled, it stops granting before a newer claim could take it for dead).
   std::string coordinators_topic;
   int handover_timeout_ms = 10'000;
   // When set, a start still waiting for the hand-over gives up (and hands over itself).
@@ -77,6 +80,9 @@ class Coordinator {
     int64_t waited_for = 0, taken_for_dead = 0;
     // Run stopped because a newer coordinator claimed the market (the instance that did).
     std::string handed_over_to;
+    // Times it fenced itself: no beat of its own read back within half the hand-over timeout,
+    // so it granted nothing (and read no requests) until one was.
+    int64_t fences = 0;
   };
   Counters counters() const;
   const LeaseLedger& ledger() const;

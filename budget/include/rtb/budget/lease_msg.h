@@ -91,13 +91,19 @@ enum class CoordinatorState : uint8_t {
   kClaim,  // a starting coordinator: it serves once every earlier claim is handed over or gone
   kYield,  // it has stopped granting, and its grants are on the grants topic
   kGone,   // an earlier claim that never handed over, taken for dead by `by` after its timeout
+  // A serving coordinator's beat (`seq`), written about once a second and read back by itself:
+  // it grants only while it has read one of its own beats back within half the hand-over
+  // timeout, so it has read every newer claim too (the topic has one partition). Stands for a
+  // claim: the latest record of a serving coordinator may be a beat.
+  kServing,
 };
 struct CoordinatorRecord {
   CoordinatorState state = CoordinatorState::kClaim;
   std::string instance;  // whose state this is (random, new at each start)
   std::string host;      // where it runs (for the operator)
   int64_t ts_ms = 0;
-  std::string by;  // kGone: the coordinator that wrote it
+  std::string by;   // kGone: the coordinator that wrote it
+  int64_t seq = 0;  // kServing: the beat's number, counted from 1 by each instance
 };
 std::string EncodeCoordinatorRecord(const CoordinatorRecord& r);
 Result<CoordinatorRecord> DecodeCoordinatorRecord(std::string_view json);

@@ -185,6 +185,11 @@ class MockCluster {
   // Fault injection (tests): broker ids are 1..brokers.
   void SetBrokerDown(int broker);
   void SetBrokerUp(int broker);
+  // Makes `broker` the leader of a topic's partition (the topic must exist), so that one
+  // broker's fault takes down some partitions and not others.
+  Status SetPartitionLeader(const std::string& topic, int32_t partition, int broker);
+  // Makes `broker` the coordinator of a consumer group.
+  Status SetGroupCoordinator(const std::string& group, int broker);
   // The next `count` produce requests, to any broker, are answered with retriable errors
   // instead of being appended (not leader, not enough replicas, leader not available, request
   // timed out, in turn), as during a broker's failover.
