@@ -212,7 +212,8 @@ int RunServe(const ServeArgs& a, const LogArgs& la) {
 // Runs `rtb-learner <sub> args...` (the only LibTorch binary) in place of this process.
 int ExecLearner(const std::string& sub, int argc, char** argv, int first) {
   const std::string exe = (ExeDir() / "rtb-learner").string();
-  std::vector<std::string> args = {exe, sub};
+  // argv[0] "rtb": its help reads "rtb train ...", as typed (it re-executes /proc/self/exe).
+  std::vector<std::string> args = {"rtb", sub};
   bool has_config = false;
   for (int i = first; i < argc; ++i) {
     args.emplace_back(argv[i]);

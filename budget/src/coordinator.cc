@@ -445,6 +445,9 @@ struct Coordinator::Impl {
   std::unique_ptr<kafka::Consumer> control;
   std::unique_ptr<kafka::Producer> control_out;  // its records (the grants' queue stays its own)
   bool claimed = false, yielded = false;
+  // Where its claim is on that topic: what is before it was settled at the start (a consumer
+  // reset to the topic's start must not take an old claim for a newer one).
+  int64_t claim_offset = -1;
 
   // The self-fence. A serving coordinator writes a beat about once a second and grants only
   // while it has read one of its own back that it wrote less than FenceMs() ago: the topic has
@@ -465,8 +468,10 @@ struct Coordinator::Impl {
       next_beat_ms = t + BeatEveryMs();
       CoordinatorRecord r = Record(CoordinatorState::kServing, instance);
       r.seq = ++beat_seq;
-      // Not flushed: a beat that cannot be delivered is simply not read back.
-      if (control_out->Produce(ControlTopic(), 0, instance, EncodeCoordinatorRecord(r)).ok()) {
+      // Not flushed: a beat that cannot be delivered is simply not read back. Keyed apart from
+      // the claim, which compaction must keep until a yield or gone replaces it.
+      if (control_out->Produce(ControlTopic(), 0, instance + "/beat", EncodeCoordinatorRecord(r))
+              .ok()) {
         beats_sent[r.seq] = t;
         while (beats_sent.size() > 1'000) beats_sent.erase(beats_sent.begin());
       }
@@ -484,7 +489,11 @@ struct Coordinator::Impl {
     if (fenced) return;
     fenced = true;
     fenced_since_ms = SteadyMs();
-    if (!served) return;  // its claim was read back too long ago: it waits for its first beat
+    if (!served) {  // its claim was read back too long ago (a start's wait): no fence yet
+      log::Get("budget").info("coordinator: waits to read its first beat back from {}",
+                              ControlTopic());
+      return;
+    }
     {
       std::lock_guard<std::mutex> lk(counters_mu);
       ++counters.fences;
@@ -585,6 +594,7 @@ struct Coordinator::Impl {
       if (!mine) {
         if (r->instance == instance && r->state == CoordinatorState::kClaim) {
           mine = true;
+          claim_offset = msg->offset();
           fresh_until_ms = claimed_ms + FenceMs();
           for (const auto& [i, rec] : before) {
             if (Standing(rec.state)) waiting.insert(i);
@@ -614,17 +624,19 @@ struct Coordinator::Impl {
     return s == CoordinatorState::kClaim || s == CoordinatorState::kServing;
   }
 
-  // A claim newer than this coordinator's, read since the last call: its instance and host.
-  // Its own beats read back meanwhile renew the fence.
+  // A claim newer than this coordinator's, read since the last call: its instance and host;
+  // or this one marked gone by a newer coordinator (`by`), whose claim compaction may have
+  // removed by then. Its own beats read back meanwhile renew the fence.
   std::optional<CoordinatorRecord> NewerClaim() {
     for (int n = 0; n < 64; ++n) {
       auto msg = control->Poll(0);
       if (!msg) return std::nullopt;
-      if (!msg->ok()) continue;
+      if (!msg->ok() || msg->offset() <= claim_offset) continue;
       auto r = DecodeCoordinatorRecord(msg->payload());
       if (!r.ok()) continue;
       if (r->instance == instance) {
         if (r->state == CoordinatorState::kServing) ReadBack(r->seq);
+        if (r->state == CoordinatorState::kGone) return *r;
         continue;
       }
       if (r->state == CoordinatorState::kClaim) return *r;
@@ -691,6 +703,12 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions opt)
   const auto& site = m->opt.kafka_properties;
   po.properties.insert(po.properties.end(), site.begin(), site.end());
   kafka::Producer::Options control_po = po;
+  // A grant not delivered within half the hand-over timeout is dropped, not sent later: fenced
+  // by then, this coordinator grants nothing more, and one that takes it for dead reads the
+  // grants topic back only a whole timeout after its claim (the holding is published again at
+  // the bidder's next ask or report).
+  po.properties.insert(po.properties.begin() + 2,
+                       {"message.timeout.ms", std::to_string(m->FenceMs())});
   RTB_ASSIGN_OR_RETURN(m->producer, kafka::Producer::Create(std::move(po)));
   RTB_ASSIGN_OR_RETURN(m->control_out, kafka::Producer::Create(std::move(control_po)));
   // One coordinator serves a market: the one before this hands over (its last grants are on
@@ -763,16 +781,29 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
   constexpr int64_t kStatusEveryMs = 10'000;
   int64_t next_status = NowUnixMs() + kStatusEveryMs;
   if (m.yielded) return Status::FailedPrecondition("this coordinator has handed the market over");
-  while (!stop.load()) {
-    if (const auto newer = m.NewerClaim()) {
+  // A newer coordinator claims the market: this one stops granting.
+  auto handed_over = [&m] {
+    const auto newer = m.NewerClaim();
+    if (!newer) return false;
+    const bool gone = newer->state == CoordinatorState::kGone;
+    const std::string& whose = gone ? newer->by : newer->instance;
+    if (gone) {
+      log::Get("budget").warn(
+          "coordinator: coordinator {} took this one ({}) for dead: it stops granting and hands "
+          "over",
+          whose, m.instance);
+    } else {
       log::Get("budget").info(
           "coordinator: coordinator {} ({}) claims the market: this one ({}) stops granting and "
           "hands over",
-          newer->instance, newer->host, m.instance);
-      std::lock_guard<std::mutex> lk(m.counters_mu);
-      m.counters.handed_over_to = newer->instance;
-      break;
+          whose, newer->host, m.instance);
     }
+    std::lock_guard<std::mutex> lk(m.counters_mu);
+    m.counters.handed_over_to = whose;
+    return true;
+  };
+  while (!stop.load()) {
+    if (handed_over()) break;
     m.Beat();
     if (!m.Fresh()) {
       m.Fence();
@@ -785,7 +816,7 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
     // With what was decided before a fence came up at the publish below.
     Impl::Granted granted = std::exchange(m.unpublished, {});
     int64_t now = NowUnixMs();
-    for (int n = 0; n < 500; ++n) {  // a batch, then publish
+    for (int n = 0; n < 500 && m.Fresh(); ++n) {  // a batch, then publish
       auto msg = m.consumer->Poll(n == 0 ? 100 : 0);
       if (!msg) break;
       if (n == 0) now = NowUnixMs();  // one clock read per batch: the first poll may wait
@@ -871,6 +902,9 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
       next_reclaim = now + m.opt.reclaim_every_ms;
     }
     RTB_RETURN_IF_ERROR(m.publish_error);
+    // The beats read back while it read (a turn can be longer than the fence's margin).
+    if (handed_over()) break;
+    m.Beat();
     if (!m.Fresh()) {  // fenced while it read: published once it reads its beats back
       m.unpublished = std::move(granted);
       continue;
