@@ -589,6 +589,7 @@ struct Coordinator::Impl {
         }
         continue;
       }
+      if (mine && msg->offset() <= claim_offset) continue;  // read again after a reset
       auto r = DecodeCoordinatorRecord(msg->payload());
       if (!r.ok()) continue;
       if (!mine) {
@@ -703,12 +704,6 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions opt)
   const auto& site = m->opt.kafka_properties;
   po.properties.insert(po.properties.end(), site.begin(), site.end());
   kafka::Producer::Options control_po = po;
-  // A grant not delivered within half the hand-over timeout is dropped, not sent later: fenced
-  // by then, this coordinator grants nothing more, and one that takes it for dead reads the
-  // grants topic back only a whole timeout after its claim (the holding is published again at
-  // the bidder's next ask or report).
-  po.properties.insert(po.properties.begin() + 2,
-                       {"message.timeout.ms", std::to_string(m->FenceMs())});
   RTB_ASSIGN_OR_RETURN(m->producer, kafka::Producer::Create(std::move(po)));
   RTB_ASSIGN_OR_RETURN(m->control_out, kafka::Producer::Create(std::move(control_po)));
   // One coordinator serves a market: the one before this hands over (its last grants are on
