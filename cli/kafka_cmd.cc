@@ -73,7 +73,8 @@ int RunKafka(const KafkaArgs& a) {
     topics.insert(topics.end(), {{k.events_topic, k.partitions},
                                  {k.policy_topic, 1},
                                  {cfg->leases.requests_topic, k.partitions},
-                                 {cfg->leases.grants_topic, 1}});
+                                 {cfg->leases.grants_topic, 1},
+                                 {cfg->leases.grants_topic + ".coordinators", 1}});
   }
   auto mock = kafka::MockCluster::Start(a.brokers);
   if (!mock.ok()) return Fail(mock.status().message());

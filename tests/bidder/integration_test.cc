@@ -1863,6 +1863,16 @@ TEST_F(BidderIntegration, ALeasedBidderHoldsTheNextDaysLeasesBeforeItsFirstReque
   Start(cfg);
   CoordinatorThread coordinator(MarketOf(cfg, bidder_->events().bootstrap()));
   ASSERT_TRUE(coordinator.status().ok()) << coordinator.status().message();
+  {  // the embedded cluster made the coordinators' topic with its one partition
+    kafka::Consumer::Options o;
+    o.bootstrap = bidder_->events().bootstrap();
+    o.group_id = "probe-coordinators-topic";
+    auto probe = kafka::Consumer::Create(std::move(o));
+    ASSERT_TRUE(probe.ok()) << probe.status().message();
+    auto n = (*probe)->PartitionCount(cfg.leases.grants_topic + ".coordinators", 5000);
+    ASSERT_TRUE(n.ok()) << n.status().message();
+    EXPECT_EQ(*n, 1);
+  }
   auto sim_request = [](const std::string& id, int64_t t_ms) {
     std::string r = Request(id);
     r.pop_back();  // the closing brace
