@@ -472,9 +472,14 @@ TEST(Coordinator, AnUnmetNeedLapsesAfterItsTime) {
 // silence was the outage's); one that never speaks again is reclaimed a heartbeat timeout
 // later. (Before, the coordinator read to the end at once and reclaimed both: the two-bidder
 // Kafka outage loop failed so once in CI.)
-TEST(Coordinator, AfterAKafkaOutageALiveBidderThatReconnectsLateIsNotTakenForDead) {
+void ALiveBidderThatReconnectsLateIsNotTakenForDead(int handover_timeout_ms) {
   ServingCoordinator sc;
-  ASSERT_NO_FATAL_FAILURE(sc.StartReclaiming("rtb-budget-own-outage", 3000));
+  ASSERT_NO_FATAL_FAILURE(sc.Start([&](CoordinatorOptions& o) {
+    o.group_id = "rtb-budget-own-outage";
+    o.lease.heartbeat_timeout_ms = 3000;
+    o.reclaim_every_ms = 100;
+    o.handover_timeout_ms = handover_timeout_ms;
+  }));
   sc.Put(LeaseMsgType::kRequest, "a", 1, {7, 0, 2'000'000, 0, 0, 0, 2'000'000});
   sc.Put(LeaseMsgType::kRequest, "b", 1, {7, 0, 1'000'000, 0, 0, 0, 1'000'000});
   ASSERT_TRUE(WaitFor(
@@ -494,6 +499,16 @@ TEST(Coordinator, AfterAKafkaOutageALiveBidderThatReconnectsLateIsNotTakenForDea
       << "b holds " << sc.co->ledger().Held("b", kKey);
   EXPECT_GE(sc.co->ledger().Held("a", kKey), 2'000'000);
   EXPECT_EQ(sc.co->counters().reclaims, 1);
+}
+TEST(Coordinator, AfterAKafkaOutageALiveBidderThatReconnectsLateIsNotTakenForDead) {
+  ALiveBidderThatReconnectsLateIsNotTakenForDead(10'000);
+}
+// The same outage fences the coordinator (its beats are not read back for 1 s): it reads and
+// reclaims nothing meanwhile, so no query of its own tells it of the outage; the pause after
+// the fence does (without it, a is reclaimed as the brokers come back).
+TEST(Coordinator,
+     AfterAnOutageThatFencedTheCoordinatorALiveBidderThatReconnectsLateIsNotTakenForDead) {
+  ALiveBidderThatReconnectsLateIsNotTakenForDead(2'000);
 }
 
 // What a reclaim frees goes at once to a bidder whose need waits for it (and the dead bidder's
