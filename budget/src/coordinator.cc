@@ -202,6 +202,7 @@ struct Coordinator::Impl {
       g.returned = ri == returned_seq.end() ? 0 : ri->second;
       g.wanted = WantedFrom(key, bidder, now);
       if (const auto o = owner.find(bidder); o != owner.end()) g.instance = o->second;
+      g.coordinator = instance;
       if (const auto r = recalls.find(id); r != recalls.end()) {
         g.wanted = std::max(g.wanted, r->second);
         recalls.erase(r);

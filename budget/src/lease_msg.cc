@@ -153,6 +153,7 @@ std::string EncodeLeaseGrant(const LeaseGrant& g) {
                 {"returned", g.returned},
                 {"wanted", g.wanted}};
   if (!g.instance.empty()) j["instance"] = g.instance;
+  if (!g.coordinator.empty()) j["coordinator"] = g.coordinator;
   return j.dump();
 }
 
@@ -186,6 +187,12 @@ static Result<LeaseGrant> DecodeLeaseGrantJson(std::string_view text) {
       return Status::InvalidArgument("lease grant: instance must be a string");
     }
     g.instance = j["instance"].get<std::string>();
+  }
+  if (j.contains("coordinator")) {
+    if (!j["coordinator"].is_string()) {
+      return Status::InvalidArgument("lease grant: coordinator must be a string");
+    }
+    g.coordinator = j["coordinator"].get<std::string>();
   }
   return g;
 }

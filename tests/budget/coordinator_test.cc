@@ -24,6 +24,19 @@ using namespace std::chrono_literals;
 const LeaseKey kKey{1, 7, 0};              // day 1, advertiser 7, learned arm
 constexpr int64_t kArmBudget = 5'000'000;  // half of 10.00
 
+// Every holding on the grants topic, in order (it has one partition).
+std::vector<LeaseGrant> AllHoldings(const std::string& brokers) {
+  std::vector<LeaseGrant> all;
+  EXPECT_TRUE(kafka::ReadWholeTopic({.bootstrap = brokers}, "rtb.lease.grants", 10000,
+                                    [&](int32_t, int64_t, std::string_view v) {
+                                      auto g = DecodeLeaseGrant(v);
+                                      ASSERT_TRUE(g.ok()) << g.status().message();
+                                      all.push_back(*g);
+                                    })
+                  .ok());
+  return all;
+}
+
 // The latest holding per bidder on the grants topic.
 std::map<std::string, int64_t> LatestHeld(const std::string& brokers) {
   std::map<std::string, int64_t> held;
@@ -877,6 +890,22 @@ TEST(Coordinator, ASecondCoordinatorServesOnlyOnceTheFirstHandsOverAndNeverGrant
       10s))
       << sum;
   EXPECT_EQ((*second)->ledger().Of(kKey).held, kArmBudget);
+  // On the grants topic the first's holdings all come before the second's first: the two never
+  // granted at the same time.
+  const std::vector<LeaseGrant> holdings = AllHoldings(sc.brokers);
+  size_t firsts = 0, seconds = 0, first_after_second = 0;
+  for (const LeaseGrant& g : holdings) {
+    if (g.coordinator == second_instance) {
+      ++seconds;
+    } else {
+      EXPECT_FALSE(g.coordinator.empty());
+      ++firsts;
+      if (seconds > 0) ++first_after_second;
+    }
+  }
+  EXPECT_GT(firsts, 0u);
+  EXPECT_GT(seconds, 0u);
+  EXPECT_EQ(first_after_second, 0u);
   // The coordinators' topic: the first's claim, the second's, the first's hand-over; and the
   // first's beats while it served, numbered from 1.
   const auto all = CoordinatorRecords(sc.brokers);
@@ -1161,6 +1190,14 @@ TEST(LeaseMessages, RoundTripAndClearErrors) {
   gb = DecodeLeaseGrant(EncodeLeaseGrant(g));
   ASSERT_TRUE(gb.ok());
   EXPECT_EQ(gb->instance, "p3");
+  EXPECT_TRUE(gb->coordinator.empty());
+  g.coordinator = "c9";
+  gb = DecodeLeaseGrant(EncodeLeaseGrant(g));
+  ASSERT_TRUE(gb.ok());
+  EXPECT_EQ(gb->coordinator, "c9");
+  EXPECT_FALSE(DecodeLeaseGrant(R"({"format":"rtb.lease_grant","schema_version":1,"bidder":"a",)"
+                                R"("day":1,"adv":3,"arm":"learned","held":5,"coordinator":4})")
+                   .ok());
   for (
       const char* bad :
       {"", "[]",

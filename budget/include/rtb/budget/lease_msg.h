@@ -78,6 +78,9 @@ struct LeaseGrant {
   // restores at start (what its state store's earlier process held), never a reason to bid;
   // another process's is ignored.
   std::string instance;
+  // The coordinator that published it (its instance; empty: not said): for the operator, and
+  // to tell two coordinators' holdings apart on the topic.
+  std::string coordinator;
 };
 
 std::string EncodeLeaseGrant(const LeaseGrant& g);
