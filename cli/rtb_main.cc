@@ -212,8 +212,9 @@ int RunServe(const ServeArgs& a, const LogArgs& la) {
 // Runs `rtb-learner <sub> args...` (the only LibTorch binary) in place of this process.
 int ExecLearner(const std::string& sub, int argc, char** argv, int first) {
   const std::string exe = (ExeDir() / "rtb-learner").string();
-  // argv[0] "rtb": its help reads "rtb train ...", as typed (it re-executes /proc/self/exe).
-  std::vector<std::string> args = {"rtb", sub};
+  // argv[0] "rtb" where the command has the learner's name: its help reads "rtb train ...", as
+  // typed (it re-executes /proc/self/exe). `rtb train-pacing` is the learner's `pacing`.
+  std::vector<std::string> args = {sub == "pacing" ? exe : std::string("rtb"), sub};
   bool has_config = false;
   for (int i = first; i < argc; ++i) {
     args.emplace_back(argv[i]);
@@ -559,8 +560,8 @@ int main(int argc, char** argv) {
                  "default: <grants topic>.coordinators)");
   bu->add_option("--handover-timeout-ms", ba.c.handover_timeout_ms,
                  "How long a starting coordinator waits for the one serving to hand over before "
-                 "taking it for dead; a serving one grants nothing once it has not read its own "
-                 "beat back for half of it")
+                 "taking it for dead; a serving one grants nothing once the last beat of its own "
+                 "it read back was written more than half of it ago")
       ->check(CLI::Range(1'000, 600'000))
       ->capture_default_str();
   bu->add_option("--heartbeat-timeout-ms", ba.c.lease.heartbeat_timeout_ms,
