@@ -26,6 +26,7 @@ LOADGEN=${3:-$(dirname "$RTB")/bench/loadgen}
 MODE=${4:-coordinator}
 [[ $MODE == coordinator || $MODE == kafka ]] || { echo "unknown outage: $MODE" >&2; exit 2; }
 OUT=$(mktemp -d)
+[[ -z ${KEEP:-} ]] || echo "lease_outage: logs and reports kept in $OUT"
 cd "$SRC"  # the market's files name each other from the repository root
 M=configs/markets/metro
 source "$SRC/scripts/serve_lib.sh"
