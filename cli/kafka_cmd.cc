@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "rtb/bidder/config.h"
+#include "rtb/budget/lease_msg.h"
 #include "rtb/core/log.h"
 #include "rtb/kafka/kafka.h"
 
@@ -74,7 +75,7 @@ int RunKafka(const KafkaArgs& a) {
                                  {k.policy_topic, 1},
                                  {cfg->leases.requests_topic, k.partitions},
                                  {cfg->leases.grants_topic, 1},
-                                 {cfg->leases.grants_topic + ".coordinators", 1}});
+                                 {budget::DefaultCoordinatorsTopic(cfg->leases.grants_topic), 1}});
   }
   auto mock = kafka::MockCluster::Start(a.brokers);
   if (!mock.ok()) return Fail(mock.status().message());

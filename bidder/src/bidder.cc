@@ -246,7 +246,8 @@ Result<std::unique_ptr<Bidder>> Bidder::Create(const BidderConfig& cfg) {
       RTB_RETURN_IF_ERROR(mock->CreateTopic(cfg.leases.requests_topic, cfg.kafka.partitions, rf));
       RTB_RETURN_IF_ERROR(mock->CreateTopic(cfg.leases.grants_topic, 1, rf));
       // Who serves the market (`rtb budget`'s default --coordinators-topic): one partition.
-      RTB_RETURN_IF_ERROR(mock->CreateTopic(cfg.leases.grants_topic + ".coordinators", 1, rf));
+      RTB_RETURN_IF_ERROR(
+          mock->CreateTopic(budget::DefaultCoordinatorsTopic(cfg.leases.grants_topic), 1, rf));
     }
     RTB_ASSIGN_OR_RETURN(LeaseClient::Identity id, LeaseIdentity(cfg, *m->state, m->instance));
     RTB_ASSIGN_OR_RETURN(

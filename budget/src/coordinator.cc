@@ -458,7 +458,7 @@ struct Coordinator::Impl {
   // before its successor reads the grants back. Its own claim read back counts as the first beat.
   int64_t beat_seq = 0, next_beat_ms = 0, fresh_until_ms = 0;
   std::map<int64_t, int64_t> beats_sent;  // seq -> when written (steady ms), until read back
-  bool fenced = false, served = false;    // served: fresh once in Run (a start's wait is no fence)
+  bool fenced = false, served = false;    // served: fresh once in Run (set there)
   int64_t fenced_since_ms = 0;
   int64_t FenceMs() const { return opt.handover_timeout_ms / 2; }
   int64_t BeatEveryMs() const { return std::clamp<int64_t>(FenceMs() / 5, 100, 1'000); }
@@ -508,7 +508,7 @@ struct Coordinator::Impl {
   void Unfence() {
     if (!fenced) return;
     fenced = false;
-    if (!std::exchange(served, true)) return;
+    if (!served) return;  // the start's wait, not logged as a fence
     const int64_t spell = SteadyMs() - fenced_since_ms;
     log::Get("budget").info("coordinator: reads its own beats back again after {} ms: grants again",
                             spell);
@@ -520,7 +520,7 @@ struct Coordinator::Impl {
 
   static int64_t SteadyMs() { return NowSteadyUs() / 1000; }
   std::string ControlTopic() const {
-    return opt.coordinators_topic.empty() ? opt.grants_topic + ".coordinators"
+    return opt.coordinators_topic.empty() ? DefaultCoordinatorsTopic(opt.grants_topic)
                                           : opt.coordinators_topic;
   }
   CoordinatorRecord Record(CoordinatorState state, const std::string& whose) const {

@@ -224,6 +224,10 @@ const char* StateName(CoordinatorState s) {
 }
 }  // namespace
 
+std::string DefaultCoordinatorsTopic(const std::string& grants_topic) {
+  return grants_topic + ".coordinators";
+}
+
 std::string EncodeCoordinatorRecord(const CoordinatorRecord& r) {
   json j = {{"format", "rtb.lease_coordinator"},
             {"schema_version", 1},

@@ -109,6 +109,8 @@ struct CoordinatorRecord {
   int64_t seq = 0;  // kServing: the beat's number, counted from 1 by each instance
 };
 std::string EncodeCoordinatorRecord(const CoordinatorRecord& r);
+// The coordinators' topic of a market whose grants go to `grants_topic`, unless configured.
+std::string DefaultCoordinatorsTopic(const std::string& grants_topic);
 Result<CoordinatorRecord> DecodeCoordinatorRecord(std::string_view json);
 
 }  // namespace rtb::budget
