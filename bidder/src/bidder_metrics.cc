@@ -115,6 +115,10 @@ HttpResult Bidder::Metrics() const {
           std::pair{"report", h.reports}, std::pair{"resync", h.resyncs}}) {
       line("rtb_lease_messages_total{kind=\"%s\"} %lld\n", kind, static_cast<long long>(count));
     }
+    o += "# HELP rtb_lease_stale_holdings_total Holdings of a coordinator fenced off by a newer "
+         "one (landed after its epoch marker on the grants topic): ignored.\n"
+         "# TYPE rtb_lease_stale_holdings_total counter\n";
+    line("rtb_lease_stale_holdings_total %lld\n", static_cast<long long>(h.stale));
   }
   o += "# HELP rtb_policy_version Version of the action table in use (0 = none).\n"
        "# TYPE rtb_policy_version gauge\n";

@@ -74,6 +74,10 @@ struct LeaseClient::Impl {
   // grew by since the last one.
   std::atomic<int64_t> total_asks{0}, total_answers{0}, total_returns{0}, total_reports{0},
       total_resyncs{0};  // resyncs: reports after a silence past the TTL (bids waited for holdings)
+  // Holdings of a coordinator fenced off by a newer one's epoch, landed late: ignored.
+  std::atomic<int64_t> total_stale{0};
+  int64_t next_stale_log_ms = 0;
+  budget::GrantsReader reader;  // the grants topic's epochs, per partition
   // What else the client did since the last stats line (logged every kStatsEveryMs with asks).
   struct Stats {
     int64_t asks = 0, answers = 0, returns = 0, resyncs = 0;  // the totals at the last line
@@ -193,8 +197,22 @@ struct LeaseClient::Impl {
 
   // One holding from the grants topic.
   void ApplyGrant(const kafka::Message& msg, int64_t now) {
-    auto g = budget::DecodeLeaseGrant(msg.payload());
-    if (!g.ok()) return;
+    budget::GrantsReader::Record r = reader.Take(msg.partition(), msg.payload());
+    if (r.kind == budget::GrantsReader::Kind::kStale) {
+      // Queued by a coordinator that a newer one has fenced off since (docs/budget-leases.md,
+      // section 2): what it says may already be granted again, to another bidder.
+      const int64_t n = total_stale.fetch_add(1) + 1;
+      if (now >= next_stale_log_ms) {
+        log::Get("lease").warn(
+            "lease client {}: a holding of coordinator {} (epoch {}) landed after a newer "
+            "coordinator's epoch {}: ignored ({} so far)",
+            name, r.grant.coordinator, r.grant.epoch, reader.MaxEpoch(), n);
+        next_stale_log_ms = now + 10'000;
+      }
+      return;
+    }
+    if (r.kind != budget::GrantsReader::Kind::kHolding) return;
+    const budget::LeaseGrant* g = &r.grant;
     const auto it = index_of.find(g->key.advertiser);
     if (it == index_of.end() || g->key.arm > 1) return;
     const size_t slot = g->key.arm * cfg->advertisers.size() + it->second;
@@ -661,6 +679,7 @@ LeaseClient::Health LeaseClient::GetHealth() const {
           .returns = m.total_returns.load(),
           .reports = m.total_reports.load(),
           .resyncs = m.total_resyncs.load(),
+          .stale = m.total_stale.load(),
           .name_conflict = m.name_conflict.load()};
 }
 

@@ -50,13 +50,15 @@ class LeaseClient {
 
   // What /metrics shows of the lease client (rtb_lease_*), since the process started.
   struct Health {
-    bool frozen = false;         // Kafka has taken no report for leases.ttl_ms: no new money
-    int64_t report_age_ms = 0;   // since Kafka last took a report, or since the client started
-    int64_t asks = 0;            // lease requests sent
-    int64_t answers = 0;         // holdings read that answered one
-    int64_t returns = 0;         // returns sent
-    int64_t reports = 0;         // reports Kafka took
-    int64_t resyncs = 0;         // reports after a silence past the TTL (bids waited for holdings)
+    bool frozen = false;        // Kafka has taken no report for leases.ttl_ms: no new money
+    int64_t report_age_ms = 0;  // since Kafka last took a report, or since the client started
+    int64_t asks = 0;           // lease requests sent
+    int64_t answers = 0;        // holdings read that answered one
+    int64_t returns = 0;        // returns sent
+    int64_t reports = 0;        // reports Kafka took
+    int64_t resyncs = 0;        // reports after a silence past the TTL (bids waited for holdings)
+    // Holdings a coordinator fenced off by a newer one's epoch had queued, landed late: ignored.
+    int64_t stale = 0;
     bool name_conflict = false;  // another live process holds this bidder name: no lease here
   };
   Health GetHealth() const;

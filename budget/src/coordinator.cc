@@ -203,6 +203,7 @@ struct Coordinator::Impl {
       g.wanted = WantedFrom(key, bidder, now);
       if (const auto o = owner.find(bidder); o != owner.end()) g.instance = o->second;
       g.coordinator = instance;
+      g.epoch = epoch;
       if (const auto r = recalls.find(id); r != recalls.end()) {
         g.wanted = std::max(g.wanted, r->second);
         recalls.erase(r);
@@ -449,6 +450,29 @@ struct Coordinator::Impl {
   // Where its claim is on that topic: what is before it was settled at the start (a consumer
   // reset to the topic's start must not take an old claim for a newer one).
   int64_t claim_offset = -1;
+  // Its epoch on the grants topic (EpochMarker): claim_offset + 1, so a later claim's is higher.
+  int64_t epoch = 0;
+
+  // Fences the grants topic off from every earlier coordinator (EpochMarker): a marker with
+  // this one's epoch on each partition, delivered before the topic is read back. A holding an
+  // earlier coordinator had queued and that lands later is ignored by every reader.
+  Status FenceGrants() {
+    epoch = claim_offset + 1;
+    auto parts = control->PartitionCount(opt.grants_topic, 10'000);
+    if (!parts.ok()) {
+      return Status::Unavailable("cannot fence " + opt.grants_topic + ": " +
+                                 parts.status().message());
+    }
+    EpochMarker marker{.epoch = epoch, .coordinator = instance, .ts_ms = NowUnixMs()};
+    for (int32_t p = 0; p < *parts; ++p) {
+      RTB_RETURN_IF_ERROR(
+          producer->Produce(opt.grants_topic, p, EpochMarkerKey(p), EncodeEpochMarker(marker)));
+    }
+    if (Status st = producer->Flush(10'000); !st.ok()) {
+      return Status::Unavailable("cannot fence " + opt.grants_topic + ": " + st.message());
+    }
+    return Status::Ok();
+  }
 
   // The self-fence. A serving coordinator writes a beat about once a second and grants only
   // while it has read one of its own back that it wrote less than FenceMs() ago: the topic has
@@ -710,19 +734,33 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions opt)
   // One coordinator serves a market: the one before this hands over (its last grants are on
   // the grants topic) before this one reads them back.
   RTB_RETURN_IF_ERROR(m->AwaitTurn());  // on failure ~Impl hands over
-  // Every lease as the grants topic last said it: the latest total per (budget, bidder).
+  RTB_RETURN_IF_ERROR(m->FenceGrants());
+  // Every lease as the grants topic last said it: the latest total per (budget, bidder), the
+  // holdings that landed after a newer epoch's marker left out (GrantsReader).
   std::map<std::pair<LeaseKey, std::string>, LeaseGrant> latest;
-  int64_t bad = 0;
-  RTB_RETURN_IF_ERROR(kafka::ReadWholeTopic({.bootstrap = m->opt.brokers, .properties = site},
-                                            m->opt.grants_topic, 30000,
-                                            [&](int32_t, int64_t, std::string_view v) {
-                                              auto g = DecodeLeaseGrant(v);
-                                              if (g.ok()) {
-                                                latest[{g->key, g->bidder}] = *g;
-                                              } else {
-                                                ++bad;
-                                              }
-                                            }));
+  int64_t bad = 0, stale = 0;
+  GrantsReader reader;
+  RTB_RETURN_IF_ERROR(
+      kafka::ReadWholeTopic({.bootstrap = m->opt.brokers, .properties = site}, m->opt.grants_topic,
+                            30000, [&](int32_t p, int64_t, std::string_view v) {
+                              GrantsReader::Record r = reader.Take(p, v);
+                              if (r.kind == GrantsReader::Kind::kHolding) {
+                                latest[{r.grant.key, r.grant.bidder}] = std::move(r.grant);
+                              } else if (r.kind == GrantsReader::Kind::kStale) {
+                                ++stale;
+                              } else if (r.kind == GrantsReader::Kind::kMalformed) {
+                                ++bad;
+                              }
+                            }));
+  if (reader.MaxEpoch() > m->epoch) {
+    // A newer coordinator fenced the topic meanwhile, or the coordinators' topic was recreated
+    // (its offsets, and so the epochs, started again from 0): either way not this one's market.
+    return Status::FailedPrecondition(m->opt.grants_topic + " carries epoch " +
+                                      std::to_string(reader.MaxEpoch()) +
+                                      ", above this coordinator's " + std::to_string(m->epoch) +
+                                      ": a newer coordinator serves, " + "or " + m->ControlTopic() +
+                                      " was recreated (then recreate both topics, or neither)");
+  }
   const int64_t now = NowUnixMs();
   // Whose each name is: the instance of its latest holding.
   std::map<std::string, int64_t> owner_ts;
@@ -748,6 +786,8 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions opt)
   }
   m->counters.restored = static_cast<int64_t>(latest.size());
   m->counters.malformed = bad;
+  m->counters.stale = stale;
+  m->counters.epoch = m->epoch;
   kafka::Consumer::Options co;
   co.bootstrap = m->opt.brokers;
   co.group_id = m->opt.group_id;
@@ -761,8 +801,13 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions opt)
   RTB_ASSIGN_OR_RETURN(m->consumer, kafka::Consumer::Create(std::move(co)));
   RTB_RETURN_IF_ERROR(m->consumer->Subscribe({m->opt.requests_topic}));
   log::Get("budget").info(
-      "coordinator {} ({}): {} budgets in the market, {} leases restored from {}", m->instance,
-      m->host, m->opt.daily_budget.size(), latest.size(), m->opt.grants_topic);
+      "coordinator {} ({}), epoch {}: {} budgets in the market, {} leases restored from {}{}",
+      m->instance, m->host, m->epoch, m->opt.daily_budget.size(), latest.size(),
+      m->opt.grants_topic,
+      stale > 0 ? " (" + std::to_string(stale) +
+                      " stale holdings of fenced-off coordinators "
+                      "ignored)"
+                : std::string());
   return std::unique_ptr<Coordinator>(new Coordinator(std::move(m)));
 }
 

@@ -1,5 +1,6 @@
 #include "rtb/budget/lease_msg.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "rtb/core/ab.h"
@@ -154,6 +155,7 @@ std::string EncodeLeaseGrant(const LeaseGrant& g) {
                 {"wanted", g.wanted}};
   if (!g.instance.empty()) j["instance"] = g.instance;
   if (!g.coordinator.empty()) j["coordinator"] = g.coordinator;
+  if (g.epoch > 0) j["epoch"] = g.epoch;
   return j.dump();
 }
 
@@ -194,8 +196,46 @@ static Result<LeaseGrant> DecodeLeaseGrantJson(std::string_view text) {
     }
     g.coordinator = j["coordinator"].get<std::string>();
   }
+  if (j.contains("epoch")) {
+    if (!j["epoch"].is_number_integer() || j["epoch"].get<int64_t>() < 1) {
+      return Status::InvalidArgument("lease grant: epoch must be an integer >= 1");
+    }
+    g.epoch = j["epoch"].get<int64_t>();
+  }
   return g;
 }
+
+std::string EncodeEpochMarker(const EpochMarker& m) {
+  return json{{"format", "rtb.lease_epoch"},
+              {"schema_version", 1},
+              {"epoch", m.epoch},
+              {"coordinator", m.coordinator},
+              {"ts_ms", m.ts_ms}}
+      .dump();
+}
+
+static Result<EpochMarker> DecodeEpochMarkerJson(std::string_view text) {
+  const json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || j.value("format", "") != "rtb.lease_epoch" ||
+      j.value("schema_version", 0) != 1) {
+    return Status::InvalidArgument("epoch marker: not an rtb.lease_epoch v1 message");
+  }
+  if (!j.contains("epoch") || !j["epoch"].is_number_integer() || j["epoch"].get<int64_t>() < 1) {
+    return Status::InvalidArgument("epoch marker: epoch (an integer >= 1) is required");
+  }
+  EpochMarker m;
+  m.epoch = j["epoch"].get<int64_t>();
+  if (j.contains("coordinator")) {
+    if (!j["coordinator"].is_string()) {
+      return Status::InvalidArgument("epoch marker: coordinator must be a string");
+    }
+    m.coordinator = j["coordinator"].get<std::string>();
+  }
+  if (j.contains("ts_ms") && j["ts_ms"].is_number_integer()) m.ts_ms = j["ts_ms"].get<int64_t>();
+  return m;
+}
+
+std::string EpochMarkerKey(int32_t partition) { return "~epoch/" + std::to_string(partition); }
 
 std::string LeaseGrantKey(const LeaseKey& key, const std::string& bidder) {
   std::string k = std::to_string(key.day);
@@ -293,6 +333,42 @@ Result<LeaseGrant> DecodeLeaseGrant(std::string_view text) {
 }
 Result<CoordinatorRecord> DecodeCoordinatorRecord(std::string_view text) {
   return Guarded("coordinator record", [&] { return DecodeCoordinatorRecordJson(text); });
+}
+Result<EpochMarker> DecodeEpochMarker(std::string_view text) {
+  return Guarded("epoch marker", [&] { return DecodeEpochMarkerJson(text); });
+}
+
+GrantsReader::Record GrantsReader::Take(int32_t partition, std::string_view payload) {
+  Record r;
+  int64_t& fence = epoch_[partition];
+  if (payload.find("\"rtb.lease_epoch\"") != std::string_view::npos) {
+    auto m = DecodeEpochMarker(payload);
+    if (!m.ok()) {
+      r.error = m.status().message();
+      return r;
+    }
+    r.kind = Kind::kMarker;
+    r.epoch = m->epoch;
+    fence = std::max(fence, m->epoch);
+    max_epoch_ = std::max(max_epoch_, m->epoch);
+    return r;
+  }
+  auto g = DecodeLeaseGrant(payload);
+  if (!g.ok()) {
+    r.error = g.status().message();
+    return r;
+  }
+  r.grant = std::move(*g);
+  r.epoch = r.grant.epoch;
+  if (r.grant.epoch < fence) {
+    r.kind = Kind::kStale;
+    return r;
+  }
+  // A holding of epoch e is published after e's markers: anything lower after it is stale too.
+  fence = r.grant.epoch;
+  max_epoch_ = std::max(max_epoch_, r.grant.epoch);
+  r.kind = Kind::kHolding;
+  return r;
 }
 
 }  // namespace rtb::budget

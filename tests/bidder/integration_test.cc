@@ -2007,6 +2007,77 @@ TEST_F(BidderIntegration, ABidTheLeaseCannotCoverIsLoweredToItsRoomOrNotMade) {
   }
 }
 
+// The grants topic's epochs (docs/budget-leases.md, section 2): a holding that lands after a
+// newer coordinator's epoch marker was queued by a coordinator fenced off since, and the bidder
+// ignores it; a holding of the marker's epoch is applied. The test plays the coordinator by hand.
+TEST_F(BidderIntegration, ALeasedBidderIgnoresAHoldingBelowItsPartitionsEpoch) {
+  BidderConfig cfg = LeasedConfig(dir_, "bidder-e", 10.0, 0.005);
+  cfg.ab.learned_share = 1.0;
+  Start(cfg);
+  const std::string brokers = bidder_->events().bootstrap();
+  // This process's instance and its latest message number, from its own lease messages.
+  std::string instance;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        EXPECT_TRUE(kafka::ReadWholeTopic({.bootstrap = brokers}, "rtb.lease.requests", 10000,
+                                          [&](int32_t, int64_t, std::string_view v) {
+                                            auto m = budget::DecodeLeaseMessage(v);
+                                            if (m.ok()) instance = m->instance;
+                                          })
+                        .ok());
+        return !instance.empty();
+      },
+      20));
+  kafka::Producer::Options po;
+  po.bootstrap = brokers;
+  auto p = kafka::Producer::Create(po);
+  ASSERT_TRUE(p.ok());
+  const LeaseKey key{NowUnixMs() / kDayMs, cfg.advertisers[0].id, 0};
+  auto put = [&](const std::string& key_text, const std::string& payload) {
+    ASSERT_TRUE((*p)->Produce("rtb.lease.grants", 0, key_text, payload).ok());
+    ASSERT_TRUE((*p)->Flush(5000).ok());
+  };
+  put(budget::EpochMarkerKey(0), budget::EncodeEpochMarker({.epoch = 5, .coordinator = "new"}));
+  budget::LeaseGrant g;
+  g.bidder = "bidder-e";
+  g.key = key;
+  g.held = 1'000'000;
+  g.granted = g.held;
+  g.pool = 4'000'000;
+  g.left = 5'000'000;
+  g.ts_ms = NowUnixMs();
+  g.seen = NowUnixMs() * 1000 + 1'000'000'000;  // past every message of this process
+  g.instance = instance;
+  g.coordinator = "old";
+  g.epoch = 4;
+  put(budget::LeaseGrantKey(key, g.bidder), budget::EncodeLeaseGrant(g));
+  auto stale = [&] {
+    return bidder_->Metrics().body.find("rtb_lease_stale_holdings_total 1\n") != std::string::npos;
+  };
+  Client c(port_);
+  int n = 0;
+  int bids = 0;
+  for (int i = 0; i < 40; ++i) {  // 2 s: the lease thread reads the grants every 20 ms
+    bids +=
+        c.Do(http::verb::post, "/openrtb2/bid", Request("e-" + std::to_string(n++))).first == 200;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(bids, 0) << "the bidder bid from a stale holding";
+  EXPECT_TRUE(WaitFor(stale, 10)) << bidder_->Metrics().body;
+  // The same holding from the coordinator of the marker's epoch is its lease.
+  g.coordinator = "new";
+  g.epoch = 5;
+  put(budget::LeaseGrantKey(key, g.bidder), budget::EncodeLeaseGrant(g));
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return c.Do(http::verb::post, "/openrtb2/bid", Request("e-" + std::to_string(n++))).first ==
+               200;
+      },
+      10))
+      << "the bidder did not bid on a holding of the current epoch";
+  EXPECT_TRUE(stale());
+}
+
 // A recall: bidder a holds the whole of a budget of under three bids and sits idle (it would keep
 // it: it holds less than two of its leases); bidder b, whose bid the pool cannot cover, waits
 // with a need. The coordinator asks a back (`wanted`), a gives back what it does not use, and b

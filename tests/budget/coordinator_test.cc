@@ -27,11 +27,14 @@ constexpr int64_t kArmBudget = 5'000'000;  // half of 10.00
 // Every holding on the grants topic, in order (it has one partition).
 std::vector<LeaseGrant> AllHoldings(const std::string& brokers) {
   std::vector<LeaseGrant> all;
+  GrantsReader reader;
   EXPECT_TRUE(kafka::ReadWholeTopic({.bootstrap = brokers}, "rtb.lease.grants", 10000,
-                                    [&](int32_t, int64_t, std::string_view v) {
-                                      auto g = DecodeLeaseGrant(v);
-                                      ASSERT_TRUE(g.ok()) << g.status().message();
-                                      all.push_back(*g);
+                                    [&](int32_t p, int64_t, std::string_view v) {
+                                      GrantsReader::Record r = reader.Take(p, v);
+                                      ASSERT_NE(r.kind, GrantsReader::Kind::kMalformed) << r.error;
+                                      if (r.kind != GrantsReader::Kind::kMarker) {
+                                        all.push_back(r.grant);
+                                      }
                                     })
                   .ok());
   return all;
@@ -40,11 +43,15 @@ std::vector<LeaseGrant> AllHoldings(const std::string& brokers) {
 // The latest holding per bidder on the grants topic.
 std::map<std::string, int64_t> LatestHeld(const std::string& brokers) {
   std::map<std::string, int64_t> held;
+  GrantsReader reader;
   EXPECT_TRUE(kafka::ReadWholeTopic({.bootstrap = brokers}, "rtb.lease.grants", 10000,
-                                    [&](int32_t, int64_t, std::string_view v) {
-                                      auto g = DecodeLeaseGrant(v);
-                                      ASSERT_TRUE(g.ok()) << g.status().message();
-                                      if (g->key == kKey) held[g->bidder] = g->held;
+                                    [&](int32_t p, int64_t, std::string_view v) {
+                                      GrantsReader::Record r = reader.Take(p, v);
+                                      ASSERT_NE(r.kind, GrantsReader::Kind::kMalformed) << r.error;
+                                      if (r.kind == GrantsReader::Kind::kHolding &&
+                                          r.grant.key == kKey) {
+                                        held[r.grant.bidder] = r.grant.held;
+                                      }
                                     })
                   .ok());
   return held;
@@ -1073,6 +1080,110 @@ TEST(Coordinator, ACoordinatorThatReadsItselfMarkedGoneHandsOver) {
   PutRecord(*sc.producer, CoordinatorState::kGone, records[0].instance, 0, "newer");
   EXPECT_TRUE(WaitFor([&] { return sc.co->counters().handed_over_to == "newer"; }, 10s))
       << sc.co->counters().handed_over_to;
+}
+
+// The grants topic's epochs (docs/budget-leases.md, section 2). A holding queued by a
+// coordinator fenced off since (cut off or stalled while its successor took over) lands after
+// the successor's epoch marker: no later coordinator restores it. A holding of the current
+// epoch that lands the same way is restored (the control: the fence tells the two apart).
+TEST(Coordinator, AHoldingThatLandsAfterANewerCoordinatorsEpochMarkerIsIgnored) {
+  ServingCoordinator sc;
+  ASSERT_NO_FATAL_FAILURE(sc.Start([](CoordinatorOptions& o) { o.group_id = "rtb-budget-epoch"; }));
+  sc.Put(LeaseMsgType::kRequest, "a", 1, {7, 0, 1'000'000, 0, 0, 0});
+  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("a", kKey) == 1'000'000; }, 10s));
+  const int64_t first = sc.co->counters().epoch;
+  EXPECT_GE(first, 1);
+  auto a = LatestOf(sc.brokers, "a");
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->epoch, first);
+  ASSERT_NO_FATAL_FAILURE(sc.Restart());
+  const int64_t second = sc.co->counters().epoch;
+  EXPECT_GT(second, first);
+  EXPECT_EQ(sc.co->ledger().Held("a", kKey), 1'000'000);
+  // The first coordinator's late holding: a's lease raised to 4.00, and b's of the current epoch.
+  LeaseGrant late = *a;
+  late.held = 4'000'000;
+  late.granted = 3'000'000;
+  ASSERT_TRUE(
+      sc.producer->Produce("rtb.lease.grants", 0, LeaseGrantKey(kKey, "a"), EncodeLeaseGrant(late))
+          .ok());
+  LeaseGrant current = *a;
+  current.bidder = "b";
+  current.held = 500'000;
+  current.epoch = second;
+  ASSERT_TRUE(
+      sc.producer
+          ->Produce("rtb.lease.grants", 0, LeaseGrantKey(kKey, "b"), EncodeLeaseGrant(current))
+          .ok());
+  ASSERT_TRUE(sc.producer->Flush(5000).ok());
+  ASSERT_NO_FATAL_FAILURE(sc.Restart());
+  EXPECT_GT(sc.co->counters().epoch, second);
+  EXPECT_EQ(sc.co->counters().stale, 1);
+  EXPECT_EQ(sc.co->ledger().Held("a", kKey), 1'000'000);
+  EXPECT_EQ(sc.co->ledger().Held("b", kKey), 500'000);
+  // What it grants next leaves room for both holdings: a third bidder gets the rest, no more.
+  sc.Put(LeaseMsgType::kRequest, "c", 1, {7, 0, kArmBudget, 0, 0, 0});
+  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("c", kKey) > 0; }, 30s));
+  EXPECT_LE(sc.co->ledger().Held("c", kKey), kArmBudget - 1'500'000);
+  EXPECT_EQ(LatestHeld(sc.brokers)["a"], 1'000'000);  // a reader of the topic skips it too
+}
+
+TEST(LeaseMessages, EpochMarkersAndTheGrantsReadersFence) {
+  auto m = DecodeEpochMarker(EncodeEpochMarker({.epoch = 9, .coordinator = "c1", .ts_ms = 3}));
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->epoch, 9);
+  EXPECT_EQ(m->coordinator, "c1");
+  EXPECT_EQ(m->ts_ms, 3);
+  EXPECT_EQ(EpochMarkerKey(2), "~epoch/2");
+  for (const char* bad :
+       {R"({"format":"rtb.lease_epoch","schema_version":1})",
+        R"({"format":"rtb.lease_epoch","schema_version":1,"epoch":0})",
+        R"({"format":"rtb.lease_epoch","schema_version":1,"epoch":"9"})",
+        R"({"format":"rtb.lease_epoch","schema_version":1,"epoch":9,"coordinator":4})",
+        R"({"format":"rtb.lease_epoch","schema_version":2,"epoch":9})"}) {
+    EXPECT_FALSE(DecodeEpochMarker(bad).ok()) << bad;
+  }
+  LeaseGrant g{"bidder-1", {20'000, 3, 1}, 900, 100, 50, 400, 7, 123'456};
+  auto gb = DecodeLeaseGrant(EncodeLeaseGrant(g));
+  ASSERT_TRUE(gb.ok());
+  EXPECT_EQ(gb->epoch, 0);  // not said
+  EXPECT_EQ(EncodeLeaseGrant(g).find("epoch"), std::string::npos);
+  g.epoch = 6;
+  gb = DecodeLeaseGrant(EncodeLeaseGrant(g));
+  ASSERT_TRUE(gb.ok());
+  EXPECT_EQ(gb->epoch, 6);
+  std::string text = EncodeLeaseGrant(g);
+  const std::string six = "\"epoch\":6";
+  ASSERT_NE(text.find(six), std::string::npos);
+  for (const char* wrong : {"\"epoch\":0", "\"epoch\":\"6\"", "\"epoch\":-1"}) {
+    std::string t = text;
+    t.replace(t.find(six), six.size(), wrong);
+    EXPECT_FALSE(DecodeLeaseGrant(t).ok()) << t;
+  }
+  // The reader, record by record in partition order.
+  auto holding = [&](int64_t epoch) {
+    LeaseGrant h = g;
+    h.epoch = epoch;
+    return EncodeLeaseGrant(h);
+  };
+  using Kind = GrantsReader::Kind;
+  GrantsReader r;
+  EXPECT_EQ(r.Take(0, holding(0)).kind, Kind::kHolding);  // before any epoch (older coordinators)
+  EXPECT_EQ(r.Take(0, EncodeEpochMarker({.epoch = 5})).kind, Kind::kMarker);
+  EXPECT_EQ(r.Take(0, holding(0)).kind, Kind::kStale);
+  EXPECT_EQ(r.Take(0, holding(4)).kind, Kind::kStale);
+  EXPECT_EQ(r.Take(0, holding(5)).kind, Kind::kHolding);
+  EXPECT_EQ(r.Take(0, holding(7)).kind, Kind::kHolding);  // its marker is on another partition
+  EXPECT_EQ(r.Take(0, holding(5)).kind, Kind::kStale);    // ... and raises this one's fence
+  EXPECT_EQ(r.Take(0, EncodeEpochMarker({.epoch = 6})).kind, Kind::kMarker);  // lower: no change
+  EXPECT_EQ(r.Take(0, holding(6)).kind, Kind::kStale);
+  EXPECT_EQ(r.Take(1, holding(4)).kind, Kind::kHolding);  // each partition has its own fence
+  const GrantsReader::Record bad = r.Take(1, "{\"format\":\"rtb.lease_epoch\"}");
+  EXPECT_EQ(bad.kind, Kind::kMalformed);
+  EXPECT_FALSE(bad.error.empty());
+  EXPECT_EQ(r.Take(1, "not json").kind, Kind::kMalformed);
+  EXPECT_EQ(r.Take(1, holding(4)).kind, Kind::kHolding);  // a malformed record moves nothing
+  EXPECT_EQ(r.MaxEpoch(), 7);
 }
 
 TEST(LeaseMessages, CoordinatorRecordsRoundTripAndBadOnesAreErrors) {

@@ -56,8 +56,9 @@ struct CoordinatorOptions {
 class Coordinator {
  public:
   // Connects, claims the market on the coordinators' topic, waits for the coordinator serving
-  // it to hand over (or for the timeout), then reads the grants topic back into the ledger.
-  // FailedPrecondition when a newer coordinator claimed the market meanwhile.
+  // it to hand over (or for the timeout), fences the grants topic with its epoch (EpochMarker),
+  // then reads it back into the ledger. FailedPrecondition when a newer coordinator claimed the
+  // market meanwhile, or the grants topic carries a higher epoch than this one's.
   static Result<std::unique_ptr<Coordinator>> Create(CoordinatorOptions opt);
   ~Coordinator();  // hands over if Run did not
 
@@ -83,6 +84,11 @@ class Coordinator {
     // Times it fenced itself: no beat of its own read back within half the hand-over timeout,
     // so it granted nothing (and read no requests) until one was.
     int64_t fences = 0;
+    // At start: holdings on the grants topic that landed after a newer epoch's marker (queued
+    // by a coordinator fenced off by then): ignored (GrantsReader).
+    int64_t stale = 0;
+    // This coordinator's epoch on the grants topic (EpochMarker).
+    int64_t epoch = 0;
   };
   Counters counters() const;
   const LeaseLedger& ledger() const;

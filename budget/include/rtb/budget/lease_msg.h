@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -81,12 +82,56 @@ struct LeaseGrant {
   // The coordinator that published it (its instance; empty: not said): for the operator, and
   // to tell two coordinators' holdings apart on the topic.
   std::string coordinator;
+  // That coordinator's epoch (EpochMarker; 0: not said, as from a coordinator before epochs).
+  int64_t epoch = 0;
 };
 
 std::string EncodeLeaseGrant(const LeaseGrant& g);
 Result<LeaseGrant> DecodeLeaseGrant(std::string_view json);
 // The compaction key: one value per (day, advertiser, arm, bidder).
 std::string LeaseGrantKey(const LeaseKey& key, const std::string& bidder);
+
+// The grants topic's fence (docs/budget-leases.md, section 2). A coordinator that starts
+// serving writes one marker to every partition of the grants topic, with its epoch (its claim's
+// offset on the coordinators' topic, plus one: a later claim has a higher one), before it reads
+// the topic back, and every holding it publishes carries the epoch. A holding that lands on a
+// partition after a marker of a higher epoch is from a coordinator fenced off by then (cut off,
+// or stalled, while its successor took over): its readers ignore it. One that landed before the
+// marker is in the successor's read-back, so every reader sees the same holdings.
+struct EpochMarker {
+  int64_t epoch = 0;        // >= 1
+  std::string coordinator;  // the coordinator's instance
+  int64_t ts_ms = 0;
+};
+std::string EncodeEpochMarker(const EpochMarker& m);
+Result<EpochMarker> DecodeEpochMarker(std::string_view json);
+// A marker's compaction key: one per partition (the latest coordinator's is kept).
+std::string EpochMarkerKey(int32_t partition);
+
+// Reads the grants topic as every reader must: records of a partition in their order, each
+// holding checked against the highest epoch that partition has shown so far.
+class GrantsReader {
+ public:
+  enum class Kind {
+    kHolding,    // a holding to apply (`grant`)
+    kMarker,     // a coordinator's epoch marker (`epoch`): nothing to apply
+    kStale,      // a holding below its partition's epoch (`grant`): ignored
+    kMalformed,  // neither (`error`)
+  };
+  struct Record {
+    Kind kind = Kind::kMalformed;
+    LeaseGrant grant;
+    int64_t epoch = 0;
+    std::string error;
+  };
+  Record Take(int32_t partition, std::string_view payload);
+  // The highest epoch read anywhere (0: none).
+  int64_t MaxEpoch() const { return max_epoch_; }
+
+ private:
+  std::map<int32_t, int64_t> epoch_;  // per partition: the highest epoch read there
+  int64_t max_epoch_ = 0;
+};
 
 // Who serves a market, on the coordinators' topic (one partition, compacted, keyed by
 // `instance`): one coordinator grants at a time (docs/budget-leases.md, section 2).
