@@ -212,15 +212,15 @@ int RunServe(const ServeArgs& a, const LogArgs& la) {
 // Runs `rtb-learner <sub> args...` (the only LibTorch binary) in place of this process.
 int ExecLearner(const std::string& sub, int argc, char** argv, int first) {
   const std::string exe = (ExeDir() / "rtb-learner").string();
-  // argv[0] "rtb" where the command has the learner's name: its help reads "rtb train ...", as
-  // typed (it re-executes /proc/self/exe). `rtb train-pacing` is the learner's `pacing`.
-  std::vector<std::string> args = {sub == "pacing" ? exe : std::string("rtb"), sub};
+  // argv[0] "rtb": the learner's help reads "rtb train ...", as typed (it re-executes
+  // /proc/self/exe).
+  std::vector<std::string> args = {std::string("rtb"), sub};
   bool has_config = false;
   for (int i = first; i < argc; ++i) {
     args.emplace_back(argv[i]);
     has_config = has_config || std::string(argv[i]).rfind("--config", 0) == 0;
   }
-  if (!has_config && sub != "pacing") {  // pacing takes no learner config
+  if (!has_config && sub != "train-pacing") {  // it takes no learner config
     args.push_back("--config");
     args.push_back(DefaultConfig("configs/learner/default.yaml"));
   }
@@ -390,7 +390,7 @@ int main(int argc, char** argv) {
   if (argc > 1) {
     const std::string sub = argv[1];
     if (sub == "train" || sub == "tune" || sub == "learn") return ExecLearner(sub, argc, argv, 2);
-    if (sub == "train-pacing") return ExecLearner("pacing", argc, argv, 2);
+    if (sub == "train-pacing") return ExecLearner("train-pacing", argc, argv, 2);
   }
   CLI::App app{"rtb: a real-time bidding engine that learns to bid with multi-agent RL (DCMAB)"};
   app.require_subcommand(1);
@@ -463,7 +463,7 @@ int main(int argc, char** argv) {
   ln->allow_extras();
   // Listed for `rtb --help`; main() hands it to rtb-learner before parsing.
   app.add_subcommand("train-pacing",
-                     "Train the single-campaign pacing policy (runs rtb-learner pacing): --info "
+                     "Train the single-campaign pacing policy (runs rtb-learner train-pacing): --info "
                      "<campaign summary> --log <training log> --base <lin|rlb> --out <table>; "
                      "--help lists the rest")
       ->allow_extras();

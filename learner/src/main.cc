@@ -116,8 +116,9 @@ int main(int argc, char** argv) {
   po.hp = rtb::learn::PacingHyperParams();
   std::string p_log, p_info, p_validation, p_out = "out/pacing/pacing-table.json";
   auto* pc = app.add_subcommand(
-      "pacing",
+      "train-pacing",
       "Train the single-campaign pacing policy from a campaign summary (and a training log)");
+  pc->alias("pacing");  // its earlier name
   pc->add_option("--log", p_log,
                  "Training log (click payprice pCTR per line): its pCTRs (--prices histogram) or "
                  "its auctions (--prices log); optional with --prices histogram");
