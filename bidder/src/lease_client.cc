@@ -197,7 +197,7 @@ struct LeaseClient::Impl {
 
   // One holding from the grants topic.
   void ApplyGrant(const kafka::Message& msg, int64_t now) {
-    budget::GrantsReader::Record r = reader.Take(msg.partition(), msg.payload());
+    budget::GrantsReader::Record r = reader.Take(msg.partition(), msg.payload(), msg.offset());
     if (r.kind == budget::GrantsReader::Kind::kStale) {
       // Queued by a coordinator that a newer one has fenced off since (docs/budget-leases.md,
       // section 2): what it says may already be granted again, to another bidder.
@@ -710,8 +710,11 @@ Result<std::unique_ptr<LeaseClient>> LeaseClient::Start(const BidderConfig* cfg,
   RTB_ASSIGN_OR_RETURN(m->producer, kafka::Producer::Create(std::move(po)));
   kafka::Consumer::Options co;
   co.bootstrap = bootstrap;
-  co.group_id = "rtb-lease-" + m->name;           // assigned, never committed
-  co.properties = {{"fetch.wait.max.ms", "10"}};  // a grant answers a waiting slot: no batching
+  co.group_id = "rtb-lease-" + m->name;  // assigned, never committed
+  // A grant answers a waiting slot: no batching. An offset out of range (a truncated log) reads
+  // again from the start, so no marker is skipped (the reader starts that partition's fence
+  // again when its offsets go back).
+  co.properties = {{"fetch.wait.max.ms", "10"}, {"auto.offset.reset", "earliest"}};
   co.properties.insert(co.properties.end(), site.begin(), site.end());
   RTB_ASSIGN_OR_RETURN(m->grants, kafka::Consumer::Create(std::move(co)));
   RTB_ASSIGN_OR_RETURN(const int parts, m->grants->PartitionCount(cfg->leases.grants_topic, 10000));

@@ -465,14 +465,16 @@ struct Coordinator::Impl {
     }
     EpochMarker marker{.epoch = epoch, .coordinator = instance, .ts_ms = NowUnixMs()};
     for (int32_t p = 0; p < *parts; ++p) {
-      RTB_RETURN_IF_ERROR(
-          producer->Produce(opt.grants_topic, p, EpochMarkerKey(p), EncodeEpochMarker(marker)));
+      RTB_RETURN_IF_ERROR(producer->Produce(opt.grants_topic, p, EpochMarkerKey(p, epoch),
+                                            EncodeEpochMarker(marker)));
     }
     if (Status st = producer->Flush(10'000); !st.ok()) {
       return Status::Unavailable("cannot fence " + opt.grants_topic + ": " + st.message());
     }
+    grants_partitions = *parts;
     return Status::Ok();
   }
+  int grants_partitions = 0;  // when it fenced the grants topic (its read-back checks each)
 
   // The self-fence. A serving coordinator writes a beat about once a second and grants only
   // while it has read one of its own back that it wrote less than FenceMs() ago: the topic has
@@ -742,8 +744,8 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions opt)
   GrantsReader reader;
   RTB_RETURN_IF_ERROR(
       kafka::ReadWholeTopic({.bootstrap = m->opt.brokers, .properties = site}, m->opt.grants_topic,
-                            30000, [&](int32_t p, int64_t, std::string_view v) {
-                              GrantsReader::Record r = reader.Take(p, v);
+                            30000, [&](int32_t p, int64_t o, std::string_view v) {
+                              GrantsReader::Record r = reader.Take(p, v, o);
                               if (r.kind == GrantsReader::Kind::kHolding) {
                                 latest[{r.grant.key, r.grant.bidder}] = std::move(r.grant);
                               } else if (r.kind == GrantsReader::Kind::kStale) {
@@ -752,6 +754,10 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions opt)
                                 ++bad;
                               }
                             }));
+  // A flush returns once nothing is queued, delivered or not: each marker must be read back.
+  if (const Status st = reader.Fenced(m->grants_partitions, m->epoch); !st.ok()) {
+    return Status::Unavailable("cannot fence " + m->opt.grants_topic + ": " + st.message());
+  }
   if (reader.MaxEpoch() > m->epoch) {
     // A newer coordinator fenced the topic meanwhile, or the coordinators' topic was recreated
     // (its offsets, and so the epochs, started again from 0): either way not this one's market.

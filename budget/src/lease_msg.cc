@@ -159,8 +159,7 @@ std::string EncodeLeaseGrant(const LeaseGrant& g) {
   return j.dump();
 }
 
-static Result<LeaseGrant> DecodeLeaseGrantJson(std::string_view text) {
-  const json j = json::parse(text, nullptr, false);
+static Result<LeaseGrant> LeaseGrantOf(const json& j) {
   if (j.is_discarded() || !j.is_object() || j.value("format", "") != "rtb.lease_grant" ||
       j.value("schema_version", 0) != 1) {
     return Status::InvalidArgument("lease grant: not an rtb.lease_grant v1 message");
@@ -214,8 +213,7 @@ std::string EncodeEpochMarker(const EpochMarker& m) {
       .dump();
 }
 
-static Result<EpochMarker> DecodeEpochMarkerJson(std::string_view text) {
-  const json j = json::parse(text, nullptr, false);
+static Result<EpochMarker> EpochMarkerOf(const json& j) {
   if (j.is_discarded() || !j.is_object() || j.value("format", "") != "rtb.lease_epoch" ||
       j.value("schema_version", 0) != 1) {
     return Status::InvalidArgument("epoch marker: not an rtb.lease_epoch v1 message");
@@ -235,7 +233,9 @@ static Result<EpochMarker> DecodeEpochMarkerJson(std::string_view text) {
   return m;
 }
 
-std::string EpochMarkerKey(int32_t partition) { return "~epoch/" + std::to_string(partition); }
+std::string EpochMarkerKey(int32_t partition, int64_t epoch) {
+  return "~epoch/" + std::to_string(partition) + "/" + std::to_string(epoch);
+}
 
 std::string LeaseGrantKey(const LeaseKey& key, const std::string& bidder) {
   std::string k = std::to_string(key.day);
@@ -329,20 +329,44 @@ Result<LeaseMessage> DecodeLeaseMessage(std::string_view text) {
   return Guarded("lease message", [&] { return DecodeLeaseMessageJson(text); });
 }
 Result<LeaseGrant> DecodeLeaseGrant(std::string_view text) {
-  return Guarded("lease grant", [&] { return DecodeLeaseGrantJson(text); });
+  return Guarded("lease grant", [&] { return LeaseGrantOf(json::parse(text, nullptr, false)); });
 }
 Result<CoordinatorRecord> DecodeCoordinatorRecord(std::string_view text) {
   return Guarded("coordinator record", [&] { return DecodeCoordinatorRecordJson(text); });
 }
 Result<EpochMarker> DecodeEpochMarker(std::string_view text) {
-  return Guarded("epoch marker", [&] { return DecodeEpochMarkerJson(text); });
+  return Guarded("epoch marker", [&] { return EpochMarkerOf(json::parse(text, nullptr, false)); });
 }
 
-GrantsReader::Record GrantsReader::Take(int32_t partition, std::string_view payload) {
+int64_t GrantsReader::Epoch(int32_t partition) const {
+  const auto it = epoch_.find(partition);
+  return it == epoch_.end() ? 0 : it->second;
+}
+
+Status GrantsReader::Fenced(int partitions, int64_t epoch) const {
+  for (int32_t p = 0; p < partitions; ++p) {
+    if (Epoch(p) < epoch) {
+      return Status::Unavailable("partition " + std::to_string(p) + " shows epoch " +
+                                 std::to_string(Epoch(p)) + ", not " + std::to_string(epoch) +
+                                 " (its marker was not delivered)");
+    }
+  }
+  return Status::Ok();
+}
+
+GrantsReader::Record GrantsReader::Take(int32_t partition, std::string_view payload,
+                                        int64_t offset) {
   Record r;
   int64_t& fence = epoch_[partition];
-  if (payload.find("\"rtb.lease_epoch\"") != std::string_view::npos) {
-    auto m = DecodeEpochMarker(payload);
+  if (offset >= 0) {
+    const auto [last, first] = last_offset_.try_emplace(partition, offset);
+    if (!first && offset <= last->second) fence = 0;  // read again from an earlier offset
+    last->second = offset;
+  }
+  const json j = json::parse(payload, nullptr, false);
+  const auto format = j.is_object() ? j.find("format") : j.end();
+  if (format != j.end() && format->is_string() && *format == "rtb.lease_epoch") {
+    auto m = Guarded("epoch marker", [&] { return EpochMarkerOf(j); });
     if (!m.ok()) {
       r.error = m.status().message();
       return r;
@@ -353,7 +377,7 @@ GrantsReader::Record GrantsReader::Take(int32_t partition, std::string_view payl
     max_epoch_ = std::max(max_epoch_, m->epoch);
     return r;
   }
-  auto g = DecodeLeaseGrant(payload);
+  auto g = Guarded("lease grant", [&] { return LeaseGrantOf(j); });
   if (!g.ok()) {
     r.error = g.status().message();
     return r;

@@ -2037,7 +2037,7 @@ TEST_F(BidderIntegration, ALeasedBidderIgnoresAHoldingBelowItsPartitionsEpoch) {
     ASSERT_TRUE((*p)->Produce("rtb.lease.grants", 0, key_text, payload).ok());
     ASSERT_TRUE((*p)->Flush(5000).ok());
   };
-  put(budget::EpochMarkerKey(0), budget::EncodeEpochMarker({.epoch = 5, .coordinator = "new"}));
+  put(budget::EpochMarkerKey(0, 5), budget::EncodeEpochMarker({.epoch = 5, .coordinator = "new"}));
   budget::LeaseGrant g;
   g.bidder = "bidder-e";
   g.key = key;
@@ -2076,6 +2076,14 @@ TEST_F(BidderIntegration, ALeasedBidderIgnoresAHoldingBelowItsPartitionsEpoch) {
       10))
       << "the bidder did not bid on a holding of the current epoch";
   EXPECT_TRUE(stale());
+  // A process that starts now reads the marker and both holdings before it serves (its catch-up
+  // at start): the stale one is left out there too.
+  SecondBidder later;
+  ASSERT_NO_FATAL_FAILURE(StartSecond(SecondLeasedConfig(cfg, dir_, brokers, "bidder-e2"), &later));
+  EXPECT_NE(later.bidder->Metrics().body.find("rtb_lease_stale_holdings_total 1\n"),
+            std::string::npos)
+      << later.bidder->Metrics().body;
+  later.server->Stop();
 }
 
 // A recall: bidder a holds the whole of a budget of under three bids and sits idle (it would keep

@@ -71,12 +71,12 @@ void Send(kafka::Producer& p, LeaseMsgType type, const std::string& bidder,
 }
 
 // The mock cluster with the two lease topics.
-std::unique_ptr<kafka::MockCluster> LeaseCluster() {
+std::unique_ptr<kafka::MockCluster> LeaseCluster(int grants_partitions = 1) {
   auto mock = kafka::MockCluster::Start(3);
   EXPECT_TRUE(mock.ok()) << mock.status().message();
   if (!mock.ok()) return nullptr;
   EXPECT_TRUE((*mock)->CreateTopic("rtb.lease.requests", 4, 3).ok());
-  EXPECT_TRUE((*mock)->CreateTopic("rtb.lease.grants", 1, 3).ok());
+  EXPECT_TRUE((*mock)->CreateTopic("rtb.lease.grants", grants_partitions, 3).ok());
   return std::move(*mock);
 }
 
@@ -229,8 +229,9 @@ struct ServingCoordinator {
   std::unique_ptr<kafka::Producer> producer;
 
   CoordinatorOptions opt;
+  int grants_partitions = 1;
   void Start(const std::function<void(CoordinatorOptions&)>& tune) {
-    mock = LeaseCluster();
+    mock = LeaseCluster(grants_partitions);
     ASSERT_NE(mock, nullptr);
     brokers = mock->bootstrap();
     opt = MarketOptions(brokers);
@@ -1088,6 +1089,7 @@ TEST(Coordinator, ACoordinatorThatReadsItselfMarkedGoneHandsOver) {
 // epoch that lands the same way is restored (the control: the fence tells the two apart).
 TEST(Coordinator, AHoldingThatLandsAfterANewerCoordinatorsEpochMarkerIsIgnored) {
   ServingCoordinator sc;
+  sc.grants_partitions = 2;  // every partition has its marker
   ASSERT_NO_FATAL_FAILURE(sc.Start([](CoordinatorOptions& o) { o.group_id = "rtb-budget-epoch"; }));
   sc.Put(LeaseMsgType::kRequest, "a", 1, {7, 0, 1'000'000, 0, 0, 0});
   ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("a", kKey) == 1'000'000; }, 10s));
@@ -1100,13 +1102,17 @@ TEST(Coordinator, AHoldingThatLandsAfterANewerCoordinatorsEpochMarkerIsIgnored) 
   const int64_t second = sc.co->counters().epoch;
   EXPECT_GT(second, first);
   EXPECT_EQ(sc.co->ledger().Held("a", kKey), 1'000'000);
-  // The first coordinator's late holding: a's lease raised to 4.00, and b's of the current epoch.
+  // The first coordinator's late holding, a's lease raised to 4.00 (on each partition), and b's
+  // of the current epoch.
   LeaseGrant late = *a;
   late.held = 4'000'000;
   late.granted = 3'000'000;
-  ASSERT_TRUE(
-      sc.producer->Produce("rtb.lease.grants", 0, LeaseGrantKey(kKey, "a"), EncodeLeaseGrant(late))
-          .ok());
+  for (const int32_t p : {0, 1}) {
+    ASSERT_TRUE(
+        sc.producer
+            ->Produce("rtb.lease.grants", p, LeaseGrantKey(kKey, "a"), EncodeLeaseGrant(late))
+            .ok());
+  }
   LeaseGrant current = *a;
   current.bidder = "b";
   current.held = 500'000;
@@ -1118,7 +1124,7 @@ TEST(Coordinator, AHoldingThatLandsAfterANewerCoordinatorsEpochMarkerIsIgnored) 
   ASSERT_TRUE(sc.producer->Flush(5000).ok());
   ASSERT_NO_FATAL_FAILURE(sc.Restart());
   EXPECT_GT(sc.co->counters().epoch, second);
-  EXPECT_EQ(sc.co->counters().stale, 1);
+  EXPECT_EQ(sc.co->counters().stale, 2);
   EXPECT_EQ(sc.co->ledger().Held("a", kKey), 1'000'000);
   EXPECT_EQ(sc.co->ledger().Held("b", kKey), 500'000);
   // What it grants next leaves room for both holdings: a third bidder gets the rest, no more.
@@ -1128,13 +1134,35 @@ TEST(Coordinator, AHoldingThatLandsAfterANewerCoordinatorsEpochMarkerIsIgnored) 
   EXPECT_EQ(LatestHeld(sc.brokers)["a"], 1'000'000);  // a reader of the topic skips it too
 }
 
+// A grants topic fenced with a higher epoch than a starting coordinator's (a newer coordinator
+// serves, or the coordinators' topic was recreated and its offsets started again): it refuses to
+// serve with an error rather than publish holdings every reader would ignore.
+TEST(Coordinator, ACoordinatorRefusesAGrantsTopicWithAHigherEpochThanItsOwn) {
+  auto mock = LeaseCluster();
+  ASSERT_NE(mock, nullptr);
+  auto producer = RequestsProducer(mock->bootstrap());
+  ASSERT_NE(producer, nullptr);
+  ASSERT_TRUE(producer
+                  ->Produce("rtb.lease.grants", 0, EpochMarkerKey(0, 1000),
+                            EncodeEpochMarker({.epoch = 1000, .coordinator = "elsewhere"}))
+                  .ok());
+  ASSERT_TRUE(producer->Flush(5000).ok());
+  CoordinatorOptions opt = MarketOptions(mock->bootstrap());
+  opt.group_id = "rtb-budget-higher-epoch";
+  auto c = Coordinator::Create(opt);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(c.status().message().find("carries epoch 1000"), std::string::npos)
+      << c.status().message();
+}
+
 TEST(LeaseMessages, EpochMarkersAndTheGrantsReadersFence) {
   auto m = DecodeEpochMarker(EncodeEpochMarker({.epoch = 9, .coordinator = "c1", .ts_ms = 3}));
   ASSERT_TRUE(m.ok()) << m.status().message();
   EXPECT_EQ(m->epoch, 9);
   EXPECT_EQ(m->coordinator, "c1");
   EXPECT_EQ(m->ts_ms, 3);
-  EXPECT_EQ(EpochMarkerKey(2), "~epoch/2");
+  EXPECT_EQ(EpochMarkerKey(2, 9), "~epoch/2/9");
   for (const char* bad :
        {R"({"format":"rtb.lease_epoch","schema_version":1})",
         R"({"format":"rtb.lease_epoch","schema_version":1,"epoch":0})",
@@ -1184,6 +1212,31 @@ TEST(LeaseMessages, EpochMarkersAndTheGrantsReadersFence) {
   EXPECT_EQ(r.Take(1, "not json").kind, Kind::kMalformed);
   EXPECT_EQ(r.Take(1, holding(4)).kind, Kind::kHolding);  // a malformed record moves nothing
   EXPECT_EQ(r.MaxEpoch(), 7);
+  EXPECT_EQ(r.Epoch(0), 7);
+  EXPECT_EQ(r.Epoch(1), 4);
+  EXPECT_EQ(r.Epoch(2), 0);
+  LeaseGrant named = g;  // a holding that names the marker's format is still a holding
+  named.bidder = "rtb.lease_epoch";
+  named.epoch = 4;
+  EXPECT_EQ(r.Take(1, EncodeLeaseGrant(named)).kind, Kind::kHolding);
+  EXPECT_EQ(r.Take(1, R"({"format":7})").kind, Kind::kMalformed);
+  // A starting coordinator's check of its read-back: its epoch (or a higher one) everywhere.
+  EXPECT_TRUE(r.Fenced(2, 4).ok());
+  EXPECT_TRUE(r.Fenced(1, 7).ok());
+  const Status unfenced = r.Fenced(2, 7);
+  EXPECT_EQ(unfenced.code(), Status::Code::kUnavailable);
+  EXPECT_NE(unfenced.message().find("partition 1 shows epoch 4, not 7"), std::string::npos)
+      << unfenced.message();
+  EXPECT_FALSE(r.Fenced(3, 4).ok());  // partition 2: nothing read
+  // With offsets: a partition read again from an earlier offset starts its fence again, so the
+  // holding before the marker is a holding the second time too.
+  GrantsReader o;
+  EXPECT_EQ(o.Take(0, holding(1), 0).kind, Kind::kHolding);
+  EXPECT_EQ(o.Take(0, EncodeEpochMarker({.epoch = 5}), 1).kind, Kind::kMarker);
+  EXPECT_EQ(o.Take(0, holding(1), 2).kind, Kind::kStale);
+  EXPECT_EQ(o.Take(0, holding(1), 0).kind, Kind::kHolding);  // reset to the start
+  EXPECT_EQ(o.Take(0, EncodeEpochMarker({.epoch = 5}), 1).kind, Kind::kMarker);
+  EXPECT_EQ(o.Take(0, holding(1), 2).kind, Kind::kStale);
 }
 
 TEST(LeaseMessages, CoordinatorRecordsRoundTripAndBadOnesAreErrors) {

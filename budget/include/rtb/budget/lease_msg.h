@@ -105,8 +105,9 @@ struct EpochMarker {
 };
 std::string EncodeEpochMarker(const EpochMarker& m);
 Result<EpochMarker> DecodeEpochMarker(std::string_view json);
-// A marker's compaction key: one per partition (the latest coordinator's is kept).
-std::string EpochMarkerKey(int32_t partition);
+// A marker's compaction key: one per partition and epoch, so that compaction never replaces an
+// earlier coordinator's marker with a later one's (a holding between the two would lose its fence).
+std::string EpochMarkerKey(int32_t partition, int64_t epoch);
 
 // Reads the grants topic as every reader must: records of a partition in their order, each
 // holding checked against the highest epoch that partition has shown so far.
@@ -124,12 +125,19 @@ class GrantsReader {
     int64_t epoch = 0;
     std::string error;
   };
-  Record Take(int32_t partition, std::string_view payload);
-  // The highest epoch read anywhere (0: none).
+  // `offset` (if known): a partition read again from an earlier offset (a consumer reset to its
+  // start) starts its fence again, so that what is read twice is judged as the first time.
+  Record Take(int32_t partition, std::string_view payload, int64_t offset = -1);
+  // The highest epoch read anywhere (0: none), and on one partition.
   int64_t MaxEpoch() const { return max_epoch_; }
+  int64_t Epoch(int32_t partition) const;
+  // Ok when each of partitions 0..partitions-1 shows at least `epoch` (a starting coordinator's
+  // read-back must show its own marker everywhere: a flush does not say each was delivered).
+  Status Fenced(int partitions, int64_t epoch) const;
 
  private:
-  std::map<int32_t, int64_t> epoch_;  // per partition: the highest epoch read there
+  std::map<int32_t, int64_t> epoch_;        // per partition: the highest epoch read there
+  std::map<int32_t, int64_t> last_offset_;  // per partition: the last offset taken
   int64_t max_epoch_ = 0;
 };
 

@@ -205,7 +205,8 @@ class MockCluster {
   std::string bootstrap_;
 };
 
-// Reads a whole topic: every partition from the beginning to its end offset as of the start.
+// Reads a whole topic: every partition from the beginning to its end (the end-of-partition event,
+// at or past its end as of the start; a partition empty at the start is not read).
 // Calls fn(partition, offset, payload) for every message; stops at each partition's end, or
 // after timeout_ms with an error naming how many partitions were not finished.
 // `not_retained` (if given) receives the number of messages the brokers no longer hold (the
