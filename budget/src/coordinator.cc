@@ -454,8 +454,9 @@ struct Coordinator::Impl {
   int64_t epoch = 0;
 
   // Fences the grants topic off from every earlier coordinator (EpochMarker): a marker with
-  // this one's epoch on each partition, delivered before the topic is read back. A holding an
-  // earlier coordinator had queued and that lands later is ignored by every reader.
+  // this one's epoch on each partition, flushed before the topic is read back (the read-back
+  // checks that each is there). A holding an earlier coordinator had queued and that lands later
+  // is ignored by every reader.
   Status FenceGrants() {
     epoch = claim_offset + 1;
     auto parts = control->PartitionCount(opt.grants_topic, 10'000);
@@ -761,11 +762,14 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions opt)
   if (reader.MaxEpoch() > m->epoch) {
     // A newer coordinator fenced the topic meanwhile, or the coordinators' topic was recreated
     // (its offsets, and so the epochs, started again from 0): either way not this one's market.
-    return Status::FailedPrecondition(m->opt.grants_topic + " carries epoch " +
-                                      std::to_string(reader.MaxEpoch()) +
-                                      ", above this coordinator's " + std::to_string(m->epoch) +
-                                      ": a newer coordinator serves, " + "or " + m->ControlTopic() +
-                                      " was recreated (then recreate both topics, or neither)");
+    // Not a restart's reason (it would claim again, from a newer one): an error for the operator.
+    const std::string why = m->opt.grants_topic + " carries epoch " +
+                            std::to_string(reader.MaxEpoch()) + ", above this coordinator's " +
+                            std::to_string(m->epoch) + ": a newer coordinator serves, or " +
+                            m->ControlTopic() +
+                            " was recreated (then recreate both topics, or neither)";
+    log::Get("budget").error("coordinator: {}", why);
+    return Status::FailedPrecondition(why);
   }
   const int64_t now = NowUnixMs();
   // Whose each name is: the instance of its latest holding.
@@ -810,10 +814,9 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions opt)
       "coordinator {} ({}), epoch {}: {} budgets in the market, {} leases restored from {}{}",
       m->instance, m->host, m->epoch, m->opt.daily_budget.size(), latest.size(),
       m->opt.grants_topic,
-      stale > 0 ? " (" + std::to_string(stale) +
-                      " stale holdings of fenced-off coordinators "
-                      "ignored)"
-                : std::string());
+      stale > 0
+          ? " (" + std::to_string(stale) + " stale holdings of fenced-off coordinators ignored)"
+          : std::string());
   return std::unique_ptr<Coordinator>(new Coordinator(std::move(m)));
 }
 
