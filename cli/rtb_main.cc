@@ -214,7 +214,7 @@ int ExecLearner(const std::string& sub, int argc, char** argv, int first) {
   const std::string exe = (ExeDir() / "rtb-learner").string();
   // argv[0] "rtb": the learner's help reads "rtb train ...", as typed (it re-executes
   // /proc/self/exe).
-  std::vector<std::string> args = {std::string("rtb"), sub};
+  std::vector<std::string> args = {"rtb", sub};
   bool has_config = false;
   for (int i = first; i < argc; ++i) {
     args.emplace_back(argv[i]);
@@ -462,10 +462,11 @@ int main(int argc, char** argv) {
       "--init <checkpoint> --max-steps <n>");
   ln->allow_extras();
   // Listed for `rtb --help`; main() hands it to rtb-learner before parsing.
-  app.add_subcommand("train-pacing",
-                     "Train the single-campaign pacing policy (runs rtb-learner train-pacing): --info "
-                     "<campaign summary> --log <training log> --base <lin|rlb> --out <table>; "
-                     "--help lists the rest")
+  app.add_subcommand(
+         "train-pacing",
+         "Train the single-campaign pacing policy (runs rtb-learner train-pacing): --info "
+         "<campaign summary> --log <training log> --base <lin|rlb> --out <table>; "
+         "--help lists the rest")
       ->allow_extras();
 
   ExchangeArgs xa;

@@ -363,6 +363,10 @@ GrantsReader::Record GrantsReader::Take(int32_t partition, std::string_view payl
     if (!first && offset <= last->second) fence = 0;  // read again from an earlier offset
     last->second = offset;
   }
+  auto raise = [&](int64_t epoch) {
+    fence = std::max(fence, epoch);
+    max_epoch_ = std::max(max_epoch_, epoch);
+  };
   const json j = json::parse(payload, nullptr, false);
   const auto format = j.is_object() ? j.find("format") : j.end();
   if (format != j.end() && format->is_string() && *format == "rtb.lease_epoch") {
@@ -373,8 +377,7 @@ GrantsReader::Record GrantsReader::Take(int32_t partition, std::string_view payl
     }
     r.kind = Kind::kMarker;
     r.epoch = m->epoch;
-    fence = std::max(fence, m->epoch);
-    max_epoch_ = std::max(max_epoch_, m->epoch);
+    raise(m->epoch);
     return r;
   }
   auto g = Guarded("lease grant", [&] { return LeaseGrantOf(j); });
@@ -389,8 +392,7 @@ GrantsReader::Record GrantsReader::Take(int32_t partition, std::string_view payl
     return r;
   }
   // A holding of epoch e is published after e's markers: anything lower after it is stale too.
-  fence = r.grant.epoch;
-  max_epoch_ = std::max(max_epoch_, r.grant.epoch);
+  raise(r.grant.epoch);
   r.kind = Kind::kHolding;
   return r;
 }
