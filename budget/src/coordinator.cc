@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -453,6 +454,26 @@ struct Coordinator::Impl {
   // Its epoch on the grants topic (EpochMarker): claim_offset + 1, so a later claim's is higher.
   int64_t epoch = 0;
 
+  // A grants topic that may drop a day's holdings while the day lasts (CheckGrantsTopicConfig)
+  // is refused; one whose configuration the brokers do not describe (the embedded cluster) is
+  // served, and the log says it was not checked.
+  Status CheckGrantsTopic() {
+    auto config = control->TopicConfig(opt.grants_topic, 10'000);
+    if (!config.ok()) {
+      log::Get("budget").info(
+          "coordinator: {}'s retention not checked ({}); it must keep min.compaction.lag.ms and "
+          "retention.ms at two days or more",
+          opt.grants_topic, config.status().message());
+      return Status::Ok();
+    }
+    if (Status st = CheckGrantsTopicConfig(*config); !st.ok()) {
+      const std::string why = opt.grants_topic + ": " + st.message();
+      log::Get("budget").error("coordinator: {}", why);
+      return Status::FailedPrecondition(why);
+    }
+    return Status::Ok();
+  }
+
   // Fences the grants topic off from every earlier coordinator (EpochMarker): a marker with
   // this one's epoch on each partition, flushed before the topic is read back (the read-back
   // checks that each is there). A holding an earlier coordinator had queued and that lands later
@@ -470,6 +491,9 @@ struct Coordinator::Impl {
                                             EncodeEpochMarker(marker)));
     }
     if (Status st = producer->Flush(10'000); !st.ok()) {
+      // Only markers are queued (no holding is published before the fence): dropped, so that
+      // this one hands over at once instead of waiting as for undelivered holdings.
+      producer->PurgeAll();
       return Status::Unavailable("cannot fence " + opt.grants_topic + ": " + st.message());
     }
     grants_partitions = *parts;
@@ -582,6 +606,7 @@ struct Coordinator::Impl {
                          opt.kafka_properties.end());
     RTB_ASSIGN_OR_RETURN(control, kafka::Consumer::Create(std::move(co)));
     RTB_RETURN_IF_ERROR(control->Assign({{topic, 0, kafka::kOffsetBeginning}}));
+    RTB_RETURN_IF_ERROR(CheckGrantsTopic());  // before the claim, which makes the serving one go
     const int64_t claimed_ms = SteadyMs();
     if (Status st = Put(Record(CoordinatorState::kClaim, instance)); !st.ok()) {
       return Status::Unavailable("cannot claim the market on " + topic + ": " + st.message());
@@ -703,6 +728,49 @@ struct Coordinator::Impl {
   std::map<std::pair<LeaseKey, std::string>, int64_t> returned_seq;
 };
 
+Status CheckGrantsTopicConfig(const std::map<std::string, std::string>& config) {
+  constexpr int64_t kTwoDaysMs = 2 * 86'400'000LL;
+  auto setting = [&](const std::string& name, const std::string& fallback) {
+    const auto it = config.find(name);
+    return it == config.end() ? fallback : it->second;
+  };
+  auto millis = [&](const std::string& name, const std::string& fallback) -> Result<int64_t> {
+    const std::string v = setting(name, fallback);
+    int64_t ms = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), ms);
+    if (ec != std::errc() || end != v.data() + v.size()) {
+      return Status::InvalidArgument(name + " is \"" + v + "\", not a number of milliseconds");
+    }
+    return ms;
+  };
+  const std::string policy = setting("cleanup.policy", "delete");
+  const bool compact = policy.find("compact") != std::string::npos;
+  const bool del = policy.find("delete") != std::string::npos;
+  if (!compact && !del) {
+    return Status::InvalidArgument("cleanup.policy is \"" + policy +
+                                   "\", neither compact nor delete");
+  }
+  if (compact) {
+    RTB_ASSIGN_OR_RETURN(const int64_t lag, millis("min.compaction.lag.ms", "0"));
+    if (lag < kTwoDaysMs) {
+      return Status::InvalidArgument("min.compaction.lag.ms is " + std::to_string(lag) +
+                                     ": compaction could keep a fenced-off "
+                                     "holding in place of a day's current one; set it to " +
+                                     std::to_string(kTwoDaysMs) + " (two days) or more");
+    }
+  }
+  if (del) {
+    RTB_ASSIGN_OR_RETURN(const int64_t retention, millis("retention.ms", "604800000"));
+    if (retention >= 0 && retention < kTwoDaysMs) {
+      return Status::InvalidArgument("retention.ms is " + std::to_string(retention) +
+                                     ": a day's holdings could be deleted while the day lasts; "
+                                     "set it to " +
+                                     std::to_string(kTwoDaysMs) + " (two days) or more, or -1");
+    }
+  }
+  return Status::Ok();
+}
+
 Coordinator::Coordinator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Coordinator::~Coordinator() = default;
 
@@ -767,6 +835,16 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions opt)
                             std::to_string(reader.MaxEpoch()) + ", above this coordinator's " +
                             std::to_string(m->epoch) + ": a newer coordinator serves, or " +
                             m->ControlTopic() +
+                            " was recreated (then recreate both topics, or neither)";
+    log::Get("budget").error("coordinator: {}", why);
+    return Status::FailedPrecondition(why);
+  }
+  if (const std::string other = reader.OtherAt(m->epoch, m->instance); !other.empty()) {
+    // The same epoch from another coordinator: the coordinators' topic was recreated and its
+    // offsets started again, so this one's claim is no later than that one's.
+    const std::string why = m->opt.grants_topic + " carries epoch " + std::to_string(m->epoch) +
+                            " from coordinator " + other +
+                            " as well as this one: " + m->ControlTopic() +
                             " was recreated (then recreate both topics, or neither)";
     log::Get("budget").error("coordinator: {}", why);
     return Status::FailedPrecondition(why);

@@ -354,6 +354,15 @@ Status GrantsReader::Fenced(int partitions, int64_t epoch) const {
   return Status::Ok();
 }
 
+std::string GrantsReader::OtherAt(int64_t epoch, std::string_view instance) const {
+  const auto it = writers_.find(epoch);
+  if (it == writers_.end()) return {};
+  for (const std::string& w : it->second) {
+    if (w != instance) return w;
+  }
+  return {};
+}
+
 GrantsReader::Record GrantsReader::Take(int32_t partition, std::string_view payload,
                                         int64_t offset) {
   Record r;
@@ -363,9 +372,13 @@ GrantsReader::Record GrantsReader::Take(int32_t partition, std::string_view payl
     if (!first && offset <= last->second) fence = 0;  // read again from an earlier offset
     last->second = offset;
   }
-  auto raise = [&](int64_t epoch) {
+  auto raise = [&](int64_t epoch, const std::string& coordinator) {
     fence = std::max(fence, epoch);
     max_epoch_ = std::max(max_epoch_, epoch);
+    if (epoch > 0 && !coordinator.empty()) {
+      auto& w = writers_[epoch];
+      if (w.find(coordinator) == w.end()) w.insert(coordinator);
+    }
   };
   const json j = json::parse(payload, nullptr, false);
   const auto format = j.is_object() ? j.find("format") : j.end();
@@ -377,7 +390,7 @@ GrantsReader::Record GrantsReader::Take(int32_t partition, std::string_view payl
     }
     r.kind = Kind::kMarker;
     r.epoch = m->epoch;
-    raise(m->epoch);
+    raise(m->epoch, m->coordinator);
     return r;
   }
   auto g = Guarded("lease grant", [&] { return LeaseGrantOf(j); });
@@ -392,7 +405,7 @@ GrantsReader::Record GrantsReader::Take(int32_t partition, std::string_view payl
     return r;
   }
   // A holding of epoch e is published after e's markers: anything lower after it is stale too.
-  raise(r.grant.epoch);
+  raise(r.grant.epoch, r.grant.coordinator);
   r.kind = Kind::kHolding;
   return r;
 }

@@ -360,6 +360,65 @@ Result<std::pair<int64_t, int64_t>> Consumer::Watermarks(const std::string& topi
   return QueryWatermarks(rk_, topic, partition, timeout_ms);
 }
 
+Result<std::map<std::string, std::string>> Consumer::TopicConfig(const std::string& topic,
+                                                                 int timeout_ms) {
+  // Configurations are described by the cluster's controller: a cluster that names none among
+  // its brokers (the embedded cluster names broker 0, which it does not have) cannot say, and
+  // the request would only wait out its timeout.
+  const rd_kafka_metadata_t* md = nullptr;
+  bool known = false;
+  if (rd_kafka_metadata(rk_, 0, nullptr, &md, timeout_ms) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    const int32_t controller = rd_kafka_controllerid(rk_, 0);  // as that answer named it
+    for (int i = 0; i < md->broker_cnt; ++i) known = known || md->brokers[i].id == controller;
+  }
+  if (md != nullptr) rd_kafka_metadata_destroy(md);
+  if (!known) {
+    return Status::Unavailable("topic " + topic +
+                               ": the cluster names no controller among its brokers, so no "
+                               "configuration can be described");
+  }
+  rd_kafka_ConfigResource_t* resource =
+      rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic.c_str());
+  rd_kafka_AdminOptions_t* options =
+      rd_kafka_AdminOptions_new(rk_, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS);
+  char errstr[256];
+  rd_kafka_AdminOptions_set_request_timeout(options, timeout_ms, errstr, sizeof errstr);
+  rd_kafka_queue_t* queue = rd_kafka_queue_new(rk_);
+  rd_kafka_DescribeConfigs(rk_, &resource, 1, options, queue);
+  rd_kafka_event_t* ev = rd_kafka_queue_poll(queue, timeout_ms + 1000);
+  Result<std::map<std::string, std::string>> out =
+      Status::Unavailable("topic " + topic + ": no configuration described in time");
+  if (ev != nullptr && rd_kafka_event_error(ev) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    out = Status::Unavailable("topic " + topic + ": " + rd_kafka_event_error_string(ev));
+  } else if (ev != nullptr) {
+    const rd_kafka_DescribeConfigs_result_t* result = rd_kafka_event_DescribeConfigs_result(ev);
+    size_t n = 0;
+    const rd_kafka_ConfigResource_t** described =
+        result == nullptr ? nullptr : rd_kafka_DescribeConfigs_result_resources(result, &n);
+    if (n != 1) {
+      out = Status::Unavailable("topic " + topic + ": no configuration described");
+    } else if (rd_kafka_ConfigResource_error(described[0]) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      out = Status::Unavailable("topic " + topic + ": " +
+                                rd_kafka_ConfigResource_error_string(described[0]));
+    } else {
+      std::map<std::string, std::string> config;
+      size_t entries = 0;
+      const rd_kafka_ConfigEntry_t** e = rd_kafka_ConfigResource_configs(described[0], &entries);
+      for (size_t i = 0; i < entries; ++i) {
+        if (const char* v = rd_kafka_ConfigEntry_value(e[i]); v != nullptr) {
+          config[rd_kafka_ConfigEntry_name(e[i])] = v;
+        }
+      }
+      out = std::move(config);
+    }
+  }
+  if (ev != nullptr) rd_kafka_event_destroy(ev);
+  rd_kafka_queue_destroy(queue);
+  rd_kafka_AdminOptions_destroy(options);
+  rd_kafka_ConfigResource_destroy(resource);
+  return out;
+}
+
 // ---- MockCluster ----
 
 Result<std::unique_ptr<MockCluster>> MockCluster::Start(int brokers, int thread_nice) {

@@ -1156,6 +1156,103 @@ TEST(Coordinator, ACoordinatorRefusesAGrantsTopicWithAHigherEpochThanItsOwn) {
       << c.status().message();
 }
 
+// The coordinators' topic recreated while the grants topic kept its records: the first claim
+// on the new topic takes epoch 1 again, which an earlier coordinator's marker and holdings
+// carry. Its own marker would not fence their late holdings off: it must not serve.
+TEST(Coordinator, ACoordinatorRefusesAGrantsTopicWhereAnotherCoordinatorHasItsEpoch) {
+  for (const bool by_marker : {true, false}) {
+    SCOPED_TRACE(by_marker ? "marker" : "holding");
+    auto mock = LeaseCluster();
+    ASSERT_NE(mock, nullptr);
+    auto producer = RequestsProducer(mock->bootstrap());
+    ASSERT_NE(producer, nullptr);
+    LeaseGrant h{"bidder-1", {20'000, 3, 1}, 900, 100, 50, 400, 7, 123'456};
+    h.coordinator = "earlier";
+    h.epoch = 1;
+    ASSERT_TRUE((by_marker
+                     ? producer->Produce("rtb.lease.grants", 0, EpochMarkerKey(0, 1),
+                                         EncodeEpochMarker({.epoch = 1, .coordinator = "earlier"}))
+                     : producer->Produce("rtb.lease.grants", 0, LeaseGrantKey(h.key, h.bidder),
+                                         EncodeLeaseGrant(h)))
+                    .ok());
+    ASSERT_TRUE(producer->Flush(5000).ok());
+    CoordinatorOptions opt = MarketOptions(mock->bootstrap());
+    opt.group_id = "rtb-budget-same-epoch";
+    auto c = Coordinator::Create(opt);
+    ASSERT_FALSE(c.ok());
+    EXPECT_EQ(c.status().code(), Status::Code::kFailedPrecondition);
+    EXPECT_NE(c.status().message().find("carries epoch 1 from coordinator earlier"),
+              std::string::npos)
+        << c.status().message();
+  }
+}
+
+// A marker that cannot land leaves that partition unfenced: the coordinator does not serve (a
+// holding its predecessor still had queued for that partition would count for every reader).
+// Once the partition's broker is back, the next start fences both partitions and serves.
+TEST(Coordinator, ACoordinatorWhoseEpochMarkerCannotLandDoesNotServe) {
+  auto mock = LeaseCluster(2);
+  ASSERT_NE(mock, nullptr);
+  const std::string control = "rtb.lease.grants.coordinators";
+  ASSERT_TRUE(mock->CreateTopic(control, 1, 3).ok());
+  for (int32_t p = 0; p < 4; ++p) {
+    ASSERT_TRUE(mock->SetPartitionLeader("rtb.lease.requests", p, 1).ok());
+  }
+  ASSERT_TRUE(mock->SetPartitionLeader(control, 0, 1).ok());
+  ASSERT_TRUE(mock->SetPartitionLeader("rtb.lease.grants", 0, 1).ok());
+  ASSERT_TRUE(mock->SetPartitionLeader("rtb.lease.grants", 1, 3).ok());
+  ASSERT_TRUE(mock->SetGroupCoordinator("rtb-budget-unfenced", 1).ok());
+  CoordinatorOptions opt = MarketOptions(mock->bootstrap());
+  opt.group_id = "rtb-budget-unfenced";
+  opt.handover_timeout_ms = 3'000;
+  mock->SetBrokerDown(3);
+  auto first = Coordinator::Create(opt);
+  ASSERT_FALSE(first.ok());
+  EXPECT_EQ(first.status().code(), Status::Code::kUnavailable);
+  EXPECT_NE(first.status().message().find("cannot fence rtb.lease.grants"), std::string::npos)
+      << first.status().message();
+  mock->SetBrokerUp(3);
+  auto second = Coordinator::Create(opt);
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  EXPECT_GT((*second)->counters().epoch, 1);           // the first's claim came before
+  EXPECT_EQ((*second)->counters().taken_for_dead, 0);  // the first handed over as it failed
+}
+
+// What a grants topic must keep: compaction and deletion both wait two days (the brokers'
+// defaults, for a setting the description leaves out: delete, 7 days).
+TEST(Coordinator, TheGrantsTopicMustKeepADaysHoldingsUntilTheDayIsOver) {
+  using Config = std::map<std::string, std::string>;
+  EXPECT_TRUE(CheckGrantsTopicConfig({}).ok());  // delete, 7 days
+  EXPECT_TRUE(CheckGrantsTopicConfig(
+                  {{"cleanup.policy", "compact"}, {"min.compaction.lag.ms", "172800000"}})
+                  .ok());
+  EXPECT_TRUE(CheckGrantsTopicConfig({{"cleanup.policy", "compact,delete"},
+                                      {"min.compaction.lag.ms", "259200000"},
+                                      {"retention.ms", "-1"}})
+                  .ok());
+  struct Bad {
+    Config config;
+    std::string says;
+  };
+  for (const Bad& b : std::vector<Bad>{
+           {{{"cleanup.policy", "compact"}}, "min.compaction.lag.ms is 0"},
+           {{{"cleanup.policy", "compact"}, {"min.compaction.lag.ms", "172799999"}},
+            "min.compaction.lag.ms is 172799999"},
+           {{{"retention.ms", "86400000"}}, "retention.ms is 86400000"},
+           {{{"cleanup.policy", "compact,delete"},
+             {"min.compaction.lag.ms", "172800000"},
+             {"retention.ms", "3600000"}},
+            "retention.ms is 3600000"},
+           {{{"cleanup.policy", "compact"}, {"min.compaction.lag.ms", "2d"}},
+            "min.compaction.lag.ms is \"2d\""},
+           {{{"cleanup.policy", "none"}}, "neither compact nor delete"},
+       }) {
+    const Status st = CheckGrantsTopicConfig(b.config);
+    EXPECT_EQ(st.code(), Status::Code::kInvalidArgument) << b.says;
+    EXPECT_NE(st.message().find(b.says), std::string::npos) << st.message();
+  }
+}
+
 TEST(LeaseMessages, EpochMarkersAndTheGrantsReadersFence) {
   auto m = DecodeEpochMarker(EncodeEpochMarker({.epoch = 9, .coordinator = "c1", .ts_ms = 3}));
   ASSERT_TRUE(m.ok()) << m.status().message();
@@ -1237,6 +1334,22 @@ TEST(LeaseMessages, EpochMarkersAndTheGrantsReadersFence) {
   EXPECT_EQ(o.Take(0, holding(1), 0).kind, Kind::kHolding);  // reset to the start
   EXPECT_EQ(o.Take(0, EncodeEpochMarker({.epoch = 5}), 1).kind, Kind::kMarker);
   EXPECT_EQ(o.Take(0, holding(1), 2).kind, Kind::kStale);
+  // Who wrote each epoch: markers and holdings name their coordinator.
+  GrantsReader w;
+  w.Take(0, EncodeEpochMarker({.epoch = 3, .coordinator = "c3"}));
+  EXPECT_EQ(w.OtherAt(3, "c3"), "");
+  EXPECT_EQ(w.OtherAt(3, "c9"), "c3");
+  EXPECT_EQ(w.OtherAt(4, "c9"), "");
+  LeaseGrant by = g;
+  by.epoch = 4;
+  by.coordinator = "c4";
+  w.Take(1, EncodeLeaseGrant(by));
+  EXPECT_EQ(w.OtherAt(4, "c9"), "c4");
+  EXPECT_EQ(w.OtherAt(4, "c4"), "");
+  by.coordinator.clear();  // a holding that names no coordinator says nothing of its epoch's
+  by.epoch = 8;
+  w.Take(1, EncodeLeaseGrant(by));
+  EXPECT_EQ(w.OtherAt(8, "c9"), "");
 }
 
 TEST(LeaseMessages, CoordinatorRecordsRoundTripAndBadOnesAreErrors) {

@@ -78,6 +78,20 @@ TEST(Kafka, ProducesConsumesAndReportsDeliveries) {
   auto n = (*c)->PartitionCount("t", 5000);
   ASSERT_TRUE(n.ok());
   EXPECT_EQ(*n, 2);
+  // The embedded cluster has no DescribeConfigs: a topic's configuration is unknown, at once
+  // (also to a consumer that has asked nothing yet).
+  Consumer::Options fo;
+  fo.bootstrap = (*mock)->bootstrap();
+  fo.group_id = "g2";
+  auto fresh = Consumer::Create(std::move(fo));
+  ASSERT_TRUE(fresh.ok());
+  const auto t0 = std::chrono::steady_clock::now();
+  auto config = (*fresh)->TopicConfig("t", 5000);
+  EXPECT_FALSE(config.ok());
+  EXPECT_EQ(config.status().code(), Status::Code::kUnavailable);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  EXPECT_NE(config.status().message().find("names no controller"), std::string::npos)
+      << config.status().message();
 }
 
 // A consumer whose brokers are down closes at once, assigned or in a group: it commits only when

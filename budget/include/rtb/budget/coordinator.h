@@ -124,4 +124,13 @@ class ReadToTheEnd {
       first_high_;  // per partition never read: its watermark when first asked
 };
 
+// Whether a grants topic's configuration (as the brokers describe it) keeps every holding
+// until its day is over: a day's leases are rebuilt from the latest holding of each key, and a
+// holding fenced off by a newer epoch can land after the current one under the same key, so
+// compaction must not run on a day's holdings while the day lasts (`min.compaction.lag.ms` of
+// at least two days), nor deletion (`retention.ms` at least two days, or -1). An absent
+// setting is Kafka's default: `delete`, 7 days, no compaction lag. Otherwise an
+// InvalidArgument that names the setting and the value to give it.
+Status CheckGrantsTopicConfig(const std::map<std::string, std::string>& config);
+
 }  // namespace rtb::budget

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -134,9 +135,15 @@ class GrantsReader {
   // Ok when each of partitions 0..partitions-1 shows at least `epoch` (a starting coordinator's
   // read-back must show its own marker everywhere: a flush does not say each was delivered).
   Status Fenced(int partitions, int64_t epoch) const;
+  // A coordinator other than `instance` whose marker or holding carries `epoch` ("": none).
+  // Epochs are offsets on the coordinators' topic, so two coordinators share one only when that
+  // topic was recreated (its offsets started again) while the grants topic kept the earlier
+  // epochs: a starting coordinator that finds its own epoch taken does not serve.
+  std::string OtherAt(int64_t epoch, std::string_view instance) const;
 
  private:
-  std::map<int32_t, int64_t> epoch_;        // per partition: the highest epoch read there
+  std::map<int32_t, int64_t> epoch_;  // per partition: the highest epoch read there
+  std::map<int64_t, std::set<std::string, std::less<>>> writers_;  // per epoch: its coordinators
   std::map<int32_t, int64_t> last_offset_;  // per partition: the last offset taken
   int64_t max_epoch_ = 0;
 };

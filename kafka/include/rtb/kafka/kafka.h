@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -167,6 +168,10 @@ class Consumer {
   Result<int> PartitionCount(const std::string& topic, int timeout_ms);
   Result<std::pair<int64_t, int64_t>> Watermarks(const std::string& topic, int32_t partition,
                                                  int timeout_ms);
+  // A topic's configuration as the brokers describe it (name -> value; a value the brokers
+  // keep secret is absent). kUnavailable if they cannot say, as the embedded cluster, which
+  // has no DescribeConfigs, cannot.
+  Result<std::map<std::string, std::string>> TopicConfig(const std::string& topic, int timeout_ms);
 
  private:
   Consumer() = default;
