@@ -455,21 +455,25 @@ struct Coordinator::Impl {
   int64_t epoch = 0;
 
   // A grants topic that may drop a day's holdings while the day lasts (CheckGrantsTopicConfig)
-  // is refused; one whose configuration the brokers do not describe (the embedded cluster) is
-  // served, and the log says it was not checked.
+  // is refused (InvalidArgument: `rtb budget` exits, having claimed nothing). One whose
+  // configuration the cluster does not describe is served: the embedded cluster describes none
+  // (logged at info), and a real one that did not answer in time or refused the request (no
+  // DescribeConfigs permission) is logged as a warning.
   Status CheckGrantsTopic() {
-    auto config = control->TopicConfig(opt.grants_topic, 10'000);
+    auto config = control->TopicConfig(opt.grants_topic, 5'000);
     if (!config.ok()) {
-      log::Get("budget").info(
-          "coordinator: {}'s retention not checked ({}); it must keep min.compaction.lag.ms and "
-          "retention.ms at two days or more",
+      const bool never = config.status().code() == Status::Code::kFailedPrecondition;
+      log::Get("budget").log(
+          never ? spdlog::level::info : spdlog::level::warn,
+          "coordinator: {}'s retention not checked ({}); it must keep min.compaction.lag.ms, "
+          "retention.ms and retention.bytes as docs/budget-leases.md (section 2) says",
           opt.grants_topic, config.status().message());
       return Status::Ok();
     }
     if (Status st = CheckGrantsTopicConfig(*config); !st.ok()) {
       const std::string why = opt.grants_topic + ": " + st.message();
       log::Get("budget").error("coordinator: {}", why);
-      return Status::FailedPrecondition(why);
+      return Status::InvalidArgument(why);
     }
     return Status::Ok();
   }
@@ -486,11 +490,13 @@ struct Coordinator::Impl {
                                  parts.status().message());
     }
     EpochMarker marker{.epoch = epoch, .coordinator = instance, .ts_ms = NowUnixMs()};
-    for (int32_t p = 0; p < *parts; ++p) {
-      RTB_RETURN_IF_ERROR(producer->Produce(opt.grants_topic, p, EpochMarkerKey(p, epoch),
-                                            EncodeEpochMarker(marker)));
+    Status st;
+    for (int32_t p = 0; p < *parts && st.ok(); ++p) {
+      st = producer->Produce(opt.grants_topic, p, EpochMarkerKey(p, epoch),
+                             EncodeEpochMarker(marker));
     }
-    if (Status st = producer->Flush(10'000); !st.ok()) {
+    if (st.ok()) st = producer->Flush(10'000);
+    if (!st.ok()) {
       // Only markers are queued (no holding is published before the fence): dropped, so that
       // this one hands over at once instead of waiting as for undelivered holdings.
       producer->PurgeAll();
@@ -734,12 +740,12 @@ Status CheckGrantsTopicConfig(const std::map<std::string, std::string>& config) 
     const auto it = config.find(name);
     return it == config.end() ? fallback : it->second;
   };
-  auto millis = [&](const std::string& name, const std::string& fallback) -> Result<int64_t> {
+  auto number = [&](const std::string& name, const std::string& fallback) -> Result<int64_t> {
     const std::string v = setting(name, fallback);
     int64_t ms = 0;
     const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), ms);
     if (ec != std::errc() || end != v.data() + v.size()) {
-      return Status::InvalidArgument(name + " is \"" + v + "\", not a number of milliseconds");
+      return Status::InvalidArgument(name + " is \"" + v + "\", not a whole number");
     }
     return ms;
   };
@@ -751,7 +757,7 @@ Status CheckGrantsTopicConfig(const std::map<std::string, std::string>& config) 
                                    "\", neither compact nor delete");
   }
   if (compact) {
-    RTB_ASSIGN_OR_RETURN(const int64_t lag, millis("min.compaction.lag.ms", "0"));
+    RTB_ASSIGN_OR_RETURN(const int64_t lag, number("min.compaction.lag.ms", "0"));
     if (lag < kTwoDaysMs) {
       return Status::InvalidArgument("min.compaction.lag.ms is " + std::to_string(lag) +
                                      ": compaction could keep a fenced-off "
@@ -760,12 +766,18 @@ Status CheckGrantsTopicConfig(const std::map<std::string, std::string>& config) 
     }
   }
   if (del) {
-    RTB_ASSIGN_OR_RETURN(const int64_t retention, millis("retention.ms", "604800000"));
+    RTB_ASSIGN_OR_RETURN(const int64_t retention, number("retention.ms", "604800000"));
     if (retention >= 0 && retention < kTwoDaysMs) {
       return Status::InvalidArgument("retention.ms is " + std::to_string(retention) +
                                      ": a day's holdings could be deleted while the day lasts; "
                                      "set it to " +
                                      std::to_string(kTwoDaysMs) + " (two days) or more, or -1");
+    }
+    RTB_ASSIGN_OR_RETURN(const int64_t bytes, number("retention.bytes", "-1"));
+    if (bytes >= 0) {
+      return Status::InvalidArgument("retention.bytes is " + std::to_string(bytes) +
+                                     ": a full partition deletes its oldest holdings whatever "
+                                     "their day; set it to -1");
     }
   }
   return Status::Ok();
@@ -841,7 +853,8 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions opt)
   }
   if (const std::string other = reader.OtherAt(m->epoch, m->instance); !other.empty()) {
     // The same epoch from another coordinator: the coordinators' topic was recreated and its
-    // offsets started again, so this one's claim is no later than that one's.
+    // offsets (the epochs) started again, so this one's marker does not fence that one's
+    // holdings off.
     const std::string why = m->opt.grants_topic + " carries epoch " + std::to_string(m->epoch) +
                             " from coordinator " + other +
                             " as well as this one: " + m->ControlTopic() +

@@ -376,8 +376,7 @@ GrantsReader::Record GrantsReader::Take(int32_t partition, std::string_view payl
     fence = std::max(fence, epoch);
     max_epoch_ = std::max(max_epoch_, epoch);
     if (epoch > 0 && !coordinator.empty()) {
-      auto& w = writers_[epoch];
-      if (w.find(coordinator) == w.end()) w.insert(coordinator);
+      writers_[epoch].insert(coordinator);
     }
   };
   const json j = json::parse(payload, nullptr, false);

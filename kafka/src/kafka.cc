@@ -366,16 +366,21 @@ Result<std::map<std::string, std::string>> Consumer::TopicConfig(const std::stri
   // its brokers (the embedded cluster names broker 0, which it does not have) cannot say, and
   // the request would only wait out its timeout.
   const rd_kafka_metadata_t* md = nullptr;
-  bool known = false;
-  if (rd_kafka_metadata(rk_, 0, nullptr, &md, timeout_ms) == RD_KAFKA_RESP_ERR_NO_ERROR) {
-    const int32_t controller = rd_kafka_controllerid(rk_, 0);  // as that answer named it
-    for (int i = 0; i < md->broker_cnt; ++i) known = known || md->brokers[i].id == controller;
+  const rd_kafka_resp_err_t me = rd_kafka_metadata(rk_, 0, nullptr, &md, timeout_ms);
+  if (me != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return Status::Unavailable("topic " + topic + ": no metadata: " + rd_kafka_err2str(me));
   }
-  if (md != nullptr) rd_kafka_metadata_destroy(md);
-  if (!known) {
-    return Status::Unavailable("topic " + topic +
-                               ": the cluster names no controller among its brokers, so no "
-                               "configuration can be described");
+  const int32_t controller = rd_kafka_controllerid(rk_, 0);  // as that answer named it
+  bool known = false;
+  for (int i = 0; i < md->broker_cnt; ++i) known = known || md->brokers[i].id == controller;
+  rd_kafka_metadata_destroy(md);
+  if (controller >= 0 && !known) {
+    return Status::FailedPrecondition("topic " + topic +
+                                      ": the cluster names no controller among its brokers, so "
+                                      "it describes no configuration");
+  }
+  if (controller < 0) {
+    return Status::Unavailable("topic " + topic + ": no controller known (being elected?)");
   }
   rd_kafka_ConfigResource_t* resource =
       rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic.c_str());

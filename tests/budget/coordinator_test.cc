@@ -1228,7 +1228,13 @@ TEST(Coordinator, TheGrantsTopicMustKeepADaysHoldingsUntilTheDayIsOver) {
                   .ok());
   EXPECT_TRUE(CheckGrantsTopicConfig({{"cleanup.policy", "compact,delete"},
                                       {"min.compaction.lag.ms", "259200000"},
-                                      {"retention.ms", "-1"}})
+                                      {"retention.ms", "-1"},
+                                      {"retention.bytes", "-1"}})
+                  .ok());
+  // A size limit matters only where deletion runs.
+  EXPECT_TRUE(CheckGrantsTopicConfig({{"cleanup.policy", "compact"},
+                                      {"min.compaction.lag.ms", "172800000"},
+                                      {"retention.bytes", "1073741824"}})
                   .ok());
   struct Bad {
     Config config;
@@ -1244,8 +1250,9 @@ TEST(Coordinator, TheGrantsTopicMustKeepADaysHoldingsUntilTheDayIsOver) {
              {"retention.ms", "3600000"}},
             "retention.ms is 3600000"},
            {{{"cleanup.policy", "compact"}, {"min.compaction.lag.ms", "2d"}},
-            "min.compaction.lag.ms is \"2d\""},
+            "min.compaction.lag.ms is \"2d\", not a whole number"},
            {{{"cleanup.policy", "none"}}, "neither compact nor delete"},
+           {{{"retention.bytes", "1073741824"}}, "retention.bytes is 1073741824"},
        }) {
     const Status st = CheckGrantsTopicConfig(b.config);
     EXPECT_EQ(st.code(), Status::Code::kInvalidArgument) << b.says;

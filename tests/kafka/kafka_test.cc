@@ -88,7 +88,7 @@ TEST(Kafka, ProducesConsumesAndReportsDeliveries) {
   const auto t0 = std::chrono::steady_clock::now();
   auto config = (*fresh)->TopicConfig("t", 5000);
   EXPECT_FALSE(config.ok());
-  EXPECT_EQ(config.status().code(), Status::Code::kUnavailable);
+  EXPECT_EQ(config.status().code(), Status::Code::kFailedPrecondition);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
   EXPECT_NE(config.status().message().find("names no controller"), std::string::npos)
       << config.status().message();

@@ -128,8 +128,9 @@ class ReadToTheEnd {
 // until its day is over: a day's leases are rebuilt from the latest holding of each key, and a
 // holding fenced off by a newer epoch can land after the current one under the same key, so
 // compaction must not run on a day's holdings while the day lasts (`min.compaction.lag.ms` of
-// at least two days), nor deletion (`retention.ms` at least two days, or -1). An absent
-// setting is Kafka's default: `delete`, 7 days, no compaction lag. Otherwise an
+// at least two days), nor deletion (`retention.ms` at least two days, or -1; `retention.bytes`
+// -1, since a size limit deletes the oldest holdings whatever their day). An absent setting is
+// Kafka's default: `delete`, 7 days, no size limit, no compaction lag. Otherwise an
 // InvalidArgument that names the setting and the value to give it.
 Status CheckGrantsTopicConfig(const std::map<std::string, std::string>& config);
 
