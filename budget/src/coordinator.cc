@@ -460,7 +460,8 @@ struct Coordinator::Impl {
   // (logged at info), and a real one that did not answer in time or refused the request (no
   // DescribeConfigs permission) is logged as a warning.
   Status CheckGrantsTopic() {
-    auto config = control->TopicConfig(opt.grants_topic, 5'000);
+    auto config = opt.describe_topic ? opt.describe_topic(opt.grants_topic)
+                                     : control->TopicConfig(opt.grants_topic, 5'000);
     if (!config.ok()) {
       const bool never = config.status().code() == Status::Code::kFailedPrecondition;
       log::Get("budget").log(

@@ -1218,6 +1218,41 @@ TEST(Coordinator, ACoordinatorWhoseEpochMarkerCannotLandDoesNotServe) {
   EXPECT_EQ((*second)->counters().taken_for_dead, 0);  // the first handed over as it failed
 }
 
+// A coordinator whose grants topic could drop a day's holdings refuses before it claims the
+// market: the one serving goes on serving (no hand-over), and one whose topic keeps them takes
+// over as usual. (The embedded cluster describes no configuration: `describe_topic` stands in
+// for the brokers' answer.)
+TEST(Coordinator, ACoordinatorRefusesAGrantsTopicThatMayDropADaysHoldingsBeforeItClaims) {
+  ServingCoordinator sc;
+  ASSERT_NO_FATAL_FAILURE(sc.Start([](CoordinatorOptions& o) { o.group_id = "rtb-budget-cfg"; }));
+  sc.Put(LeaseMsgType::kRequest, "a", 1, {7, 0, 1'000'000, 0, 0, 0});
+  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("a", kKey) == 1'000'000; }, 10s));
+  CoordinatorOptions bad = sc.opt;
+  bad.describe_topic = [](const std::string& topic) -> Result<std::map<std::string, std::string>> {
+    EXPECT_EQ(topic, "rtb.lease.grants");
+    return std::map<std::string, std::string>{{"cleanup.policy", "compact"}};
+  };
+  auto refused = Coordinator::Create(bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("rtb.lease.grants: min.compaction.lag.ms is 0"),
+            std::string::npos)
+      << refused.status().message();
+  sc.Put(LeaseMsgType::kRequest, "b", 1, {7, 0, 1'000'000, 0, 0, 0});
+  EXPECT_TRUE(WaitFor([&] { return sc.co->ledger().Held("b", kKey) == 1'000'000; }, 10s));
+  EXPECT_TRUE(sc.co->counters().handed_over_to.empty());
+  CoordinatorOptions good = sc.opt;
+  good.describe_topic = [](const std::string&) -> Result<std::map<std::string, std::string>> {
+    return std::map<std::string, std::string>{{"cleanup.policy", "compact"},
+                                              {"min.compaction.lag.ms", "172800000"}};
+  };
+  auto next = Coordinator::Create(good);
+  ASSERT_TRUE(next.ok()) << next.status().message();
+  EXPECT_TRUE(WaitFor([&] { return !sc.co->counters().handed_over_to.empty(); }, 5s));
+  EXPECT_EQ((*next)->counters().taken_for_dead, 0);
+  EXPECT_EQ((*next)->ledger().Held("b", kKey), 1'000'000);  // read back from the topic
+}
+
 // What a grants topic must keep: compaction and deletion both wait two days (the brokers'
 // defaults, for a setting the description leaves out: delete, 7 days).
 TEST(Coordinator, TheGrantsTopicMustKeepADaysHoldingsUntilTheDayIsOver) {

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -51,6 +52,10 @@ struct CoordinatorOptions {
   // When set, every lease is written there as CSV on stop (day, adv, arm, budget, bidder, held,
   // spent, reserved): where each budget's money ended up.
   std::string leases_out;
+  // Where the grants topic's configuration comes from (CheckGrantsTopicConfig): unset, the
+  // brokers (kafka::Consumer::TopicConfig); tests set it, as the embedded cluster describes none.
+  std::function<Result<std::map<std::string, std::string>>(const std::string& topic)>
+      describe_topic;
 };
 
 class Coordinator {
