@@ -753,7 +753,8 @@ Status CheckGrantsTopicConfig(const std::map<std::string, std::string>& config) 
   const std::string policy = setting("cleanup.policy", "delete");
   const bool compact = policy.find("compact") != std::string::npos;
   const bool del = policy.find("delete") != std::string::npos;
-  if (!compact && !del) {
+  const bool keep_all = policy.find_first_not_of(" ") == std::string::npos;  // "": nothing runs
+  if (!compact && !del && !keep_all) {
     return Status::InvalidArgument("cleanup.policy is \"" + policy +
                                    "\", neither compact nor delete");
   }

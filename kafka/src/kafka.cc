@@ -362,35 +362,31 @@ Result<std::pair<int64_t, int64_t>> Consumer::Watermarks(const std::string& topi
 
 Result<std::map<std::string, std::string>> Consumer::TopicConfig(const std::string& topic,
                                                                  int timeout_ms) {
-  // Configurations are described by the cluster's controller: a cluster that names none among
-  // its brokers (the embedded cluster names broker 0, which it does not have) cannot say, and
-  // the request would only wait out its timeout.
-  const rd_kafka_metadata_t* md = nullptr;
-  const rd_kafka_resp_err_t me = rd_kafka_metadata(rk_, 0, nullptr, &md, timeout_ms);
-  if (me != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    return Status::Unavailable("topic " + topic + ": no metadata: " + rd_kafka_err2str(me));
-  }
-  const int32_t controller = rd_kafka_controllerid(rk_, 0);  // as that answer named it
-  bool known = false;
-  for (int i = 0; i < md->broker_cnt; ++i) known = known || md->brokers[i].id == controller;
-  rd_kafka_metadata_destroy(md);
-  if (controller >= 0 && !known) {
+  // One deadline for the metadata and the request. The embedded cluster (its cluster id is
+  // "mockCluster...") has no DescribeConfigs: the request would only wait out its timeout.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  auto left_ms = [&] {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    return static_cast<int>(std::max<int64_t>(1, left.count()));
+  };
+  char* id = rd_kafka_clusterid(rk_, timeout_ms);
+  if (id == nullptr) return Status::Unavailable("topic " + topic + ": no cluster id in time");
+  const bool embedded = std::string_view(id).starts_with("mockCluster");
+  rd_kafka_mem_free(rk_, id);
+  if (embedded) {
     return Status::FailedPrecondition("topic " + topic +
-                                      ": the cluster names no controller among its brokers, so "
-                                      "it describes no configuration");
-  }
-  if (controller < 0) {
-    return Status::Unavailable("topic " + topic + ": no controller known (being elected?)");
+                                      ": the embedded cluster describes no configuration");
   }
   rd_kafka_ConfigResource_t* resource =
       rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic.c_str());
   rd_kafka_AdminOptions_t* options =
       rd_kafka_AdminOptions_new(rk_, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS);
   char errstr[256];
-  rd_kafka_AdminOptions_set_request_timeout(options, timeout_ms, errstr, sizeof errstr);
+  rd_kafka_AdminOptions_set_request_timeout(options, left_ms(), errstr, sizeof errstr);
   rd_kafka_queue_t* queue = rd_kafka_queue_new(rk_);
   rd_kafka_DescribeConfigs(rk_, &resource, 1, options, queue);
-  rd_kafka_event_t* ev = rd_kafka_queue_poll(queue, timeout_ms + 1000);
+  rd_kafka_event_t* ev = rd_kafka_queue_poll(queue, left_ms());
   Result<std::map<std::string, std::string>> out =
       Status::Unavailable("topic " + topic + ": no configuration described in time");
   if (ev != nullptr && rd_kafka_event_error(ev) != RD_KAFKA_RESP_ERR_NO_ERROR) {

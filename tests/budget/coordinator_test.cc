@@ -1257,7 +1257,8 @@ TEST(Coordinator, ACoordinatorRefusesAGrantsTopicThatMayDropADaysHoldingsBeforeI
 // defaults, for a setting the description leaves out: delete, 7 days).
 TEST(Coordinator, TheGrantsTopicMustKeepADaysHoldingsUntilTheDayIsOver) {
   using Config = std::map<std::string, std::string>;
-  EXPECT_TRUE(CheckGrantsTopicConfig({}).ok());  // delete, 7 days
+  EXPECT_TRUE(CheckGrantsTopicConfig({}).ok());                        // delete, 7 days
+  EXPECT_TRUE(CheckGrantsTopicConfig({{"cleanup.policy", ""}}).ok());  // nothing ever removed
   EXPECT_TRUE(CheckGrantsTopicConfig(
                   {{"cleanup.policy", "compact"}, {"min.compaction.lag.ms", "172800000"}})
                   .ok());

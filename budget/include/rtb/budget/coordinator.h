@@ -135,7 +135,8 @@ class ReadToTheEnd {
 // compaction must not run on a day's holdings while the day lasts (`min.compaction.lag.ms` of
 // at least two days), nor deletion (`retention.ms` at least two days, or -1; `retention.bytes`
 // -1, since a size limit deletes the oldest holdings whatever their day). An absent setting is
-// Kafka's default: `delete`, 7 days, no size limit, no compaction lag. Otherwise an
+// Kafka's default: `delete`, 7 days, no size limit, no compaction lag. An empty
+// `cleanup.policy` keeps everything. Otherwise an
 // InvalidArgument that names the setting and the value to give it.
 Status CheckGrantsTopicConfig(const std::map<std::string, std::string>& config);
 

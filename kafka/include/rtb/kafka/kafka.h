@@ -169,9 +169,9 @@ class Consumer {
   Result<std::pair<int64_t, int64_t>> Watermarks(const std::string& topic, int32_t partition,
                                                  int timeout_ms);
   // A topic's configuration as the brokers describe it (name -> value; a value the brokers
-  // keep secret is absent). kFailedPrecondition from a cluster that describes none (the
-  // embedded cluster names a controller it does not have); kUnavailable if the brokers did not
-  // answer in time or refused (no DescribeConfigs permission).
+  // keep secret is absent), within timeout_ms in all. kFailedPrecondition on the embedded
+  // cluster, which describes none; kUnavailable if the brokers did not answer in time or
+  // refused (no DescribeConfigs permission).
   Result<std::map<std::string, std::string>> TopicConfig(const std::string& topic, int timeout_ms);
 
  private:
