@@ -519,6 +519,8 @@ void ALiveBidderThatReconnectsLateIsNotTakenForDead(int handover_timeout_ms) {
   EXPECT_TRUE(WaitFor([&] { return sc.co->ledger().Held("b", kKey) == 0; }, 15s))
       << "b holds " << sc.co->ledger().Held("b", kKey);
   EXPECT_GE(sc.co->ledger().Held("a", kKey), 2'000'000);
+  // The ledger changes before the counter does (a CI run read between the two).
+  EXPECT_TRUE(WaitFor([&] { return sc.co->counters().reclaims >= 1; }, 2s));
   EXPECT_EQ(sc.co->counters().reclaims, 1);
 }
 TEST(Coordinator, AfterAKafkaOutageALiveBidderThatReconnectsLateIsNotTakenForDead) {
