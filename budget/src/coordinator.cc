@@ -841,25 +841,21 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions opt)
   if (const Status st = reader.Fenced(m->grants_partitions, m->epoch); !st.ok()) {
     return Status::Unavailable("cannot fence " + m->opt.grants_topic + ": " + st.message());
   }
+  // A higher epoch: a newer coordinator fenced the topic meanwhile, or the coordinators' topic
+  // was recreated (its offsets, and so the epochs, started again from 0). The same epoch from
+  // another coordinator: that topic was recreated, and this one's marker does not fence that
+  // one's holdings off. Either way not this one's market; not a restart's reason (it would claim
+  // again, from a newer one): an error for the operator.
+  std::string taken;
   if (reader.MaxEpoch() > m->epoch) {
-    // A newer coordinator fenced the topic meanwhile, or the coordinators' topic was recreated
-    // (its offsets, and so the epochs, started again from 0): either way not this one's market.
-    // Not a restart's reason (it would claim again, from a newer one): an error for the operator.
-    const std::string why = m->opt.grants_topic + " carries epoch " +
-                            std::to_string(reader.MaxEpoch()) + ", above this coordinator's " +
-                            std::to_string(m->epoch) + ": a newer coordinator serves, or " +
-                            m->ControlTopic() +
-                            " was recreated (then recreate both topics, or neither)";
-    log::Get("budget").error("coordinator: {}", why);
-    return Status::FailedPrecondition(why);
+    taken = "epoch " + std::to_string(reader.MaxEpoch()) + ", above this coordinator's " +
+            std::to_string(m->epoch) + ": a newer coordinator serves, or ";
+  } else if (const std::string other = reader.OtherAt(m->epoch, m->instance); !other.empty()) {
+    taken = "epoch " + std::to_string(m->epoch) + " from coordinator " + other +
+            " as well as this one: ";
   }
-  if (const std::string other = reader.OtherAt(m->epoch, m->instance); !other.empty()) {
-    // The same epoch from another coordinator: the coordinators' topic was recreated and its
-    // offsets (the epochs) started again, so this one's marker does not fence that one's
-    // holdings off.
-    const std::string why = m->opt.grants_topic + " carries epoch " + std::to_string(m->epoch) +
-                            " from coordinator " + other +
-                            " as well as this one: " + m->ControlTopic() +
+  if (!taken.empty()) {
+    const std::string why = m->opt.grants_topic + " carries " + taken + m->ControlTopic() +
                             " was recreated (then recreate both topics, or neither)";
     log::Get("budget").error("coordinator: {}", why);
     return Status::FailedPrecondition(why);

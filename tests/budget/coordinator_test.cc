@@ -1139,53 +1139,47 @@ TEST(Coordinator, AHoldingThatLandsAfterANewerCoordinatorsEpochMarkerIsIgnored) 
 // A grants topic fenced with a higher epoch than a starting coordinator's (a newer coordinator
 // serves, or the coordinators' topic was recreated and its offsets started again): it refuses to
 // serve with an error rather than publish holdings every reader would ignore.
-TEST(Coordinator, ACoordinatorRefusesAGrantsTopicWithAHigherEpochThanItsOwn) {
+// A coordinator started on a fresh market whose grants topic already holds one record (its
+// claim is the first: epoch 1): how Create ends.
+Status StartOnAGrantsTopicWith(const std::string& key, const std::string& record) {
   auto mock = LeaseCluster();
-  ASSERT_NE(mock, nullptr);
+  if (mock == nullptr) return Status::Internal("no cluster");
   auto producer = RequestsProducer(mock->bootstrap());
-  ASSERT_NE(producer, nullptr);
-  ASSERT_TRUE(producer
-                  ->Produce("rtb.lease.grants", 0, EpochMarkerKey(0, 1000),
-                            EncodeEpochMarker({.epoch = 1000, .coordinator = "elsewhere"}))
-                  .ok());
-  ASSERT_TRUE(producer->Flush(5000).ok());
+  if (producer == nullptr) return Status::Internal("no producer");
+  RTB_RETURN_IF_ERROR(producer->Produce("rtb.lease.grants", 0, key, record));
+  RTB_RETURN_IF_ERROR(producer->Flush(5000));
   CoordinatorOptions opt = MarketOptions(mock->bootstrap());
-  opt.group_id = "rtb-budget-higher-epoch";
+  opt.group_id = "rtb-budget-taken-epoch";
   auto c = Coordinator::Create(opt);
-  ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.status().code(), Status::Code::kFailedPrecondition);
-  EXPECT_NE(c.status().message().find("carries epoch 1000"), std::string::npos)
-      << c.status().message();
+  return c.ok() ? Status::Ok() : c.status();
+}
+
+TEST(Coordinator, ACoordinatorRefusesAGrantsTopicWithAHigherEpochThanItsOwn) {
+  const Status st = StartOnAGrantsTopicWith(
+      EpochMarkerKey(0, 1000), EncodeEpochMarker({.epoch = 1000, .coordinator = "elsewhere"}));
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(st.message().find("carries epoch 1000"), std::string::npos) << st.message();
 }
 
 // The coordinators' topic recreated while the grants topic kept its records: the first claim
 // on the new topic takes epoch 1 again, which an earlier coordinator's marker and holdings
 // carry. Its own marker would not fence their late holdings off: it must not serve.
 TEST(Coordinator, ACoordinatorRefusesAGrantsTopicWhereAnotherCoordinatorHasItsEpoch) {
+  LeaseGrant h{"bidder-1", {20'000, 3, 1}, 900, 100, 50, 400, 7, 123'456};
+  h.coordinator = "earlier";
+  h.epoch = 1;
   for (const bool by_marker : {true, false}) {
     SCOPED_TRACE(by_marker ? "marker" : "holding");
-    auto mock = LeaseCluster();
-    ASSERT_NE(mock, nullptr);
-    auto producer = RequestsProducer(mock->bootstrap());
-    ASSERT_NE(producer, nullptr);
-    LeaseGrant h{"bidder-1", {20'000, 3, 1}, 900, 100, 50, 400, 7, 123'456};
-    h.coordinator = "earlier";
-    h.epoch = 1;
-    ASSERT_TRUE((by_marker
-                     ? producer->Produce("rtb.lease.grants", 0, EpochMarkerKey(0, 1),
-                                         EncodeEpochMarker({.epoch = 1, .coordinator = "earlier"}))
-                     : producer->Produce("rtb.lease.grants", 0, LeaseGrantKey(h.key, h.bidder),
-                                         EncodeLeaseGrant(h)))
-                    .ok());
-    ASSERT_TRUE(producer->Flush(5000).ok());
-    CoordinatorOptions opt = MarketOptions(mock->bootstrap());
-    opt.group_id = "rtb-budget-same-epoch";
-    auto c = Coordinator::Create(opt);
-    ASSERT_FALSE(c.ok());
-    EXPECT_EQ(c.status().code(), Status::Code::kFailedPrecondition);
-    EXPECT_NE(c.status().message().find("carries epoch 1 from coordinator earlier"),
-              std::string::npos)
-        << c.status().message();
+    const Status st =
+        by_marker
+            ? StartOnAGrantsTopicWith(EpochMarkerKey(0, 1),
+                                      EncodeEpochMarker({.epoch = 1, .coordinator = "earlier"}))
+            : StartOnAGrantsTopicWith(LeaseGrantKey(h.key, h.bidder), EncodeLeaseGrant(h));
+    ASSERT_FALSE(st.ok());
+    EXPECT_EQ(st.code(), Status::Code::kFailedPrecondition);
+    EXPECT_NE(st.message().find("carries epoch 1 from coordinator earlier"), std::string::npos)
+        << st.message();
   }
 }
 
