@@ -87,6 +87,11 @@ struct SimulateArgs {
   std::string train_log, test_log;
   int64_t seed = -1;
   bool quiet = false;
+  int bidders = 1;
+  std::string split = "even";
+  std::string arm;  // "" (every user, whole budgets) | learned | manual
+  double learned_share = 0.5;
+  std::string ab_salt = "rtb-ab-1";  // configs/bidder/default.yaml's ab.salt
 };
 
 int RunSimulate(const SimulateArgs& a) {
@@ -96,6 +101,23 @@ int RunSimulate(const SimulateArgs& a) {
   auto sc = rtb::sim::BuildScenario(*cfg, a.train_log, a.test_log, !a.quiet);
   if (!sc.ok()) return Fail(sc.status());
   rtb::sim::SimulateOptions opt;
+  if (!a.arm.empty()) {
+    if (!(a.learned_share > 0 && a.learned_share < 1)) {
+      return Fail(rtb::Status::InvalidArgument("--learned-share must be in (0, 1) with --arm"));
+    }
+    const rtb::Arm arm = *rtb::ParseArm(a.arm);
+    rtb::sim::RestrictToArm(**sc, a.learned_share, a.ab_salt, arm);
+    char share[32];
+    std::snprintf(share, sizeof share, "%g", a.learned_share);
+    opt.extra_meta.push_back({"A/B arm", a.arm + " (learned share " + share + ", salt '" +
+                                             a.ab_salt +
+                                             "'): its users and its part of the budgets"});
+  }
+  opt.bidders = a.bidders;
+  using Rule = rtb::sim::AuctionEngine::SplitRule;
+  opt.split = a.split == "whole"        ? Rule::kWhole
+              : a.split == "whole-mean" ? Rule::kWholeMean
+                                        : Rule::kEven;
   opt.policy = a.policy;
   opt.day = a.day;
   opt.config_path = a.config;
@@ -414,6 +436,25 @@ int main(int argc, char** argv) {
   s->add_option("--train-log", sim.train_log,
                 "Read the training day from a full-information log instead of generating it");
   s->add_option("--test-log", sim.test_log, "Read the test day from a full-information log");
+  s->add_option("--bidders", sim.bidders,
+                "Serve the budgets from this many bidders, each request to one of them, each "
+                "budget split by an ideal coordinator: the most budget leases can deliver "
+                "(docs/budget-leases.md, section 8)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  s->add_option("--split", sim.split,
+                "With --bidders: even (equal parts of what is left), whole (whole bids first, "
+                "the bid known ahead: the ceiling) or whole-mean (whole units of the "
+                "advertiser's mean bid charge)")
+      ->check(CLI::IsMember({"even", "whole", "whole-mean"}))
+      ->capture_default_str();
+  s->add_option("--arm", sim.arm,
+                "Play one arm of an A/B test: its users and its part of every budget")
+      ->check(CLI::IsMember({"learned", "manual"}));
+  s->add_option("--learned-share", sim.learned_share, "With --arm: the learned arm's share")
+      ->capture_default_str();
+  s->add_option("--ab-salt", sim.ab_salt, "With --arm: the A/B salt (the bidder's ab.salt)")
+      ->capture_default_str();
   s->add_flag("--quiet", sim.quiet, "No progress lines");
 
   GenerateArgs gen;

@@ -217,6 +217,28 @@ bool AuctionEngine::UseSimd(bool on) {
   return simd_;
 }
 
+void AuctionEngine::SplitBudgets(int bidders, SplitRule rule, uint64_t seed) {
+  split_bidders_ = std::max(1, bidders);
+  split_rule_ = rule;
+  split_seed_ = seed;
+  if (split_bidders_ > 1) simd_ = false;
+}
+
+namespace {
+
+// The piece of `left` held by the bidder a request went to (AuctionEngine::SplitBudgets): with
+// `unit` the charge a whole bid is taken to be, equal parts while each is a whole bid or more,
+// else (whole rules) whole units to the bidders ranked first, rank = draw % bidders.
+int64_t SplitPiece(int64_t left, int64_t unit, int bidders, AuctionEngine::SplitRule rule,
+                   uint64_t draw) {
+  unit = std::max<int64_t>(unit, 1);
+  if (rule == AuctionEngine::SplitRule::kEven || left / bidders >= unit) return left / bidders;
+  const int64_t rank = static_cast<int64_t>(draw % static_cast<uint64_t>(bidders));
+  return std::clamp<int64_t>(left - rank * unit, 0, unit);
+}
+
+}  // namespace
+
 void AuctionEngine::Reset(uint64_t seed) {
   step_ = 0;
   rng_ = Rng(Rng::Mix(seed, 0xe9));
@@ -227,6 +249,7 @@ void AuctionEngine::Reset(uint64_t seed) {
   }
   gone_.assign(n, 0);
   for (size_t k = 0; k < n; ++k) gone_[k] = remaining_[k] < kSpentMicros ? 1 : 0;
+  split_unit_.assign(n, 0);
   adv_.assign(n, Outcome{});
   for (size_t k = 0; k < n; ++k) adv_[k].budget = budgets_[k];
   const size_t pairs = static_cast<size_t>(market_.agents) * market_.clusters;
@@ -303,7 +326,7 @@ void AuctionEngine::RunRequests(size_t from, size_t to, const ActionTable& a) {
       __builtin_prefetch(day_.ppb.data() + ahead + 8);
     }
     bool ranked = false;
-    if (simd_ && end - begin <= static_cast<uint32_t>(kMaxBatch)) {
+    if (simd_ && split_bidders_ == 1 && end - begin <= static_cast<uint32_t>(kMaxBatch)) {
       AuctionEntry top[kMaxSlots + 1];
       inputs.a_j = a_j;
       inputs.reserve = reserve;
@@ -329,7 +352,22 @@ void AuctionEngine::RunRequests(size_t from, size_t to, const ActionTable& a) {
         // (sampled outcomes); it never exceeds the budget left (core/bid.h).
         // A candidate that has left the day is not capped (its bid is not offered): capping it
         // would again branch on who has left.
-        const int64_t left = in ? remaining_[k] : kNoCapMicros;
+        int64_t left = in ? remaining_[k] : kNoCapMicros;
+        if (split_bidders_ > 1 && in) {
+          const double charge = basis == ChargeBasis::kPerClick
+                                    ? static_cast<double>(bid_hat.value())
+                                    : static_cast<double>(bid_hat.value()) * cand_pctr[c];
+          // The largest charge of this bid, uncapped: the unit itself (kWhole), or folded
+          // into the advertiser's running mean (kWholeMean: what a coordinator can know).
+          int64_t unit = static_cast<int64_t>(std::ceil(charge));
+          if (split_rule_ == SplitRule::kWholeMean) {
+            int64_t& mean = split_unit_[k];
+            mean = mean == 0 ? unit : (mean * 7 + unit) / 8;
+            unit = mean;
+          }
+          left = SplitPiece(left, unit, split_bidders_, split_rule_,
+                            Rng::Mix(split_seed_ ^ (r * 0x9e3779b97f4a7c15ULL), k));
+        }
         bid_hat = CapBidToBudget(bid_hat, cand_pctr[c], left, basis);
         d_j[static_cast<size_t>(i) * L] += in;
         presences_[k] += in;

@@ -121,8 +121,8 @@ std::string ConsumerUserId(uint32_t consumer) {
 
 namespace {
 
-// The day's requests whose consumer is in the learned arm, in the same order.
-Day ArmDay(const Day& d, const std::vector<char>& learned) {
+// The day's requests whose consumer is in the arm (`in[consumer]`), in the same order.
+Day ArmDay(const Day& d, const std::vector<char>& in) {
   Day o;
   o.steps = d.steps;
   o.step_ms = d.step_ms;
@@ -130,7 +130,7 @@ Day ArmDay(const Day& d, const std::vector<char>& learned) {
   o.num_consumers = d.num_consumers;
   o.begin.push_back(0);
   for (size_t r = 0; r < d.requests(); ++r) {
-    if (!learned[d.consumer[r]]) continue;
+    if (!in[d.consumer[r]]) continue;
     o.time_ms.push_back(d.time_ms[r]);
     o.consumer.push_back(d.consumer[r]);
     o.floor_cpm.push_back(d.floor_cpm[r]);
@@ -148,23 +148,23 @@ Day ArmDay(const Day& d, const std::vector<char>& learned) {
 
 }  // namespace
 
-void RestrictToArm(Scenario& sc, double learned_share, const std::string& salt) {
+void RestrictToArm(Scenario& sc, double learned_share, const std::string& salt, Arm arm) {
   uint32_t consumers = 0;
   for (const Day* d : {&sc.train, &sc.test}) consumers = std::max(consumers, d->num_consumers);
-  std::vector<char> learned(consumers, 0);
+  std::vector<char> in(consumers, 0);
   for (uint32_t c = 0; c < consumers; ++c) {
-    learned[c] = ArmOf(ConsumerUserId(c), salt, learned_share) == Arm::kLearned;
+    in[c] = ArmOf(ConsumerUserId(c), salt, learned_share) == arm;
   }
   auto arm_budgets = [&](std::vector<Micros>& b) {
-    for (Micros& m : b) m = ArmBudget(m, Arm::kLearned, learned_share);
+    for (Micros& m : b) m = ArmBudget(m, arm, learned_share);
   };
-  sc.train = ArmDay(sc.train, learned);
-  sc.test = ArmDay(sc.test, learned);
+  sc.train = ArmDay(sc.train, in);
+  sc.test = ArmDay(sc.test, in);
   arm_budgets(sc.train_budgets);
   arm_budgets(sc.test_budgets);
-  for (auto& d : sc.extra_train) d = ArmDay(d, learned);
+  for (auto& d : sc.extra_train) d = ArmDay(d, in);
   for (auto& b : sc.extra_train_budgets) arm_budgets(b);
-  for (auto& d : sc.validation) d = ArmDay(d, learned);
+  for (auto& d : sc.validation) d = ArmDay(d, in);
   for (auto& b : sc.validation_budgets) arm_budgets(b);
 }
 
@@ -311,6 +311,14 @@ Result<Report> Simulate(const Scenario& sc, const SimulateOptions& opt) {
       {"budget", "fraction " + std::to_string(sc.cfg.market.budget_fraction).substr(0, 6) +
                      " of each advertiser's cost under manual bids, unlimited budget"},
       {"outcomes", sc.cfg.auction.outcomes}};
+  if (opt.bidders > 1) {
+    r.meta.push_back(
+        {"bidders", std::to_string(opt.bidders) + ", requests spread evenly, budgets split " +
+                        (opt.split == AuctionEngine::SplitRule::kEven    ? "evenly"
+                         : opt.split == AuctionEngine::SplitRule::kWhole ? "in whole bids"
+                                                                         : "in whole mean bids") +
+                        " by an ideal coordinator (a ceiling for budget leases)"});
+  }
   r.meta.insert(r.meta.end(), opt.extra_meta.begin(), opt.extra_meta.end());
   DescribeAgents(sc.market, &r);
   r.baseline = "manual";
@@ -318,6 +326,7 @@ Result<Report> Simulate(const Scenario& sc, const SimulateOptions& opt) {
 
   AuctionEngine limited(day, sc.market, sc.cfg.auction, sc.cfg.market.alpha_range, budgets,
                         sc.cfg.burn_buckets);
+  limited.SplitBudgets(opt.bidders, opt.split, sc.cfg.seed);
   r.burn_bucket_minutes = limited.burn_bucket_minutes();
   int done = 0;
   for (const auto& [name, tables] : policies) {

@@ -47,6 +47,10 @@ sed -i '10s/\t0\.[0-9]*\t/\tzero\t/' "$T/logs/test.tsv"
 expect_error bad-log "test.tsv:10: field pctr is not a number" simulate --config "$T/small.yaml" \
   --train-log "$T/logs/train.tsv" --test-log "$T/logs/test.tsv"
 expect_error bad-policy "const:<a> needs a in \[-1, 1\]" simulate --config "$T/small.yaml" --policy const:3
+expect_error bad-bidders "bidders" simulate --config "$T/small.yaml" --bidders 0
+expect_error bad-split "split" simulate --config "$T/small.yaml" --bidders 3 --split half
+expect_error bad-arm-share "--learned-share must be in (0, 1) with --arm" simulate \
+  --config "$T/small.yaml" --arm manual --learned-share 1
 # rtb demo: a typo in its config, a malformed chaos spec; nothing is started, no report.
 cp "$SRC/configs/demo/default.yaml" "$T/demo.yaml"
 sed -i 's|^learner_config: learner.yaml|learner_config: '"$SRC"'/configs/demo/learner.yaml|; s|^bidder_config: ../bidder/default.yaml|bidder_config: '"$SRC"'/configs/bidder/default.yaml|; s/^days: 4 /dayz: 4 /' "$T/demo.yaml"

@@ -21,4 +21,18 @@ done
 "$RTB" simulate --config "$T/small.yaml" --seed 5 --train-log "$T/logs/train.tsv" \
   --test-log "$T/logs/test.tsv" --out "$T/d" --quiet >/dev/null
 cmp "$T/a/report.csv" "$T/d/report.csv" || { echo "FAIL: log replay differs from in-memory day"; exit 1; }
+# Budgets split over three bidders (a ceiling for budget leases), on one arm of an A/B test: the
+# same for one seed, named in the report, and not the one bidder's figures.
+for x in e f; do
+  "$RTB" simulate --config "$T/small.yaml" --seed 5 --bidders 3 --split whole-mean --arm manual \
+    --learned-share 0.5 --out "$T/$x" --quiet >/dev/null
+done
+cmp "$T/e/report.json" "$T/f/report.json" || { echo "FAIL: --bidders 3 differs for one seed"; exit 1; }
+grep -q 'bidders.*3, requests spread evenly, budgets split in whole mean bids' "$T/e/report.md" ||
+  { echo "FAIL: the report does not name the bidders"; exit 1; }
+grep -q "A/B arm.*manual (learned share 0.5" "$T/e/report.md" || { echo "FAIL: no arm line"; exit 1; }
+"$RTB" simulate --config "$T/small.yaml" --seed 5 --arm manual --learned-share 0.5 --out "$T/g" \
+  --quiet >/dev/null
+if cmp -s "$T/e/report.csv" "$T/g/report.csv"; then echo "FAIL: three bidders gave one's figures"; exit 1; fi
+if cmp -s "$T/a/report.csv" "$T/g/report.csv"; then echo "FAIL: --arm changed nothing"; exit 1; fi
 echo "deterministic: ok"

@@ -378,3 +378,84 @@ TEST(EngineSimd, TheEdgesGiveTheScalarLoopsOutcomes) {
 
 }  // namespace
 }  // namespace rtb::sim
+
+namespace rtb::sim {
+namespace {
+
+using testing::Cand;
+using testing::MakeDay;
+using testing::MakeMarket;
+
+// Budgets served by several bidders (AuctionEngine::SplitBudgets). One slot; every request
+// holds A (eCPM 100000), C (50000) and D (30000); A's budget, 105000, covers one bid whole and
+// a second that pays C's 50000, but not three bidders' worth of whole bids.
+TEST(EngineSplit, EachBidderBidsWithItsPieceOfTheBudgetLeft) {
+  std::vector<std::vector<Cand>> reqs(30, {{0, 1.0, 0.1}, {2, 0.5, 0.1}, {3, 0.3, 0.1}});
+  const Day day = MakeDay(reqs, 4);
+  const Market m = MakeMarket({0, 0, 0, 0}, 1);
+  AuctionConfig rules;
+  rules.slots = 1;
+  std::vector<Micros> budgets(4, Micros(1'000'000'000));
+  budgets[0] = Micros(105'000);
+  using Rule = AuctionEngine::SplitRule;
+  auto run = [&](int bidders, Rule rule) {
+    AuctionEngine e(day, m, rules, 0.9, budgets);
+    e.SplitBudgets(bidders, rule, 5);
+    e.RunToEnd(ActionTable(1, 1));
+    EXPECT_LE(e.advertiser_outcomes()[0].cost, budgets[0]);
+    return e.advertiser_outcomes()[0];
+  };
+  // One bidder: two wins at C's price, then 5000 left, which beats nobody.
+  const Outcome one = run(1, Rule::kEven);
+  EXPECT_EQ(one.impressions, 2);
+  EXPECT_EQ(one.cost.value(), 100'000);
+  // Three equal pieces of 35000: A's bid, capped to its piece, never beats C.
+  EXPECT_EQ(run(3, Rule::kEven).impressions, 0);
+  // Whole bids: a third of the requests find the bidder holding the whole bid (the others 5000
+  // or nothing): the same two wins as one bidder, later in the day.
+  for (const Rule rule : {Rule::kWhole, Rule::kWholeMean}) {
+    const Outcome whole = run(3, rule);
+    EXPECT_EQ(whole.impressions, 2);
+    EXPECT_EQ(whole.cost.value(), 100'000);
+  }
+}
+
+// One bidder is the engine's usual rule; and budgets that hold every bidder's whole bids all day
+// are played the same by any number of bidders, under every rule.
+TEST(EngineSplit, SplittingBudgetsThatHoldEveryBiddersBidsChangesNothing) {
+  SimulatorConfig cfg = SmallWorld();
+  auto sc = BuildScenario(cfg, "", "", false);
+  ASSERT_TRUE(sc.ok()) << sc.status().message();
+  const Scenario& s = **sc;
+  const auto tables = Tables(s.market.agents, s.market.clusters, 19);
+  AuctionEngine base(s.test, s.market, s.cfg.auction, s.cfg.market.alpha_range, s.test_budgets);
+  const DayRecord usual = RunBothWays(base, tables, false);
+  AuctionEngine one(s.test, s.market, s.cfg.auction, s.cfg.market.alpha_range, s.test_budgets);
+  one.SplitBudgets(1, AuctionEngine::SplitRule::kWhole, 3);
+  ExpectSameDay(RunBothWays(one, tables, false), usual);
+
+  std::vector<Micros> deep = s.test_budgets;
+  for (Micros& b : deep) b = Micros(b.value() * 1000);
+  AuctionEngine whole(s.test, s.market, s.cfg.auction, s.cfg.market.alpha_range, deep);
+  const DayRecord alone = RunBothWays(whole, tables, false);
+  for (const auto rule : {AuctionEngine::SplitRule::kEven, AuctionEngine::SplitRule::kWhole,
+                          AuctionEngine::SplitRule::kWholeMean}) {
+    AuctionEngine split(s.test, s.market, s.cfg.auction, s.cfg.market.alpha_range, deep);
+    split.SplitBudgets(3, rule, 3);
+    ExpectSameDay(RunBothWays(split, tables, false), alone);
+  }
+  // Small budgets do change: three bidders' equal pieces lower the bids that run out.
+  AuctionEngine even(s.test, s.market, s.cfg.auction, s.cfg.market.alpha_range, s.test_budgets);
+  even.SplitBudgets(3, AuctionEngine::SplitRule::kEven, 3);
+  const DayRecord split = RunBothWays(even, tables, false);
+  int64_t cost_usual = 0, cost_split = 0;
+  for (size_t k = 0; k < usual.adv.size(); ++k) {
+    cost_usual += usual.adv[k].cost.value();
+    cost_split += split.adv[k].cost.value();
+    EXPECT_LE(split.adv[k].cost, s.test_budgets[k]) << "advertiser " << k;
+  }
+  EXPECT_NE(cost_usual, cost_split);
+}
+
+}  // namespace
+}  // namespace rtb::sim

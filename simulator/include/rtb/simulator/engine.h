@@ -92,6 +92,22 @@ class AuctionEngine {
   // Requests since Reset whose candidates the vector path bid and ranked.
   int64_t simd_requests() const { return simd_requests_; }
 
+  // Budgets served by several bidders (docs/budget-leases.md, section 8): each request goes to
+  // one of `bidders` (uniformly, drawn from `seed`), and a candidate's bid is capped by that
+  // bidder's piece of what its budget has left instead of the whole of it. The pieces are set
+  // by an ideal coordinator that knows every budget and rebalances before every request with no
+  // delay; the rules:
+  //   kEven:      every bidder holds an equal part of what is left.
+  //   kWhole:     equal parts while each covers the bid about to be made (its largest charge);
+  //               below that, whole bids first: bidders in a random order per (request,
+  //               advertiser), the r-th holding min(bid, what is left past r bids). It knows
+  //               the bid before it is made, which no coordinator can: the ceiling.
+  //   kWholeMean: kWhole with a running mean of the advertiser's bids' charges (a coordinator
+  //               that hears of them) as the unit.
+  // 1 bidder (the default) is the engine's usual rule. Turns the vector path off when > 1.
+  enum class SplitRule { kEven, kWhole, kWholeMean };
+  void SplitBudgets(int bidders, SplitRule rule, uint64_t seed);
+
  private:
   void RunRequests(size_t from, size_t to, const ActionTable& a);
 
@@ -125,6 +141,10 @@ class AuctionEngine {
   bool track_requests_ = false;
   bool simd_ = false;
   int64_t simd_requests_ = 0;
+  int split_bidders_ = 1;
+  SplitRule split_rule_ = SplitRule::kEven;
+  uint64_t split_seed_ = 0;
+  std::vector<int64_t> split_unit_;  // kWholeMean: per advertiser, the running mean charge
   std::vector<int64_t> req_revenue_, req_cost_;
 };
 

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "rtb/core/ab.h"
 #include "rtb/core/action_table.h"
 #include "rtb/core/report.h"
 #include "rtb/simulator/config.h"
@@ -43,12 +44,13 @@ void AddValidationDays(Scenario& sc, int count);
 // The user id of consumer c on the wire (OpenRTB user.id, what the A/B test hashes): "c<c>".
 std::string ConsumerUserId(uint32_t consumer);
 
-// The world the learned arm of a live A/B test serves (core/ab.h): every day keeps only the
-// requests of the learned arm's consumers (ArmOf(ConsumerUserId(c), salt, share)), and every
-// advertiser's budget becomes the arm's part (ArmBudget). Training there teaches a policy the
+// The world one arm of a live A/B test serves (core/ab.h): every day keeps only the requests of
+// the arm's consumers (ArmOf(ConsumerUserId(c), salt, share) == arm), and every advertiser's
+// budget becomes the arm's part (ArmBudget). Training on the learned arm teaches a policy the
 // arm's own traffic, including each small advertiser's luck in how its users were dealt.
-// REQUIRES: 0 < learned_share <= 1.
-void RestrictToArm(Scenario& sc, double learned_share, const std::string& salt);
+// REQUIRES: 0 < learned_share <= 1 (< 1 for the manual arm).
+void RestrictToArm(Scenario& sc, double learned_share, const std::string& salt,
+                   Arm arm = Arm::kLearned);
 
 // Generates the world and both days from cfg.seed, or reads them from logs when the paths
 // are not empty; then clusters on the training day and computes budgets.
@@ -77,6 +79,10 @@ struct SimulateOptions {
   std::string day = "test";                                     // "train" or "test"
   std::string config_path;                                      // for the report's header
   bool progress = true;
+  // Budgets served by this many bidders, split by an ideal coordinator (the policies' runs
+  // with budgets; AuctionEngine::SplitBudgets): a ceiling for budget leases. 1: one bidder.
+  int bidders = 1;
+  AuctionEngine::SplitRule split = AuctionEngine::SplitRule::kEven;
 };
 
 Result<Report> Simulate(const Scenario& sc, const SimulateOptions& opt);
