@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "child.h"
 #include "demo_config.h"
@@ -655,6 +656,47 @@ json DayJson(const Setup& s, const Services& svc, const Played& p, const LoopRec
       day["learned_arm_in_simulator"]["by_agent"].push_back(OutcomeJson(o));
     }
   }
+  // Several bidders: both arms in the simulator, their budgets served by one bidder, and by the
+  // demo's bidders under an ideal coordinator (AuctionEngine::SplitBudgets: equal parts, or
+  // whole bids first, knowing each bid before it is made). What the live leases can reach on
+  // these budgets, beside what they did (docs/budget-leases.md, section 8).
+  if (s.cfg.bidders > 1 && svc.xc.learned_share < 1) {
+    json split;
+    split["bidders"] = s.cfg.bidders;
+    using Rule = sim::AuctionEngine::SplitRule;
+    const std::vector<ActionTable> manual_tables(1, ActionTable(s.N, s.L));
+    sim::Scenario arms[kArms];
+    for (const Arm arm : {Arm::kLearned, Arm::kManual}) {
+      sim::Scenario& a = arms[static_cast<int>(arm)];
+      a.cfg = sc.cfg;
+      a.market = sc.market;
+      a.test = p.days[static_cast<size_t>(d)];
+      a.test_budgets = sc.test_budgets;
+      sim::RestrictToArm(a, svc.xc.learned_share, svc.xc.ab_salt, arm);
+    }
+    for (const auto& [name, bidders, rule] :
+         {std::tuple{"one_bidder", 1, Rule::kEven}, std::tuple{"even", s.cfg.bidders, Rule::kEven},
+          std::tuple{"whole", s.cfg.bidders, Rule::kWhole}}) {
+      json r;
+      double revenue[kArms] = {0, 0};
+      for (const Arm arm : {Arm::kLearned, Arm::kManual}) {
+        const sim::Scenario& a = arms[static_cast<int>(arm)];
+        const RunResult run =
+            sim::EvaluateTables(a, a.test, a.test_budgets,
+                                arm == Arm::kLearned ? served : manual_tables, 0, bidders, rule);
+        json cost = json::array();
+        for (const auto& o : run.rows) cost.push_back(OutcomeJson(o)["cost_over_budget"]);
+        r[ArmName(arm)] = {{"cost_over_budget_by_agent", cost},
+                           {"revenue", run.total.revenue.units()}};
+        revenue[static_cast<int>(arm)] = run.total.revenue.units();
+      }
+      const double sh = svc.xc.learned_share;
+      r["revenue_ratio"] = revenue[1] > 0 ? json((revenue[0] / sh) / (revenue[1] / (1 - sh)))
+                                          : json(nullptr);
+      split[name] = r;
+    }
+    day["split_in_simulator"] = split;
+  }
   // The simulator's counterfactual: every user of the day bid manual with the whole budgets.
   day["manual_in_simulator"] = OutcomeJson(manual.total);
   day["manual_in_simulator"]["by_agent"] = json::array();
@@ -920,6 +962,32 @@ Result<json> AbFromEvents(const Setup& s, const json& report) {
   return out;
 }
 
+// Over the days' split_in_simulator, per way of serving the budgets: the lowest COST of any day,
+// arm and agent, and the lowest and highest learned / manual ratio per share.
+json SplitSummary(const json& days) {
+  json out;
+  for (const char* name : {"one_bidder", "even", "whole"}) {
+    double min_cost = 1e300, lo = 1e300, hi = -1e300;
+    for (const auto& day : days) {
+      const json& r = day["split_in_simulator"][name];
+      for (const char* arm : {"learned", "manual"}) {
+        for (const auto& c : r[arm]["cost_over_budget_by_agent"]) {
+          if (c.is_number()) min_cost = std::min(min_cost, 100 * c.get<double>());
+        }
+      }
+      if (r["revenue_ratio"].is_number()) {
+        lo = std::min(lo, r["revenue_ratio"].get<double>());
+        hi = std::max(hi, r["revenue_ratio"].get<double>());
+      }
+    }
+    auto num = [](double v) { return std::abs(v) < 1e299 ? json(v) : json(nullptr); };
+    out[name] = {{"min_cost_pct", num(min_cost)},
+                 {"revenue_ratio_min", num(lo)},
+                 {"revenue_ratio_max", num(hi)}};
+  }
+  return out;
+}
+
 // Leases the coordinator reclaimed from silent bidders (its last log line says how many).
 int64_t LeaseReclaims(const Setup& s) {
   std::ifstream in(s.out + "/logs/budget.log");
@@ -959,6 +1027,9 @@ Status Run(const DemoArgs& args) {
     report["budget_check"] = (*ab)["budget_check"];
     report["budget_check"]["bidders"] = s.cfg.bidders;
     report["budget_check"]["lease_reclaims"] = LeaseReclaims(s);
+    if (!report["days"].empty() && report["days"][0].contains("split_in_simulator")) {
+      report["budget_check"]["in_simulator"] = SplitSummary(report["days"]);
+    }
   }
   std::string md;
   RTB_RETURN_IF_ERROR(WriteReport(s, report, &md));

@@ -147,6 +147,52 @@ doc::Document BuildDemoDocument(const json& r, const std::string& currency) {
         "the learned arm's users with its part of the budgets (as one bidder spends them)."});
   }
 
+  // Several bidders: the live run beside the simulator's one bidder and ideal coordinators.
+  if (!days.empty() && days[0].contains("split_in_simulator")) {
+    const int k = days[0]["split_in_simulator"]["bidders"].get<int>();
+    const std::string ks = std::to_string(k) + " bidders";
+    doc::Table split;
+    split.caption = "Budgets over several bidders: live, and in the simulator";
+    split.columns = {{"day", Fmt::kCount},
+                     {"budgets served by", Fmt::kText},
+                     {"lowest agent delivery (COST)", Fmt::kPercent, 1},
+                     {"learned / manual per share", Fmt::kRatio}};
+    auto lowest = [](const json& by_agent_l, const json& by_agent_m, const char* field) {
+      double lo = 1e300;
+      for (const json* arm : {&by_agent_l, &by_agent_m}) {
+        for (const auto& a : *arm) {
+          const json& c = field[0] != '\0' ? a[field] : a;
+          if (c.is_number()) lo = std::min(lo, c.get<double>());
+        }
+      }
+      return doc::Value::Num(lo < 1e299 ? lo : doc::kNone);
+    };
+    for (const auto& day : days) {
+      const json& sp = day["split_in_simulator"];
+      split.rows.push_back({V(day["day"]), doc::Value::Text(ks + ", live"),
+                            lowest(day["learned"]["by_agent"], day["manual"]["by_agent"],
+                                   "cost_over_budget"),
+                            V(day["revenue_ratio"])});
+      for (const auto& [name, label] :
+           {std::pair{"one_bidder", std::string("1 bidder, simulator")},
+            std::pair{"even", ks + ", equal parts, simulator"},
+            std::pair{"whole", ks + ", whole bids first, simulator"}}) {
+        const json& run = sp[name];
+        split.rows.push_back({V(day["day"]), doc::Value::Text(label),
+                              lowest(run["learned"]["cost_over_budget_by_agent"],
+                                     run["manual"]["cost_over_budget_by_agent"], ""),
+                              V(run["revenue_ratio"])});
+      }
+    }
+    d.Add(split);
+    d.Add(doc::Paragraph{
+        "The simulator plays each arm's users with its part of the budgets and the tables served "
+        "(manual bids on the manual arm). Its bidders hold pieces of each budget set by an ideal "
+        "coordinator that rebalances before every request: equal parts, or whole bids first "
+        "(knowing each bid before it is made, which no coordinator can). A bid is lowered to its "
+        "bidder's piece, as the live bidders' are to their leases."});
+  }
+
   // 2. Budget burn per agent over each day: the learner's per-step spend (agent x cluster),
   // cumulated, against the agent's budget.
   if (!days.empty()) {

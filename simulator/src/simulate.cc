@@ -258,9 +258,11 @@ RunResult EvaluateTable(const Scenario& sc, const Day& day, const std::vector<Mi
 }
 
 RunResult EvaluateTables(const Scenario& sc, const Day& day, const std::vector<Micros>& budgets,
-                         const std::vector<ActionTable>& tables, uint64_t seed) {
+                         const std::vector<ActionTable>& tables, uint64_t seed, int bidders,
+                         AuctionEngine::SplitRule split) {
   AuctionEngine e(day, sc.market, sc.cfg.auction, sc.cfg.market.alpha_range, budgets,
                   sc.cfg.burn_buckets);
+  e.SplitBudgets(bidders, split, seed);
   e.Reset(seed);
   PlaySteps(e, tables);
   return RunOf(e, {});

@@ -7,7 +7,8 @@
 #   the spread as asked; every process exited cleanly; every step's transition, with the
 #   learner's totals equal to the exchange's; `rtb report`'s arms equal the exchange's; the
 #   killed bidder's lease reclaimed; both bidders installed every table (the spread reported);
-#   while bidder 0 was down, its requests went to bidder 1 (rerouted, none lost).
+#   while bidder 0 was down, its requests went to bidder 1 (rerouted, none lost); the report's
+#   simulator rows for the budgets over two bidders (one bidder's equal to the learned arm's).
 # Delivery is not checked: this tiny world's budgets are a few bids each (docs/budget-leases.md).
 set -euo pipefail
 RTB=$1
@@ -39,10 +40,24 @@ for d in r["days"]:
 # The exchange took the killed bidder out of the rotation: its requests went to the other one.
 assert rerouted >= 1, steps
 assert sum(s["lost_requests"] for s in steps) <= 10, [s["lost_requests"] for s in steps]
+# Both arms in the simulator with the budgets served by one bidder and by the two under an ideal
+# coordinator (equal parts, whole bids first): one bidder's learned arm is the learned arm in the
+# simulator, to the bit; every figure is a delivery.
+ins = bc["in_simulator"]
+for rule in ("one_bidder", "even", "whole"):
+    assert 0 < ins[rule]["min_cost_pct"] <= 100 + 1e-9 and ins[rule]["revenue_ratio_min"] > 0, ins
+for d in r["days"]:
+    sp = d["split_in_simulator"]
+    assert sp["bidders"] == 2, sp
+    one = sp["one_bidder"]["learned"]["cost_over_budget_by_agent"]
+    assert one == [a["cost_over_budget"] for a in d["learned_arm_in_simulator"]["by_agent"]], (
+        one, d["learned_arm_in_simulator"])
 lc = r["loop_check"]
 assert lc["transitions"] == lc["expected_transitions"] == 6 and lc["totals_match"], lc
 assert r["ab_from_events"]["matches_exchange_within_0_1_pct"], r["ab_from_events"]
-print("two bidders: max overspend %.3f%%, min COST %.1f%%, requests %d / %d, %d reclaims, "
-      "policy switch spread p50 %.0f ms" % (bc["max_overspend_pct"], bc["min_cost_pct"], a, b,
-                                            bc["lease_reclaims"], ps["p50"]))
+print("two bidders: max overspend %.3f%%, min COST %.1f%% (simulator: one bidder %.1f%%, equal "
+      "parts %.1f%%, whole bids %.1f%%), requests %d / %d, %d reclaims, policy switch spread p50 "
+      "%.0f ms" % (bc["max_overspend_pct"], bc["min_cost_pct"], ins["one_bidder"]["min_cost_pct"],
+                   ins["even"]["min_cost_pct"], ins["whole"]["min_cost_pct"], a, b,
+                   bc["lease_reclaims"], ps["p50"]))
 PY

@@ -93,8 +93,11 @@ void DescribeAgents(const Market& m, Report* r);
 // Runs one day under one fixed table and returns the run (per agent outcomes, burn).
 RunResult EvaluateTable(const Scenario& sc, const Day& day, const std::vector<Micros>& budgets,
                         const ActionTable& a, uint64_t seed = 0);
-// The same with one table per step (tables.size() == day.steps; the last repeats if short).
+// The same with one table per step (tables.size() == day.steps; the last repeats if short),
+// and the budgets served by `bidders` (AuctionEngine::SplitBudgets).
 RunResult EvaluateTables(const Scenario& sc, const Day& day, const std::vector<Micros>& budgets,
-                         const std::vector<ActionTable>& tables, uint64_t seed = 0);
+                         const std::vector<ActionTable>& tables, uint64_t seed = 0,
+                         int bidders = 1,
+                         AuctionEngine::SplitRule split = AuctionEngine::SplitRule::kEven);
 
 }  // namespace rtb::sim
