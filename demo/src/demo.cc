@@ -691,8 +691,8 @@ json DayJson(const Setup& s, const Services& svc, const Played& p, const LoopRec
         revenue[static_cast<int>(arm)] = run.total.revenue.units();
       }
       const double sh = svc.xc.learned_share;
-      r["revenue_ratio"] = revenue[1] > 0 ? json((revenue[0] / sh) / (revenue[1] / (1 - sh)))
-                                          : json(nullptr);
+      r["revenue_ratio"] =
+          revenue[1] > 0 ? json((revenue[0] / sh) / (revenue[1] / (1 - sh))) : json(nullptr);
       split[name] = r;
     }
     day["split_in_simulator"] = split;

@@ -169,14 +169,13 @@ doc::Document BuildDemoDocument(const json& r, const std::string& currency) {
     };
     for (const auto& day : days) {
       const json& sp = day["split_in_simulator"];
-      split.rows.push_back({V(day["day"]), doc::Value::Text(ks + ", live"),
-                            lowest(day["learned"]["by_agent"], day["manual"]["by_agent"],
-                                   "cost_over_budget"),
-                            V(day["revenue_ratio"])});
-      for (const auto& [name, label] :
-           {std::pair{"one_bidder", std::string("1 bidder, simulator")},
-            std::pair{"even", ks + ", equal parts, simulator"},
-            std::pair{"whole", ks + ", whole bids first, simulator"}}) {
+      split.rows.push_back(
+          {V(day["day"]), doc::Value::Text(ks + ", live"),
+           lowest(day["learned"]["by_agent"], day["manual"]["by_agent"], "cost_over_budget"),
+           V(day["revenue_ratio"])});
+      for (const auto& [name, label] : {std::pair{"one_bidder", std::string("1 bidder, simulator")},
+                                        std::pair{"even", ks + ", equal parts, simulator"},
+                                        std::pair{"whole", ks + ", whole bids first, simulator"}}) {
         const json& run = sp[name];
         split.rows.push_back({V(day["day"]), doc::Value::Text(label),
                               lowest(run["learned"]["cost_over_budget_by_agent"],
