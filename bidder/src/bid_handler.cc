@@ -143,6 +143,7 @@ HttpResult Bidder::HandleBid(std::string_view body, int64_t received_us, Request
       const Key128 key = BidKey(req->id, req->imps[c.imp_index].id, c.advertiser);
       const int64_t deadline_ms = now_ms + m.cfg.reservation_timeout_ms;
       const bool open = ledger.bids_open(slot);
+      if (m.cfg.leases.enabled) ledger.NoteCharge(slot, MaxCharge(c.price));
       bool reserved = open && ledger.TryReserve(slot, key, MaxCharge(c.price), now_ms, deadline_ms);
       if (!reserved && open && (m.cfg.leases.lower_bids || !m.cfg.leases.enabled)) {
         // The lease (with one bidder: the budget) has less room than the bid can charge: bid

@@ -1,6 +1,7 @@
 #include "lease_client.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <utility>
 
@@ -60,10 +61,12 @@ struct LeaseClient::Impl {
     // The part of that return above the slot's limit: no bid can reserve it, so it is not set
     // aside; until the return is confirmed the limit and the cap stay below held - this.
     int64_t aside_above = 0;
-    int64_t aside_seq = 0;         // the return's message
-    int64_t aside_ms = 0;          // when it was sent (resent after kResendMs without an answer)
-    int64_t wanted = 0;            // others' unmet needs, from the last holding (a recall)
-    int64_t last_blocked_ms = -1;  // when a reservation was last refused
+    int64_t aside_seq = 0;  // the return's message
+    int64_t aside_ms = 0;   // when it was sent (resent after kResendMs without an answer)
+    int64_t wanted = 0;     // others' unmet needs, from the last holding (a recall)
+    int64_t target = -1;    // what the coordinator means it to hold unused (-1: not said)
+    int64_t charge_sum = 0, charge_n = 0;  // the ledger's NoteCharge totals at the last check
+    int64_t last_blocked_ms = -1;          // when a reservation was last refused
   };
   static constexpr int64_t kResendMs = 5'000;
   static constexpr int64_t kLeastPrepared = 1'000;  // micros: the least a prepared day asks for
@@ -121,6 +124,8 @@ struct LeaseClient::Impl {
   int64_t first_seq = 0, last_seq = 0;  // this process's message numbers
   double answer_ms = 100;       // how long answers take, smoothed: asks come that much earlier
   std::vector<int64_t> charge;  // per slot: the largest bid charge seen on any day
+  std::vector<double>
+      unit_mean;  // per slot: the running mean bid charge over the days (LeaseItem::unit)
 
   size_t Slots() const { return 2 * cfg->advertisers.size(); }
   LeaseKey KeyOf(int64_t day, size_t slot) const {
@@ -251,6 +256,7 @@ struct LeaseClient::Impl {
     // `seen`: a later report can be seen while the return itself was lost (it is sent again).
     const bool has_return = g->returned >= s.aside_seq;
     if (has_return) s.wanted = g->wanted;
+    s.target = g->target;
     if (first_seq > 0 && g->seen >= first_seq && !earlier) s.synced = true;
     if (s.aside + s.aside_above > 0 && has_return) {
       // The holding includes the return: the limit falls to it (and the cap by the amount)
@@ -399,6 +405,16 @@ struct LeaseClient::Impl {
       s.last_ms = now;
       const int64_t arm_budget = ArmBudgetOf(k);
       if (charge.size() < Slots()) charge.resize(Slots(), 0);
+      // The mean bid charge of this advertiser and arm, over the days (each bid weighs 1/8).
+      if (unit_mean.size() < Slots()) unit_mean.resize(Slots(), 0);
+      if (const int64_t n = ledger->charge_n(k) - s.charge_n; n > 0) {
+        const double bids_mean =
+            static_cast<double>(ledger->charge_sum(k) - s.charge_sum) / static_cast<double>(n);
+        const double keep = unit_mean[k] == 0 ? 0 : std::pow(7.0 / 8.0, static_cast<double>(n));
+        unit_mean[k] = keep * unit_mean[k] + (1 - keep) * bids_mean;
+        s.charge_n = ledger->charge_n(k);
+        s.charge_sum = ledger->charge_sum(k);
+      }
       charge[k] =
           std::max({charge[k], ledger->max_charge(k).value(), ledger->last_refused(k).value()});
       const int64_t min_micros = MinLease(k);
@@ -453,11 +469,17 @@ struct LeaseClient::Impl {
           (share || s.last_blocked_ms < 0 || now - s.last_blocked_ms > lc.horizon_ms)) {
         // Share sizing: the coordinator asked from reports a report old; keep what this slot
         // commits until the next answer, and two bids.
-        const int64_t own =
+        // A holding that says its target (whole bids: docs/budget-leases.md, section 8) keeps
+        // no more than that.
+        int64_t own =
             share ? std::max<int64_t>(
                         2 * charge[k],
                         static_cast<int64_t>(s.rate * (lc.report_every_ms + answer_ms) / 1000.0))
                   : static_cast<int64_t>(s.rate * (lc.horizon_ms / 1000.0 + answer_ms / 1000.0));
+        if (share && s.target >= 0) {  // the target counts its reservations
+          own = std::min(own,
+                         std::max<int64_t>(0, s.target - (committed - ledger->spent(k).value())));
+        }
         const int64_t back = std::min(s.wanted, unspent - own);
         s.wanted = 0;
         if (GiveBack(day, k, *ledger, s, back, kLeastPrepared, now)) continue;
@@ -474,7 +496,9 @@ struct LeaseClient::Impl {
       if (share) {
         // The coordinator tops the lease up from the reports; a slot asks only to learn what
         // it holds, or with the charge of a bid it could not reserve.
-        if (s.synced && s.pool <= 0 && fragment) {
+        // Parted in whole bids (a target said), a piece is what the coordinator means it to
+        // hold: it stays, and a short bidder is topped up.
+        if (s.synced && s.pool <= 0 && fragment && s.target < 0) {
           GiveBack(day, k, *ledger, s, unspent, 1, now);
           continue;
         }
@@ -606,6 +630,7 @@ struct LeaseClient::Impl {
       }
       budget::LeaseItem it{key.advertiser, key.arm, 0, 0, spent, reserved};
       it.cap = cap - s.aside;
+      if (k < unit_mean.size()) it.unit = std::llround(unit_mean[k]);
       items.push_back(it);
       caps->emplace_back(k, cap);
       s.reported_spent = spent;

@@ -209,6 +209,7 @@ struct Coordinator::Impl {
         g.wanted = std::max(g.wanted, r->second);
         recalls.erase(r);
       }
+      g.target = ledger.TargetOf(bidder, key);
       RTB_RETURN_IF_ERROR(producer->Produce(opt.grants_topic, kafka::kAnyPartition,
                                             LeaseGrantKey(key, bidder), EncodeLeaseGrant(g)));
       std::lock_guard<std::mutex> lk(counters_mu);
@@ -386,6 +387,7 @@ struct Coordinator::Impl {
         }
         case LeaseMsgType::kReport:
           ledger.Report(m.bidder, key, i.spent, i.reserved, now, i.cap, m.seq);
+          ledger.NoteUnit(key, i.unit);
           Rebalance(key, now, granted, &m.bidder);
           break;
         case LeaseMsgType::kHeartbeat:

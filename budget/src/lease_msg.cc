@@ -57,6 +57,7 @@ std::string EncodeLeaseMessage(const LeaseMessage& m) {
       it["reserved"] = i.reserved;
       if (i.cap > 0) it["cap"] = i.cap;
     }
+    if (m.type == LeaseMsgType::kReport && i.unit > 0) it["unit"] = i.unit;
     items.push_back(it);
   }
   j["items"] = items;
@@ -128,9 +129,11 @@ static Result<LeaseMessage> DecodeLeaseMessageJson(std::string_view text) {
                            ArmOfName(it.contains("arm") ? it["arm"] : json(), "lease message"));
       if (!NonNegInt(it, "want", &i.want) || !NonNegInt(it, "amount", &i.amount) ||
           !NonNegInt(it, "spent", &i.spent) || !NonNegInt(it, "reserved", &i.reserved) ||
-          !NonNegInt(it, "need", &i.need) || !NonNegInt(it, "cap", &i.cap)) {
+          !NonNegInt(it, "need", &i.need) || !NonNegInt(it, "cap", &i.cap) ||
+          !NonNegInt(it, "unit", &i.unit)) {
         return Status::InvalidArgument(
-            "lease message: want, need, amount, spent, reserved and cap are integer micros >= 0");
+            "lease message: want, need, amount, spent, reserved, cap and unit are integer micros "
+            ">= 0");
       }
       m.items.push_back(i);
     }
@@ -153,6 +156,7 @@ std::string EncodeLeaseGrant(const LeaseGrant& g) {
                 {"seen", g.seen},
                 {"returned", g.returned},
                 {"wanted", g.wanted}};
+  if (g.target >= 0) j["target"] = g.target;
   if (!g.instance.empty()) j["instance"] = g.instance;
   if (!g.coordinator.empty()) j["coordinator"] = g.coordinator;
   if (g.epoch > 0) j["epoch"] = g.epoch;
@@ -183,6 +187,12 @@ static Result<LeaseGrant> LeaseGrantOf(const json& j) {
   g.returned = j.value("returned", int64_t{0});
   g.wanted = j.value("wanted", int64_t{0});
   if (g.wanted < 0) return Status::InvalidArgument("lease grant: wanted must not be negative");
+  if (j.contains("target")) {
+    if (!j["target"].is_number_integer() || j["target"].get<int64_t>() < 0) {
+      return Status::InvalidArgument("lease grant: target must be an integer >= 0");
+    }
+    g.target = j["target"].get<int64_t>();
+  }
   if (j.contains("instance")) {
     if (!j["instance"].is_string()) {
       return Status::InvalidArgument("lease grant: instance must be a string");

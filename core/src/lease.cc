@@ -123,13 +123,24 @@ const std::vector<LeaseLedger::Share>& LeaseLedger::Shares() const {
   if (shares_.empty()) return shares_;
   if (n_known == 0 || known <= 0) {
     for (Share& x : shares_) x.share = 1.0 / static_cast<double>(shares_.size());
+    RankShares();
     return shares_;
   }
   const double mean = known / n_known;
   double total = 0;
   for (Share& x : shares_) total += x.share = x.share >= 0 ? x.share : mean;
   for (Share& x : shares_) x.share /= total;
+  RankShares();
   return shares_;
+}
+
+void LeaseLedger::RankShares() const {
+  std::vector<size_t> line(shares_.size());
+  for (size_t i = 0; i < line.size(); ++i) line[i] = i;
+  auto step = [&](size_t i) { return std::lround(shares_[i].share * 20); };
+  // shares_ is by name: a stable sort by step keeps names in order within a step.
+  std::stable_sort(line.begin(), line.end(), [&](size_t a, size_t b) { return step(a) > step(b); });
+  for (size_t r = 0; r < line.size(); ++r) shares_[line[r]].rank = static_cast<int64_t>(r);
 }
 
 const LeaseLedger::Share* LeaseLedger::ShareOf(const std::string& bidder) const {
@@ -164,19 +175,62 @@ int64_t LeaseLedger::Available(const Budget& b) {
 }
 
 bool LeaseLedger::SharesApplyTo(const Budget& b, size_t live) const {
-  // Too little left to give every live bidder one bid's charge: the refused bids' needs move
-  // what is left (Request), not the shares.
+  // Too little left to give every live bidder one bid's charge, and no mean bid charge known to
+  // part it in whole bids: the refused bids' needs move what is left (Request), not the shares.
   return cfg_.sizing == LeaseSizing::kShare && live > 0 &&
-         !(b.unit > 0 && Available(b) / static_cast<int64_t>(live) < b.unit);
+         (b.mean_unit > 0 || !(b.unit > 0 && Available(b) / static_cast<int64_t>(live) < b.unit));
+}
+
+int64_t LeaseLedger::WholeBase(const Budget& b) const {
+  int64_t base = std::max<int64_t>(0, b.budget - b.held);
+  for (const auto& [name, h] : b.by_bidder) {
+    if (Alive(name) && !h.reclaimed) base += std::max<int64_t>(0, h.held - h.spent);
+  }
+  return base;
+}
+
+bool LeaseLedger::WholeBids(const Budget& b, size_t live) const {
+  return b.mean_unit > 0 && live > 1 && WholeBase(b) / static_cast<int64_t>(live) < b.mean_unit;
 }
 
 LeaseLedger::Part LeaseLedger::PartOf(const Budget& b, const Share& x, int64_t available) const {
-  const int64_t target = static_cast<int64_t>(std::floor(static_cast<double>(available) * x.share));
   const auto h = b.by_bidder.find(*x.name);
   const int64_t unused = h == b.by_bidder.end() ? 0 : Unused(h->second);
+  if (WholeBids(b, Shares().size())) {
+    // Whole bids to the first in line, the rest to the next, nothing to the others; a bidder
+    // short of its target by any amount is low (a bid it cannot cover whole would bid low).
+    // Its reservations count as its own: a bid in flight moves nothing.
+    const int64_t base = WholeBase(b);
+    const int64_t n = base / b.mean_unit;
+    const int64_t target = x.rank < n ? b.mean_unit : x.rank == n ? base - n * b.mean_unit : 0;
+    const int64_t own =
+        h == b.by_bidder.end() ? 0 : std::max<int64_t>(0, h->second.held - h->second.spent);
+    return {&x, target, own, target, true};
+  }
+  const int64_t target = static_cast<int64_t>(std::floor(static_cast<double>(available) * x.share));
   // Below half its target, or unable to cover one bid's charge while its target could.
   const int64_t low = std::max(target / 2, target >= b.unit ? b.unit : int64_t{0});
-  return {&x, target, unused, low};
+  return {&x, target, unused, low, false};
+}
+
+void LeaseLedger::NoteUnit(const LeaseKey& key, int64_t unit) {
+  if (unit <= 0) return;
+  std::lock_guard<std::mutex> l(mu_);
+  const auto it = budgets_.find(key);
+  if (it == budgets_.end()) return;
+  int64_t& m = it->second.mean_unit;
+  m = m == 0 ? unit : (3 * m + unit) / 4;
+}
+
+int64_t LeaseLedger::TargetOf(const std::string& bidder, const LeaseKey& key) const {
+  std::lock_guard<std::mutex> l(mu_);
+  const auto it = budgets_.find(key);
+  if (it == budgets_.end() || cfg_.sizing != LeaseSizing::kShare ||
+      !WholeBids(it->second, Shares().size())) {
+    return -1;
+  }
+  const Share* s = ShareOf(bidder);
+  return s == nullptr ? -1 : PartOf(it->second, *s, Available(it->second)).target;
 }
 
 int64_t LeaseLedger::AvailableOf(const LeaseKey& key) const {
@@ -220,7 +274,10 @@ int64_t LeaseLedger::Request(const std::string& bidder, const LeaseKey& key, int
       const Part p = PartOf(b, *s, Available(b));
       return p.target - p.unused;
     }();
-    grant = std::min(pool, std::max(need, std::min(top_up, cap)));
+    // Parted in whole bids, the parts decide: a need past its part would take the piece
+    // another bidder's whole bid waits for.
+    grant = WholeBids(b, Shares().size()) ? std::min(pool, std::max<int64_t>(0, top_up))
+                                          : std::min(pool, std::max(need, std::min(top_up, cap)));
   } else {
     want = std::max(want, need);
     if (want <= 0) return 0;
@@ -243,7 +300,7 @@ std::vector<LeaseLedger::Move> LeaseLedger::Rebalance(const LeaseKey& key, int64
   if (!SharesApplyTo(b, w.size())) return moves;
   const int64_t avail = Available(b);
   auto is_short = [&](const Part& p) {
-    return p.unused < p.low && p.target - p.unused >= cfg_.min_grant_micros;
+    return p.unused < p.low && (p.whole || p.target - p.unused >= cfg_.min_grant_micros);
   };
   if (reporter != nullptr) {  // nothing to do unless the reporter is short
     const Share* x = ShareOf(*reporter);
@@ -272,6 +329,7 @@ std::vector<LeaseLedger::Move> LeaseLedger::Rebalance(const LeaseKey& key, int64
   // than the shortfall, from each holder in proportion to its excess.
   auto excess_of = [&](const Part& p) {
     const int64_t excess = p.unused - p.target;
+    if (p.whole) return std::max<int64_t>(0, excess);
     return excess >= std::max(cfg_.min_grant_micros, p.target / 4) ? excess : int64_t{0};
   };
   int64_t excess_sum = 0;
@@ -284,7 +342,7 @@ std::vector<LeaseLedger::Move> LeaseLedger::Rebalance(const LeaseKey& key, int64
             ? excess
             : static_cast<int64_t>(static_cast<double>(excess) * static_cast<double>(shortfall) /
                                    static_cast<double>(excess_sum));
-    if (ask < cfg_.min_grant_micros) continue;
+    if (ask < (p.whole ? 1 : cfg_.min_grant_micros)) continue;
     Holding& h = b.by_bidder[*p.share->name];
     if (h.recalled_ms >= 0 && now_ms - h.recalled_ms < cfg_.recall_quiet_ms) continue;
     h.recalled_ms = now_ms;

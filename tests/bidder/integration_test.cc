@@ -2136,6 +2136,87 @@ TEST_F(BidderIntegration, AnIdleBidderGivesBackWhatAnotherNeedsAndThatOneBids) {
   other.server->Stop();
 }
 
+// Whole bids: a budget of about 2.2 bids over two bidders of equal traffic. Bidder a wins one at
+// half its price: equal parts of what is left would now leave each less than a bid, and every bid
+// would go out low. The bidders' reports carry their mean bid charge, so the coordinator parts
+// what is left in whole bids: a (first in line) one whole bid, b the rest. Whichever of them holds
+// more than its part gives the difference back when asked, though it is less than the two bids a
+// recall otherwise lets a bidder keep; a then bids at its full price. Meanwhile both answer
+// requests under their floor (traffic, no bids). Bids are lost, but the one a wins.
+TEST_F(BidderIntegration, ABudgetOfUnderABidPerBidderIsHeldInWholeBids) {
+  BidderConfig cfg = LeasedConfig(dir_, "bidder-a", 0.020, 0.001);  // about 9,000 micros a bid
+  cfg.ab.learned_share = 1.0;
+  cfg.leases.sizing = LeaseSizing::kShare;
+  Start(cfg);
+  const std::string brokers = bidder_->events().bootstrap();
+  SecondBidder other;
+  ASSERT_NO_FATAL_FAILURE(StartSecond(SecondLeasedConfig(cfg, dir_, brokers, "bidder-b"), &other));
+  CoordinatorThread coordinator(MarketOf(cfg, brokers));
+  ASSERT_TRUE(coordinator.status().ok()) << coordinator.status().message();
+  const LeaseKey key{NowUnixMs() / kDayMs, 1, 0};
+  const int64_t budget = cfg.advertisers[0].daily_budget.value();
+  const LeaseLedger& ledger = coordinator->ledger();
+  Client ca(port_), cb(other.port);
+  // A bid's largest charge (0: no bid); lost, or won and billed at half its price.
+  auto bid = [&](Client& c, const std::string& id, bool win = false) {
+    auto [status, body] = c.Do(http::verb::post, "/openrtb2/bid", Request(id));
+    if (status != 200) return int64_t{0};
+    const double p = nlohmann::json::parse(body)["seatbid"][0]["bid"][0]["price"].get<double>();
+    char half[32];
+    std::snprintf(half, sizeof half, "%.6f", p / 2);
+    c.Do(http::verb::get, Notice(win ? "billing" : "loss", id, 1, win ? half : "0"));
+    return static_cast<int64_t>(std::llround(p * 1000));
+  };
+  auto under_floor = [&](Client& c, const std::string& id) {  // traffic, and no bid
+    std::string r = Request(id);
+    const std::string low = "\"bidfloor\":0.01";
+    r.replace(r.find(low), low.size(), "\"bidfloor\":1000");
+    EXPECT_EQ(c.Do(http::verb::post, "/openrtb2/bid", r).first, 204);
+  };
+  // Both bid (and lose) until a has bid whole (about 9,000: more than 8,000; a bid lowered to
+  // an equal part of the budget is 7,500 at most): the reports carry the mean bid charge.
+  int n = 0;
+  int64_t unit = 0;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const std::string i = std::to_string(n++);
+        const int64_t c = bid(ca, "wa-" + i);
+        bid(cb, "wb-" + i);
+        unit = std::max(unit, c);
+        return n >= 10 && unit > 8'000;
+      },
+      30))
+      << "bidder a never bid whole: its highest bid's charge " << unit;
+  ASSERT_GT(unit, 8'000);  // 20,000 - unit / 2 left after the win: under two bids
+  ASSERT_LE(unit, 10'000);
+  // a wins at half its price (a bid as low as its lease allows, at worst: it pays half of that).
+  ASSERT_GT(bid(ca, "win-a", true), 0) << "bidder a did not bid to win";
+  int64_t a_spent = 0;
+  const bool parted = WaitFor(
+      [&] {
+        const std::string i = std::to_string(n++);
+        under_floor(ca, "fa-" + i);
+        under_floor(cb, "fb-" + i);
+        EXPECT_LE(ledger.Of(key).held, budget);
+        a_spent = ledger.Of(key).spent;
+        const int64_t ta = ledger.TargetOf("bidder-a", key), tb = ledger.TargetOf("bidder-b", key);
+        return a_spent > 0 && ta > 0 && ledger.Held("bidder-a", key) - a_spent == ta &&
+               ledger.Held("bidder-b", key) == tb;
+      },
+      30);
+  ASSERT_TRUE(parted) << "never parted in whole bids: spent " << a_spent << "; a holds "
+                      << ledger.Held("bidder-a", key) << " (target "
+                      << ledger.TargetOf("bidder-a", key) << "), b " << ledger.Held("bidder-b", key)
+                      << " (target " << ledger.TargetOf("bidder-b", key) << ")";
+  EXPECT_GE(ledger.TargetOf("bidder-a", key), unit * 9 / 10);  // about one bid
+  EXPECT_EQ(ledger.TargetOf("bidder-a", key) + ledger.TargetOf("bidder-b", key), budget - a_spent);
+  // a bids whole again (once its next report has raised its cap over the top-up).
+  int64_t last = 0;
+  EXPECT_TRUE(WaitFor([&] { return (last = bid(ca, "last-a-" + std::to_string(n++))) == unit; }, 5))
+      << "a's last bid's charge " << last << " of " << unit;
+  other.server->Stop();
+}
+
 // With Kafka gone the bidder cannot tell whether the coordinator has reclaimed its lease: after
 // leases.ttl_ms without a report taken it spends nothing new (its limit falls to what it has
 // committed), and when Kafka is back its lease applies again.

@@ -1476,6 +1476,22 @@ TEST(LeaseMessages, RoundTripAndClearErrors) {
   gb = DecodeLeaseGrant(EncodeLeaseGrant(g));
   ASSERT_TRUE(gb.ok());
   EXPECT_EQ(gb->wanted, 250);
+  // A holding's target (-1: not said; 0 is a target: hold nothing) and a report's mean bid
+  // charge.
+  EXPECT_EQ(gb->target, -1);
+  g.target = 0;
+  gb = DecodeLeaseGrant(EncodeLeaseGrant(g));
+  ASSERT_TRUE(gb.ok());
+  EXPECT_EQ(gb->target, 0);
+  g.target = -1;
+  EXPECT_EQ(back->items[0].unit, 0);
+  m.items[0].unit = 12'000;
+  back = DecodeLeaseMessage(EncodeLeaseMessage(m));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->items[0].unit, 12'000);
+  EXPECT_FALSE(DecodeLeaseGrant(R"({"format":"rtb.lease_grant","schema_version":1,"bidder":"a",)"
+                                R"("day":1,"adv":3,"arm":"learned","held":5,"target":-2})")
+                   .ok());
   // A request's need and every message's seq; a return carries what it leaves spent/reserved.
   m.type = LeaseMsgType::kRequest;
   m.seq = 99;
@@ -1523,6 +1539,7 @@ TEST(LeaseMessages, RoundTripAndClearErrors) {
        R"({"format":"rtb.lease","schema_version":1,"type":"request","bidder":"a","day":1,"items":[{"adv":1,"arm":"x"}]})",
        R"({"format":"rtb.lease","schema_version":1,"type":"request","bidder":"a","day":1,"items":[{"adv":1,"arm":"learned","want":-1}]})",
        R"({"format":"rtb.lease","schema_version":1,"type":"request","bidder":"a","day":1,"items":[{"adv":1,"arm":"learned","need":-5}]})",
+       R"({"format":"rtb.lease","schema_version":1,"type":"report","bidder":"a","day":1,"items":[{"adv":1,"arm":"learned","unit":-5}]})",
        R"({"format":"rtb.lease","schema_version":1,"type":"request","bidder":"a","day":1,"seq":-1})",
        R"({"format":"rtb.lease","schema_version":1,"type":"report","bidder":"a","day":1,"requests":-3})",
        R"({"format":"rtb.lease","schema_version":1,"type":"report","bidder":"a","day":1,"requests":"many"})",

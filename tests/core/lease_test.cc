@@ -209,6 +209,56 @@ TEST(Lease, ShareSizingLeavesABudgetsLastBidsToTheirNeeds) {
   EXPECT_TRUE(rate.Rebalance(kKey, 0).empty());
 }
 
+// A budget of 2.5 bids over three bidders of equal traffic, once the bidders' mean bid charge is
+// known: two whole bids and the half, not three parts of 0.83 bids that could each only bid low.
+// As the first in line spends, the last one's piece is asked back and goes to it.
+TEST(Lease, ABudgetOfFewerBidsThanBiddersIsPartedInWholeBids) {
+  LeaseConfig cfg;
+  cfg.sizing = LeaseSizing::kShare;
+  cfg.max_pool_share = 1.0;
+  LeaseLedger ledger(cfg);
+  ledger.SetBudget(kKey, Micros(25'000));
+  for (const char* b : {"a", "b", "c"}) ledger.Traffic(b, 0, 0);
+  for (const char* b : {"c", "b", "a"}) ledger.Traffic(b, 100, 1000);  // the line is by name
+  // No mean bid charge yet: equal parts (no target said), as the first asks show.
+  EXPECT_EQ(ledger.TargetOf("a", kKey), -1);
+  EXPECT_EQ(ledger.Request("a", kKey, 1, 1000), 8'333);
+  EXPECT_EQ(ledger.Return("a", kKey, 8'333, 1000), 8'333);
+  ledger.NoteUnit(kKey, 10'000);
+  EXPECT_EQ(ledger.TargetOf("a", kKey), 10'000);
+  EXPECT_EQ(ledger.TargetOf("b", kKey), 10'000);
+  EXPECT_EQ(ledger.TargetOf("c", kKey), 5'000);
+  EXPECT_EQ(ledger.TargetOf("nobody", kKey), -1);
+  ASSERT_TRUE(ledger.SharesApply(kKey));
+  const auto first = ledger.Rebalance(kKey, 0);
+  ASSERT_EQ(first.size(), 3u);
+  EXPECT_EQ(ledger.Held("a", kKey), 10'000);
+  EXPECT_EQ(ledger.Held("b", kKey), 10'000);
+  EXPECT_EQ(ledger.Held("c", kKey), 5'000);
+  // a wins one at half its bid: 2 bids are left, a's and b's; c's half bid is asked back.
+  ledger.Report("a", kKey, 5'000, 0, 1100);
+  EXPECT_EQ(ledger.TargetOf("a", kKey), 10'000);
+  EXPECT_EQ(ledger.TargetOf("c", kKey), 0);
+  const std::string a = "a";
+  const auto recall = ledger.Rebalance(kKey, 1100, &a);
+  ASSERT_EQ(recall.size(), 1u);
+  EXPECT_EQ(recall[0].bidder, "c");
+  EXPECT_EQ(recall[0].recall, 5'000);
+  EXPECT_EQ(ledger.Return("c", kKey, 5'000, 1200), 5'000);
+  const auto topup = ledger.Rebalance(kKey, 1200);
+  ASSERT_EQ(topup.size(), 1u);
+  EXPECT_EQ(topup[0].bidder, "a");
+  EXPECT_EQ(topup[0].grant, 5'000);
+  EXPECT_EQ(ledger.Held("a", kKey), 15'000);  // 5,000 spent and a whole bid unused
+  EXPECT_EQ(ledger.Of(kKey).held, 25'000);
+  // A need past its part takes nothing: c's part is none.
+  EXPECT_EQ(ledger.Request("c", kKey, 1, 1300, 10'000), 0);
+  // Deep budgets are parted by share as before, whatever the unit.
+  ledger.SetBudget(kKey, Micros(250'000));
+  EXPECT_EQ(ledger.TargetOf("c", kKey), -1);
+  EXPECT_EQ(ledger.Request("c", kKey, 1, 1400), (250'000 - 5'000) / 3);
+}
+
 TEST(Lease, OneGrantTakesAtMostItsShareOfThePoolAndUnknownBudgetsGrantNothing) {
   LeaseConfig cfg;
   cfg.max_pool_share = 0.5;

@@ -91,6 +91,14 @@ class BudgetLedger {
   // The largest reservation made so far (roughly: concurrent ones may miss): what one bid
   // needs, so that a lease is never smaller.
   Micros max_charge(size_t adv) const { return Micros(slots_[adv].max_charge.load()); }
+  // Every bid's largest charge, before any lowering to a lease's room (the bid path notes it):
+  // their sum and count, for the lease client's mean bid charge (LeaseItem::unit).
+  void NoteCharge(size_t adv, Micros charge) {
+    slots_[adv].charge_sum.fetch_add(charge.value(), std::memory_order_relaxed);
+    slots_[adv].charge_n.fetch_add(1, std::memory_order_relaxed);
+  }
+  int64_t charge_sum(size_t adv) const { return slots_[adv].charge_sum.load(); }
+  int64_t charge_n(size_t adv) const { return slots_[adv].charge_n.load(); }
   // What the budget has beyond this slot's limit, as last heard (with leases: the coordinator's
   // unleased pool). Only for sizing bids: a bid is capped to what the whole budget has left, not
   // to the lease, so that a short lease asks for more instead of bidding low.
@@ -113,6 +121,7 @@ class BudgetLedger {
     std::atomic<int64_t> denied{0};  // refused reservations, summed
     std::atomic<int64_t> last_refused{0};
     std::atomic<int64_t> max_charge{0};
+    std::atomic<int64_t> charge_sum{0}, charge_n{0};  // NoteCharge
     std::atomic<bool> bids_open{true};
     std::atomic<int64_t> headroom{0};  // budget beyond the limit, as last heard
   };

@@ -22,6 +22,9 @@ struct LeaseItem {
   int64_t want = 0, amount = 0, spent = 0, reserved = 0;
   int64_t need = 0;  // a request's least useful grant (LeaseLedger::Request); 0 = any
   int64_t cap = 0;   // a report's bound on spent + reserved until the next (LeaseLedger::Report)
+  // A report's running mean of the largest charges of the advertiser's bids at this bidder (one
+  // bid's worth: LeaseLedger::NoteUnit); 0 = not said.
+  int64_t unit = 0;
 };
 
 enum class LeaseMsgType { kRequest, kReturn, kReport, kHeartbeat };
@@ -75,6 +78,9 @@ struct LeaseGrant {
   // Other bidders' needs of this budget the pool could not meet (a recall: a bidder not using
   // its lease gives back up to this much); 0 = none.
   int64_t wanted = 0;
+  // Share sizing: the part of the budget the coordinator means this bidder to hold unused
+  // (LeaseLedger::TargetOf); on a recall the bidder keeps no more than this. -1 = not said.
+  int64_t target = -1;
   // The process the name's holdings belong to (LeaseMessage::instance; empty: not said). A
   // bidder process bids only on holdings of its own instance; one of its lineage's is what it
   // restores at start (what its state store's earlier process held), never a reason to bid;

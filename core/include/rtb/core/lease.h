@@ -122,8 +122,21 @@ class LeaseLedger {
   // Whether the bidder is known and not marked dead.
   bool IsAlive(const std::string& bidder) const;
 
+  // Share sizing: the bidders' running mean of one bid's largest charge on `key` (their
+  // reports' `unit`); smoothed over the reports. Once it is known, a budget whose equal parts
+  // over the live bidders would each be less than one such bid is parted in whole bids (below).
+  void NoteUnit(const LeaseKey& key, int64_t unit);
+  // Share sizing, a budget parted in whole bids: the part of `key` Rebalance means `bidder` to
+  // hold unused (its target below); -1 otherwise (and for a bidder not alive). A bidder told its
+  // target keeps no more than that when asked back, and returns no piece below it.
+  int64_t TargetOf(const std::string& bidder, const LeaseKey& key) const;
+
   // Share sizing (no-op under rate sizing): every live bidder's share of what `key` has
-  // neither spent nor reserved is its target. A bidder whose unused lease is below half its
+  // neither spent nor reserved is its target. Where that would leave each of them less than one
+  // bid (the mean unit, NoteUnit), the targets are whole bids instead, to the bidders in line
+  // first (Share::rank), the rest of what is left to the next one and nothing to the others: a
+  // chance that lands on a bidder then finds a whole bid there or none, not a piece that could
+  // only bid low (docs/budget-leases.md, section 8). A bidder whose unused lease is below half its
   // target (or below the largest `need` asked of the budget) is topped up to the target from
   // the pool, once its traffic is measured (until then it gets what it asks: Request); when the
   // pool cannot, every bidder holding more than its target is asked back
@@ -240,6 +253,7 @@ class LeaseLedger {
   struct Budget {
     int64_t budget = 0, held = 0;
     int64_t unit = 0;         // the largest `need` asked of it (a bid's charge)
+    int64_t mean_unit = 0;    // the bidders' mean bid charge (NoteUnit); 0 = not known
     int64_t unused_live = 0;  // the sum of Unused() over the live bidders' holdings
     std::map<std::string, Holding> by_bidder;
   };
@@ -256,6 +270,9 @@ class LeaseLedger {
     const std::string* name;  // a key of bidders_
     double share;
     bool measured;  // its traffic rate is known (else it counts as the mean)
+    // Its place in line for whole bids (PartOf): by share in steps of 5% (so that the ups and
+    // downs of equal traffic do not reorder the line), then by name; 0 first.
+    int64_t rank = 0;
   };
   // REQUIRES: mu_ held (all below).
   Bidder& BidderNamed(const std::string& bidder);  // added if new
@@ -267,6 +284,7 @@ class LeaseLedger {
   void Die(const std::string& name, Bidder& b, int64_t now_ms);
   // Every live bidder's traffic share, by name; recomputed when a rate or a life changed.
   const std::vector<Share>& Shares() const;
+  void RankShares() const;                                // sets shares_' ranks
   const Share* ShareOf(const std::string& bidder) const;  // null: dead or unknown
   bool Alive(const std::string& bidder) const;
   // What a holding holds and does not use (held - spent - reserved, at least 0).
@@ -274,11 +292,19 @@ class LeaseLedger {
   // The money of b neither spent nor reserved: the pool plus every live holding's unused part.
   static int64_t Available(const Budget& b);
   bool SharesApplyTo(const Budget& b, size_t live) const;
+  // Whether b's parts go in whole bids (PartOf): its mean bid charge is known and the live
+  // bidders' equal parts of WholeBase would each be less than one.
+  bool WholeBids(const Budget& b, size_t live) const;
+  // What whole bids part: the pool and what the live bidders hold beyond their spend.
+  int64_t WholeBase(const Budget& b) const;
   // A live bidder's part of b under share sizing: its target (share x `available`), what it
   // holds unused, and the mark below which it is short.
   struct Part {
     const Share* share;
     int64_t target, unused, low;
+    // Parted in whole bids: target and unused count the bidder's reservations (held - spent),
+    // so that a bid in flight moves nothing, and any shortfall or excess counts.
+    bool whole = false;
   };
   Part PartOf(const Budget& b, const Share& x, int64_t available) const;
   void Grant(Budget& b, const std::string& bidder, int64_t amount);
