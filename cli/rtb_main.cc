@@ -102,8 +102,10 @@ int RunSimulate(const SimulateArgs& a) {
   if (!sc.ok()) return Fail(sc.status());
   rtb::sim::SimulateOptions opt;
   if (!a.arm.empty()) {
-    if (!(a.learned_share > 0 && a.learned_share < 1)) {
-      return Fail(rtb::Status::InvalidArgument("--learned-share must be in (0, 1) with --arm"));
+    if (!(a.learned_share > 0 &&
+          (a.learned_share < 1 || (a.arm == "learned" && a.learned_share == 1)))) {
+      return Fail(rtb::Status::InvalidArgument(
+          "--learned-share must be in (0, 1] with --arm learned, in (0, 1) with --arm manual"));
     }
     const rtb::Arm arm = *rtb::ParseArm(a.arm);
     rtb::sim::RestrictToArm(**sc, a.learned_share, a.ab_salt, arm);

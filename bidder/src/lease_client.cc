@@ -482,7 +482,10 @@ struct LeaseClient::Impl {
         }
         const int64_t back = std::min(s.wanted, unspent - own);
         s.wanted = 0;
-        if (GiveBack(day, k, *ledger, s, back, kLeastPrepared, now)) continue;
+        // Parted in whole bids, any amount: the coordinator asks exactly what a whole bid misses.
+        if (GiveBack(day, k, *ledger, s, back, share && s.target >= 0 ? 1 : kLeastPrepared, now)) {
+          continue;
+        }
       }
       if (s.asked_ms >= 0 && now - s.asked_ms < 1'000) continue;  // waiting for the answer
       // Give back, when others may need it (the pool is dry), all of a lease too small for the

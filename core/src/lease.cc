@@ -137,7 +137,10 @@ const std::vector<LeaseLedger::Share>& LeaseLedger::Shares() const {
 void LeaseLedger::RankShares() const {
   std::vector<size_t> line(shares_.size());
   for (size_t i = 0; i < line.size(); ++i) line[i] = i;
-  auto step = [&](size_t i) { return std::lround(shares_[i].share * 20); };
+  const double k = static_cast<double>(shares_.size());
+  auto step = [&](size_t i) {
+    return std::lround(std::log(std::max(shares_[i].share * k, 1e-9)) / std::log(1.25));
+  };
   // shares_ is by name: a stable sort by step keeps names in order within a step.
   std::stable_sort(line.begin(), line.end(), [&](size_t a, size_t b) { return step(a) > step(b); });
   for (size_t r = 0; r < line.size(); ++r) shares_[line[r]].rank = static_cast<int64_t>(r);
@@ -178,7 +181,8 @@ bool LeaseLedger::SharesApplyTo(const Budget& b, size_t live) const {
   // Too little left to give every live bidder one bid's charge, and no mean bid charge known to
   // part it in whole bids: the refused bids' needs move what is left (Request), not the shares.
   return cfg_.sizing == LeaseSizing::kShare && live > 0 &&
-         (b.mean_unit > 0 || !(b.unit > 0 && Available(b) / static_cast<int64_t>(live) < b.unit));
+         (WholeBids(b, live) ||
+          !(b.unit > 0 && Available(b) / static_cast<int64_t>(live) < b.unit));
 }
 
 int64_t LeaseLedger::WholeBase(const Budget& b) const {
@@ -218,8 +222,12 @@ void LeaseLedger::NoteUnit(const LeaseKey& key, int64_t unit) {
   std::lock_guard<std::mutex> l(mu_);
   const auto it = budgets_.find(key);
   if (it == budgets_.end()) return;
-  int64_t& m = it->second.mean_unit;
-  m = m == 0 ? unit : (3 * m + unit) / 4;
+  Budget& b = it->second;
+  unit = std::min(unit, b.budget);
+  b.unit_smoothed = b.unit_smoothed == 0 ? unit : b.unit_smoothed - b.unit_smoothed / 4 + unit / 4;
+  if (b.mean_unit == 0 || std::abs(b.unit_smoothed - b.mean_unit) > b.mean_unit / 8) {
+    b.mean_unit = b.unit_smoothed;
+  }
 }
 
 int64_t LeaseLedger::TargetOf(const std::string& bidder, const LeaseKey& key) const {
@@ -329,6 +337,8 @@ std::vector<LeaseLedger::Move> LeaseLedger::Rebalance(const LeaseKey& key, int64
   // than the shortfall, from each holder in proportion to its excess.
   auto excess_of = [&](const Part& p) {
     const int64_t excess = p.unused - p.target;
+    // Parted in whole bids, any excess (the bidder gives back any amount it is asked for; a bid
+    // in flight only once its notice has come, so its holding may be asked again).
     if (p.whole) return std::max<int64_t>(0, excess);
     return excess >= std::max(cfg_.min_grant_micros, p.target / 4) ? excess : int64_t{0};
   };

@@ -361,9 +361,11 @@ void AuctionEngine::RunRequests(size_t from, size_t to, const ActionTable& a) {
           // into the advertiser's running mean (kWholeMean: what a coordinator can know).
           int64_t unit = static_cast<int64_t>(std::ceil(charge));
           if (split_rule_ == SplitRule::kWholeMean) {
+            // The mean of the bids before this one (this one's own charge for the first).
             int64_t& mean = split_unit_[k];
+            const int64_t before = mean == 0 ? unit : mean;
             mean = mean == 0 ? unit : (mean * 7 + unit) / 8;
-            unit = mean;
+            unit = before;
           }
           left = SplitPiece(left, unit, split_bidders_, split_rule_,
                             Rng::Mix(split_seed_ ^ (r * 0x9e3779b97f4a7c15ULL), k));

@@ -49,7 +49,7 @@ expect_error bad-log "test.tsv:10: field pctr is not a number" simulate --config
 expect_error bad-policy "const:<a> needs a in \[-1, 1\]" simulate --config "$T/small.yaml" --policy const:3
 expect_error bad-bidders "bidders" simulate --config "$T/small.yaml" --bidders 0
 expect_error bad-split "split" simulate --config "$T/small.yaml" --bidders 3 --split half
-expect_error bad-arm-share "--learned-share must be in (0, 1) with --arm" simulate \
+expect_error bad-arm-share "--learned-share must be in (0, 1\] with --arm learned" simulate \
   --config "$T/small.yaml" --arm manual --learned-share 1
 # rtb demo: a typo in its config, a malformed chaos spec; nothing is started, no report.
 cp "$SRC/configs/demo/default.yaml" "$T/demo.yaml"

@@ -199,6 +199,9 @@ TEST(Lease, ShareSizingLeavesABudgetsLastBidsToTheirNeeds) {
   ledger.Heartbeat("b", 0);
   EXPECT_EQ(ledger.Request("a", kKey, 0, 1, 60'000), 60'000);  // its share is 50,000
   EXPECT_FALSE(ledger.SharesApply(kKey));                      // 100,000 left, 2 x 60,000 needed
+  ledger.NoteUnit(kKey, 40'000);  // a mean bid that each half holds: no whole bids, needs decide
+  EXPECT_FALSE(ledger.SharesApply(kKey));
+  EXPECT_EQ(ledger.TargetOf("a", kKey), -1);
   EXPECT_TRUE(ledger.Rebalance(kKey, 0).empty());
   EXPECT_EQ(ledger.Request("b", kKey, 0, 2, 60'000), 40'000);  // the whole pool
   EXPECT_EQ(ledger.Of(kKey).pool(), 0);
@@ -219,11 +222,14 @@ TEST(Lease, ABudgetOfFewerBidsThanBiddersIsPartedInWholeBids) {
   LeaseLedger ledger(cfg);
   ledger.SetBudget(kKey, Micros(25'000));
   for (const char* b : {"a", "b", "c"}) ledger.Traffic(b, 0, 0);
-  for (const char* b : {"c", "b", "a"}) ledger.Traffic(b, 100, 1000);  // the line is by name
+  // Traffic within 5% of equal: the line is by name (a's is the least).
+  ledger.Traffic("a", 95, 1000);
+  ledger.Traffic("b", 100, 1000);
+  ledger.Traffic("c", 105, 1000);
   // No mean bid charge yet: equal parts (no target said), as the first asks show.
   EXPECT_EQ(ledger.TargetOf("a", kKey), -1);
-  EXPECT_EQ(ledger.Request("a", kKey, 1, 1000), 8'333);
-  EXPECT_EQ(ledger.Return("a", kKey, 8'333, 1000), 8'333);
+  EXPECT_EQ(ledger.Request("a", kKey, 1, 1000), 7'916);  // 95 / 300 of it
+  EXPECT_EQ(ledger.Return("a", kKey, 7'916, 1000), 7'916);
   ledger.NoteUnit(kKey, 10'000);
   EXPECT_EQ(ledger.TargetOf("a", kKey), 10'000);
   EXPECT_EQ(ledger.TargetOf("b", kKey), 10'000);
@@ -256,7 +262,7 @@ TEST(Lease, ABudgetOfFewerBidsThanBiddersIsPartedInWholeBids) {
   // Deep budgets are parted by share as before, whatever the unit.
   ledger.SetBudget(kKey, Micros(250'000));
   EXPECT_EQ(ledger.TargetOf("c", kKey), -1);
-  EXPECT_EQ(ledger.Request("c", kKey, 1, 1400), (250'000 - 5'000) / 3);
+  EXPECT_EQ(ledger.Request("c", kKey, 1, 1400), (250'000 - 5'000) * 105 / 300);
 }
 
 TEST(Lease, OneGrantTakesAtMostItsShareOfThePoolAndUnknownBudgetsGrantNothing) {

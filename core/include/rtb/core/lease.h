@@ -123,8 +123,10 @@ class LeaseLedger {
   bool IsAlive(const std::string& bidder) const;
 
   // Share sizing: the bidders' running mean of one bid's largest charge on `key` (their
-  // reports' `unit`); smoothed over the reports. Once it is known, a budget whose equal parts
-  // over the live bidders would each be less than one such bid is parted in whole bids (below).
+  // reports' `unit`, at most the budget); smoothed over the reports, and moved only when the
+  // smoothed value is an eighth away from it, so that the parts do not shift with every report.
+  // Once it is known, a budget whose equal parts over the live bidders would each be less than
+  // one such bid is parted in whole bids (below).
   void NoteUnit(const LeaseKey& key, int64_t unit);
   // Share sizing, a budget parted in whole bids: the part of `key` Rebalance means `bidder` to
   // hold unused (its target below); -1 otherwise (and for a bidder not alive). A bidder told its
@@ -140,9 +142,10 @@ class LeaseLedger {
   // target (or below the largest `need` asked of the budget) is topped up to the target from
   // the pool, once its traffic is measured (until then it gets what it asks: Request); when the
   // pool cannot, every bidder holding more than its target is asked back
-  // the excess (`recall`). Once what is left could not give every live bidder one such need,
-  // nothing moves: the needs of refused bids decide (Request's `need`, the bidders' returns of
-  // fragments). Returns what changed.
+  // the excess (`recall`). Parted in whole bids, any shortfall of a measured bidder is topped
+  // up and any excess asked back. Otherwise, once what is left could not
+  // give every live bidder one such need, nothing moves: the needs of refused bids decide
+  // (Request's `need`, the bidders' returns of fragments). Returns what changed.
   struct Move {
     std::string bidder;
     int64_t grant = 0;   // granted now (in the ledger)
@@ -153,8 +156,8 @@ class LeaseLedger {
   // A holding asked back is not asked again until it returns something or recall_quiet_ms pass.
   std::vector<Move> Rebalance(const LeaseKey& key, int64_t now_ms,
                               const std::string* reporter = nullptr);
-  // Whether Rebalance moves `key`'s money now: share sizing, and enough left to give every live
-  // bidder one `need` (otherwise the refused bids' needs decide).
+  // Whether Rebalance moves `key`'s money now: share sizing, and parted in whole bids or enough
+  // left to give every live bidder one `need` (otherwise the refused bids' needs decide).
   bool SharesApply(const LeaseKey& key) const;
   // What `key` has neither spent nor reserved that the coordinator can move: its pool plus what
   // every live bidder holds beyond its spend and reservations (a dead bidder's holding is not
@@ -252,9 +255,10 @@ class LeaseLedger {
   };
   struct Budget {
     int64_t budget = 0, held = 0;
-    int64_t unit = 0;         // the largest `need` asked of it (a bid's charge)
-    int64_t mean_unit = 0;    // the bidders' mean bid charge (NoteUnit); 0 = not known
-    int64_t unused_live = 0;  // the sum of Unused() over the live bidders' holdings
+    int64_t unit = 0;           // the largest `need` asked of it (a bid's charge)
+    int64_t mean_unit = 0;      // the bidders' mean bid charge (NoteUnit); 0 = not known
+    int64_t unit_smoothed = 0;  // NoteUnit's running value, which mean_unit follows by eighths
+    int64_t unused_live = 0;    // the sum of Unused() over the live bidders' holdings
     std::map<std::string, Holding> by_bidder;
   };
   struct Bidder {
@@ -270,8 +274,9 @@ class LeaseLedger {
     const std::string* name;  // a key of bidders_
     double share;
     bool measured;  // its traffic rate is known (else it counts as the mean)
-    // Its place in line for whole bids (PartOf): by share in steps of 5% (so that the ups and
-    // downs of equal traffic do not reorder the line), then by name; 0 first.
+    // Its place in line for whole bids (PartOf): by share over the mean share in steps of a
+    // quarter (equal traffic within about 12% of the mean keeps one step, so its ups and downs do
+    // not reorder the line), then by name; 0 first.
     int64_t rank = 0;
   };
   // REQUIRES: mu_ held (all below).
@@ -294,7 +299,7 @@ class LeaseLedger {
   bool SharesApplyTo(const Budget& b, size_t live) const;
   // Whether b's parts go in whole bids (PartOf): its mean bid charge is known and the live
   // bidders' equal parts of WholeBase would each be less than one.
-  bool WholeBids(const Budget& b, size_t live) const;
+  bool WholeBids(const Budget& b, size_t live) const;  // REQUIRES: mu_ held
   // What whole bids part: the pool and what the live bidders hold beyond their spend.
   int64_t WholeBase(const Budget& b) const;
   // A live bidder's part of b under share sizing: its target (share x `available`), what it
