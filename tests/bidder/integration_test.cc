@@ -168,6 +168,8 @@ class BidderIntegration : public ::testing::Test {
     ASSERT_TRUE(p.ok()) << p.status().message();
     port_ = *p;
   }
+  // Starts this bidder with cfg and a second one, bidder-b, on its Kafka (defined below).
+  void StartPair(const BidderConfig& cfg, struct SecondBidder* other, std::string* brokers);
   std::string dir_;
   std::unique_ptr<Bidder> bidder_;
   std::unique_ptr<Server> server_;
@@ -1612,6 +1614,13 @@ void StartSecond(const BidderConfig& cfg2, SecondBidder* b) {
   b->port = *port;
 }
 
+void BidderIntegration::StartPair(const BidderConfig& cfg, SecondBidder* other,
+                                  std::string* brokers) {
+  ASSERT_NO_FATAL_FAILURE(Start(cfg));
+  *brokers = bidder_->events().bootstrap();
+  ASSERT_NO_FATAL_FAILURE(StartSecond(SecondLeasedConfig(cfg, dir_, *brokers, "bidder-b"), other));
+}
+
 // rtb_budget_micros{advertiser="1",kind="<kind>"} from /metrics.
 int64_t BudgetMetric(Bidder& b, const std::string& kind) {
   const std::string body = b.Metrics().body;
@@ -1624,10 +1633,9 @@ int64_t BudgetMetric(Bidder& b, const std::string& kind) {
 // Kafka): together they never commit more than a budget, and both get to spend it.
 TEST_F(BidderIntegration, TwoBiddersSharingBudgetsThroughLeasesNeverSpendMoreThanABudget) {
   const BidderConfig cfg = LeasedConfig(dir_, "bidder-a", 3.0, 0.05);
-  Start(cfg);
-  const std::string brokers = bidder_->events().bootstrap();
+  std::string brokers;
   SecondBidder other;
-  ASSERT_NO_FATAL_FAILURE(StartSecond(SecondLeasedConfig(cfg, dir_, brokers, "bidder-b"), &other));
+  ASSERT_NO_FATAL_FAILURE(StartPair(cfg, &other, &brokers));
   // The coordinator, in process.
   budget::CoordinatorOptions co = MarketOf(cfg, brokers);
   co.lease.max_pool_share = 0.5;
@@ -2096,10 +2104,9 @@ TEST_F(BidderIntegration, AnIdleBidderGivesBackWhatAnotherNeedsAndThatOneBids) {
   cfg.leases.lower_bids = false;  // b bids at the full price or not at all
   cfg.leases.sizing =
       LeaseSizing::kRate;  // a asks for what it spends (share: half each from the start)
-  Start(cfg);
-  const std::string brokers = bidder_->events().bootstrap();
+  std::string brokers;
   SecondBidder other;
-  ASSERT_NO_FATAL_FAILURE(StartSecond(SecondLeasedConfig(cfg, dir_, brokers, "bidder-b"), &other));
+  ASSERT_NO_FATAL_FAILURE(StartPair(cfg, &other, &brokers));
   CoordinatorThread coordinator(MarketOf(cfg, brokers));
   ASSERT_TRUE(coordinator.status().ok()) << coordinator.status().message();
   const LeaseKey key{NowUnixMs() / kDayMs, 1, 0};
@@ -2148,10 +2155,9 @@ TEST_F(BidderIntegration, ABudgetOfUnderABidPerBidderIsHeldInWholeBids) {
   BidderConfig cfg = LeasedConfig(dir_, "bidder-a", 0.020, 0.001);  // about 9,000 micros a bid
   cfg.ab.learned_share = 1.0;
   cfg.leases.sizing = LeaseSizing::kShare;
-  Start(cfg);
-  const std::string brokers = bidder_->events().bootstrap();
+  std::string brokers;
   SecondBidder other;
-  ASSERT_NO_FATAL_FAILURE(StartSecond(SecondLeasedConfig(cfg, dir_, brokers, "bidder-b"), &other));
+  ASSERT_NO_FATAL_FAILURE(StartPair(cfg, &other, &brokers));
   CoordinatorThread coordinator(MarketOf(cfg, brokers));
   ASSERT_TRUE(coordinator.status().ok()) << coordinator.status().message();
   const LeaseKey key{NowUnixMs() / kDayMs, 1, 0};

@@ -96,8 +96,7 @@ RunResult EvaluateTable(const Scenario& sc, const Day& day, const std::vector<Mi
 // The same with one table per step (tables.size() == day.steps; the last repeats if short),
 // and the budgets served by `bidders` (AuctionEngine::SplitBudgets).
 RunResult EvaluateTables(const Scenario& sc, const Day& day, const std::vector<Micros>& budgets,
-                         const std::vector<ActionTable>& tables, uint64_t seed = 0,
-                         int bidders = 1,
+                         const std::vector<ActionTable>& tables, uint64_t seed = 0, int bidders = 1,
                          AuctionEngine::SplitRule split = AuctionEngine::SplitRule::kEven);
 
 }  // namespace rtb::sim
