@@ -156,21 +156,32 @@ struct Exchange::Impl {
   // health check takes out a backend that refuses connections.
   std::unique_ptr<std::atomic<int64_t>[]> down_until;
   static constexpr int64_t kDownMs = 250;
-  // AtRequest's hook and its request (kNoHook: none).
+  // AtRequest's hooks, each with its request, and the lowest of those requests (kNoHook: none).
   static constexpr size_t kNoHook = SIZE_MAX;
   std::atomic<size_t> hook_at{kNoHook};
   std::mutex hook_mu;
-  std::function<void()> hook;
+  std::vector<std::pair<size_t, std::function<void()>>> hooks;
+  // Runs (outside the lock) every hook whose request is r or one already sent.
   void RunHookAt(size_t r) {
-    if (hook_at.load(std::memory_order_acquire) != r) return;
-    std::function<void()> h;
+    if (r < hook_at.load(std::memory_order_acquire)) return;
+    std::vector<std::function<void()>> due;
     {
       std::lock_guard<std::mutex> lk(hook_mu);
-      if (hook_at.load(std::memory_order_relaxed) != r) return;
-      h.swap(hook);
-      hook_at.store(kNoHook, std::memory_order_relaxed);
+      size_t lowest = kNoHook;
+      for (auto it = hooks.begin(); it != hooks.end();) {
+        if (it->first <= r) {
+          due.push_back(std::move(it->second));
+          it = hooks.erase(it);
+        } else {
+          lowest = std::min(lowest, it->first);
+          ++it;
+        }
+      }
+      hook_at.store(lowest, std::memory_order_release);
     }
-    if (h) h();
+    for (auto& h : due) {
+      if (h) h();
+    }
   }
 
   // The bidder request r goes to: its draw, or the next one in the rotation when that one is
@@ -593,8 +604,9 @@ Status Exchange::Impl::OpenDay(int64_t day_index) {
 void Exchange::AtRequest(size_t request, std::function<void()> hook) {
   Impl& m = *impl_;
   std::lock_guard<std::mutex> lk(m.hook_mu);
-  m.hook = std::move(hook);
-  m.hook_at.store(request, std::memory_order_release);
+  m.hooks.emplace_back(request, std::move(hook));
+  m.hook_at.store(std::min(m.hook_at.load(std::memory_order_relaxed), request),
+                  std::memory_order_release);
 }
 
 std::vector<int64_t> Exchange::RequestsPerBidder() const {
@@ -734,7 +746,7 @@ Result<DayAccount> Exchange::Impl::PlaySteps(
   }
   {  // a hook this day did not reach is not carried into the next
     std::lock_guard<std::mutex> lk(m.hook_mu);
-    m.hook = nullptr;
+    m.hooks.clear();
     m.hook_at.store(Impl::kNoHook, std::memory_order_relaxed);
   }
   for (const Outcome& o : acct.by_agent) acct.total += o;

@@ -2,7 +2,8 @@
 // answer every bid request with no bid: the hook runs once, on the worker about to send its
 // request, before that request goes out; a bidder stopped by the hook gets nothing after it
 // (its requests go to the other one, counted as rerouted, none lost); a hook the day does not
-// reach is dropped when the day ends.
+// reach is dropped when the day ends; several hooks (two kills in one step, or one hook setting
+// the next) each run once, at their own request.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
@@ -180,6 +181,28 @@ TEST(ExchangeAtRequest, AHookTheDayDoesNotReachIsDroppedWhenItEnds) {
   (*ex)->AtRequest(600, [&] { ++runs; });
   ASSERT_TRUE((*ex)->PlayDay(large->test, 2).ok());
   EXPECT_EQ(runs, 1);
+}
+
+TEST(ExchangeAtRequest, SeveralHooksEachRunOnceAtTheirRequestAndAHookMayAddAnother) {
+  auto sc = SmallWorld(900);
+  ASSERT_NE(sc, nullptr);
+  StandInBidder a, b;
+  auto ex = Exchange::Create(TwoBidders(a, b), *sc);
+  ASSERT_TRUE(ex.ok()) << ex.status().message();
+  auto sent = [&] { return a.bid_requests() + b.bid_requests(); };
+  std::vector<std::pair<int, int64_t>> ran;  // (hook, requests answered when it ran)
+  (*ex)->AtRequest(500, [&] { ran.emplace_back(2, sent()); });
+  (*ex)->AtRequest(200, [&] {
+    ran.emplace_back(1, sent());
+    // The chaos restart's way: a hook that sets the next one, a step later.
+    (*ex)->AtRequest(700, [&] { ran.emplace_back(3, sent()); });
+  });
+  (*ex)->AtRequest(500, [&] { ran.emplace_back(4, sent()); });  // two at one request
+  ASSERT_TRUE((*ex)->PlayDay(sc->test, 0).ok());
+  const std::vector<std::pair<int, int64_t>> want = {{1, 200}, {2, 500}, {4, 500}, {3, 700}};
+  EXPECT_EQ(ran, want);
+  ASSERT_TRUE((*ex)->PlayDay(sc->test, 1).ok());  // each ran once
+  EXPECT_EQ(ran.size(), want.size());
 }
 
 }  // namespace

@@ -122,8 +122,10 @@ class Exchange {
   // Runs `hook` once, on the worker about to send request number `request` of the day played
   // next (its index in the day), before that request goes out; the other workers go on
   // meanwhile. For chaos tests: a process killed at a request, not at a moment of the clock, so
-  // that the step's later requests meet it down however loaded the machine is. Replaces any
-  // hook not yet run; a hook whose request the day does not reach is dropped when it ends.
+  // that the step's later requests meet it down however loaded the machine is. Several hooks
+  // may wait at once (a hook may add another); one whose request has already gone out runs
+  // before the next request; a hook whose request the day does not reach is dropped when it
+  // ends.
   void AtRequest(size_t request, std::function<void()> hook);
 
   struct Impl;
