@@ -285,6 +285,21 @@ HttpResult Bidder::Health() const {
   return r;
 }
 
+HttpResult Bidder::Readiness() const {
+  const Impl& m = *impl_;
+  HttpResult r;
+  r.content_type = "text/plain";
+  r.body = "ready\n";
+  if (m.leases == nullptr) return r;
+  const int64_t day = m.days->CurrentDay();
+  const auto [today, next] = m.leases->ReadyDays();
+  if (day >= 0 && (today == day || next == day)) return r;
+  r.status = 503;
+  r.body = day < 0 ? std::string("no budget day open yet\n")
+                   : "leases of budget day " + BudgetDayName(day) + " not answered yet\n";
+  return r;
+}
+
 HttpResult Bidder::Route(std::string_view method, std::string_view target, std::string_view body,
                          int64_t received_us, RequestDecoder& decoder, std::string_view version) {
   const std::string_view path = target.substr(0, target.find('?'));
@@ -299,6 +314,7 @@ HttpResult Bidder::Route(std::string_view method, std::string_view target, std::
   impl_->counters.requests_other.Inc();
   if (path == "/metrics" && method == "GET") return Metrics();
   if (path == "/healthz" && method == "GET") return Health();
+  if (path == "/readyz" && method == "GET") return Readiness();
   if (path == "/bench/nobid" && impl_->cfg.bench_endpoints) return {204, "", "", {}};
   return {404, "not found\n", "text/plain", {}};
 }

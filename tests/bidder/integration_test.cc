@@ -1711,7 +1711,8 @@ std::function<bool()> Bids(Client& client, const std::string& prefix) {
 // A bidder restarted while the coordinator is away: it reads its holdings back from the grants
 // topic, books the billing of a bid it made before the restart inside them, but makes no new bid
 // until a coordinator has answered it (an older holding may not include a return the process
-// before had sent); once a coordinator is back, it bids again.
+// before had sent), and its readiness check (GET /readyz) says so with 503 while its liveness
+// check says 200; once a coordinator is back, it bids again and is ready.
 TEST_F(BidderIntegration, ARestartedLeasedBidderBooksItsEarlierBidsButBidsOnlyOnceAnswered) {
   const BidderConfig cfg = LeasedConfig(dir_, "bidder-a", 10.0, 0.5);
   Start(cfg);
@@ -1763,6 +1764,11 @@ TEST_F(BidderIntegration, ARestartedLeasedBidderBooksItsEarlierBidsButBidsOnlyOn
   char p[32];
   std::snprintf(p, sizeof p, "%.6f", first_price);
   Client c(*port);
+  // Alive, but not ready: a load balancer gives it no traffic yet.
+  EXPECT_EQ(c.Do(http::verb::get, "/healthz").first, 200);
+  auto [unready, why] = c.Do(http::verb::get, "/readyz");
+  EXPECT_EQ(unready, 503);
+  EXPECT_NE(why.find("not answered"), std::string::npos) << why;
   auto [st, body] = c.Do(http::verb::get, Notice("billing", first_id, 1, p));
   EXPECT_EQ(st, 200);
   EXPECT_EQ(body.rfind("refused", 0), std::string::npos) << body;
@@ -1771,6 +1777,7 @@ TEST_F(BidderIntegration, ARestartedLeasedBidderBooksItsEarlierBidsButBidsOnlyOn
   CoordinatorThread again(co);
   ASSERT_TRUE(again.status().ok()) << again.status().message();
   EXPECT_TRUE(WaitFor([&] { return bid_on(*port); }, 30)) << "no bid once answered";
+  EXPECT_TRUE(WaitFor([&] { return c.Do(http::verb::get, "/readyz").first == 200; }, 10));
   server.Stop();
 }
 

@@ -36,7 +36,13 @@ class Bidder {
   // GET /notice/<type>?...
   HttpResult HandleNotice(std::string_view target);
   HttpResult Metrics() const;
+  // GET /healthz: liveness (the process answers).
   HttpResult Health() const;
+  // GET /readyz: whether to give this bidder traffic, as a load balancer's readiness check
+  // asks. 200 once it can bid on its current budget day: sharing budgets, its leases for that
+  // day are answered and capped (a restarted bidder reads its holdings first); 503 with the
+  // reason until then.
+  HttpResult Readiness() const;
   // Routes any request (method, target, body) to the handlers above; 404 / 405 otherwise.
   HttpResult Route(std::string_view method, std::string_view target, std::string_view body,
                    int64_t received_us, RequestDecoder& decoder, std::string_view version);
