@@ -434,7 +434,7 @@ struct LeaseClient::Impl {
       // when it holds bids back while the lease has room, report now.
       s.slack = std::max({2 * charge[k], min_micros,
                           static_cast<int64_t>(s.rate * 3 * cfg->leases.report_every_ms / 1000.0),
-                          share ? (Usable(s) - committed) / 2 : int64_t{0}});
+                          int64_t{0}});
       if (s.synced && !frozen && s.cap < std::min(Usable(s), arm_budget) &&
           committed + std::max<int64_t>(charge[k], 1) > s.cap) {
         report_soon = true;
