@@ -406,6 +406,13 @@ struct Coordinator::Impl {
           lag_n, lag_sum_ms / lag_n, lag_max_ms);
     }
     lag_sum_ms = lag_max_ms = lag_n = 0;
+    if (const auto shares = ledger.TrafficShares(); shares.size() > 1) {
+      std::string line;
+      for (const auto& [name, share] : shares) {
+        line += fmt::format("{}{} {:.1f}%", line.empty() ? "" : ", ", name, 100 * share);
+      }
+      log::Get("budget").info("coordinator: traffic shares of the live bidders: {}", line);
+    }
     std::set<int64_t> days;
     for (const LeaseKey& k : seen) days.insert(k.day);
     while (days.size() > 2) days.erase(days.begin());  // the current day and the one before

@@ -159,6 +159,13 @@ double LeaseLedger::TrafficShare(const std::string& bidder) const {
   return s == nullptr ? 0.0 : s->share;
 }
 
+std::vector<std::pair<std::string, double>> LeaseLedger::TrafficShares() const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<std::pair<std::string, double>> out;
+  for (const Share& s : Shares()) out.emplace_back(*s.name, s.share);
+  return out;
+}
+
 bool LeaseLedger::IsAlive(const std::string& bidder) const {
   std::lock_guard<std::mutex> l(mu_);
   return Alive(bidder);

@@ -142,6 +142,8 @@ TEST(Lease, TrafficSharesAreSmoothedRatesOfTheLiveBidders) {
   EXPECT_EQ(ledger.TrafficShare("b"), 0.0);
   EXPECT_EQ(ledger.TrafficShare("a"), 1.0);
   EXPECT_EQ(ledger.TrafficShare("nobody"), 0.0);
+  const std::vector<std::pair<std::string, double>> live = {{"a", 1.0}};
+  EXPECT_EQ(ledger.TrafficShares(), live);  // the coordinator's status line
 }
 
 // AvailableOf (what every share is a part of) is kept as the holdings change, not recounted:

@@ -119,6 +119,8 @@ class LeaseLedger {
   // A bidder's traffic share among the live bidders: its rate over theirs (a bidder whose rate
   // is not known yet counts as the mean of the known ones; all equal when none is known).
   double TrafficShare(const std::string& bidder) const;
+  // Every live bidder's traffic share, by name.
+  std::vector<std::pair<std::string, double>> TrafficShares() const;
   // Whether the bidder is known and not marked dead.
   bool IsAlive(const std::string& bidder) const;
 
