@@ -530,6 +530,11 @@ int main(int argc, char** argv) {
   xs->add_option("--spread", xa.x.spread, "Requests' weights over --bidders (default: equal)")
       ->delimiter(',');
   xs->add_option("--bid-path", xa.x.bid_path, "Bid request path")->capture_default_str();
+  xs->add_option("--slow-start-ms", xa.x.slow_start_ms,
+                 "Several bidders: one back in the rotation (restarted, its readiness check "
+                 "passed) takes a part of its requests growing over this long (0: all at once)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   xs->add_option("--seed", xa.seed,
                  "Seed of the world (rtb generate --seed of the bidder's world; default: the "
                  "config's)");
@@ -581,7 +586,8 @@ int main(int argc, char** argv) {
                  "Offline pre-training episodes (0 = none; default: the learner config's)");
   dm->add_option("--chaos", da.chaos,
                  "kill-learner@D:S or kill-bidder@D:S: SIGKILL as the exchange sends the "
-                 "middle request of day D step S, then restart");
+                 "middle request of day D step S, then restart (1 s later; a bidder sharing "
+                 "budgets 2.5 s later, or with kill-bidder@D:S+step a step later)");
   dm->add_option("--bidders", da.bidders,
                  "Bidder processes sharing the budgets through leases (default: the config's)")
       ->check(CLI::Range(1, 16));

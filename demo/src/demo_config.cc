@@ -43,6 +43,8 @@ Result<DemoConfig> LoadDemoConfig(const std::string& path) {
           "must be expected or sampled");
   e.Get("send_loss_notices", &c.exchange.send_loss_notices);
   e.Get("policy_wait_ms", &c.exchange.policy_wait_ms);
+  e.Get("slow_start_ms", &c.exchange.slow_start_ms);
+  e.Check(c.exchange.slow_start_ms >= 0, "slow_start_ms", "must be >= 0");
   e.Get("seed", &c.exchange.seed);
   RTB_RETURN_IF_ERROR(file->Finish());
   const fs::path dir = fs::path(path).parent_path();
@@ -54,20 +56,33 @@ Result<DemoConfig> LoadDemoConfig(const std::string& path) {
 
 Result<std::vector<Chaos>> ParseChaos(const std::vector<std::string>& specs) {
   std::vector<Chaos> out;
-  for (const auto& s : specs) {
-    const size_t at = s.find('@'), colon = s.find(':');
+  for (const auto& spec : specs) {
     Chaos c;
+    std::string s = spec;
+    constexpr std::string_view kLater = "+step";
+    if (s.size() > kLater.size() &&
+        s.compare(s.size() - kLater.size(), kLater.size(), kLater) == 0) {
+      c.step_later = true;
+      s.resize(s.size() - kLater.size());
+    }
+    const size_t at = s.find('@'), colon = s.find(':');
     c.what = s.substr(0, at);
     if (at == std::string::npos || colon == std::string::npos || colon < at ||
-        (c.what != "kill-learner" && c.what != "kill-bidder")) {
-      return Status::InvalidArgument("chaos '" + s + "': want kill-learner@D:S or kill-bidder@D:S");
+        (c.what != "kill-learner" && c.what != "kill-bidder") ||
+        (c.step_later && c.what != "kill-bidder")) {
+      return Status::InvalidArgument("chaos '" + spec +
+                                     "': want kill-learner@D:S, kill-bidder@D:S or "
+                                     "kill-bidder@D:S+step");
     }
-    try {
-      c.day = std::stoll(s.substr(at + 1, colon - at - 1));
-      c.step = std::stoi(s.substr(colon + 1));
-    } catch (const std::exception&) {
-      return Status::InvalidArgument("chaos '" + s + "': day and step must be integers");
+    const std::string day = s.substr(at + 1, colon - at - 1), step = s.substr(colon + 1);
+    auto number = [](const std::string& x) {
+      return !x.empty() && x.find_first_not_of("0123456789") == std::string::npos;
+    };
+    if (!number(day) || !number(step)) {
+      return Status::InvalidArgument("chaos '" + spec + "': day and step must be integers");
     }
+    c.day = std::stoll(day);
+    c.step = std::stoi(step);
     out.push_back(c);
   }
   return out;

@@ -28,17 +28,21 @@ struct DemoConfig {
   int bidders = 1;
   std::vector<double> bidder_spread;
   exchange::ExchangeConfig exchange;  // section exchange (bidder, brokers: set by the demo)
-  std::vector<std::string> chaos;     // "kill-learner@D:S" / "kill-bidder@D:S": SIGKILL that
-                                      // process while step S of live day D is played, restart
+  std::vector<std::string> chaos;     // "kill-learner@D:S" / "kill-bidder@D:S[+step]": SIGKILL
+                                      // that process while step S of live day D is played,
+                                      // restart
 };
 
 Result<DemoConfig> LoadDemoConfig(const std::string& path);
 
-// One chaos event: SIGKILL `what` during step `step` of live day `day`, restart it 1 s later.
+// One chaos event: SIGKILL `what` during step `step` of live day `day`, restart it 1 s later
+// (a bidder sharing budgets: past the coordinator's heartbeat timeout plus 1 s, or, with the
+// spec's "+step" suffix, a step later).
 struct Chaos {
   std::string what;  // kill-learner | kill-bidder
   int64_t day = 0;
   int step = 0;
+  bool step_later = false;  // kill-bidder@D:S+step
 };
 
 Result<std::vector<Chaos>> ParseChaos(const std::vector<std::string>& specs);

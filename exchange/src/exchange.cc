@@ -77,11 +77,14 @@ class Conn {
     std::string body;
   };
 
-  // Whether the last Do found nothing listening (it could not connect): no request reached
-  // the bidder.
+  // Whether the last Do found nothing listening (it could not connect).
   bool refused() const { return refused_; }
+  // Whether the last Do could not connect and wrote nothing on any attempt: the request
+  // certainly never reached the bidder (a write on a kept-alive connection may have).
+  bool sent_nothing() const { return refused_ && !wrote_; }
 
   Result<Reply> Do(http::verb verb, const std::string& target, const std::string& body) {
+    wrote_ = false;
     for (int attempt = 0; attempt < 2; ++attempt) {  // one silent reconnect (idle close)
       beast::error_code ec;
       if (!stream_) {
@@ -110,6 +113,7 @@ class Conn {
         req.prepare_payload();
       }
       stream_->expires_after(std::chrono::milliseconds(timeout_ms_));
+      wrote_ = true;
       http::write(*stream_, req, ec);
       if (!ec) {
         http::response<http::string_body> res;
@@ -133,6 +137,7 @@ class Conn {
   std::unique_ptr<beast::tcp_stream> stream_;
   beast::flat_buffer buf_;
   bool refused_ = false;
+  bool wrote_ = false;
 };
 
 // Deterministic uniform draws per (seed, day, request, advertiser, purpose).
@@ -152,9 +157,12 @@ struct Exchange::Impl {
   std::vector<std::pair<std::string, std::string>> targets;  // each bidder's host and port
   std::vector<double> spread_cum;                            // cumulative request shares
   std::unique_ptr<std::atomic<int64_t>[]> sent_to;           // requests per bidder
-  // Per bidder: until when (steady ms) it is taken out of the rotation, as a load balancer's
-  // health check takes out a backend that refuses connections.
+  // Per bidder: out of the rotation (it refused a connection), as a load balancer's health
+  // check takes out a backend whose process is gone, until a readiness probe passes (Probe); when
+  // (steady ms) it may next be probed; and when it came back (0: never out), for slow start.
+  std::unique_ptr<std::atomic<bool>[]> is_out;
   std::unique_ptr<std::atomic<int64_t>[]> down_until;
+  std::unique_ptr<std::atomic<int64_t>[]> back_ms;
   static constexpr int64_t kDownMs = 250;
   // AtRequest's hooks, each with its request, and the lowest of those requests (kNoHook: none).
   static constexpr size_t kNoHook = SIZE_MAX;
@@ -185,14 +193,57 @@ struct Exchange::Impl {
   }
 
   // The bidder request r goes to: its draw, or the next one in the rotation when that one is
-  // out (all out: its draw).
+  // out or, in its slow start, does not take this request (all out: its draw).
   size_t Route(int64_t day_index, size_t r, int64_t now_ms) const {
     const size_t first = BidderOf(day_index, r);
     for (size_t k = 0; k < targets.size(); ++k) {
       const size_t b = (first + k) % targets.size();
-      if (down_until[b].load(std::memory_order_relaxed) <= now_ms) return b;
+      if (is_out[b].load(std::memory_order_relaxed)) continue;
+      const int64_t since = now_ms - back_ms[b].load(std::memory_order_relaxed);
+      if (k == 0 && since < cfg.slow_start_ms &&
+          Draw(cfg.seed, day_index, r, 0, 10) * cfg.slow_start_ms >= static_cast<double>(since)) {
+        continue;
+      }
+      return b;
     }
     return first;
+  }
+  // Takes bidder b out of the rotation (it refused a connection).
+  void TakeOut(size_t b) {
+    down_until[b].store(SteadyMs() + kDownMs, std::memory_order_relaxed);
+    if (!is_out[b].exchange(true)) {
+      log::Get("exchange")
+          .warn("exchange: bidder {}:{} refused a connection: out of the rotation",
+                targets[b].first, targets[b].second);
+    }
+  }
+  // If bidder b is out and its probe is due, one worker probes it (on its own connection): the
+  // day's opening request (a restarted bidder learns the day and asks for its leases), then its
+  // readiness check; ready, it is back in the rotation.
+  void ProbeIfDue(Conn& conn, size_t b, int64_t day_index) {
+    if (!is_out[b].load(std::memory_order_relaxed)) return;
+    const int64_t now = SteadyMs();
+    int64_t due = down_until[b].load(std::memory_order_relaxed);
+    if (now < due || !down_until[b].compare_exchange_strong(due, now + kDownMs)) return;
+    if (cfg.open_days && !conn.Do(http::verb::post, cfg.bid_path, OpenDayBody(day_index)).ok()) {
+      return;
+    }
+    const auto r = conn.Do(http::verb::get, "/readyz", "");
+    if (!r.ok() || (r->status != 200 && r->status != 404)) return;  // 404: no readiness check
+    back_ms[b].store(SteadyMs(), std::memory_order_relaxed);
+    is_out[b].store(false);
+    log::Get("exchange")
+        .info("exchange: bidder {}:{} is ready: back in the rotation", targets[b].first,
+              targets[b].second);
+  }
+  // A test request (never charged, no candidates) at day_index's first instant: the bidder
+  // starts the day's budgets and, sharing them, asks for its leases.
+  static std::string OpenDayBody(int64_t day_index) {
+    return "{\"id\":\"open-d" + std::to_string(day_index) +
+           "\",\"imp\":[{\"id\":\"1\",\"banner\":{\"w\":300,\"h\":250}}],"
+           "\"site\":{\"id\":\"sim\"},\"test\":1,\"cur\":[\"USD\"],"
+           "\"ext\":{\"sim\":{\"t\":" +
+           std::to_string(day_index * kDayMs) + ",\"cand\":[]}}}";
   }
   std::unique_ptr<kafka::Producer> producer;    // step markers (none without brokers)
   std::vector<std::unique_ptr<Conn>> controls;  // /metrics polls, one per bidder
@@ -213,8 +264,12 @@ struct Exchange::Impl {
   struct Local {                        // one worker's share of a step
     std::vector<Outcome> by_arm_agent;  // [arm * agents + agent]
     int64_t requests = 0, bids = 0, events = 0, lost = 0, failed_notices = 0;
-    int64_t rerouted = 0;      // requests answered by another bidder than their draw (it refused)
-    bool ask_refused = false;  // the last request's bidder refused the connection (Ask)
+    int64_t rerouted = 0;       // requests answered by another bidder than their draw (it refused)
+    bool ask_refused = false;   // the last request's bidder refused the connection (Ask)
+    int64_t moved_notices = 0;  // notices another bidder took (the bidder that bid was gone)
+    // The worker's connection to every bidder, and the bidder of the request being played.
+    std::vector<std::unique_ptr<Conn>>* conns = nullptr;
+    size_t bidder = 0;
   };
 
   // One of our bids in an auction, with the world's truth for it.
@@ -229,9 +284,28 @@ struct Exchange::Impl {
   // Sends one notice, retrying while the bidder is unreachable; true when acknowledged (200)
   // and booked (a charge the bidder refused, say past its budget after a restart, is logged but
   // not booked: its body starts "refused").
-  bool Notice(Conn& conn, const std::string& target, Local& loc) {
+  // Several bidders: a notice that certainly never reached the bidder that bid, because its
+  // process is gone (the connection refused, nothing written), goes to the next bidder in the
+  // rotation instead, with no wait: they share the notice secret, so any of them checks any
+  // notice and books a charge inside its own lease (what the dead bidder had reserved for the
+  // bid stays counted until the coordinator reclaims it, so nothing is spent twice). A notice
+  // that may have reached a bidder is only ever retried on that bidder, whose dedupe applies
+  // it once.
+  bool Notice(Conn& first, const std::string& target, Local& loc) {
+    Conn* conn = &first;
+    size_t at = loc.bidder, moves = 0;
+    const size_t n = loc.conns == nullptr ? 1 : loc.conns->size();
     for (int a = 0; a <= cfg.notice_retries; ++a) {
-      auto r = conn.Do(http::verb::get, target, "");
+      auto r = conn->Do(http::verb::get, target, "");
+      if (!r.ok() && n > 1 && conn->sent_nothing() && moves + 1 < n) {
+        TakeOut(at);
+        at = (at + 1) % n;
+        ++moves;
+        conn = (*loc.conns)[at].get();
+        if (moves == 1) ++loc.moved_notices;
+        --a;  // moving on is not a retry
+        continue;
+      }
       if (r.ok()) {
         if (r->status == 200) {
           ++loc.events;
@@ -284,7 +358,11 @@ struct Exchange::Impl {
               double reserve_ecpm, const std::vector<Offer>& offers, const double* competitor_cpm,
               size_t competitors, int64_t day_index, size_t r, bool value_on_notice, Local& loc);
 
-  Result<uint64_t> PolicyVersion();
+  // The lowest policy version the bidders in the rotation serve (their /metrics). `skip_gone`
+  // (the step-end wait): a bidder that refuses the connection is taken out of the rotation and
+  // left out. An error when no bidder answers.
+  Result<uint64_t> PolicyVersion(bool skip_gone = false);
+  Result<uint64_t> VersionOf(size_t b);  // bidder b's (its /metrics)
   // Before a day's traffic: every bidder starts the day and (with wait_for_policy), if it shares
   // budgets, has its leases for it (its /metrics says rtb_lease_day_ready), up to policy_wait_ms.
   Status OpenDay(int64_t day_index);
@@ -343,8 +421,14 @@ Result<std::unique_ptr<Exchange>> Exchange::Create(std::unique_ptr<Impl> m) {
   }
   for (double& c : m->spread_cum) c /= total;
   m->sent_to.reset(new std::atomic<int64_t>[bidders.size()]);
+  m->is_out.reset(new std::atomic<bool>[bidders.size()]);
   m->down_until.reset(new std::atomic<int64_t>[bidders.size()]);
-  for (size_t b = 0; b < bidders.size(); ++b) m->sent_to[b] = m->down_until[b] = 0;
+  m->back_ms.reset(new std::atomic<int64_t>[bidders.size()]);
+  for (size_t b = 0; b < bidders.size(); ++b) {
+    m->is_out[b] = false;
+    m->sent_to[b] = m->down_until[b] = 0;
+    m->back_ms[b] = INT64_MIN / 2;  // never out: no slow start
+  }
   if (!cfg.brokers.empty()) {
     kafka::Producer::Options po;
     po.bootstrap = cfg.brokers;
@@ -555,34 +639,51 @@ void Exchange::Impl::PlayTrafficRequest(Conn& conn, const TrafficDay& day, int64
 
 Result<uint64_t> Exchange::BidderPolicyVersion() { return impl_->PolicyVersion(); }
 
-Result<uint64_t> Exchange::Impl::PolicyVersion() {
+Result<uint64_t> Exchange::BidderPolicyVersion(size_t bidder) {
+  if (bidder >= impl_->controls.size()) return Status::InvalidArgument("no such bidder");
+  return impl_->VersionOf(bidder);
+}
+
+Result<uint64_t> Exchange::Impl::VersionOf(size_t b) {
+  auto r = controls[b]->Do(http::verb::get, "/metrics", "");
+  if (!r.ok()) return r.status();
+  const std::string key = "\nrtb_policy_version ";
+  const size_t p = r->body.find(key);
+  if (p == std::string::npos)
+    return Status::Corruption("bidder /metrics has no rtb_policy_version");
+  return std::strtoull(r->body.c_str() + p + key.size(), nullptr, 10);
+}
+
+Result<uint64_t> Exchange::Impl::PolicyVersion(bool skip_gone) {
   uint64_t lowest = UINT64_MAX;
-  for (auto& control : controls) {
-    auto r = control->Do(http::verb::get, "/metrics", "");
-    if (!r.ok()) return r.status();
-    const std::string key = "\nrtb_policy_version ";
-    const size_t p = r->body.find(key);
-    if (p == std::string::npos)
-      return Status::Corruption("bidder /metrics has no rtb_policy_version");
-    lowest =
-        std::min<uint64_t>(lowest, std::strtoull(r->body.c_str() + p + key.size(), nullptr, 10));
+  for (size_t b = 0; b < controls.size(); ++b) {
+    if (is_out[b].load() && controls.size() > 1) continue;  // out of the rotation: serves nothing
+    auto v = VersionOf(b);
+    if (!v.ok() && skip_gone && controls[b]->refused() && controls.size() > 1) {
+      TakeOut(b);  // its process is gone: it installs every table from the topic when back
+      continue;
+    }
+    if (!v.ok()) return v.status();
+    lowest = std::min(lowest, *v);
   }
+  if (lowest == UINT64_MAX) return Status::Unavailable("no bidder in the rotation answers");
   return lowest;
 }
 
 Status Exchange::Impl::OpenDay(int64_t day_index) {
-  // A test request (never charged, no candidates) at the day's first instant: each bidder starts
-  // the day's budgets and, sharing them, asks for its leases.
-  const std::string body = "{\"id\":\"open-d" + std::to_string(day_index) +
-                           "\",\"imp\":[{\"id\":\"1\",\"banner\":{\"w\":300,\"h\":250}}],"
-                           "\"site\":{\"id\":\"sim\"},\"test\":1,\"cur\":[\"USD\"],"
-                           "\"ext\":{\"sim\":{\"t\":" +
-                           std::to_string(day_index * kDayMs) + ",\"cand\":[]}}}";
+  const std::string body = OpenDayBody(day_index);
   const std::string ready =
       "\nrtb_lease_day_ready{day=\"sim-" + std::to_string(day_index) + "\"} 1";
   const auto deadline = Clock::now() + std::chrono::milliseconds(cfg.policy_wait_ms);
-  for (auto& control : controls) {
-    RTB_RETURN_IF_ERROR(control->Do(http::verb::post, cfg.bid_path, body).status());
+  for (size_t b = 0; b < controls.size(); ++b) {
+    const auto& control = controls[b];
+    if (auto st = control->Do(http::verb::post, cfg.bid_path, body).status(); !st.ok()) {
+      // A bidder whose process is gone (killed across the day's end) is out of the rotation
+      // until it is back and ready: the probe opens the day for it.
+      if (!control->refused() || controls.size() == 1) return st;
+      TakeOut(b);
+      continue;
+    }
     while (cfg.wait_for_policy) {
       auto r = control->Do(http::verb::get, "/metrics", "");
       if (!r.ok()) return r.status();
@@ -596,6 +697,12 @@ Status Exchange::Impl::OpenDay(int64_t day_index) {
         break;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    if (is_out[b].exchange(false)) {  // back (restarted across the day's end): slow start
+      back_ms[b].store(SteadyMs(), std::memory_order_relaxed);
+      log::Get("exchange")
+          .info("exchange: bidder {}:{} is ready: back in the rotation", targets[b].first,
+                targets[b].second);
     }
   }
   return Status::Ok();
@@ -668,19 +775,22 @@ Result<DayAccount> Exchange::Impl::PlaySteps(
       workers.emplace_back([&, w] {
         for (size_t r = next.fetch_add(1); r < end; r = next.fetch_add(1)) {
           m.RunHookAt(r);
-          // A bidder that refuses the connection (its process is gone) is taken out for
-          // kDownMs and the request goes to the next one: it never reached a bidder, so it is
+          for (size_t b = 0; b < m.targets.size(); ++b) m.ProbeIfDue(*conns[w][b], b, day_index);
+          // A bidder that refuses the connection (its process is gone) is taken out of the
+          // rotation and the request goes to the next one: it never reached a bidder, so it is
           // not counted (as a load balancer's retry on another backend).
           for (size_t tries = 0;; ++tries) {
             const size_t b = m.Route(day_index, r, SteadyMs());
             locals[w].ask_refused = false;
+            locals[w].conns = &conns[w];
+            locals[w].bidder = b;
             play(*conns[w][b], r, locals[w]);
             if (!locals[w].ask_refused || tries + 1 >= m.targets.size()) {
               m.sent_to[b].fetch_add(1, std::memory_order_relaxed);
               if (!locals[w].ask_refused && b != m.BidderOf(day_index, r)) ++locals[w].rerouted;
               break;
             }
-            m.down_until[b].store(SteadyMs() + kDownMs, std::memory_order_relaxed);
+            m.TakeOut(b);
             --locals[w].requests;
             --locals[w].lost;
           }
@@ -707,6 +817,7 @@ Result<DayAccount> Exchange::Impl::PlaySteps(
       sa.lost_requests += l.lost;
       sa.rerouted_requests += l.rerouted;
       sa.failed_notices += l.failed_notices;
+      sa.moved_notices += l.moved_notices;
     }
     for (const Outcome& o : sa.by_agent) {
       mk.impressions += o.impressions;
@@ -727,7 +838,7 @@ Result<DayAccount> Exchange::Impl::PlaySteps(
         sa.next_version = 2 + static_cast<uint64_t>(day_index * steps + step);
         const auto deadline = sent + std::chrono::milliseconds(m.cfg.policy_wait_ms);
         while (Clock::now() < deadline) {
-          auto v = PolicyVersion();
+          auto v = PolicyVersion(/*skip_gone=*/true);
           if (v.ok() && *v >= sa.next_version) {
             sa.policy_lag_ms =
                 std::chrono::duration<double, std::milli>(Clock::now() - sent).count();

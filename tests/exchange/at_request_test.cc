@@ -3,7 +3,9 @@
 // request, before that request goes out; a bidder stopped by the hook gets nothing after it
 // (its requests go to the other one, counted as rerouted, none lost); a hook the day does not
 // reach is dropped when the day ends; several hooks (two kills in one step, or one hook setting
-// the next) each run once, at their own request.
+// the next) each run once, at their own request. And the rotation a killed bidder leaves: it is
+// back only once its readiness check passes, then in slow start; the notices of its last bid go
+// to the other bidder.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
@@ -12,6 +14,8 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -26,12 +30,26 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
-// An HTTP/1.1 keep-alive server on 127.0.0.1 that answers POSTs with 204 (no bid) and anything
-// else with 200, counting the POSTs. Stop() closes the listener and every open connection, as
-// a killed process would.
+// What a stand-in bidder does.
+struct StandIn {
+  unsigned short port = 0;  // 0: any free port (a restarted bidder: the old one's)
+  bool ready = true;        // GET /readyz answers 200, else 503 (SetReady)
+  bool bid = false;         // bid for the first candidate of every request (else no bid)
+  // With `bid`: after answering this many bids, refuse every new connection and end the open
+  // ones, as a killed process would (the last answer closes its connection: the notices of
+  // that bid find the bidder gone).
+  int64_t die_after_bids = -1;
+};
+
+// An HTTP/1.1 keep-alive server on 127.0.0.1 that answers POSTs with 204 (no bid) or a bid, its
+// readiness check as told, and anything else with 200, counting what it gets. Stop() closes the
+// listener and every open connection, as a killed process would.
 class StandInBidder {
  public:
-  StandInBidder() : acceptor_(ioc_, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)) {
+  explicit StandInBidder(StandIn opt = {})
+      : opt_(opt),
+        acceptor_(ioc_, tcp::endpoint(asio::ip::make_address("127.0.0.1"), opt.port)),
+        ready_(opt.ready) {
     port_ = acceptor_.local_endpoint().port();
     accept_ = std::thread([this] { AcceptLoop(); });
   }
@@ -40,22 +58,30 @@ class StandInBidder {
     for (auto& t : served_) t.join();
   }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  unsigned short port() const { return port_; }
   int64_t bid_requests() const { return bid_requests_.load(); }
+  int64_t readiness_checks() const { return readiness_checks_.load(); }
+  int64_t notices() const { return notices_.load(); }
+  void SetReady(bool ready) { ready_ = ready; }
 
   void Stop() {
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      if (stopped_) return;
-      stopped_ = true;
-      ::shutdown(acceptor_.native_handle(), SHUT_RDWR);  // wakes the accept, refuses new ones
-      for (int fd : open_) ::shutdown(fd, SHUT_RDWR);    // ends every open connection
-    }
-    accept_.join();
+    StopAllBut(-1);
+    if (accept_.joinable()) accept_.join();
     beast::error_code ec;
-    acceptor_.close(ec);
+    acceptor_.close(ec);  // the port is free for a restarted bidder
   }
 
  private:
+  // Refuses new connections and ends every open one but `keep`.
+  void StopAllBut(int keep) {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (stopped_) return;
+    stopped_ = true;
+    ::shutdown(acceptor_.native_handle(), SHUT_RDWR);  // wakes the accept, refuses new ones
+    for (int fd : open_) {
+      if (fd != keep) ::shutdown(fd, SHUT_RDWR);
+    }
+  }
   void AcceptLoop() {
     for (;;) {
       tcp::socket s(ioc_);
@@ -74,21 +100,54 @@ class StandInBidder {
       beast::error_code ec;
       http::read(s, buf, req, ec);
       if (ec) return;
+      const std::string target(req.target());
+      http::response<http::string_body> res{http::status::ok, req.version()};
+      res.keep_alive(true);
+      bool last = false;
       {
         std::lock_guard<std::mutex> lk(mu_);
         if (stopped_) return;
-        if (req.method() == http::verb::post) ++bid_requests_;
+        if (req.method() == http::verb::post) {
+          ++bid_requests_;
+          res.result(http::status::no_content);
+          const auto body = nlohmann::json::parse(req.body(), nullptr, false);
+          const auto* cand = body.is_object() ? &body["ext"]["sim"]["cand"] : nullptr;
+          if (opt_.bid && cand != nullptr && cand->is_array() && !cand->empty()) {
+            const std::string adv = std::to_string((*cand)[0][0].get<uint32_t>());
+            const std::string q = "?a=" + body["id"].get<std::string>() + "&adv=" + adv;
+            res.result(http::status::ok);
+            res.body() =
+                nlohmann::json{
+                    {"id", body["id"]},
+                    {"seatbid",
+                     {{{"bid",
+                        {{{"id", "1"},
+                          {"impid", "1"},
+                          {"price", 50.0},
+                          {"cid", adv},
+                          {"burl", "http://x/notice/billing" + q + "&price=${AUCTION_PRICE}"},
+                          {"lurl", "http://x/notice/loss" + q}}}}}}}}
+                    .dump();
+            last = ++bids_ == opt_.die_after_bids;
+            if (last) res.keep_alive(false);
+          }
+        } else if (target == "/readyz") {
+          ++readiness_checks_;
+          if (!ready_) res.result(http::status::service_unavailable);
+        } else if (target.rfind("/notice/", 0) == 0) {
+          ++notices_;
+        }
       }
-      http::response<http::string_body> res{
-          req.method() == http::verb::post ? http::status::no_content : http::status::ok,
-          req.version()};
-      res.keep_alive(true);
+      // Dying after this answer: nothing new connects from now on, so the answer's notices
+      // certainly find the bidder gone.
+      if (last) StopAllBut(s.native_handle());
       res.prepare_payload();
       http::write(s, res, ec);
-      if (ec) return;
+      if (ec || last) return;
     }
   }
 
+  StandIn opt_;
   asio::io_context ioc_;
   tcp::acceptor acceptor_;
   unsigned short port_ = 0;
@@ -97,7 +156,9 @@ class StandInBidder {
   bool stopped_ = false;
   std::vector<int> open_;
   std::vector<std::thread> served_;
-  std::atomic<int64_t> bid_requests_{0};
+  std::atomic<bool> ready_;
+  int64_t bids_ = 0;  // GUARDED_BY(mu_)
+  std::atomic<int64_t> bid_requests_{0}, readiness_checks_{0}, notices_{0};
 };
 
 std::unique_ptr<sim::Scenario> SmallWorld(int requests) {
@@ -203,6 +264,84 @@ TEST(ExchangeAtRequest, SeveralHooksEachRunOnceAtTheirRequestAndAHookMayAddAnoth
   EXPECT_EQ(ran, want);
   ASSERT_TRUE((*ex)->PlayDay(sc->test, 1).ok());  // each ran once
   EXPECT_EQ(ran.size(), want.size());
+}
+
+// Bidder a is stopped at request 300; at 400 a new process listens on its port, not ready; at
+// 500 it turns ready. Each hook then waits 300 ms (the exchange probes a bidder out of the
+// rotation every 250 ms, before a request). What the restarted bidder got: bid requests before
+// it was ready, in all, and readiness checks before it was ready.
+struct Restart {
+  int64_t before_ready = -1, total = -1, checks_before_ready = -1;
+  int64_t lost = -1;
+};
+Restart PlayWithARestart(int slow_start_ms) {
+  Restart out;
+  auto sc = SmallWorld(900);
+  if (sc == nullptr) return out;
+  StandInBidder a, b;
+  ExchangeConfig cfg = TwoBidders(a, b);
+  cfg.slow_start_ms = slow_start_ms;
+  auto ex = Exchange::Create(cfg, *sc);
+  EXPECT_TRUE(ex.ok()) << ex.status().message();
+  if (!ex.ok()) return out;
+  const unsigned short port = a.port();
+  std::optional<StandInBidder> back;
+  auto pause = [] { std::this_thread::sleep_for(std::chrono::milliseconds(300)); };
+  (*ex)->AtRequest(300, [&] {
+    a.Stop();
+    pause();
+  });
+  (*ex)->AtRequest(400, [&] {
+    back.emplace(StandIn{.port = port, .ready = false});
+    pause();
+  });
+  (*ex)->AtRequest(500, [&] {
+    out.before_ready = back->bid_requests();
+    out.checks_before_ready = back->readiness_checks();
+    back->SetReady(true);
+    pause();
+  });
+  auto day = (*ex)->PlayDay(sc->test, 0);
+  EXPECT_TRUE(day.ok()) << day.status().message();
+  if (!day.ok()) return out;
+  out.total = back->bid_requests();
+  out.lost = Sum(*day, &StepAccount::lost_requests);
+  return out;
+}
+
+TEST(ExchangeRotation, ARestartedBidderGetsRequestsOnlyOnceItsReadinessCheckPasses) {
+  const Restart r = PlayWithARestart(/*slow_start_ms=*/0);
+  EXPECT_EQ(r.before_ready, 0);         // listening, but not ready: no requests
+  EXPECT_GE(r.checks_before_ready, 1);  // it was asked
+  EXPECT_GT(r.total, 100);              // ready: about half of the last 400 requests
+  EXPECT_EQ(r.lost, 0);
+}
+
+TEST(ExchangeRotation, ABidderBackInTheRotationTakesItsRequestsInSlowStart) {
+  // Over a minute, its part grows from none: the last 400 requests pass in well under a
+  // second, so it takes a few of the about 200 drawn for it at most.
+  const Restart r = PlayWithARestart(/*slow_start_ms=*/60'000);
+  EXPECT_EQ(r.before_ready, 0);
+  EXPECT_LT(r.total, 20);
+  EXPECT_EQ(r.lost, 0);
+}
+
+// Bidder a dies right after answering its 50th bid (that answer closes its connection): the
+// notices of that bid never reached it, so they go to bidder b, which acknowledges them; none
+// fails (notice_retries is 0: on the bidder that bid, each would fail).
+TEST(ExchangeRotation, TheNoticesOfADeadBiddersLastBidGoToAnotherBidder) {
+  auto sc = SmallWorld(900);
+  ASSERT_NE(sc, nullptr);
+  StandInBidder a(StandIn{.bid = true, .die_after_bids = 50}), b(StandIn{.bid = true});
+  auto ex = Exchange::Create(TwoBidders(a, b), *sc);
+  ASSERT_TRUE(ex.ok()) << ex.status().message();
+  auto day = (*ex)->PlayDay(sc->test, 0);
+  ASSERT_TRUE(day.ok()) << day.status().message();
+  EXPECT_EQ(Sum(*day, &StepAccount::failed_notices), 0);
+  EXPECT_GE(Sum(*day, &StepAccount::moved_notices), 1);
+  EXPECT_EQ(Sum(*day, &StepAccount::lost_requests), 0);
+  EXPECT_GT(a.notices(), 0);  // its earlier bids' notices reached it
+  EXPECT_GT(day->total.cost.value(), 0);
 }
 
 }  // namespace

@@ -37,6 +37,14 @@ struct ExchangeConfig {
   // the bidder that bid. Empty: `bidder` alone.
   std::vector<std::string> bidders;
   std::vector<double> spread;
+  // Several bidders: one that refused a connection (its process gone) is out of the rotation
+  // until its readiness check passes (GET /readyz after the day's opening request, probed every
+  // 250 ms; a bidder without one counts as ready), as a load balancer's health check would have
+  // it; then, over this many milliseconds, it takes a linearly growing part of the requests
+  // drawn for it (a load balancer's slow start), the rest going to the next bidder. 0: all of
+  // them at once (a restarted bidder that shares budgets is given its traffic share of them
+  // back as it starts, LeaseLedger::Traffic, and holds it once ready).
+  int slow_start_ms = 0;
   std::string bid_path = "/openrtb2/bid";  // where requests are POSTed
   int concurrency = 8;                     // connections, each one request at a time
   int tmax_ms = 250;                       // tmax sent in every request
@@ -82,6 +90,9 @@ struct StepAccount {
   // bidders only): not lost, and counted once, where they were answered.
   int64_t rerouted_requests = 0;
   int64_t failed_notices = 0;  // notices never acknowledged
+  // Notices the bidder that bid could not take (its process gone, the notice never sent to it)
+  // and another bidder took instead (several bidders only).
+  int64_t moved_notices = 0;
 };
 
 struct DayAccount {
@@ -115,8 +126,13 @@ class Exchange {
   Result<DayAccount> PlayDay(const TrafficDay& day, int64_t day_index,
                              const std::function<void(const StepAccount&)>& on_step = {});
 
-  // The policy version every bidder serves now (the lowest of their /metrics), or an error.
+  // The policy version every bidder in the rotation serves now (the lowest of their /metrics),
+  // or an error. (Of several bidders, one out of the rotation is left out: it installs every
+  // table from the topic when it is back.)
   Result<uint64_t> BidderPolicyVersion();
+  // The policy version bidder `bidder` (its index in `bidders`) serves now, in the rotation or
+  // not, or an error (it does not answer).
+  Result<uint64_t> BidderPolicyVersion(size_t bidder);
   // Requests sent to each bidder so far (the spread, as played).
   std::vector<int64_t> RequestsPerBidder() const;
   // Runs `hook` once, on the worker about to send request number `request` of the day played
