@@ -465,10 +465,21 @@ Result<Played> PlayDays(const Setup& s, Services& svc) {
     const sim::Day& day = p.days.back();
     // Chaos during this day's steps: the exchange kills the process as it is about to send the
     // step's middle request (Exchange::AtRequest: by request, not by clock, so that the step's
-    // second half meets it down however fast or loaded the machine is); a timer restarts it.
+    // second half meets it down however fast or loaded the machine is). The learner, or the
+    // only bidder, comes back 1 s later (a timer); a bidder sharing budgets 1 s past the
+    // coordinator's heartbeat timeout (its lease is reclaimed), or (+step) a step later, at the
+    // next step's middle request (the day's end for its last step), and no sooner than that:
+    // across a step's end, while the exchange sends its requests to the others.
     const std::vector<size_t> begins = day.StepBegins();
+    auto half_way = [&begins](int step) {
+      return (begins[static_cast<size_t>(step)] + begins[static_cast<size_t>(step) + 1]) / 2;
+    };
     std::mutex log_mu;  // two kills in one step log at once
     std::vector<std::thread> timers;
+    // Bidders sharing budgets killed today, and when they may come back: one not back by the
+    // day's end (killed in its last step) is restarted then.
+    std::vector<std::pair<Child*, Clock::time_point>> back_after_day;
+    const auto reclaimed = std::chrono::milliseconds(kLeaseHeartbeatMs + 1000);
     std::vector<Chaos> todays;
     for (const auto& c : s.chaos) {
       if (c.day == d) todays.push_back(c);
@@ -476,25 +487,43 @@ Result<Played> PlayDays(const Setup& s, Services& svc) {
     auto on_step_start = [&](int step) {
       for (const auto& c : todays) {
         if (c.step != step) continue;
-        Child& victim = c.what == "kill-learner" ? *svc.learner : *svc.bidders[0];
+        Child* const killed = c.what == "kill-learner" ? svc.learner.get() : svc.bidders[0].get();
         const std::string what = c.what;
         // A bidder sharing budgets stays down past the coordinator's heartbeat timeout, so that
-        // its lease is reclaimed; anything else comes back after 1 s.
-        const int64_t down_ms =
-            c.what == "kill-bidder" && s.cfg.bidders > 1 ? kLeaseHeartbeatMs + 1000 : 1000;
-        const size_t half_way =
-            (begins[static_cast<size_t>(step)] + begins[static_cast<size_t>(step) + 1]) / 2;
-        Child* const killed = &victim;
-        svc.exchange->AtRequest(half_way, [&, what, step, down_ms, killed] {
+        // its lease is reclaimed: 1 s past it, or (+step) a step later.
+        const bool shares = c.what == "kill-bidder" && s.cfg.bidders > 1;
+        const bool step_later = shares && c.step_later;
+        const int64_t down_ms = shares ? kLeaseHeartbeatMs + 1000 : 1000;
+        svc.exchange->AtRequest(half_way(step), [&, what, step, step_later, down_ms, killed] {
           killed->Stop(SIGKILL, 0);
+          const auto earliest = Clock::now() + reclaimed;
           std::lock_guard<std::mutex> lk(log_mu);
-          p.chaos_log.push_back(what + " (SIGKILL) during day " + std::to_string(d) + " step " +
-                                std::to_string(step) + "; restarted after " +
-                                std::to_string(down_ms / 1000.0).substr(0, 3) + " s");
-          timers.emplace_back([killed, down_ms] {
-            std::this_thread::sleep_for(std::chrono::milliseconds(down_ms));
-            killed->Start();
-          });
+          const std::string at =
+              " during day " + std::to_string(d) + " step " + std::to_string(step) + "; ";
+          if (!step_later) {
+            p.chaos_log.push_back(what + " (SIGKILL)" + at + "restarted after " +
+                                  std::to_string(down_ms / 1000.0).substr(0, 3) + " s");
+            timers.emplace_back([killed, down_ms] {
+              std::this_thread::sleep_for(std::chrono::milliseconds(down_ms));
+              killed->Start();
+            });
+            return;
+          }
+          back_after_day.emplace_back(killed, earliest);  // if not back by then
+          if (step + 1 < s.T) {
+            p.chaos_log.push_back(what + " (SIGKILL)" + at + "restarted a step later (step " +
+                                  std::to_string(step + 1) + "'s middle request)");
+            svc.exchange->AtRequest(half_way(step + 1), [&, killed, earliest] {
+              std::lock_guard<std::mutex> lk2(log_mu);
+              timers.emplace_back([killed, earliest] {
+                std::this_thread::sleep_until(earliest);
+                killed->Start();
+              });
+            });
+          } else {
+            p.chaos_log.push_back(what + " (SIGKILL)" + at +
+                                  "restarted a step later (the day's end)");
+          }
         });
       }
     };
@@ -504,6 +533,23 @@ Result<Played> PlayDays(const Setup& s, Services& svc) {
       timers.clear();
       if (sa.marker.step + 1 < s.T) on_step_start(sa.marker.step + 1);
     });
+    // A bidder killed today is back before the next day opens (or the demo stops), serving: one
+    // killed in the day's last step is restarted now.
+    for (auto& [b, earliest] : back_after_day) {
+      if (b->Running()) continue;
+      std::this_thread::sleep_until(earliest);
+      b->Start();
+    }
+    if (!back_after_day.empty()) {  // serving the others' table before the next day opens
+      const auto deadline = Clock::now() + std::chrono::seconds(60);
+      for (;;) {
+        const auto all = svc.exchange->BidderPolicyVersion();
+        const auto back = svc.exchange->BidderPolicyVersion(0);
+        if (all.ok() && back.ok() && *back >= *all) break;
+        if (Clock::now() > deadline) return Status::Unavailable("a restarted bidder is not back");
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    }
     for (auto& t : timers) t.join();
     if (!acct.ok()) return acct.status();
     // Manual bids on the same day, same budgets, in the simulator's engine.
@@ -743,6 +789,7 @@ json DayJson(const Setup& s, const Services& svc, const Played& p, const LoopRec
     st["lost_requests"] = sa.lost_requests;
     if (sa.rerouted_requests > 0) st["rerouted_requests"] = sa.rerouted_requests;
     st["failed_notices"] = sa.failed_notices;
+    if (sa.moved_notices > 0) st["moved_notices"] = sa.moved_notices;
     const auto lstep = rec.learner_steps.find({d, sa.marker.step});
     bool match = false;
     if (lstep != rec.learner_steps.end()) {
