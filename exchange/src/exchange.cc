@@ -228,10 +228,19 @@ struct Exchange::Impl {
     if (cfg.open_days && !conn.Do(http::verb::post, cfg.bid_path, OpenDayBody(day_index)).ok()) {
       return;
     }
+    if (const auto ready = Ready(conn); ready.ok() && *ready) BringBack(b);
+  }
+  // Whether the bidder's readiness check passes (GET /readyz: 200, or 404 for a bidder without
+  // one); an error when it does not answer.
+  static Result<bool> Ready(Conn& conn) {
     const auto r = conn.Do(http::verb::get, "/readyz", "");
-    if (!r.ok() || (r->status != 200 && r->status != 404)) return;  // 404: no readiness check
+    if (!r.ok()) return r.status();
+    return r->status == 200 || r->status == 404;
+  }
+  // Bidder b, if out of the rotation, is back in it (its slow start begins).
+  void BringBack(size_t b) {
+    if (!is_out[b].exchange(false)) return;
     back_ms[b].store(SteadyMs(), std::memory_order_relaxed);
-    is_out[b].store(false);
     log::Get("exchange")
         .info("exchange: bidder {}:{} is ready: back in the rotation", targets[b].first,
               targets[b].second);
@@ -364,7 +373,7 @@ struct Exchange::Impl {
   Result<uint64_t> PolicyVersion(bool skip_gone = false);
   Result<uint64_t> VersionOf(size_t b);  // bidder b's (its /metrics)
   // Before a day's traffic: every bidder starts the day and (with wait_for_policy), if it shares
-  // budgets, has its leases for it (its /metrics says rtb_lease_day_ready), up to policy_wait_ms.
+  // budgets, has its leases for it (its readiness check passes), up to policy_wait_ms.
   Status OpenDay(int64_t day_index);
   void PlayRequest(Conn& conn, const sim::Day& day, int64_t day_index, size_t r, Local& loc);
   void PlayTrafficRequest(Conn& conn, const TrafficDay& day, int64_t day_index, size_t r,
@@ -672,8 +681,6 @@ Result<uint64_t> Exchange::Impl::PolicyVersion(bool skip_gone) {
 
 Status Exchange::Impl::OpenDay(int64_t day_index) {
   const std::string body = OpenDayBody(day_index);
-  const std::string ready =
-      "\nrtb_lease_day_ready{day=\"sim-" + std::to_string(day_index) + "\"} 1";
   const auto deadline = Clock::now() + std::chrono::milliseconds(cfg.policy_wait_ms);
   for (size_t b = 0; b < controls.size(); ++b) {
     const auto& control = controls[b];
@@ -685,11 +692,8 @@ Status Exchange::Impl::OpenDay(int64_t day_index) {
       continue;
     }
     while (cfg.wait_for_policy) {
-      auto r = control->Do(http::verb::get, "/metrics", "");
-      if (!r.ok()) return r.status();
-      // A bidder that shares no budget has no leases to wait for.
-      if (r->body.find("# TYPE rtb_lease_day_ready") == std::string::npos) break;
-      if (r->body.find(ready) != std::string::npos) break;
+      RTB_ASSIGN_OR_RETURN(const bool ready, Ready(*control));
+      if (ready) break;  // a bidder that shares no budget has no leases to wait for
       if (Clock::now() > deadline) {
         log::Get("exchange")
             .warn("exchange: a bidder's leases for day {} were not ready in {} ms", day_index,
@@ -698,12 +702,7 @@ Status Exchange::Impl::OpenDay(int64_t day_index) {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
-    if (is_out[b].exchange(false)) {  // back (restarted across the day's end): slow start
-      back_ms[b].store(SteadyMs(), std::memory_order_relaxed);
-      log::Get("exchange")
-          .info("exchange: bidder {}:{} is ready: back in the rotation", targets[b].first,
-                targets[b].second);
-    }
+    BringBack(b);  // if it was out (restarted across the day's end)
   }
   return Status::Ok();
 }
