@@ -213,8 +213,8 @@ struct Exchange::Impl {
     down_until[b].store(SteadyMs() + kDownMs, std::memory_order_relaxed);
     if (!is_out[b].exchange(true)) {
       log::Get("exchange")
-          .warn("exchange: bidder {}:{} refused a connection: out of the rotation",
-                targets[b].first, targets[b].second);
+          .warn("bidder {}:{} refused a connection: out of the rotation", targets[b].first,
+                targets[b].second);
     }
   }
   // If bidder b is out and its probe is due, one worker probes it (on its own connection): the
@@ -242,8 +242,7 @@ struct Exchange::Impl {
     if (!is_out[b].exchange(false)) return;
     back_ms[b].store(SteadyMs(), std::memory_order_relaxed);
     log::Get("exchange")
-        .info("exchange: bidder {}:{} is ready: back in the rotation", targets[b].first,
-              targets[b].second);
+        .info("bidder {}:{} is ready: back in the rotation", targets[b].first, targets[b].second);
   }
   // A test request (never charged, no candidates) at day_index's first instant: the bidder
   // starts the day's budgets and, sharing them, asks for its leases.
@@ -696,7 +695,7 @@ Status Exchange::Impl::OpenDay(int64_t day_index) {
       if (ready) break;  // a bidder that shares no budget has no leases to wait for
       if (Clock::now() > deadline) {
         log::Get("exchange")
-            .warn("exchange: a bidder's leases for day {} were not ready in {} ms", day_index,
+            .warn("a bidder's leases for day {} were not ready in {} ms", day_index,
                   cfg.policy_wait_ms);
         break;
       }
