@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <charconv>
 #include <ctime>
+#include <optional>
 
 #include "bidder_impl.h"
 #include "lease_client.h"
@@ -47,6 +48,30 @@ Key128 BidKey(std::string_view auction, std::string_view imp, uint32_t advertise
   BidIdentityInto(auction, imp, advertiser, &buf);
   return HashKey(buf);
 }
+
+namespace {
+
+// The state store's last current budget day (DayLedgers::Get).
+constexpr char kBudgetDayMeta[] = "budget_day";
+
+// The budget day a starting bidder opens: today's; with simulation hooks on, the simulated day it
+// served last, or none until the first request says which clock its traffic keeps. A simulated
+// day is told only by its requests (ext.sim.t); opening the wall clock's day instead, a bidder
+// that shares budgets asked leases for a day nobody plays (every slot, and the day after), and
+// a restarted one did so before asking those of the day it was brought back into.
+std::optional<int64_t> StartDay(const BidderConfig& cfg, const StateStore& state) {
+  if (!cfg.simulation_hooks) return NowUnixMs() / kDayMs;
+  const auto kept = state.GetMeta(kBudgetDayMeta);
+  if (!kept.ok()) return std::nullopt;
+  int64_t day = 0;
+  const auto [end, ec] = std::from_chars(kept->data(), kept->data() + kept->size(), day);
+  if (ec != std::errc() || end != kept->data() + kept->size() || day < kSimDay) {
+    return std::nullopt;  // a wall-clock day: the first request opens today's
+  }
+  return day;
+}
+
+}  // namespace
 
 BudgetLedger* DayLedgers::Get(int64_t day) {
   if (day == cur_day_.load(std::memory_order_acquire)) return cur_ledger_.load();
@@ -95,6 +120,11 @@ BudgetLedger* DayLedgers::Get(int64_t day) {
   if (day > cur_day_.load()) {
     cur_ledger_.store(it->second.get());
     cur_day_.store(day, std::memory_order_release);
+    // A restart under the simulated clock opens this day again (Bidder::Create).
+    if (const Status st = state_->PutMeta(kBudgetDayMeta, std::to_string(day)); !st.ok()) {
+      log::Get("bidder").warn("the current budget day {} was not kept: {}", BudgetDayName(day),
+                              st.message());
+    }
   }
   return it->second.get();
 }
@@ -118,10 +148,14 @@ const BidderConfig& Bidder::config() const { return impl_->cfg; }
 EventLog& Bidder::events() { return *impl_->events; }
 PolicyHolder& Bidder::policy() { return impl_->policy; }
 Micros Bidder::Spent(size_t k, Arm arm) const {
-  return impl_->days->Current()->spent(ArmSlot(k, arm, impl_->cfg.advertisers.size()));
+  const BudgetLedger* ledger = impl_->days->Current();  // none before the first simulated day
+  return ledger == nullptr ? Micros(0)
+                           : ledger->spent(ArmSlot(k, arm, impl_->cfg.advertisers.size()));
 }
 Micros Bidder::Reserved(size_t k, Arm arm) const {
-  return impl_->days->Current()->reserved(ArmSlot(k, arm, impl_->cfg.advertisers.size()));
+  const BudgetLedger* ledger = impl_->days->Current();
+  return ledger == nullptr ? Micros(0)
+                           : ledger->reserved(ArmSlot(k, arm, impl_->cfg.advertisers.size()));
 }
 Micros Bidder::Spent(size_t k) const { return Spent(k, Arm::kLearned) + Spent(k, Arm::kManual); }
 Micros Bidder::Reserved(size_t k) const {
@@ -207,7 +241,7 @@ Result<std::unique_ptr<Bidder>> Bidder::Create(const BidderConfig& cfg) {
     }
   }
   RTB_ASSIGN_OR_RETURN(m->signer, NoticeSigner::Create(secret));
-  m->days->Get(NowUnixMs() / kDayMs);
+  if (const auto day = StartDay(cfg, *m->state)) m->days->Get(*day);
   auto clusters = std::make_shared<ClusterMap>();
   clusters->default_cluster = cfg.default_cluster;
   if (!cfg.clusters_path.empty()) {

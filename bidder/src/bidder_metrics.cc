@@ -38,41 +38,44 @@ HttpResult Bidder::Metrics() const {
            (unsigned long long)n.notices[t][r].Get());
     }
   }
-  o += "# HELP rtb_budget_micros Budget, spend and outstanding reservations per advertiser.\n"
-       "# TYPE rtb_budget_micros gauge\n";
-  const BudgetLedger& ledger = *m.days->Current();
-  const size_t n_adv = m.cfg.advertisers.size();
-  auto sum = [&](size_t k, auto get) {
-    return (long long)(get(ArmSlot(k, Arm::kLearned, n_adv)).value() +
-                       get(ArmSlot(k, Arm::kManual, n_adv)).value());
-  };
-  auto budget = [&](size_t s) { return ledger.budget(s); };
-  auto spent = [&](size_t s) { return ledger.spent(s); };
-  auto reserved = [&](size_t s) { return ledger.reserved(s); };
-  for (size_t k = 0; k < n_adv; ++k) {
-    const unsigned id = m.cfg.advertisers[k].id;
-    line("rtb_budget_micros{advertiser=\"%u\",kind=\"budget\"} %lld\n", id, sum(k, budget));
-    line("rtb_budget_micros{advertiser=\"%u\",kind=\"spent\"} %lld\n", id, sum(k, spent));
-    line("rtb_budget_micros{advertiser=\"%u\",kind=\"reserved\"} %lld\n", id, sum(k, reserved));
-  }
-  o += "# HELP rtb_arm_budget_micros The same per A/B arm: each arm's part of the budget.\n"
-       "# TYPE rtb_arm_budget_micros gauge\n";
-  for (const Arm arm : {Arm::kLearned, Arm::kManual}) {
+  // The current budget day's ledger: none before a simulated bidder's first request.
+  if (const BudgetLedger* cur = m.days->Current(); cur != nullptr) {
+    const BudgetLedger& ledger = *cur;
+    o += "# HELP rtb_budget_micros Budget, spend and outstanding reservations per advertiser.\n"
+         "# TYPE rtb_budget_micros gauge\n";
+    const size_t n_adv = m.cfg.advertisers.size();
+    auto sum = [&](size_t k, auto get) {
+      return (long long)(get(ArmSlot(k, Arm::kLearned, n_adv)).value() +
+                         get(ArmSlot(k, Arm::kManual, n_adv)).value());
+    };
+    auto budget = [&](size_t s) { return ledger.budget(s); };
+    auto spent = [&](size_t s) { return ledger.spent(s); };
+    auto reserved = [&](size_t s) { return ledger.reserved(s); };
     for (size_t k = 0; k < n_adv; ++k) {
       const unsigned id = m.cfg.advertisers[k].id;
-      const size_t s = ArmSlot(k, arm, n_adv);
-      for (const auto& [kind, v] :
-           {std::pair{"budget", ledger.budget(s)}, std::pair{"spent", ledger.spent(s)},
-            std::pair{"reserved", ledger.reserved(s)}}) {
-        line("rtb_arm_budget_micros{advertiser=\"%u\",arm=\"%s\",kind=\"%s\"} %lld\n", id,
-             ArmName(arm), kind, (long long)v.value());
+      line("rtb_budget_micros{advertiser=\"%u\",kind=\"budget\"} %lld\n", id, sum(k, budget));
+      line("rtb_budget_micros{advertiser=\"%u\",kind=\"spent\"} %lld\n", id, sum(k, spent));
+      line("rtb_budget_micros{advertiser=\"%u\",kind=\"reserved\"} %lld\n", id, sum(k, reserved));
+    }
+    o += "# HELP rtb_arm_budget_micros The same per A/B arm: each arm's part of the budget.\n"
+         "# TYPE rtb_arm_budget_micros gauge\n";
+    for (const Arm arm : {Arm::kLearned, Arm::kManual}) {
+      for (size_t k = 0; k < n_adv; ++k) {
+        const unsigned id = m.cfg.advertisers[k].id;
+        const size_t s = ArmSlot(k, arm, n_adv);
+        for (const auto& [kind, v] :
+             {std::pair{"budget", ledger.budget(s)}, std::pair{"spent", ledger.spent(s)},
+              std::pair{"reserved", ledger.reserved(s)}}) {
+          line("rtb_arm_budget_micros{advertiser=\"%u\",arm=\"%s\",kind=\"%s\"} %lld\n", id,
+               ArmName(arm), kind, (long long)v.value());
+        }
       }
     }
+    o += "# HELP rtb_bid_state Per-bid state held: open reservations of today's ledger and the "
+         "slots of their tables.\n# TYPE rtb_bid_state gauge\n";
+    line("rtb_bid_state{kind=\"open_reservations\"} %lld\n", (long long)ledger.outstanding());
+    line("rtb_bid_state{kind=\"reservation_slots\"} %zu\n", ledger.capacity());
   }
-  o += "# HELP rtb_bid_state Per-bid state held: open reservations of today's ledger and the "
-       "slots of their tables.\n# TYPE rtb_bid_state gauge\n";
-  line("rtb_bid_state{kind=\"open_reservations\"} %lld\n", (long long)ledger.outstanding());
-  line("rtb_bid_state{kind=\"reservation_slots\"} %zu\n", ledger.capacity());
   const EventLogStats s = m.events->Stats();
   o += "# HELP rtb_kafka_events Events by delivery state.\n# TYPE rtb_kafka_events counter\n";
   line("rtb_kafka_events{state=\"logged\"} %llu\n", (unsigned long long)s.logged);

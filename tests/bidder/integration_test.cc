@@ -1869,6 +1869,13 @@ TEST_F(BidderIntegration, ASecondProcessUnderABiddersNameGetsNoLeaseARestartTake
   second.server->Stop();
 }
 
+// A bid request at time t_ms of the simulated clock (ext.sim.t; simulation_hooks on).
+std::string SimRequest(const std::string& id, int64_t t_ms) {
+  std::string r = Request(id);
+  r.pop_back();  // the closing brace
+  return r + R"(,"ext":{"sim":{"t":)" + std::to_string(t_ms) + "}}}";
+}
+
 // The next day's leases are asked for as a day starts: before the next day's first request the
 // bidder's /metrics says the day is ready, the coordinator has granted it, and that request is
 // bid at once (without them it would wait for its asks, as the first day's first requests do).
@@ -1888,11 +1895,7 @@ TEST_F(BidderIntegration, ALeasedBidderHoldsTheNextDaysLeasesBeforeItsFirstReque
     ASSERT_TRUE(n.ok()) << n.status().message();
     EXPECT_EQ(*n, 1);
   }
-  auto sim_request = [](const std::string& id, int64_t t_ms) {
-    std::string r = Request(id);
-    r.pop_back();  // the closing brace
-    return r + R"(,"ext":{"sim":{"t":)" + std::to_string(t_ms) + "}}}";
-  };
+  auto sim_request = SimRequest;
   Client c(port_);
   int n = 0;
   // The first simulated day: its first requests wait for the asks they start.
@@ -1918,6 +1921,72 @@ TEST_F(BidderIntegration, ALeasedBidderHoldsTheNextDaysLeasesBeforeItsFirstReque
   EXPECT_LE(held, cfg.advertisers[0].daily_budget.value());
   EXPECT_EQ(c.Do(http::verb::post, "/openrtb2/bid", sim_request("d1-first", kDayMs + 1000)).first,
             200);
+}
+
+// A bidder under the simulated clock asks leases only for simulated days. Started first, it
+// opens no day until its first request says which one ("no budget day open yet"); restarted, it
+// opens the simulated day it served last, asks for that day's leases (and the next one's) as it
+// starts, and is ready for it before any request. Opening the wall clock's day, it asked for
+// every slot of that day and the day after, a day nobody plays, and a restarted one's first asks
+// for the day it was brought back into waited behind them.
+TEST_F(BidderIntegration, ABidderUnderTheSimulatedClockAsksLeasesOnlyForSimulatedDays) {
+  BidderConfig cfg = LeasedConfig(dir_, "bidder-a", 10.0, 0.5);
+  cfg.simulation_hooks = true;
+  Start(cfg);
+  const std::string brokers = bidder_->events().bootstrap();
+  const BidderConfig cfg2 = SecondLeasedConfig(cfg, dir_, brokers, "bidder-b");
+  CoordinatorThread coordinator(MarketOf(cfg, brokers));
+  ASSERT_TRUE(coordinator.status().ok()) << coordinator.status().message();
+  int n = 0;
+  {
+    auto b = Bidder::Create(cfg2);
+    ASSERT_TRUE(b.ok()) << b.status().message();
+    Server server(**b, cfg2.listen);
+    auto port = server.Start();
+    ASSERT_TRUE(port.ok());
+    Client c(*port);
+    auto [unready, why] = c.Do(http::verb::get, "/readyz");
+    EXPECT_EQ(unready, 503);
+    EXPECT_EQ(why, "no budget day open yet\n");
+    EXPECT_EQ((*b)->Spent(0).value(), 0);
+    EXPECT_EQ((*b)->Metrics().status, 200);
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          return c.Do(http::verb::post, "/openrtb2/bid",
+                      SimRequest("sd-" + std::to_string(n++), kDayMs + 1000))
+                     .first == 200;
+        },
+        30))
+        << "no lease for simulated day 1";
+    server.Stop();
+  }
+  auto b = Bidder::Create(cfg2);
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  Server server(**b, cfg2.listen);
+  auto port = server.Start();
+  ASSERT_TRUE(port.ok());
+  Client c(*port);
+  // Ready for simulated day 1 with no request since the restart.
+  EXPECT_TRUE(WaitFor([&] { return c.Do(http::verb::get, "/readyz").first == 200; }, 10));
+  EXPECT_NE((*b)->Metrics().body.find("rtb_lease_day_ready{day=\"sim-1\"} 1"), std::string::npos);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // a few more lease checks
+  std::map<int64_t, int> days;                                  // both processes' messages, per day
+  ASSERT_TRUE(kafka::ReadWholeTopic({.bootstrap = brokers}, cfg.leases.requests_topic, 10'000,
+                                    [&](int32_t, int64_t, std::string_view v) {
+                                      auto m = budget::DecodeLeaseMessage(v);
+                                      ASSERT_TRUE(m.ok()) << m.status().message();
+                                      if (m->bidder == "bidder-b") ++days[m->day];
+                                    })
+                  .ok());
+  constexpr int64_t kFirstSimDay = int64_t{1} << 40;  // the bidder's day number of sim day 0
+  EXPECT_GT(days[kFirstSimDay + 1], 0);
+  for (const auto& [day, count] : days) {
+    EXPECT_GE(day, kFirstSimDay + 1) << count << " messages about day " << BudgetDayName(day);
+  }
+  // Its next request is bid at once.
+  EXPECT_EQ(c.Do(http::verb::post, "/openrtb2/bid", SimRequest("sd-again", kDayMs + 2000)).first,
+            200);
+  server.Stop();
 }
 
 // A report carries only the slots that changed since the last one Kafka took, and every
