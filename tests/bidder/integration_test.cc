@@ -1939,17 +1939,14 @@ TEST_F(BidderIntegration, ABidderUnderTheSimulatedClockAsksLeasesOnlyForSimulate
   ASSERT_TRUE(coordinator.status().ok()) << coordinator.status().message();
   int n = 0;
   {
-    auto b = Bidder::Create(cfg2);
-    ASSERT_TRUE(b.ok()) << b.status().message();
-    Server server(**b, cfg2.listen);
-    auto port = server.Start();
-    ASSERT_TRUE(port.ok());
-    Client c(*port);
+    SecondBidder first;
+    ASSERT_NO_FATAL_FAILURE(StartSecond(cfg2, &first));
+    Client c(first.port);
     auto [unready, why] = c.Do(http::verb::get, "/readyz");
     EXPECT_EQ(unready, 503);
     EXPECT_EQ(why, "no budget day open yet\n");
-    EXPECT_EQ((*b)->Spent(0).value(), 0);
-    EXPECT_EQ((*b)->Metrics().status, 200);
+    EXPECT_EQ(first.bidder->Spent(0).value(), 0);
+    EXPECT_EQ(first.bidder->Metrics().status, 200);
     ASSERT_TRUE(WaitFor(
         [&] {
           return c.Do(http::verb::post, "/openrtb2/bid",
@@ -1958,17 +1955,15 @@ TEST_F(BidderIntegration, ABidderUnderTheSimulatedClockAsksLeasesOnlyForSimulate
         },
         30))
         << "no lease for simulated day 1";
-    server.Stop();
+    first.server->Stop();
   }
-  auto b = Bidder::Create(cfg2);
-  ASSERT_TRUE(b.ok()) << b.status().message();
-  Server server(**b, cfg2.listen);
-  auto port = server.Start();
-  ASSERT_TRUE(port.ok());
-  Client c(*port);
+  SecondBidder restarted;
+  ASSERT_NO_FATAL_FAILURE(StartSecond(cfg2, &restarted));
+  Client c(restarted.port);
   // Ready for simulated day 1 with no request since the restart.
   EXPECT_TRUE(WaitFor([&] { return c.Do(http::verb::get, "/readyz").first == 200; }, 10));
-  EXPECT_NE((*b)->Metrics().body.find("rtb_lease_day_ready{day=\"sim-1\"} 1"), std::string::npos);
+  EXPECT_NE(restarted.bidder->Metrics().body.find("rtb_lease_day_ready{day=\"sim-1\"} 1"),
+            std::string::npos);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // a few more lease checks
   std::map<int64_t, int> days;                                  // both processes' messages, per day
   ASSERT_TRUE(kafka::ReadWholeTopic({.bootstrap = brokers}, cfg.leases.requests_topic, 10'000,
@@ -1986,7 +1981,7 @@ TEST_F(BidderIntegration, ABidderUnderTheSimulatedClockAsksLeasesOnlyForSimulate
   // Its next request is bid at once.
   EXPECT_EQ(c.Do(http::verb::post, "/openrtb2/bid", SimRequest("sd-again", kDayMs + 2000)).first,
             200);
-  server.Stop();
+  restarted.server->Stop();
 }
 
 // A report carries only the slots that changed since the last one Kafka took, and every
