@@ -55,20 +55,20 @@ namespace {
 constexpr char kBudgetDayMeta[] = "budget_day";
 
 // The budget day a starting bidder opens: today's; with simulation hooks on, the simulated day it
-// served last, or none until the first request says which clock its traffic keeps. A simulated
-// day is told only by its requests (ext.sim.t); opening the wall clock's day instead, a bidder
-// that shares budgets asked leases for a day nobody plays (every slot, and the day after), and
-// a restarted one did so before asking those of the day it was brought back into.
+// served last (today's if it served the wall clock's), or none until the first request says
+// which clock its traffic keeps. A simulated day is told only by its requests (ext.sim.t);
+// opening the wall clock's day instead, a bidder that shares budgets asked leases for a day
+// nobody plays (every slot, and the day after), and a restarted one did so before asking those
+// of the day it was brought back into.
 std::optional<int64_t> StartDay(const BidderConfig& cfg, const StateStore& state) {
-  if (!cfg.simulation_hooks) return NowUnixMs() / kDayMs;
+  const int64_t today = NowUnixMs() / kDayMs;
+  if (!cfg.simulation_hooks) return today;
   const auto kept = state.GetMeta(kBudgetDayMeta);
   if (!kept.ok()) return std::nullopt;
   int64_t day = 0;
   const auto [end, ec] = std::from_chars(kept->data(), kept->data() + kept->size(), day);
-  if (ec != std::errc() || end != kept->data() + kept->size() || day < kSimDay) {
-    return std::nullopt;  // a wall-clock day: the first request opens today's
-  }
-  return day;
+  if (ec != std::errc() || end != kept->data() + kept->size()) return std::nullopt;
+  return day >= kSimDay ? day : today;
 }
 
 }  // namespace

@@ -1984,6 +1984,27 @@ TEST_F(BidderIntegration, ABidderUnderTheSimulatedClockAsksLeasesOnlyForSimulate
   restarted.server->Stop();
 }
 
+// With simulation hooks on, a bidder whose traffic keeps the wall clock (no ext.sim) opens
+// today's budget day again when it restarts, as a bidder without hooks does at every start: only
+// a first start, which cannot know the clock yet, waits for its first request.
+TEST_F(BidderIntegration, AHookedBidderThatServedTheWallClockOpensTodayAtARestart) {
+  BidderConfig cfg = TestConfig(dir_);
+  cfg.simulation_hooks = true;
+  const std::string budget_line = "rtb_budget_micros{advertiser=";
+  {
+    Start(cfg);
+    EXPECT_EQ(bidder_->Metrics().body.find(budget_line), std::string::npos) << "a day open";
+    Client c(port_);
+    EXPECT_EQ(c.Do(http::verb::post, "/openrtb2/bid", Request("wall-1")).first, 200);
+    EXPECT_NE(bidder_->Metrics().body.find(budget_line), std::string::npos);
+    server_.reset();
+    bidder_.reset();
+  }
+  Start(cfg);
+  EXPECT_NE(bidder_->Metrics().body.find(budget_line), std::string::npos)
+      << "no budget day open at the restart";
+}
+
 // A report carries only the slots that changed since the last one Kafka took, and every
 // full_report_every-th carries every slot (the coordinator reads thousands of slots from each
 // bidder several times a second otherwise). Every periodic report still carries the traffic
