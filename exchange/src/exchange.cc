@@ -771,6 +771,7 @@ Result<DayAccount> Exchange::Impl::PlaySteps(
     for (size_t w = 0; w < conns.size(); ++w) {
       locals[w].by_arm_agent.assign(static_cast<size_t>(kArms * N), Outcome{});
       workers.emplace_back([&, w] {
+        locals[w].conns = &conns[w];  // for a notice moved to another bidder
         for (size_t r = next.fetch_add(1); r < end; r = next.fetch_add(1)) {
           m.RunHookAt(r);
           for (size_t b = 0; b < m.targets.size(); ++b) m.ProbeIfDue(*conns[w][b], b, day_index);
@@ -780,7 +781,6 @@ Result<DayAccount> Exchange::Impl::PlaySteps(
           for (size_t tries = 0;; ++tries) {
             const size_t b = m.Route(day_index, r, SteadyMs());
             locals[w].ask_refused = false;
-            locals[w].conns = &conns[w];
             locals[w].bidder = b;
             play(*conns[w][b], r, locals[w]);
             if (!locals[w].ask_refused || tries + 1 >= m.targets.size()) {
