@@ -56,6 +56,8 @@ cp "$SRC/configs/demo/default.yaml" "$T/demo.yaml"
 sed -i 's|^learner_config: learner.yaml|learner_config: '"$SRC"'/configs/demo/learner.yaml|; s|^bidder_config: ../bidder/default.yaml|bidder_config: '"$SRC"'/configs/bidder/default.yaml|; s/^days: 4 /dayz: 4 /' "$T/demo.yaml"
 expect_error demo-unknown-key "demo.yaml:[0-9]*: unknown key 'dayz'" demo --config "$T/demo.yaml"
 expect_error demo-bad-chaos "chaos 'kill-exchange@1:0'" demo --config "$SRC/configs/demo/default.yaml" --chaos kill-exchange@1:0
+expect_error demo-chaos-day-out-of-range "chaos 'kill-bidder@99999999999999999999:1': day and step must be integers" demo --config "$SRC/configs/demo/default.yaml" --chaos kill-bidder@99999999999999999999:1
+expect_error demo-chaos-negative-step "day and step must be integers" demo --config "$SRC/configs/demo/default.yaml" --chaos kill-bidder@1:-1+step
 
 # Commands without --out: rtb budget, rtb kafka and rtb exchange --traffic.
 expect_plain() {  # name, pattern, args...
