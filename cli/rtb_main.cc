@@ -587,7 +587,8 @@ int main(int argc, char** argv) {
   dm->add_option("--chaos", da.chaos,
                  "kill-learner@D:S or kill-bidder@D:S: SIGKILL as the exchange sends the "
                  "middle request of day D step S, then restart (1 s later; a bidder sharing "
-                 "budgets 2.5 s later, or with kill-bidder@D:S+step a step later)");
+                 "budgets 2.5 s later, or with kill-bidder@D:S+step a step later, the traffic held "
+                 "until it is ready)");
   dm->add_option("--bidders", da.bidders,
                  "Bidder processes sharing the budgets through leases (default: the config's)")
       ->check(CLI::Range(1, 16));

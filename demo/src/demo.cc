@@ -479,6 +479,7 @@ Result<Played> PlayDays(const Setup& s, Services& svc) {
     // Bidders sharing budgets killed today, and when they may come back: one not back by the
     // day's end (killed in its last step) is restarted then.
     std::vector<std::pair<Child*, Clock::time_point>> back_after_day;
+    Status restart_error;  // a bidder restarted a step later that was not ready
     const auto reclaimed = std::chrono::milliseconds(kLeaseHeartbeatMs + 1000);
     std::vector<Chaos> todays;
     for (const auto& c : s.chaos) {
@@ -513,12 +514,24 @@ Result<Played> PlayDays(const Setup& s, Services& svc) {
           if (step + 1 < s.T) {
             p.chaos_log.push_back(what + " (SIGKILL)" + at + "restarted a step later (step " +
                                   std::to_string(step + 1) + "'s middle request)");
-            svc.exchange->AtRequest(half_way(step + 1), [&, killed, earliest] {
+            const size_t entry = p.chaos_log.size() - 1;
+            // The day's traffic stands still while the process starts and until it is ready:
+            // a start takes a second or two (its state store, the grants topic), seconds of a
+            // real day but half of one of the demo's 4-second steps.
+            svc.exchange->HoldAtRequest(half_way(step + 1), [&, killed, earliest, entry] {
+              std::this_thread::sleep_until(earliest);
+              const auto t0 = Clock::now();
+              killed->Start();
+              const Status st = svc.exchange->BringBackWhenReady(0, 60000);
+              const double took = std::chrono::duration<double>(Clock::now() - t0).count();
               std::lock_guard<std::mutex> lk2(log_mu);
-              timers.emplace_back([killed, earliest] {
-                std::this_thread::sleep_until(earliest);
-                killed->Start();
-              });
+              if (!st.ok()) {
+                restart_error = st;
+                return;
+              }
+              char buf[64];
+              std::snprintf(buf, sizeof buf, ", ready %.2f s later (traffic held)", took);
+              p.chaos_log[entry] += buf;
             });
           } else {
             p.chaos_log.push_back(what + " (SIGKILL)" + at +
@@ -552,6 +565,7 @@ Result<Played> PlayDays(const Setup& s, Services& svc) {
     }
     for (auto& t : timers) t.join();
     if (!acct.ok()) return acct.status();
+    if (!restart_error.ok()) return restart_error;
     // Manual bids on the same day, same budgets, in the simulator's engine.
     RunResult manual = sim::EvaluateTable(sc, day, sc.test_budgets, ActionTable(s.N, s.L));
     // The arms, as the exchange accounted them; per unit of each arm's share.

@@ -37,7 +37,7 @@ Result<DemoConfig> LoadDemoConfig(const std::string& path);
 
 // One chaos event: SIGKILL `what` during step `step` of live day `day`, restart it 1 s later
 // (a bidder sharing budgets: past the coordinator's heartbeat timeout plus 1 s, or, with the
-// spec's "+step" suffix, a step later).
+// spec's "+step" suffix, a step later, the exchange's traffic held until it is ready).
 struct Chaos {
   std::string what;  // kill-learner | kill-bidder
   int64_t day = 0;

@@ -8,6 +8,7 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <mutex>
@@ -164,32 +165,55 @@ struct Exchange::Impl {
   std::unique_ptr<std::atomic<int64_t>[]> down_until;
   std::unique_ptr<std::atomic<int64_t>[]> back_ms;
   static constexpr int64_t kDownMs = 250;
-  // AtRequest's hooks, each with its request, and the lowest of those requests (kNoHook: none).
+  // AtRequest's and HoldAtRequest's hooks, each with its request and whether the other workers
+  // wait while it runs, and the lowest of those requests (kNoHook: none).
+  struct Hook {
+    size_t request = 0;
+    std::function<void()> fn;
+    bool hold = false;
+  };
   static constexpr size_t kNoHook = SIZE_MAX;
   std::atomic<size_t> hook_at{kNoHook};
   std::mutex hook_mu;
-  std::vector<std::pair<size_t, std::function<void()>>> hooks;
+  std::vector<Hook> hooks;
+  // Holding hooks running: while above 0, no worker sends its next request.
+  std::atomic<int> holds{0};
+  std::condition_variable hold_cv;  // with hook_mu
+  int64_t day_playing = 0;          // the day PlaySteps plays (for a held hook's probe)
   // Runs (outside the lock) every hook whose request is r or one already sent.
   void RunHookAt(size_t r) {
     if (r < hook_at.load(std::memory_order_acquire)) return;
-    std::vector<std::function<void()>> due;
+    std::vector<Hook> due;
     {
       std::lock_guard<std::mutex> lk(hook_mu);
       size_t lowest = kNoHook;
       for (auto it = hooks.begin(); it != hooks.end();) {
-        if (it->first <= r) {
-          due.push_back(std::move(it->second));
+        if (it->request <= r) {
+          if (it->hold) holds.fetch_add(1);
+          due.push_back(std::move(*it));
           it = hooks.erase(it);
         } else {
-          lowest = std::min(lowest, it->first);
+          lowest = std::min(lowest, it->request);
           ++it;
         }
       }
       hook_at.store(lowest, std::memory_order_release);
     }
     for (auto& h : due) {
-      if (h) h();
+      if (h.fn) h.fn();
+      if (h.hold) {
+        std::lock_guard<std::mutex> lk(hook_mu);
+        holds.fetch_sub(1);
+        hold_cv.notify_all();
+      }
     }
+  }
+  void AddHook(size_t request, std::function<void()> hook, bool hold);
+  // Waits while a holding hook runs on another worker.
+  void WaitWhileHeld() {
+    if (holds.load(std::memory_order_acquire) == 0) return;
+    std::unique_lock<std::mutex> lk(hook_mu);
+    hold_cv.wait(lk, [this] { return holds.load() == 0; });
   }
 
   // The bidder request r goes to: its draw, or the next one in the rotation when that one is
@@ -707,9 +731,43 @@ Status Exchange::Impl::OpenDay(int64_t day_index) {
 }
 
 void Exchange::AtRequest(size_t request, std::function<void()> hook) {
+  impl_->AddHook(request, std::move(hook), /*hold=*/false);
+}
+
+void Exchange::HoldAtRequest(size_t request, std::function<void()> hook) {
+  impl_->AddHook(request, std::move(hook), /*hold=*/true);
+}
+
+Status Exchange::BringBackWhenReady(size_t bidder, int64_t timeout_ms) {
   Impl& m = *impl_;
+  if (bidder >= m.targets.size()) return Status::InvalidArgument("no such bidder");
+  Conn conn(m.targets[bidder].first, m.targets[bidder].second, m.cfg.io_timeout_ms);
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  bool opened = !m.cfg.open_days;
+  for (;;) {
+    // The day's opening request first (a restarted bidder learns the day and asks for its
+    // leases), then its readiness check, as a probe does.
+    if (!opened)
+      opened = conn.Do(http::verb::post, m.cfg.bid_path, Impl::OpenDayBody(m.day_playing)).ok();
+    if (opened) {
+      if (const auto ready = Impl::Ready(conn); ready.ok() && *ready) {
+        m.BringBack(bidder);
+        return Status::Ok();
+      }
+    }
+    if (Clock::now() > deadline) {
+      return Status::Unavailable("bidder " + m.targets[bidder].first + ":" +
+                                 m.targets[bidder].second + " was not ready in " +
+                                 std::to_string(timeout_ms) + " ms");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+void Exchange::Impl::AddHook(size_t request, std::function<void()> hook, bool hold) {
+  Impl& m = *this;
   std::lock_guard<std::mutex> lk(m.hook_mu);
-  m.hooks.emplace_back(request, std::move(hook));
+  m.hooks.push_back({request, std::move(hook), hold});
   m.hook_at.store(std::min(m.hook_at.load(std::memory_order_relaxed), request),
                   std::memory_order_release);
 }
@@ -762,6 +820,7 @@ Result<DayAccount> Exchange::Impl::PlaySteps(
       per_bidder.push_back(std::make_unique<Conn>(host, port, m.cfg.io_timeout_ms));
     }
   }
+  m.day_playing = day_index;
   if (m.cfg.open_days) RTB_RETURN_IF_ERROR(m.OpenDay(day_index));
   for (int step = 0; step < steps; ++step) {
     std::atomic<size_t> next{begins[static_cast<size_t>(step)]};
@@ -773,6 +832,7 @@ Result<DayAccount> Exchange::Impl::PlaySteps(
       workers.emplace_back([&, w] {
         locals[w].conns = &conns[w];  // for a notice moved to another bidder
         for (size_t r = next.fetch_add(1); r < end; r = next.fetch_add(1)) {
+          m.WaitWhileHeld();
           m.RunHookAt(r);
           for (size_t b = 0; b < m.targets.size(); ++b) m.ProbeIfDue(*conns[w][b], b, day_index);
           // A bidder that refuses the connection (its process is gone) is taken out of the

@@ -326,6 +326,63 @@ TEST(ExchangeRotation, ABidderBackInTheRotationTakesItsRequestsInSlowStart) {
   EXPECT_EQ(r.lost, 0);
 }
 
+// A held hook: bidder a is stopped at request 300; at request 600 a held hook waits 300 ms, then
+// starts a new process on a's port that turns ready 200 ms later and brings it back into the
+// rotation. With four workers, none sends a request while the held hook runs, and the restarted
+// bidder takes requests from the very next one. (A plain AtRequest hook, the same otherwise, lets
+// the other three workers send on: the counts below then differ.)
+TEST(ExchangeAtRequest, AHeldHookStopsTheTrafficUntilItsRestartedBidderIsReady) {
+  auto sc = SmallWorld(1500);
+  ASSERT_NE(sc, nullptr);
+  StandInBidder a, b;
+  ExchangeConfig cfg = TwoBidders(a, b);
+  cfg.concurrency = 4;
+  auto ex = Exchange::Create(cfg, *sc);
+  ASSERT_TRUE(ex.ok()) << ex.status().message();
+  const unsigned short port = a.port();
+  auto sent = [&](const StandInBidder* back) {
+    return a.bid_requests() + b.bid_requests() + (back ? back->bid_requests() : 0);
+  };
+  std::optional<StandInBidder> back;
+  int64_t at_hold = -1, after_wait = -1, at_ready = -1;
+  Status brought;
+  (*ex)->AtRequest(300, [&] { a.Stop(); });
+  (*ex)->HoldAtRequest(600, [&] {
+    at_hold = sent(nullptr);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    after_wait = sent(nullptr);
+    back.emplace(StandIn{.port = port, .ready = false});
+    std::thread ready([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      back->SetReady(true);
+    });
+    brought = (*ex)->BringBackWhenReady(0, 10000);
+    ready.join();
+    at_ready = sent(&*back);
+  });
+  auto day = (*ex)->PlayDay(sc->test, 0);
+  ASSERT_TRUE(day.ok()) << day.status().message();
+  EXPECT_TRUE(brought.ok()) << brought.message();
+  // The requests already out when the hook began complete (at most the three other workers'),
+  // and then nothing goes out until the hook ends.
+  EXPECT_GE(at_hold, 597);
+  EXPECT_LE(after_wait, 603);
+  EXPECT_EQ(at_ready, after_wait);
+  EXPECT_GE(back->readiness_checks(), 2);  // asked while not ready, then ready
+  EXPECT_GT(back->bid_requests(), 300);    // back at once: about half of the last 900
+  EXPECT_EQ(sent(&*back), static_cast<int64_t>(sc->test.requests()));
+  EXPECT_EQ(Sum(*day, &StepAccount::lost_requests), 0);
+
+  // A bidder that never turns ready: an error past the timeout, and it stays out.
+  StandInBidder never(StandIn{.ready = false});
+  cfg.bidders = {never.address(), b.address()};
+  auto ex2 = Exchange::Create(cfg, *sc);
+  ASSERT_TRUE(ex2.ok()) << ex2.status().message();
+  const Status late = (*ex2)->BringBackWhenReady(0, 100);
+  EXPECT_FALSE(late.ok());
+  EXPECT_NE(late.message().find("was not ready in 100 ms"), std::string::npos) << late.message();
+}
+
 // Bidder a dies right after answering its 50th bid (that answer closes its connection): the
 // notices of that bid never reached it, so they go to bidder b, which acknowledges them; none
 // fails (notice_retries is 0: on the bidder that bid, each would fail).

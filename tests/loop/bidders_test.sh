@@ -10,7 +10,8 @@
 #   `rtb report`'s arms equal the exchange's; the
 #   killed bidder's lease reclaimed; both bidders installed every table (the spread reported);
 #   while bidder 0 was down, its requests went to bidder 1 (rerouted, none lost), in the step
-#   it was killed and the next, whose end the exchange did not wait for it; the report's
+#   it was killed and the next, whose end the exchange did not wait for it; the traffic held
+#   while it restarted, until it was ready; the report's
 #   simulator rows for the budgets over two bidders (one bidder's equal to the learned arm's).
 # Delivery is not checked: this tiny world's budgets are a few bids each (docs/budget-leases.md).
 set -euo pipefail
@@ -46,6 +47,8 @@ assert rerouted >= 1, steps
 # down, and the step's end did not wait for it (each wait ended with the table, not its 30 s
 # deadline: a null lag).
 assert "restarted a step later" in r["chaos"][1], r["chaos"]
+# The day's traffic stood still while it started, until its readiness check passed.
+assert "(traffic held)" in r["chaos"][1], r["chaos"]
 d1 = r["days"][1]["steps"]
 assert d1[1].get("rerouted_requests", 0) >= 1 and d1[2].get("rerouted_requests", 0) >= 1, d1
 assert all(s["policy_lag_ms"] is not None and s["policy_lag_ms"] < 10000 for s in steps), [

@@ -143,6 +143,15 @@ class Exchange {
   // before the next request; a hook whose request the day does not reach is dropped when it
   // ends.
   void AtRequest(size_t request, std::function<void()> hook);
+  // As AtRequest, but every worker waits before its next request while `hook` runs (the
+  // requests already out complete): the day's traffic stands still. For a process restarted
+  // under the demo's compressed clock, whose start (a second or two of wall time, seconds of a
+  // real day) would otherwise take half a simulated step.
+  void HoldAtRequest(size_t request, std::function<void()> hook);
+  // Sends bidder `bidder` the opening request of the day being played and polls its readiness
+  // check until it passes, then takes it back into the rotation; an error past `timeout_ms`.
+  // For a held hook: the workers that would probe it are waiting.
+  Status BringBackWhenReady(size_t bidder, int64_t timeout_ms);
 
   struct Impl;
 
