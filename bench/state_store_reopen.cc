@@ -83,7 +83,8 @@ int main(int argc, char** argv) {
   int worst = 0;
   for (const long n : sizes) {
     double open_s[2] = {0, 0};
-    for (const int mb : {64, StateStoreOptions{}.write_buffer_mb}) {
+    // Ours first: it pays the process's one-time start of RocksDB.
+    for (const int mb : {StateStoreOptions{}.write_buffer_mb, 64}) {
       const std::string path = root + "/" + std::to_string(n) + "-" + std::to_string(mb);
       const StateStoreOptions opt{.write_buffer_mb = mb};
       const double booked = FillAndDie(self, path, mb, n);
@@ -103,7 +104,7 @@ int main(int argc, char** argv) {
       open_s[mb == 64 ? 0 : 1] = took;
       std::printf("%-9ld %5d MB %10.2f %12.1f %10.3f\n", n, mb, booked, wal, took);
     }
-    if (open_s[1] > 0)
+    if (open_s[0] > 0 && open_s[1] > 0)
       std::printf("%-9ld open ratio, 64 MB / ours: %.1fx\n", n, open_s[0] / open_s[1]);
   }
   std::filesystem::remove_all(root);

@@ -517,20 +517,33 @@ Result<Played> PlayDays(const Setup& s, Services& svc) {
             const size_t entry = p.chaos_log.size() - 1;
             // The day's traffic stands still while the process starts and until it is ready:
             // a start takes a second or two (its state store, the grants topic), seconds of a
-            // real day but half of one of the demo's 4-second steps.
+            // real day but half of one of the demo's 4-second steps. On a world whose half step
+            // is shorter than the coordinator's heartbeat timeout, the hold also waits for that
+            // (the report says how long).
             svc.exchange->HoldAtRequest(half_way(step + 1), [&, killed, earliest, entry] {
+              const auto held = Clock::now();
               std::this_thread::sleep_until(earliest);
               const auto t0 = Clock::now();
               killed->Start();
               const Status st = svc.exchange->BringBackWhenReady(0, 60000);
-              const double took = std::chrono::duration<double>(Clock::now() - t0).count();
+              auto secs = [](Clock::time_point a, Clock::time_point b) {
+                return std::chrono::duration<double>(b - a).count();
+              };
+              const double took = secs(t0, Clock::now()), waited = secs(held, t0);
               std::lock_guard<std::mutex> lk2(log_mu);
               if (!st.ok()) {
                 restart_error = st;
                 return;
               }
-              char buf[64];
-              std::snprintf(buf, sizeof buf, ", ready %.2f s later (traffic held)", took);
+              char buf[160];
+              if (waited >= 0.01) {
+                std::snprintf(buf, sizeof buf,
+                              ", ready %.2f s later (traffic held %.2f s, %.2f s of it for the "
+                              "coordinator's heartbeat timeout)",
+                              took, took + waited, waited);
+              } else {
+                std::snprintf(buf, sizeof buf, ", ready %.2f s later (traffic held)", took);
+              }
               p.chaos_log[entry] += buf;
             });
           } else {

@@ -178,8 +178,8 @@ struct Exchange::Impl {
   std::vector<Hook> hooks;
   // Holding hooks running: while above 0, no worker sends its next request.
   std::atomic<int> holds{0};
-  std::condition_variable hold_cv;  // with hook_mu
-  int64_t day_playing = 0;          // the day PlaySteps plays (for a held hook's probe)
+  std::condition_variable hold_cv;      // with hook_mu
+  std::atomic<int64_t> day_playing{0};  // the day PlaySteps plays (for a held hook's probe)
   // Runs (outside the lock) every hook whose request is r or one already sent.
   void RunHookAt(size_t r) {
     if (r < hook_at.load(std::memory_order_acquire)) return;
@@ -200,12 +200,18 @@ struct Exchange::Impl {
       hook_at.store(lowest, std::memory_order_release);
     }
     for (auto& h : due) {
+      // A held hook's hold ends when it does, however it ends.
+      struct Release {
+        Impl* m;
+        bool hold;
+        ~Release() {
+          if (!hold) return;
+          std::lock_guard<std::mutex> lk(m->hook_mu);
+          m->holds.fetch_sub(1);
+          m->hold_cv.notify_all();
+        }
+      } release{this, h.hold};
       if (h.fn) h.fn();
-      if (h.hold) {
-        std::lock_guard<std::mutex> lk(hook_mu);
-        holds.fetch_sub(1);
-        hold_cv.notify_all();
-      }
     }
   }
   void AddHook(size_t request, std::function<void()> hook, bool hold);
@@ -745,10 +751,12 @@ Status Exchange::BringBackWhenReady(size_t bidder, int64_t timeout_ms) {
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   bool opened = !m.cfg.open_days;
   for (;;) {
-    // The day's opening request first (a restarted bidder learns the day and asks for its
-    // leases), then its readiness check, as a probe does.
-    if (!opened)
-      opened = conn.Do(http::verb::post, m.cfg.bid_path, Impl::OpenDayBody(m.day_playing)).ok();
+    // The day's opening request first, until the bidder answers it (a restarted bidder learns
+    // the day and asks for its leases), then its readiness check, as a probe does.
+    if (!opened) {
+      const auto r = conn.Do(http::verb::post, m.cfg.bid_path, Impl::OpenDayBody(m.day_playing));
+      opened = r.ok() && r->status >= 200 && r->status < 300;
+    }
     if (opened) {
       if (const auto ready = Impl::Ready(conn); ready.ok() && *ready) {
         m.BringBack(bidder);
@@ -821,6 +829,15 @@ Result<DayAccount> Exchange::Impl::PlaySteps(
     }
   }
   m.day_playing = day_index;
+  // A hook this day did not reach is not carried into the next, however the day ends.
+  struct DropHooks {
+    Impl& m;
+    ~DropHooks() {
+      std::lock_guard<std::mutex> lk(m.hook_mu);
+      m.hooks.clear();
+      m.hook_at.store(Impl::kNoHook, std::memory_order_relaxed);
+    }
+  } drop_hooks{m};
   if (m.cfg.open_days) RTB_RETURN_IF_ERROR(m.OpenDay(day_index));
   for (int step = 0; step < steps; ++step) {
     std::atomic<size_t> next{begins[static_cast<size_t>(step)]};
@@ -912,11 +929,6 @@ Result<DayAccount> Exchange::Impl::PlaySteps(
       acct.by_arm_agent[static_cast<size_t>(x)] += sa.by_arm_agent[static_cast<size_t>(x)];
     if (on_step) on_step(sa);
     acct.steps.push_back(std::move(sa));
-  }
-  {  // a hook this day did not reach is not carried into the next
-    std::lock_guard<std::mutex> lk(m.hook_mu);
-    m.hooks.clear();
-    m.hook_at.store(Impl::kNoHook, std::memory_order_relaxed);
   }
   for (const Outcome& o : acct.by_agent) acct.total += o;
   acct.seconds = std::chrono::duration<double>(Clock::now() - t0).count();

@@ -108,6 +108,7 @@ double CloseWithin(std::unique_ptr<Consumer>& c, double limit_s, const std::stri
     closed.set_value();
   });
   if (done.wait_for(std::chrono::duration<double>(limit_s)) != std::future_status::ready) {
+    std::fflush(stdout);
     std::fprintf(stderr, "FAILED: the %s consumer was still closing after %.0f s\n", what.c_str(),
                  limit_s);
     std::fflush(stderr);

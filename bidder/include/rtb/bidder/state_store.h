@@ -37,9 +37,9 @@ std::string MarkLeaseAnswered(const std::string& kept, const std::string& self);
 // How the store's RocksDB is tuned.
 struct StateStoreOptions {
   // The memtable's size, MB. What a process killed mid-day leaves in RocksDB's write-ahead log
-  // is at most about this much, and the next start replays it before it serves: 8 MB opens in
-  // 0.03-0.12 s after 60,000-200,000 notices, RocksDB's default 64 MB in 0.75-1.05 s
-  // (bench/state_store_reopen.cc).
+  // is at most about twice this much (a memtable being flushed and the next), and the next
+  // start replays it before it serves: 8 MB opened in 0.03-0.12 s after 60,000-200,000 booked
+  // notices, RocksDB's default 64 MB in 0.80-1.03 s (bench/state_store_reopen.cc).
   int write_buffer_mb = 8;
 };
 

@@ -143,10 +143,11 @@ class Exchange {
   // before the next request; a hook whose request the day does not reach is dropped when it
   // ends.
   void AtRequest(size_t request, std::function<void()> hook);
-  // As AtRequest, but every worker waits before its next request while `hook` runs (the
-  // requests already out complete): the day's traffic stands still. For a process restarted
-  // under the demo's compressed clock, whose start (a second or two of wall time, seconds of a
-  // real day) would otherwise take half a simulated step.
+  // As AtRequest, but every other worker waits before its next request while `hook` runs (each
+  // may still send the one request it had taken when the hook began): the day's traffic stands
+  // still. For a process restarted under the demo's compressed clock, whose start (a second or
+  // two of wall time, seconds of a real day) would otherwise take half a simulated step. The
+  // hook must return: nothing bounds the hold.
   void HoldAtRequest(size_t request, std::function<void()> hook);
   // Sends bidder `bidder` the opening request of the day being played and polls its readiness
   // check until it passes, then takes it back into the rotation; an error past `timeout_ms`.
