@@ -1012,8 +1012,9 @@ Result<json> AbFromEvents(const Setup& s, const json& report) {
   }
   out["matches_exchange_within_0_1_pct"] = match;
   // Budgets, from the bidders' events: no (day, arm, advertiser) over its part of the budget,
-  // and each agent's delivery (the lowest COST of any day, arm and agent).
-  double max_over = 0, min_cost = 1e300;
+  // each agent's delivery (the lowest COST of any day, arm and agent) and each arm's (the lowest
+  // COST of any day and arm, over its agents).
+  double max_over = 0, min_cost = 1e300, min_arm_cost = 1e300;
   for (const int64_t d : tally.Days()) {
     for (const Arm arm : {Arm::kLearned, Arm::kManual}) {
       if (arm == Arm::kManual && bcfg.ab.learned_share >= 1) continue;
@@ -1025,14 +1026,19 @@ Result<json> AbFromEvents(const Setup& s, const json& report) {
                                      static_cast<double>(t.budget.value()));
         }
       }
+      ArmTotals whole;
       for (int i = 0; i < tally.agents(); ++i) {
         const ArmTotals g = tally.OfAgent(d, arm, i);
         if (g.budget.value() > 0) min_cost = std::min(min_cost, 100.0 * g.Cost());
+        whole += g;
       }
+      if (whole.budget.value() > 0) min_arm_cost = std::min(min_arm_cost, 100.0 * whole.Cost());
     }
   }
+  auto pct = [](double v) { return v < 1e300 ? json(v) : json(nullptr); };
   out["budget_check"] = {{"max_overspend_pct", max_over},
-                         {"min_cost_pct", min_cost < 1e300 ? json(min_cost) : json(nullptr)}};
+                         {"min_cost_pct", pct(min_cost)},
+                         {"min_arm_cost_pct", pct(min_arm_cost)}};
   return out;
 }
 
