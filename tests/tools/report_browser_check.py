@@ -90,30 +90,40 @@ class Page(html.parser.HTMLParser):
         self.current = []
 
 
+def run_chromium(browser, args, tries=2):
+    """Runs headless Chromium with args, each try in a fresh profile; a try that hangs past
+    120 s (it happened once in CI, on a screenshot of a page it had just read) is tried again."""
+    for attempt in range(tries):
+        with tempfile.TemporaryDirectory() as profile:
+            cmd = [browser, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                   "--user-data-dir=" + profile, "--enable-logging=stderr", "--v=0",
+                   "--virtual-time-budget=2000"] + args
+            try:
+                return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+            except subprocess.TimeoutExpired:
+                if attempt + 1 == tries:
+                    raise
+                print(f"Chromium hung on {args[-1]} ({args[0]}): trying again", file=sys.stderr)
+
+
 def check(page_path, browser, shots):
     problems = []
     url = "file://" + os.path.abspath(page_path)
-    with tempfile.TemporaryDirectory() as profile:
-        base = [browser, "--headless=new", "--no-sandbox", "--disable-gpu",
-                "--no-first-run", "--user-data-dir=" + profile, "--enable-logging=stderr",
-                "--v=0", "--virtual-time-budget=2000"]
-        run = subprocess.run(base + ["--dump-dom", url], capture_output=True, text=True,
-                             timeout=120)
-        if run.returncode != 0 or "<html" not in run.stdout:
-            return [f"{page_path}: Chromium could not open it (exit {run.returncode}): "
-                    f"{run.stderr.strip()[-300:]}"]
-        for line in run.stderr.splitlines():
-            if "CONSOLE" in line or "Uncaught" in line or "net::ERR_" in line:
-                problems.append(f"{page_path}: console: {line.strip()[:200]}")
-        if shots:
-            os.makedirs(shots, exist_ok=True)
-            name = os.path.basename(os.path.dirname(os.path.abspath(page_path))) or "report"
-            shot = os.path.join(shots, name + ".png")
-            subprocess.run(base + ["--hide-scrollbars", "--window-size=1200,2400",
-                                   "--screenshot=" + shot, url],
-                           capture_output=True, text=True, timeout=120)
-            if not os.path.exists(shot):
-                problems.append(f"{page_path}: no screenshot written")
+    run = run_chromium(browser, ["--dump-dom", url])
+    if run.returncode != 0 or "<html" not in run.stdout:
+        return [f"{page_path}: Chromium could not open it (exit {run.returncode}): "
+                f"{run.stderr.strip()[-300:]}"]
+    for line in run.stderr.splitlines():
+        if "CONSOLE" in line or "Uncaught" in line or "net::ERR_" in line:
+            problems.append(f"{page_path}: console: {line.strip()[:200]}")
+    if shots:
+        os.makedirs(shots, exist_ok=True)
+        name = os.path.basename(os.path.dirname(os.path.abspath(page_path))) or "report"
+        shot = os.path.join(shots, name + ".png")
+        run_chromium(browser, ["--hide-scrollbars", "--window-size=1200,2400", "--screenshot=" + shot,
+                           url])
+        if not os.path.exists(shot):
+            problems.append(f"{page_path}: no screenshot written")
     page = Page()
     page.feed(run.stdout)
     page.flush()
