@@ -29,7 +29,8 @@ assert bc["bidders"] == 2 and bc["max_overspend_pct"] <= 0.1, bc
 # Each arm's delivery on its worst day, over its agents (from the bidders' events): between the
 # worst agent's and 100%, and the exchange's lowest day-and-arm COST within 0.2 points of it.
 assert bc["min_cost_pct"] <= bc["min_arm_cost_pct"] <= 100 + 1e-9, bc
-worst_arm = min(100 * d[arm]["cost_over_budget"] for d in r["days"] for arm in ("learned", "manual"))
+worst_arm = min(100 * d[arm]["cost_over_budget"]
+                for d in r["days"] for arm in ("learned", "manual"))
 assert abs(worst_arm - bc["min_arm_cost_pct"]) < 0.2, (worst_arm, bc)
 a, b = r["requests_per_bidder"]
 steps = [s for d in r["days"] for s in d["steps"]]

@@ -120,8 +120,8 @@ def check(page_path, browser, shots):
         os.makedirs(shots, exist_ok=True)
         name = os.path.basename(os.path.dirname(os.path.abspath(page_path))) or "report"
         shot = os.path.join(shots, name + ".png")
-        run_chromium(browser, ["--hide-scrollbars", "--window-size=1200,2400", "--screenshot=" + shot,
-                           url])
+        run_chromium(browser, ["--hide-scrollbars", "--window-size=1200,2400",
+                               "--screenshot=" + shot, url])
         if not os.path.exists(shot):
             problems.append(f"{page_path}: no screenshot written")
     page = Page()
