@@ -749,6 +749,7 @@ json DayJson(const Setup& s, const Services& svc, const Played& p, const LoopRec
     }
     for (const auto& [name, bidders, rule] :
          {std::tuple{"one_bidder", 1, Rule::kEven}, std::tuple{"even", s.cfg.bidders, Rule::kEven},
+          std::tuple{"whole_mean", s.cfg.bidders, Rule::kWholeMean},
           std::tuple{"whole", s.cfg.bidders, Rule::kWhole}}) {
       json r;
       double revenue[kArms] = {0, 0};
@@ -1046,7 +1047,7 @@ Result<json> AbFromEvents(const Setup& s, const json& report) {
 // arm and agent, and the lowest and highest learned / manual ratio per share.
 json SplitSummary(const json& days) {
   json out;
-  for (const char* name : {"one_bidder", "even", "whole"}) {
+  for (const char* name : {"one_bidder", "even", "whole_mean", "whole"}) {
     double min_cost = 1e300, lo = 1e300, hi = -1e300;
     for (const auto& day : days) {
       const json& r = day["split_in_simulator"][name];

@@ -173,9 +173,11 @@ doc::Document BuildDemoDocument(const json& r, const std::string& currency) {
           {V(day["day"]), doc::Value::Text(ks + ", live"),
            lowest(day["learned"]["by_agent"], day["manual"]["by_agent"], "cost_over_budget"),
            V(day["revenue_ratio"])});
-      for (const auto& [name, label] : {std::pair{"one_bidder", std::string("1 bidder, simulator")},
-                                        std::pair{"even", ks + ", equal parts, simulator"},
-                                        std::pair{"whole", ks + ", whole bids first, simulator"}}) {
+      for (const auto& [name, label] :
+           {std::pair{"one_bidder", std::string("1 bidder, simulator")},
+            std::pair{"even", ks + ", equal parts, simulator"},
+            std::pair{"whole_mean", ks + ", whole mean bids, simulator"},
+            std::pair{"whole", ks + ", whole bids first, simulator"}}) {
         const json& run = sp[name];
         split.rows.push_back({V(day["day"]), doc::Value::Text(label),
                               lowest(run["learned"]["cost_over_budget_by_agent"],
@@ -187,9 +189,11 @@ doc::Document BuildDemoDocument(const json& r, const std::string& currency) {
     d.Add(doc::Paragraph{
         "The simulator plays each arm's users with its part of the budgets and the tables served "
         "(manual bids on the manual arm). Its bidders hold pieces of each budget set by an ideal "
-        "coordinator that rebalances before every request: equal parts, or whole bids first "
-        "(knowing each bid before it is made, which no coordinator can). A bid is lowered to its "
-        "bidder's piece, as the live bidders' are to their leases."});
+        "coordinator that rebalances before every request: equal parts; whole mean bids (below "
+        "one mean bid per bidder, whole units of the advertiser's mean bid to the bidders first "
+        "in line: the live leases' rule, without their delays); or whole bids first (knowing each "
+        "bid before it is made, which no coordinator can). A bid is lowered to its bidder's piece, "
+        "as the live bidders' are to their leases."});
   }
 
   // 2. Budget burn per agent over each day: the learner's per-step spend (agent x cluster),

@@ -61,10 +61,10 @@ assert all(s["policy_lag_ms"] is not None and s["policy_lag_ms"] < 10000 for s i
     s["policy_lag_ms"] for s in steps]
 assert sum(s["lost_requests"] for s in steps) <= 10, [s["lost_requests"] for s in steps]
 # Both arms in the simulator with the budgets served by one bidder and by the two under an ideal
-# coordinator (equal parts, whole bids first): one bidder's learned arm is the learned arm in the
-# simulator, to the bit; every figure is a delivery.
+# coordinator (equal parts, whole mean bids, whole bids first): one bidder's learned arm is the
+# learned arm in the simulator, to the bit; every figure is a delivery.
 ins = bc["in_simulator"]
-for rule in ("one_bidder", "even", "whole"):
+for rule in ("one_bidder", "even", "whole_mean", "whole"):
     assert 0 < ins[rule]["min_cost_pct"] <= 100 + 1e-9 and ins[rule]["revenue_ratio_min"] > 0, ins
 for d in r["days"]:
     sp = d["split_in_simulator"]
