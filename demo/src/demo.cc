@@ -964,6 +964,9 @@ json DumpEvents(const Setup& s, Services& svc) {
 
 // `rtb report` on the events dump: the A/B report from the bidder's own events, written to
 // ab/, and checked against the exchange's accounting of the arms (spend and revenue).
+// A running minimum or maximum (started at +-1e300) as a number, or null if nothing was seen.
+json SeenOrNull(double v) { return std::abs(v) < 1e299 ? json(v) : json(nullptr); }
+
 Result<json> AbFromEvents(const Setup& s, const json& report) {
   RTB_ASSIGN_OR_RETURN(const bidder::BidderConfig bcfg,
                        bidder::LoadBidderConfig(s.out + "/bidder/bidder.yaml"));
@@ -1036,18 +1039,19 @@ Result<json> AbFromEvents(const Setup& s, const json& report) {
       if (whole.budget.value() > 0) min_arm_cost = std::min(min_arm_cost, 100.0 * whole.Cost());
     }
   }
-  auto pct = [](double v) { return v < 1e300 ? json(v) : json(nullptr); };
   out["budget_check"] = {{"max_overspend_pct", max_over},
-                         {"min_cost_pct", pct(min_cost)},
-                         {"min_arm_cost_pct", pct(min_arm_cost)}};
+                         {"min_cost_pct", SeenOrNull(min_cost)},
+                         {"min_arm_cost_pct", SeenOrNull(min_arm_cost)}};
   return out;
 }
 
-// Over the days' split_in_simulator, per way of serving the budgets: the lowest COST of any day,
-// arm and agent, and the lowest and highest learned / manual ratio per share.
+// Over the days' split_in_simulator, per way of serving the budgets (those DayJson played): the
+// lowest COST of any day, arm and agent, and the lowest and highest learned / manual ratio per
+// share.
 json SplitSummary(const json& days) {
   json out;
-  for (const char* name : {"one_bidder", "even", "whole_mean", "whole"}) {
+  for (const auto& [name, first] : days[0]["split_in_simulator"].items()) {
+    if (!first.is_object()) continue;  // "bidders"
     double min_cost = 1e300, lo = 1e300, hi = -1e300;
     for (const auto& day : days) {
       const json& r = day["split_in_simulator"][name];
@@ -1061,10 +1065,9 @@ json SplitSummary(const json& days) {
         hi = std::max(hi, r["revenue_ratio"].get<double>());
       }
     }
-    auto num = [](double v) { return std::abs(v) < 1e299 ? json(v) : json(nullptr); };
-    out[name] = {{"min_cost_pct", num(min_cost)},
-                 {"revenue_ratio_min", num(lo)},
-                 {"revenue_ratio_max", num(hi)}};
+    out[name] = {{"min_cost_pct", SeenOrNull(min_cost)},
+                 {"revenue_ratio_min", SeenOrNull(lo)},
+                 {"revenue_ratio_max", SeenOrNull(hi)}};
   }
   return out;
 }
