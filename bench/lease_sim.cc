@@ -1,6 +1,6 @@
 // The budget-lease protocol at scale, in one process (docs/budget-leases.md): many bidders with
 // skewed, bursty traffic share every advertiser's daily budget through the coordinator's ledger
-// (core/lease.h), with message latency, bidder crashes and restarts and a coordinator outage.
+// (budget/lease.h), with message latency, bidder crashes and restarts and a coordinator outage.
 // Prints overspend, delivery, reclaims and the lease messages per second, against two
 // baselines in the same run: every bidder holding the whole budget (what several `rtb serve`
 // processes do without leases) and a static split of every budget over the bidders.
@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "rtb/core/lease.h"
+#include "rtb/budget/lease.h"
 #include "rtb/core/rng.h"
 
 namespace {
@@ -41,9 +41,9 @@ struct Args {
   int outage_s = 30;
   int lease_ttl_s = 45;      // no answer from the coordinator this long: stop spending
   int empty_backoff_s = 60;  // an empty grant (budget used up): ask again after this
-  // Lease sizing (core/lease.h): rate (each bidder asks for a horizon of its spend rate) or
+  // Lease sizing (budget/lease.h): rate (each bidder asks for a horizon of its spend rate) or
   // share (the coordinator keeps each bidder at its traffic share of what is left).
-  rtb::LeaseSizing sizing = rtb::LeaseSizing::kShare;
+  rtb::budget::LeaseSizing sizing = rtb::budget::LeaseSizing::kShare;
 };
 
 int64_t Micros(double x) { return static_cast<int64_t>(std::llround(x)); }
@@ -78,13 +78,13 @@ Result Run(const Args& a, Mode mode) {
     rate[static_cast<size_t>(k)] =
         a.demand_over_budget * static_cast<double>(budget[static_cast<size_t>(k)]) / hour_sum;
   }
-  rtb::LeaseConfig lc;
+  rtb::budget::LeaseConfig lc;
   lc.heartbeat_timeout_ms = 60'000;
   lc.billing_window_ms = 60'000;
   lc.min_grant_micros = 10'000;
   lc.sizing = a.sizing;
-  const bool share_sizing = a.sizing == rtb::LeaseSizing::kShare;
-  rtb::LeaseLedger ledger(lc);
+  const bool share_sizing = a.sizing == rtb::budget::LeaseSizing::kShare;
+  rtb::budget::LeaseLedger ledger(lc);
   for (int k = 0; k < K; ++k) {
     ledger.SetBudget({0, static_cast<uint32_t>(k), 0}, rtb::Micros(budget[static_cast<size_t>(k)]));
   }
@@ -122,7 +122,8 @@ Result Run(const Args& a, Mode mode) {
   Result res;
   int64_t messages_this_s = 0;
   // The holdings a Rebalance changed, published to their bidders (they arrive a latency later).
-  auto publish = [&](auto& out, const std::vector<rtb::LeaseLedger::Move>& moves, int t, int k) {
+  auto publish = [&](auto& out, const std::vector<rtb::budget::LeaseLedger::Move>& moves, int t,
+                     int k) {
     for (const auto& mv : moves) {
       const int o = std::stoi(mv.bidder.substr(7));  // "bidder-<index>"
       out.push_back({t + a.latency_s, o, k, 0, true, mv.grant, mv.recall});
@@ -180,7 +181,7 @@ Result Run(const Args& a, Mode mode) {
           ++it;
           continue;
         }
-        const rtb::LeaseKey key{day_key, static_cast<uint32_t>(it->k), 0};
+        const rtb::budget::LeaseKey key{day_key, static_cast<uint32_t>(it->k), 0};
         if (!it->answer) {
           if (!coordinator_up) {
             ++it;
@@ -243,7 +244,7 @@ Result Run(const Args& a, Mode mode) {
       }
       for (int k = 0; k < K; ++k) {
         Cell& x = cell[static_cast<size_t>(b * K + k)];
-        const rtb::LeaseKey key{day_key, static_cast<uint32_t>(k), 0};
+        const rtb::budget::LeaseKey key{day_key, static_cast<uint32_t>(k), 0};
         if (report) {
           ledger.Report(name[static_cast<size_t>(b)], key, x.spent, x.reserved, int64_t{t} * 1000);
           if (x.asked == false && x.held == 0 && x.spent > 0) {
@@ -282,8 +283,8 @@ Result Run(const Args& a, Mode mode) {
           }
           continue;
         }
-        const int64_t need =
-            rtb::LeaseWant(x.rate, int64_t{a.horizon_s} * 1000, lc.min_grant_micros, unspent);
+        const int64_t need = rtb::budget::LeaseWant(x.rate, int64_t{a.horizon_s} * 1000,
+                                                    lc.min_grant_micros, unspent);
         if (unspent < Micros(x.rate * a.horizon_s / 2.0) && need > 0) {
           msgs.push_back({t + a.latency_s, b, k, need, false, 0});
           x.asked = true;
@@ -352,7 +353,7 @@ int main(int argc, char** argv) {
   a.horizon_s = Flag(argc, argv, "--horizon-s", a.horizon_s);
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::string(argv[i]) != "--sizing") continue;
-    const std::optional<rtb::LeaseSizing> v = rtb::LeaseSizingNamed(argv[i + 1]);
+    const std::optional<rtb::budget::LeaseSizing> v = rtb::budget::LeaseSizingNamed(argv[i + 1]);
     if (!v) {
       std::fprintf(stderr, "lease_sim: error: --sizing must be share or rate\n");
       return 1;
@@ -368,7 +369,7 @@ int main(int argc, char** argv) {
       "demand %.1fx budget, message latency %d s each way, %s sizing (lease horizon %d s), %d "
       "crashes (restart after %d s), coordinator down %d s at noon, seed %llu\n",
       a.bidders, a.skew, a.advertisers, a.demand_over_budget, a.latency_s,
-      rtb::LeaseSizingName(a.sizing), a.horizon_s, a.crashes, a.restart_after_s, a.outage_s,
+      rtb::budget::LeaseSizingName(a.sizing), a.horizon_s, a.crashes, a.restart_after_s, a.outage_s,
       static_cast<unsigned long long>(a.seed));
   std::printf(
       "| mode | max overspend | COST min / median / mean | lease messages (peak /s) | "

@@ -61,7 +61,7 @@ HttpResult Bidder::HandleBid(std::string_view body, int64_t received_us, Request
     n.bad_requests.Inc();
     return observe(BadRequest(req.status().message()));
   }
-  const int64_t now_ms = NowUnixMs();
+  const int64_t now_ms = m.clock->UnixMs();
   const int64_t sim_ms = req->sim ? req->sim->t_ms : -1;
   BudgetLedger& ledger = *m.days->Get(BudgetDayOf(now_ms, sim_ms));
   // The user's A/B arm: its budgets are the arm's part of each advertiser's, and the manual arm

@@ -13,6 +13,7 @@
 #include "bidder_impl.h"
 #include "lease_client.h"
 #include "rtb/budget/lease_msg.h"
+#include "rtb/core/host.h"
 #include "rtb/core/log.h"
 #include "rtb/kafka/kafka.h"
 
@@ -47,96 +48,6 @@ Key128 BidKey(std::string_view auction, std::string_view imp, uint32_t advertise
   thread_local std::string buf;  // no allocation per bid
   BidIdentityInto(auction, imp, advertiser, &buf);
   return HashKey(buf);
-}
-
-namespace {
-
-// The state store's last current budget day (DayLedgers::Get).
-constexpr char kBudgetDayMeta[] = "budget_day";
-
-// The budget day a starting bidder opens: today's; with simulation hooks on, the simulated day it
-// served last (today's if it served the wall clock's), or none until the first request says
-// which clock its traffic keeps. A simulated day is told only by its requests (ext.sim.t);
-// opening the wall clock's day instead, a bidder that shares budgets asked leases for a day
-// nobody plays (every slot, and the day after), and a restarted one did so before asking those
-// of the day it was brought back into.
-std::optional<int64_t> StartDay(const BidderConfig& cfg, const StateStore& state) {
-  const int64_t today = NowUnixMs() / kDayMs;
-  if (!cfg.simulation_hooks) return today;
-  const auto kept = state.GetMeta(kBudgetDayMeta);
-  if (!kept.ok()) return std::nullopt;
-  int64_t day = 0;
-  const auto [end, ec] = std::from_chars(kept->data(), kept->data() + kept->size(), day);
-  if (ec != std::errc() || end != kept->data() + kept->size()) return std::nullopt;
-  return day >= kSimDay ? day : today;
-}
-
-}  // namespace
-
-BudgetLedger* DayLedgers::Get(int64_t day) {
-  if (day == cur_day_.load(std::memory_order_acquire)) return cur_ledger_.load();
-  std::lock_guard<std::mutex> l(mu_);
-  auto it = ledgers_.find(day);
-  if (it == ledgers_.end()) {
-    std::vector<Micros> budgets, spent;
-    const std::string name = BudgetDayName(day);
-    for (const Arm arm : {Arm::kLearned, Arm::kManual}) {  // ArmSlot order
-      for (const Advertiser& a : cfg_->advertisers) {
-        budgets.push_back(ArmBudget(a.daily_budget, arm, cfg_->ab.learned_share));
-        spent.push_back(state_->Spent(a.id, name, arm));
-      }
-    }
-    // The share may have changed since this day's spend was booked (a restart with another
-    // ab.learned_share): what an arm spent beyond its new part comes off the other arm's, so
-    // the advertiser's total never passes its budget.
-    const size_t n = cfg_->advertisers.size();
-    for (size_t k = 0; k < n; ++k) {
-      const int64_t over_l = std::max<int64_t>(0, spent[k].value() - budgets[k].value());
-      const int64_t over_m = std::max<int64_t>(0, spent[n + k].value() - budgets[n + k].value());
-      budgets[n + k] = Micros(std::max<int64_t>(0, budgets[n + k].value() - over_l));
-      budgets[k] = Micros(std::max<int64_t>(0, budgets[k].value() - over_m));
-    }
-    // Sharing budgets with other bidders: nothing more than what was spent until the lease
-    // client applies this bidder's leases (LeaseClient).
-    std::vector<bool> open(budgets.size(), false);
-    if (cfg_->leases.enabled) {
-      for (size_t k = 0; k < budgets.size(); ++k) {
-        const LeaseView v = lease_view_ ? lease_view_(day, k) : LeaseView{};
-        open[k] = v.open_limit >= 0;
-        budgets[k] = Micros(std::max(
-            spent[k].value(), std::min(budgets[k].value(), open[k] ? v.open_limit : v.held)));
-      }
-    }
-    // The first day's tables are sized for the expected traffic (a bidder restarted under
-    // load); later days grow theirs from small.
-    const int64_t expected = ledgers_.empty() ? int64_t{cfg_->expected_bids_per_second} *
-                                                    cfg_->reservation_timeout_ms / 1000
-                                              : 0;
-    it = ledgers_.emplace(day, std::make_unique<BudgetLedger>(budgets, spent, expected)).first;
-    if (cfg_->leases.enabled) {
-      for (size_t k = 0; k < budgets.size(); ++k) it->second->SetBidsOpen(k, open[k]);
-    }
-  }
-  if (day > cur_day_.load()) {
-    cur_ledger_.store(it->second.get());
-    cur_day_.store(day, std::memory_order_release);
-    // A restart under the simulated clock opens this day again (Bidder::Create).
-    if (const Status st = state_->PutMeta(kBudgetDayMeta, std::to_string(day)); !st.ok()) {
-      log::Get("bidder").warn("the current budget day {} was not kept: {}", BudgetDayName(day),
-                              st.message());
-    }
-  }
-  return it->second.get();
-}
-
-void DayLedgers::SetLeaseView(std::function<LeaseView(int64_t, size_t)> view) {
-  std::lock_guard<std::mutex> l(mu_);
-  lease_view_ = std::move(view);
-}
-
-void DayLedgers::ExpireBefore(int64_t now_ms, int max_per_shard) {
-  std::lock_guard<std::mutex> l(mu_);
-  for (auto& [day, ledger] : ledgers_) ledger->ExpireBefore(now_ms, max_per_shard);
 }
 
 Bidder::Bidder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -181,14 +92,13 @@ Result<LeaseClient::Identity> LeaseIdentity(const BidderConfig& cfg, StateStore&
   LeaseClient::Identity id;
   id.name = cfg.leases.name;
   if (id.name.empty()) {
-    char host[256] = {};
-    if (::gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0') {
+    const std::string host = HostName();
+    if (host.empty()) {
       return Status::FailedPrecondition(
           "leases.name is empty and this machine's host name is unknown: set leases.name");
     }
     const size_t colon = cfg.listen.rfind(':');
-    id.name =
-        std::string(host) + ":" + cfg.listen.substr(colon == std::string::npos ? 0 : colon + 1);
+    id.name = host + ":" + cfg.listen.substr(colon == std::string::npos ? 0 : colon + 1);
   }
   RTB_ASSIGN_OR_RETURN(const std::string nonce, RandomSecret());
   id.instance = instance + "-" + nonce.substr(0, 8);
@@ -213,14 +123,16 @@ Result<LeaseClient::Identity> LeaseIdentity(const BidderConfig& cfg, StateStore&
 
 }  // namespace
 
-Result<std::unique_ptr<Bidder>> Bidder::Create(const BidderConfig& cfg) {
+Result<std::unique_ptr<Bidder>> Bidder::Create(const BidderConfig& cfg, Clock* clock) {
   auto m = std::make_unique<Impl>(cfg);
+  m->clock = clock;
+  // Real time, not the clock's: an instance id is unique over the machine's processes.
   m->instance = std::to_string(NowUnixMs()) + "-" + std::to_string(::getpid());
   if (!cfg.predictor_path.empty()) {
     RTB_ASSIGN_OR_RETURN(m->predictor, LoadPredictor(cfg.predictor_path));
   }
   RTB_ASSIGN_OR_RETURN(m->state, StateStore::Open(cfg.state_path));
-  m->days = std::make_unique<DayLedgers>(&m->cfg, m->state.get());
+  m->days = std::make_unique<DayLedgers>(&m->cfg, m->state.get(), m->clock);
   for (size_t k = 0; k < cfg.advertisers.size(); ++k) {
     m->index_of[cfg.advertisers[k].id] = k;
     m->agents = std::max(m->agents, cfg.advertisers[k].agent + 1);
@@ -241,7 +153,7 @@ Result<std::unique_ptr<Bidder>> Bidder::Create(const BidderConfig& cfg) {
     }
   }
   RTB_ASSIGN_OR_RETURN(m->signer, NoticeSigner::Create(secret));
-  if (const auto day = StartDay(cfg, *m->state)) m->days->Get(*day);
+  if (const auto day = m->days->StartDay()) m->days->Get(*day);
   auto clusters = std::make_shared<ClusterMap>();
   clusters->default_cluster = cfg.default_cluster;
   if (!cfg.clusters_path.empty()) {
@@ -254,7 +166,7 @@ Result<std::unique_ptr<Bidder>> Bidder::Create(const BidderConfig& cfg) {
     auto snap = std::make_unique<PolicySnapshot>();
     snap->table = std::move(t);
     snap->clusters = m->default_clusters;
-    snap->loaded_unix_ms = NowUnixMs();
+    snap->loaded_unix_ms = m->clock->UnixMs();
     m->policy.Install(std::move(snap));
   }
   RTB_ASSIGN_OR_RETURN(m->events, EventLog::Open(cfg.kafka));
@@ -272,6 +184,7 @@ Result<std::unique_ptr<Bidder>> Bidder::Create(const BidderConfig& cfg) {
   fo.topic = cfg.kafka.policy_topic;
   fo.group_id = "rtb-bidder-" + m->instance;
   fo.thread_nice = cfg.kafka.thread_nice;
+  fo.clock = m->clock;
   RTB_ASSIGN_OR_RETURN(m->feed, PolicyFeed::Start(fo, &m->policy, m->default_clusters));
   if (cfg.leases.enabled) {
     if (kafka::MockCluster* mock = m->events->mock_cluster(); mock != nullptr) {
@@ -286,7 +199,7 @@ Result<std::unique_ptr<Bidder>> Bidder::Create(const BidderConfig& cfg) {
     RTB_ASSIGN_OR_RETURN(LeaseClient::Identity id, LeaseIdentity(cfg, *m->state, m->instance));
     RTB_ASSIGN_OR_RETURN(
         m->leases, LeaseClient::Start(&m->cfg, m->days.get(), m->events->bootstrap(), std::move(id),
-                                      &m->counters.requests_bid));
+                                      &m->counters.requests_bid, m->clock));
   }
   log::Get("bidder").info("instance {}: {} advertisers over {} agents, events to {} at {}",
                           m->instance, cfg.advertisers.size(), m->agents, cfg.kafka.events_topic,
@@ -301,7 +214,7 @@ constexpr int kSweepPerShard = 128;
 
 void Bidder::Tick() {
   Impl& m = *impl_;
-  const int64_t now = NowUnixMs();
+  const int64_t now = m.clock->UnixMs();
   m.days->ExpireBefore(now, kSweepPerShard);
   // Hourly (and at the first tick): the dedupe keys of bids older than the retention go, a
   // whole hour at a time; notices of those bids are refused from now on (HandleNotice).

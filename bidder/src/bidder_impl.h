@@ -36,45 +36,7 @@ void BidIdentityInto(std::string_view auction, std::string_view imp, uint32_t ad
 // the notices for that bid both name it: BidIdentity, hashed.
 Key128 BidKey(std::string_view auction, std::string_view imp, uint32_t advertiser);
 
-// The ledger slot of advertiser index k's budget in arm `arm`: learned first, then manual.
-inline size_t ArmSlot(size_t k, Arm arm, size_t advertisers) {
-  return arm == Arm::kLearned ? k : advertisers + k;
-}
-
-// One budget ledger per budget day; the current one is read without a lock. Older days stay
-// until shutdown (late notices still settle on their own day). A ledger holds one budget per
-// (advertiser, A/B arm): slot ArmSlot(k, arm, advertisers).
-class LeaseClient;
-
-class DayLedgers {
- public:
-  DayLedgers(const BidderConfig* cfg, StateStore* state) : cfg_(cfg), state_(state) {}
-  // The ledger of a day, created (spend restored from the state store) on first use.
-  BudgetLedger* Get(int64_t day);
-  BudgetLedger* Current() const { return cur_ledger_.load(); }
-  int64_t CurrentDay() const { return cur_day_.load(std::memory_order_acquire); }
-  // Expires reservations past their deadline on every day, at most max_per_shard per shard.
-  void ExpireBefore(int64_t now_ms, int max_per_shard);
-  // With leases: what this bidder holds of (day, slot) as the grants topic last said, so that a
-  // day's ledger starts at its lease (a notice right after a restart books inside it), and the
-  // limit new bids may use from the day's first request when the lease client has the slot
-  // answered and capped already (a day it prepared: LeaseClient::ReadyDays); otherwise new
-  // bids wait on the slot until the lease client opens it. Empty = nothing known.
-  struct LeaseView {
-    int64_t held = 0;
-    int64_t open_limit = -1;  // -1: bids closed
-  };
-  void SetLeaseView(std::function<LeaseView(int64_t, size_t)> view);
-
- private:
-  const BidderConfig* cfg_;
-  StateStore* state_;
-  std::atomic<int64_t> cur_day_{-1};
-  std::atomic<BudgetLedger*> cur_ledger_{nullptr};
-  std::mutex mu_;
-  std::map<int64_t, std::unique_ptr<BudgetLedger>> ledgers_;  // GUARDED_BY(mu_)
-  std::function<LeaseView(int64_t, size_t)> lease_view_;      // GUARDED_BY(mu_)
-};
+class LeaseClient;  // lease_client.h
 
 constexpr int kNoBidReasons = 7;
 constexpr int kNoticeTypes = 5;
@@ -108,6 +70,7 @@ struct Bidder::Impl {
   ~Impl();  // both in bidder.cc, where LeaseClient is complete
 
   BidderConfig cfg;
+  Clock* clock = SystemClock();  // Bidder::Create's
   Predictor predictor;
   std::unordered_map<uint32_t, size_t> index_of;  // advertiser id -> index
   int agents = 0;

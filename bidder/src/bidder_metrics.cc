@@ -89,7 +89,7 @@ HttpResult Bidder::Metrics() const {
   line("rtb_kafka_queue{where=\"producer\"} %llu\n", (unsigned long long)s.queued);
   line("rtb_kafka_queue{where=\"spill\"} %llu\n", (unsigned long long)s.spill_pending);
   const PolicySnapshot* p = m.policy.Current();
-  const int64_t now = NowUnixMs();
+  const int64_t now = m.clock->UnixMs();
   if (m.leases != nullptr) {
     o += "# HELP rtb_lease_day_ready Budget days whose every lease is answered and capped (bids "
          "can start at the day's first request).\n# TYPE rtb_lease_day_ready gauge\n";

@@ -136,9 +136,9 @@ Result<BidderConfig> LoadBidderConfig(const std::string& path) {
   le.Check(c.leases.ttl_ms > c.leases.report_every_ms, "ttl_ms",
            "must be longer than report_every_ms");
   le.Get("lower_bids", &c.leases.lower_bids);
-  std::string sizing = LeaseSizingName(c.leases.sizing);
+  std::string sizing = budget::LeaseSizingName(c.leases.sizing);
   le.Get("sizing", &sizing);
-  const std::optional<LeaseSizing> named = LeaseSizingNamed(sizing);
+  const std::optional<budget::LeaseSizing> named = budget::LeaseSizingNamed(sizing);
   le.Check(named.has_value(), "sizing", "must be share or rate");
   if (named) c.leases.sizing = *named;
 

@@ -1,32 +1,27 @@
-// The bidder's side of budget leases (docs/budget-leases.md, section 7): with `leases.enabled`,
-// each budget slot of the current day may commit only what the coordinator (`rtb budget`) has
-// granted this bidder, and no more than the cap of its last report Kafka took. A thread checks
-// the slots every `check_every_ms`: it asks for a lease's worth at the slot's recent rate (more,
-// with a `need`, when reservations were refused), gives back what it does not need when the pool
-// is dry (set aside until a holding confirms it), reports spend, reservations and caps every
-// `report_every_ms` (its heartbeat), applies the holdings it reads on the grants topic, and
-// freezes every slot at what it has committed when Kafka has not taken a report for `ttl_ms`. A
-// restarted bidder reads its holdings before it serves and bids on a slot only once answered.
+// The bidder's side of budget leases on Kafka (docs/budget-leases.md, section 7): the I/O shell
+// around budget::LeasePlanner, which makes every decision. With `leases.enabled`, a thread
+// reads the holdings the coordinator (`rtb budget`) publishes on the grants topic, sends the
+// planner's reports on the report interval (the heartbeat: flushed, so that Kafka has taken
+// each one), and every `check_every_ms` has the planner check the current day's slots and sends
+// its asks and returns. A restarted bidder reads its holdings before it serves.
 #pragma once
 
-#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
-#include <unordered_map>
+#include <utility>
 #include <vector>
 
-#include "bidder_impl.h"
+#include "rtb/bidder/budget.h"
 #include "rtb/bidder/config.h"
+#include "rtb/bidder/metrics.h"
+#include "rtb/core/clock.h"
 #include "rtb/core/status.h"
 
 namespace rtb::bidder {
 
 class LeaseClient {
  public:
-  // `requests` counts the bid requests the bidder answers (its reports carry it: the
-  // coordinator's measure of this bidder's traffic share); may be null.
   // Who speaks: the bidder's name (`leases.name`), this process's instance, and the earlier
   // processes of its state store, newest first (docs/budget-leases.md section 4, "Two
   // processes under one name").
@@ -38,14 +33,17 @@ class LeaseClient {
     // coordinator took this process for the name's). May be empty.
     std::function<void()> on_answered;
   };
+  // `requests` counts the bid requests the bidder answers (its reports carry it: the
+  // coordinator's measure of this bidder's traffic share); may be null. `clock` times the
+  // checks, reports and the TTL (tests move it).
   static Result<std::unique_ptr<LeaseClient>> Start(const BidderConfig* cfg, DayLedgers* days,
                                                     const std::string& bootstrap, Identity id,
-                                                    const Counter* requests);
+                                                    const Counter* requests, Clock* clock);
   ~LeaseClient();  // stops the thread
 
   // The budget days (the current one and the next) whose every slot has been answered by the
   // coordinator and has its cap on Kafka: the bidder can bid on that day from its first request
-  // (PrepareDay asks for the next day's leases as the current one starts). -1: none.
+  // (the planner asks for the next day's leases as the current one starts). -1: none.
   std::pair<int64_t, int64_t> ReadyDays() const;
 
   // What /metrics shows of the lease client (rtb_lease_*), since the process started.

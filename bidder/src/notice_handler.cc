@@ -53,7 +53,7 @@ HttpResult Bidder::HandleNotice(std::string_view target) {
   }
 
   // Past the retention its dedupe key may have been deleted: applying it could count it twice.
-  if (NowUnixMs() - n->bid_ms > m.RetentionMs()) {
+  if (m.clock->UnixMs() - n->bid_ms > m.RetentionMs()) {
     count(kLate);
     res.status = 410;
     res.body = "notice of a bid older than notice_retention_hours\n";
@@ -70,7 +70,7 @@ HttpResult Bidder::HandleNotice(std::string_view target) {
   Event e;
   e.type = NoticeTypeName(n->type);
   e.eid = m.NextEid();
-  e.ts_ms = NowUnixMs();
+  e.ts_ms = m.clock->UnixMs();
   e.auction_id = n->auction_id;
   e.imp_id = n->imp_id;
   e.advertiser = n->advertiser;

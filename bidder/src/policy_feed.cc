@@ -19,7 +19,7 @@ Result<std::unique_ptr<PolicyFeed>> PolicyFeed::Start(
   co.properties.insert(co.properties.begin(), {"fetch.wait.max.ms", "50"});  // the site's win
   RTB_ASSIGN_OR_RETURN(auto consumer, kafka::Consumer::Create(std::move(co)));
   RTB_RETURN_IF_ERROR(consumer->Assign({{opt.topic, 0, kafka::kOffsetBeginning}}));
-  std::unique_ptr<PolicyFeed> feed(new PolicyFeed(holder, std::move(default_clusters)));
+  std::unique_ptr<PolicyFeed> feed(new PolicyFeed(holder, std::move(default_clusters), opt.clock));
   PolicyFeed* raw = feed.get();
   feed->thread_ = std::thread([raw, c = std::move(consumer), nice = opt.thread_nice]() mutable {
     raw->Run(std::move(c), nice);
@@ -40,7 +40,7 @@ Status PolicyFeed::Apply(std::string_view payload) {
   }
   // Sane bounds: a version near 2^64 would block every later table for good, and a table
   // from the future would never go stale.
-  const int64_t now = NowUnixMs();
+  const int64_t now = clock_->UnixMs();
   if (msg->table.version > kMaxPolicyVersion) {
     rejected_invalid_.fetch_add(1);
     return Status::Corruption("policy version " + std::to_string(msg->table.version) +
@@ -61,7 +61,7 @@ Status PolicyFeed::Apply(std::string_view payload) {
     const PolicySnapshot* cur = holder_->Current();
     snap->clusters = cur != nullptr ? cur->clusters : default_clusters_;
   }
-  snap->loaded_unix_ms = NowUnixMs();
+  snap->loaded_unix_ms = clock_->UnixMs();
   if (!holder_->Install(std::move(snap))) {  // counted by the holder
     return Status::FailedPrecondition("policy version " + std::to_string(version) +
                                       " is older than the one in use");

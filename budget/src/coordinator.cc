@@ -1,7 +1,5 @@
 #include "rtb/budget/coordinator.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <charconv>
 #include <chrono>
@@ -13,9 +11,11 @@
 #include <thread>
 #include <utility>
 
+#include "rtb/budget/handover.h"
 #include "rtb/budget/lease_msg.h"
 #include "rtb/core/ab.h"
 #include "rtb/core/clock.h"
+#include "rtb/core/host.h"
 #include "rtb/core/log.h"
 #include "rtb/core/report.h"
 #include "rtb/kafka/kafka.h"
@@ -24,6 +24,7 @@ namespace rtb::budget {
 
 struct Coordinator::Impl {
   CoordinatorOptions opt;
+  Clock* clock;  // opt.clock, never null
   LeaseLedger ledger;
   std::unique_ptr<kafka::Producer> producer;
   std::unique_ptr<kafka::Consumer> consumer;
@@ -56,7 +57,7 @@ struct Coordinator::Impl {
   // longer than its TTL and spends nothing new until resynced (section 4 of
   // docs/budget-leases.md).
   bool CaughtUp(int64_t now) {
-    const int64_t asked_ms = NowUnixMs();
+    const int64_t asked_us = NowSteadyUs();  // how long the brokers take: real time
     if (partitions < 0) {
       auto n = consumer->PartitionCount(opt.requests_topic, 1'000);
       if (!n.ok()) return Unreachable(now);
@@ -70,9 +71,8 @@ struct Coordinator::Impl {
     }
     // Answers that waited for the brokers (down when asked, back before the queries timed out)
     // end an outage too; and the outage lasted until they came, not until they were asked for.
-    const int64_t answered_ms = NowUnixMs();
-    if (answered_ms - asked_ms > kSlowQueriesMs) unreachable = true;
-    Reachable(std::max(now, answered_ms));
+    if (NowSteadyUs() - asked_us > kSlowQueriesMs * 1000) unreachable = true;
+    Reachable(std::max(now, clock->UnixMs()));
     return read_to_end.Reached(next_offset,
                                read_to_end.Target(std::move(high), now, opt.reclaim_every_ms));
   }
@@ -87,7 +87,7 @@ struct Coordinator::Impl {
   // A query failed, or waited for the brokers, since the last one answered.
   bool unreachable = false;
   static constexpr int64_t kSlowQueriesMs = 1'000;  // CaughtUp's queries, all partitions
-  int64_t last_contact_ms = NowUnixMs(), reclaims_paused_until_ms = 0;
+  int64_t last_contact_ms, reclaims_paused_until_ms = 0;
   bool Unreachable(int64_t) {
     unreachable = true;
     return false;
@@ -170,7 +170,11 @@ struct Coordinator::Impl {
   mutable std::mutex counters_mu;
   Counters counters;
 
-  explicit Impl(CoordinatorOptions o) : opt(std::move(o)), ledger(opt.lease) {}
+  explicit Impl(CoordinatorOptions o)
+      : opt(std::move(o)),
+        clock(opt.clock != nullptr ? opt.clock : SystemClock()),
+        ledger(opt.lease),
+        last_contact_ms(clock->UnixMs()) {}
 
   // Sets the budget of a (day, advertiser, arm) the first time it is seen; false when the
   // advertiser is not in the market.
@@ -204,7 +208,7 @@ struct Coordinator::Impl {
       g.wanted = WantedFrom(key, bidder, now);
       if (const auto o = owner.find(bidder); o != owner.end()) g.instance = o->second;
       g.coordinator = instance;
-      g.epoch = epoch;
+      g.epoch = handover->epoch();
       if (const auto r = recalls.find(id); r != recalls.end()) {
         g.wanted = std::max(g.wanted, r->second);
         recalls.erase(r);
@@ -450,293 +454,163 @@ struct Coordinator::Impl {
     return WriteFileAtomic(opt.leases_out, csv);
   }
 
-  // The coordinators' topic (CoordinatorOptions::coordinators_topic): this process's claim of
-  // the market, and every later record, read on every turn of Run.
+  // This process (random, new at each start), where it runs, and who serves the market.
   std::string instance;
   std::string host;
-  std::unique_ptr<kafka::Consumer> control;
-  std::unique_ptr<kafka::Producer> control_out;  // its records (the grants' queue stays its own)
-  bool claimed = false, yielded = false;
-  // Where its claim is on that topic: what is before it was settled at the start (a consumer
-  // reset to the topic's start must not take an old claim for a newer one).
-  int64_t claim_offset = -1;
-  // Its epoch on the grants topic (EpochMarker): claim_offset + 1, so a later claim's is higher.
-  int64_t epoch = 0;
+  std::unique_ptr<Handover> handover;  // after `producer`: its hand-over flushes it
 
-  // A grants topic that may drop a day's holdings while the day lasts (CheckGrantsTopicConfig)
-  // is refused (InvalidArgument: `rtb budget` exits, having claimed nothing). One whose
-  // configuration the cluster does not describe is served: the embedded cluster describes none
-  // (logged at info), and a real one that did not answer in time or refused the request (no
-  // DescribeConfigs permission) is logged as a warning.
-  Status CheckGrantsTopic() {
-    auto config = opt.describe_topic ? opt.describe_topic(opt.grants_topic)
-                                     : control->TopicConfig(opt.grants_topic, 5'000);
-    if (!config.ok()) {
-      const bool never = config.status().code() == Status::Code::kFailedPrecondition;
-      log::Get("budget").log(
-          never ? spdlog::level::info : spdlog::level::warn,
-          "coordinator: {}'s retention not checked ({}); it must keep min.compaction.lag.ms, "
-          "retention.ms and retention.bytes as docs/budget-leases.md (section 2) says",
-          opt.grants_topic, config.status().message());
+  static constexpr int64_t kStatusEveryMs = 10'000;
+  int64_t next_reclaim_ms = 0, next_status_ms = 0;
+
+  // A newer coordinator claims the market (or took this one for dead): this one stops granting.
+  bool HandedOver() {
+    const auto newer = handover->NewerClaim();
+    if (!newer) return false;
+    const bool gone = newer->state == CoordinatorState::kGone;
+    const std::string& whose = gone ? newer->by : newer->instance;
+    if (gone) {
+      log::Get("budget").warn(
+          "coordinator: coordinator {} took this one ({}) for dead: it stops granting and hands "
+          "over",
+          whose, instance);
+    } else {
+      log::Get("budget").info(
+          "coordinator: coordinator {} ({}) claims the market: this one ({}) stops granting and "
+          "hands over",
+          whose, newer->host, instance);
+    }
+    std::lock_guard<std::mutex> lk(counters_mu);
+    counters.handed_over_to = whose;
+    return true;
+  }
+
+  // One turn of the lease loop: the hand-over's checks, a batch of messages applied, the
+  // reclaim of silent bidders when due, then every holding it changed published. `done`: a
+  // newer coordinator claimed the market.
+  Status Turn(bool* done) {
+    if ((*done = HandedOver())) return Status::Ok();
+    handover->Beat();
+    if (!handover->Fresh()) {
+      handover->Fence();
+      producer->Poll(0);
+      // Its beats come back through Kafka: real time.
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
       return Status::Ok();
     }
-    if (Status st = CheckGrantsTopicConfig(*config); !st.ok()) {
-      const std::string why = opt.grants_topic + ": " + st.message();
-      log::Get("budget").error("coordinator: {}", why);
-      return Status::InvalidArgument(why);
+    // As after an outage of its own (Reachable): the bidders' silence meanwhile was unread.
+    if (const int64_t spell = handover->Unfence(); spell > opt.lease.heartbeat_timeout_ms / 2) {
+      reclaims_paused_until_ms = clock->UnixMs() + opt.lease.heartbeat_timeout_ms;
     }
+    // With what was decided before a fence came up at the publish below.
+    Granted granted = std::exchange(unpublished, {});
+    ReadBatch(&granted);
+    const int64_t now = clock->UnixMs();
+    if (now >= next_status_ms) {
+      LogStatus();
+      next_status_ms = now + kStatusEveryMs;
+    }
+    if (now >= next_reclaim_ms) {
+      ReclaimSilent(now, &granted);
+      next_reclaim_ms = now + opt.reclaim_every_ms;
+    }
+    RTB_RETURN_IF_ERROR(publish_error);
+    // The beats read back while it read (a turn can be longer than the fence's margin).
+    if ((*done = HandedOver())) return Status::Ok();
+    handover->Beat();
+    if (!handover->Fresh()) {  // fenced while it read: published once it reads its beats back
+      unpublished = std::move(granted);
+      return Status::Ok();
+    }
+    RTB_RETURN_IF_ERROR(PublishChanges(granted, now));
+    producer->Poll(0);
     return Status::Ok();
   }
 
-  // Fences the grants topic off from every earlier coordinator (EpochMarker): a marker with
-  // this one's epoch on each partition, flushed before the topic is read back (the read-back
-  // checks that each is there). A holding an earlier coordinator had queued and that lands later
-  // is ignored by every reader.
-  Status FenceGrants() {
-    epoch = claim_offset + 1;
-    auto parts = control->PartitionCount(opt.grants_topic, 10'000);
-    if (!parts.ok()) {
-      return Status::Unavailable("cannot fence " + opt.grants_topic + ": " +
-                                 parts.status().message());
-    }
-    EpochMarker marker{.epoch = epoch, .coordinator = instance, .ts_ms = NowUnixMs()};
-    Status st;
-    for (int32_t p = 0; p < *parts && st.ok(); ++p) {
-      st = producer->Produce(opt.grants_topic, p, EpochMarkerKey(p, epoch),
-                             EncodeEpochMarker(marker));
-    }
-    if (st.ok()) st = producer->Flush(10'000);
-    if (!st.ok()) {
-      // Only markers are queued (no holding is published before the fence): dropped, so that
-      // this one hands over at once instead of waiting as for undelivered holdings.
-      producer->PurgeAll();
-      return Status::Unavailable("cannot fence " + opt.grants_topic + ": " + st.message());
-    }
-    grants_partitions = *parts;
-    return Status::Ok();
-  }
-  int grants_partitions = 0;  // when it fenced the grants topic (its read-back checks each)
-
-  // The self-fence. A serving coordinator writes a beat about once a second and grants only
-  // while it has read one of its own back that it wrote less than FenceMs() ago: the topic has
-  // one partition, so it has then read every claim written before that beat. A newer claim
-  // takes it for dead only after the whole timeout from the newer claim's own read-back, so a
-  // coordinator cut off from the topic, or stalled, stops granting at least half the timeout
-  // before its successor reads the grants back. Its own claim read back counts as the first beat.
-  int64_t beat_seq = 0, next_beat_ms = 0, fresh_until_ms = 0;
-  std::map<int64_t, int64_t> beats_sent;  // seq -> when written (steady ms), until read back
-  bool fenced = false, served = false;    // served: fresh once in Run (set there)
-  int64_t fenced_since_ms = 0;
-  int64_t FenceMs() const { return opt.handover_timeout_ms / 2; }
-  int64_t BeatEveryMs() const { return std::clamp<int64_t>(FenceMs() / 5, 100, 1'000); }
-  bool Fresh() const { return SteadyMs() < fresh_until_ms; }
-  void Beat() {
-    const int64_t t = SteadyMs();
-    if (t >= next_beat_ms) {
-      next_beat_ms = t + BeatEveryMs();
-      CoordinatorRecord r = Record(CoordinatorState::kServing, instance);
-      r.seq = ++beat_seq;
-      // Not flushed: a beat that cannot be delivered is simply not read back. Keyed apart from
-      // the claim, which compaction must keep until a yield or gone replaces it.
-      if (control_out->Produce(ControlTopic(), 0, instance + "/beat", EncodeCoordinatorRecord(r))
-              .ok()) {
-        beats_sent[r.seq] = t;
-        while (beats_sent.size() > 1'000) beats_sent.erase(beats_sent.begin());
+  // Up to 500 messages of the requests topic, the first waited for up to opt.poll_ms.
+  void ReadBatch(Granted* granted) {
+    int64_t now = clock->UnixMs();
+    for (int n = 0; n < 500 && handover->Fresh(); ++n) {
+      auto msg = consumer->Poll(n == 0 ? opt.poll_ms : 0);
+      if (!msg) break;
+      if (n == 0) now = clock->UnixMs();  // one clock read per batch: the first poll may wait
+      if (!msg->ok()) continue;
+      last_contact_ms = now;
+      next_offset[msg->partition()] = msg->offset() + 1;
+      auto lm = DecodeLeaseMessage(msg->payload());
+      {
+        std::lock_guard<std::mutex> lk(counters_mu);
+        ++counters.messages;
+        if (!lm.ok()) ++counters.malformed;
+        if (lm.ok()) counters.items += static_cast<int64_t>(lm->items.size());
       }
+      if (!lm.ok()) continue;
+      if (lm->ts_ms > 0) {  // a message without its send time says nothing of the lag
+        const int64_t lag = std::max<int64_t>(0, now - lm->ts_ms);
+        lag_sum_ms += lag;
+        lag_max_ms = std::max(lag_max_ms, lag);
+        ++lag_n;
+      }
+      Apply(*lm, now, granted);
     }
-    control_out->Poll(0);
   }
-  void ReadBack(int64_t seq) {
-    const auto it = beats_sent.find(seq);
-    if (it == beats_sent.end()) return;
-    fresh_until_ms = std::max(fresh_until_ms, it->second + FenceMs());
-    beats_sent.erase(beats_sent.begin(), std::next(it));
-  }
-  // No fresh beat read back: grant nothing, read no requests (they wait on the topic).
-  void Fence() {
-    if (fenced) return;
-    fenced = true;
-    fenced_since_ms = SteadyMs();
-    if (!served) {  // its claim was read back too long ago (a start's wait): no fence yet
-      log::Get("budget").info("coordinator: waits to read its first beat back from {}",
-                              ControlTopic());
-      return;
-    }
+
+  // Only a death needs the topic read to its end (already dead bidders' reservations are
+  // released on the clock): the watermarks are asked of the brokers only then. Read to its end,
+  // a bidder's silence is the longer of the coordinator's and the bidders' clocks: a killed
+  // bidder's last messages were read a second after it sent them in `rtb demo --chaos
+  // kill-bidder`, and by the coordinator's clock alone it was taken for dead only as it came
+  // back, or not at all. Behind its topic, the shorter decides, and a reclaim waits until
+  // everything sent so far is read.
+  void ReclaimSilent(int64_t now, Granted* granted) {
     {
       std::lock_guard<std::mutex> lk(counters_mu);
-      ++counters.fences;
+      ++counters.reclaim_checks;
     }
-    log::Get("budget").warn(
-        "coordinator: no beat of its own read back from {} within {} ms: it grants nothing until "
-        "one is (a newer coordinator may have claimed the market; docs/budget-leases.md, section "
-        "2)",
-        ControlTopic(), FenceMs());
-  }
-  void Unfence() {
-    if (!fenced) return;
-    fenced = false;
-    if (!served) return;  // the start's wait, not logged as a fence
-    const int64_t spell = SteadyMs() - fenced_since_ms;
-    log::Get("budget").info("coordinator: reads its own beats back again after {} ms: grants again",
-                            spell);
-    // As after an outage of its own (Reachable): the bidders' silence meanwhile was unread.
-    if (spell > opt.lease.heartbeat_timeout_ms / 2) {
-      reclaims_paused_until_ms = NowUnixMs() + opt.lease.heartbeat_timeout_ms;
+    using Silence = LeaseLedger::Silence;
+    Silence silence = Silence::kWhileReading;
+    bool behind = false;
+    if (ledger.AnyLiveBidderSilent(now, Silence::kAllRead)) {
+      if (CaughtUp(now)) {
+        silence = Silence::kAllRead;
+      } else {
+        behind = ledger.AnyLiveBidderSilent(now, Silence::kWhileReading);
+      }
     }
-  }
-
-  static int64_t SteadyMs() { return NowSteadyUs() / 1000; }
-  std::string ControlTopic() const {
-    return opt.coordinators_topic.empty() ? DefaultCoordinatorsTopic(opt.grants_topic)
-                                          : opt.coordinators_topic;
-  }
-  CoordinatorRecord Record(CoordinatorState state, const std::string& whose) const {
-    CoordinatorRecord r;
-    r.state = state;
-    r.instance = whose;
-    r.host = whose == instance ? host : std::string();
-    r.ts_ms = NowUnixMs();
-    if (state == CoordinatorState::kGone) r.by = instance;
-    return r;
-  }
-  Status Put(const CoordinatorRecord& r, int flush_ms = 10'000) {
-    RTB_RETURN_IF_ERROR(
-        control_out->Produce(ControlTopic(), 0, r.instance, EncodeCoordinatorRecord(r)));
-    if (r.instance == instance && r.state == CoordinatorState::kClaim) claimed = true;
-    return control_out->Flush(flush_ms);
-  }
-
-  // Claims the market, then reads the coordinators' topic from its start: the claims before
-  // this one's that are still standing (neither handed over nor gone) are waited for, up to
-  // opt.handover_timeout_ms from when this claim is read back; those that never hand over are
-  // marked gone. A newer claim meanwhile wins: this one hands over at once and fails. Stops
-  // (handing over) when opt.stop is set.
-  Status AwaitTurn() {
-    const std::string topic = ControlTopic();
-    kafka::Consumer::Options co;
-    co.bootstrap = opt.brokers;
-    co.group_id = opt.group_id + ".coordinators." + instance;  // assigned, never joins or commits
-    co.properties = {{"auto.offset.reset", "earliest"},  // an offset out of range skips nothing
-                     {"fetch.wait.max.ms", "20"}};       // the fence reads its beats back in time
-    co.properties.insert(co.properties.end(), opt.kafka_properties.begin(),
-                         opt.kafka_properties.end());
-    RTB_ASSIGN_OR_RETURN(control, kafka::Consumer::Create(std::move(co)));
-    RTB_RETURN_IF_ERROR(control->Assign({{topic, 0, kafka::kOffsetBeginning}}));
-    RTB_RETURN_IF_ERROR(CheckGrantsTopic());  // before the claim, which makes the serving one go
-    const int64_t claimed_ms = SteadyMs();
-    if (Status st = Put(Record(CoordinatorState::kClaim, instance)); !st.ok()) {
-      return Status::Unavailable("cannot claim the market on " + topic + ": " + st.message());
-    }
-    std::map<std::string, CoordinatorRecord> before;  // latest per instance, before this claim
-    std::set<std::string> waiting;
-    bool mine = false;
-    int64_t deadline = SteadyMs() + 30'000;  // to read its own claim back
-    while (!mine || !waiting.empty()) {
-      if (opt.stop != nullptr && opt.stop->load()) {
-        return Status::Unavailable("stopped before serving the market");
+    if (now < reclaims_paused_until_ms) return;  // after an outage of its own (Reachable)
+    if (behind) {
+      ++behind_skips;
+      if (now >= next_behind_log_ms) {
+        log::Get("budget").info(
+            "coordinator: behind the requests topic: no reclaim yet ({} so far)", behind_skips);
+        next_behind_log_ms = now + kStatusEveryMs;
       }
-      if (SteadyMs() >= deadline) {
-        if (!mine) {
-          return Status::Unavailable(topic +
-                                     ": this coordinator's claim was not read back in 30 s");
-        }
-        for (const std::string& w : waiting) {
-          log::Get("budget").warn(
-              "coordinator: coordinator {} ({}) did not hand the market over in {} ms: taken for "
-              "dead (docs/budget-leases.md, section 2)",
-              w, before[w].host, opt.handover_timeout_ms);
-          RTB_RETURN_IF_ERROR(Put(Record(CoordinatorState::kGone, w)));
-        }
-        counters.taken_for_dead = static_cast<int64_t>(waiting.size());
-        break;
-      }
-      auto msg = control->Poll(100);
-      if (!msg) continue;
-      if (!msg->ok()) {
-        if (!msg->eof()) {
-          log::Get("budget").warn("coordinator: reading {}: {}", topic, msg->error());
-        }
-        continue;
-      }
-      if (mine && msg->offset() <= claim_offset) continue;  // read again after a reset
-      auto r = DecodeCoordinatorRecord(msg->payload());
-      if (!r.ok()) continue;
-      if (!mine) {
-        if (r->instance == instance && r->state == CoordinatorState::kClaim) {
-          mine = true;
-          claim_offset = msg->offset();
-          fresh_until_ms = claimed_ms + FenceMs();
-          for (const auto& [i, rec] : before) {
-            if (Standing(rec.state)) waiting.insert(i);
-          }
-          counters.waited_for = static_cast<int64_t>(waiting.size());
-          for (const std::string& w : waiting) {
-            log::Get("budget").info(
-                "coordinator: waiting up to {} ms for coordinator {} ({}) to hand the market over",
-                opt.handover_timeout_ms, w, before[w].host);
-          }
-          deadline = SteadyMs() + opt.handover_timeout_ms;
-        } else {
-          before[r->instance] = *r;
-        }
-        continue;
-      }
-      if (r->state == CoordinatorState::kClaim && r->instance != instance) {
-        return Status::FailedPrecondition("coordinator " + r->instance + " (" + r->host +
-                                          ") claimed the market after this one: it serves");
-      }
-      if (!Standing(r->state)) waiting.erase(r->instance);
-    }
-    return Status::Ok();
-  }
-  // A claim, or a beat: its coordinator serves or waits to (neither handed over nor gone).
-  static bool Standing(CoordinatorState s) {
-    return s == CoordinatorState::kClaim || s == CoordinatorState::kServing;
-  }
-
-  // A claim newer than this coordinator's, read since the last call: its instance and host;
-  // or this one marked gone by a newer coordinator (`by`), whose claim compaction may have
-  // removed by then. Its own beats read back meanwhile renew the fence.
-  std::optional<CoordinatorRecord> NewerClaim() {
-    for (int n = 0; n < 64; ++n) {
-      auto msg = control->Poll(0);
-      if (!msg) return std::nullopt;
-      if (!msg->ok() || msg->offset() <= claim_offset) continue;
-      auto r = DecodeCoordinatorRecord(msg->payload());
-      if (!r.ok()) continue;
-      if (r->instance == instance) {
-        if (r->state == CoordinatorState::kServing) ReadBack(r->seq);
-        if (r->state == CoordinatorState::kGone) return *r;
-        continue;
-      }
-      if (r->state == CoordinatorState::kClaim) return *r;
-    }
-    return std::nullopt;
-  }
-
-  // Stops granting for good: once everything it published is delivered, the hand-over record.
-  // With grants still in flight it writes none (they could land after a successor read the
-  // grants topic back): the next coordinator then waits out its timeout.
-  void Yield() {
-    if (!claimed || yielded) return;
-    yielded = true;
-    Status grants = Status::Ok();
-    for (int n = 0; n < 2 && producer->QueueLength() > 0; ++n) grants = producer->Flush(1'500);
-    if (producer->QueueLength() > 0) {
-      log::Get("budget").warn(
-          "coordinator: {} holdings still undelivered ({}): not handing the market over; the next "
-          "coordinator waits {} ms for this one",
-          producer->QueueLength(), grants.message(), opt.handover_timeout_ms);
       return;
     }
-    if (const Status st = Put(Record(CoordinatorState::kYield, instance), 2'000); !st.ok()) {
-      log::Get("budget").warn(
-          "coordinator: could not hand the market over on {} ({}); the next coordinator waits {} "
-          "ms for this one",
-          ControlTopic(), st.message(), opt.handover_timeout_ms);
+    ForgetOldWants(now);
+    // Publishes the holdings it lowered (a reservation released after the billing window counts
+    // no reclaim, but is published too), and gives what came back to the live bidders short of
+    // their part at once, not at their next report of that budget.
+    std::vector<std::pair<LeaseKey, std::string>> lowered;
+    const int r = ledger.Reclaim(now, &lowered, silence);
+    std::set<LeaseKey> keys;
+    std::set<std::string> whose;
+    for (const auto& id : lowered) {
+      (*granted)[id] += 0;
+      keys.insert(id.first);
+      whose.insert(id.second);
+    }
+    for (const LeaseKey& key : keys) {
+      ServeWaiting(key, now, granted);
+      Rebalance(key, now, granted);
+    }
+    if (r > 0) {
+      std::string names;
+      for (const std::string& b : whose) names += (names.empty() ? "" : ", ") + b;
+      log::Get("budget").info("coordinator: reclaimed {} leases of silent bidders ({})", r, names);
+      std::lock_guard<std::mutex> lk(counters_mu);
+      counters.reclaims += r;
     }
   }
-  ~Impl() { Yield(); }
 
   std::set<LeaseKey> seen;                  // budgets set in the ledger
   std::map<std::string, int64_t> seen_seq;  // per bidder: the highest message seq processed
@@ -806,29 +680,26 @@ std::string NewInstance() {
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
   return buf;
 }
-std::string HostName() {
-  char host[256] = {};
-  if (::gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0') return "unknown-host";
-  return host;
-}
 }  // namespace
 
 Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions opt) {
   auto m = std::make_unique<Impl>(std::move(opt));
   m->instance = NewInstance();
   m->host = HostName();
+  if (m->host.empty()) m->host = "unknown-host";
   kafka::Producer::Options po;
   po.bootstrap = m->opt.brokers;
   po.properties = {{"enable.idempotence", "true"}, {"linger.ms", "1"}};
   const auto& site = m->opt.kafka_properties;
   po.properties.insert(po.properties.end(), site.begin(), site.end());
-  kafka::Producer::Options control_po = po;
   RTB_ASSIGN_OR_RETURN(m->producer, kafka::Producer::Create(std::move(po)));
-  RTB_ASSIGN_OR_RETURN(m->control_out, kafka::Producer::Create(std::move(control_po)));
+  RTB_ASSIGN_OR_RETURN(m->handover,
+                       Handover::Create(m->opt, m->clock, m->instance, m->host, m->producer.get()));
   // One coordinator serves a market: the one before this hands over (its last grants are on
   // the grants topic) before this one reads them back.
-  RTB_RETURN_IF_ERROR(m->AwaitTurn());  // on failure ~Impl hands over
-  RTB_RETURN_IF_ERROR(m->FenceGrants());
+  RTB_RETURN_IF_ERROR(m->handover->AwaitTurn());  // on failure ~Handover hands over
+  RTB_RETURN_IF_ERROR(m->handover->FenceGrants());
+  const int64_t epoch = m->handover->epoch();
   // Every lease as the grants topic last said it: the latest total per (budget, bidder), the
   // holdings that landed after a newer epoch's marker left out (GrantsReader).
   std::map<std::pair<LeaseKey, std::string>, LeaseGrant> latest;
@@ -847,7 +718,7 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions opt)
                               }
                             }));
   // A flush returns once nothing is queued, delivered or not: each marker must be read back.
-  if (const Status st = reader.Fenced(m->grants_partitions, m->epoch); !st.ok()) {
+  if (const Status st = reader.Fenced(m->handover->grants_partitions(), epoch); !st.ok()) {
     return Status::Unavailable("cannot fence " + m->opt.grants_topic + ": " + st.message());
   }
   // A higher epoch: a newer coordinator fenced the topic meanwhile, or the coordinators' topic
@@ -856,20 +727,21 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions opt)
   // one's holdings off. Either way not this one's market; not a restart's reason (it would claim
   // again, from a newer one): an error for the operator.
   std::string taken;
-  if (reader.MaxEpoch() > m->epoch) {
+  if (reader.MaxEpoch() > epoch) {
     taken = "epoch " + std::to_string(reader.MaxEpoch()) + ", above this coordinator's " +
-            std::to_string(m->epoch) + ": a newer coordinator serves, or ";
-  } else if (const std::string other = reader.OtherAt(m->epoch, m->instance); !other.empty()) {
-    taken = "epoch " + std::to_string(m->epoch) + " from coordinator " + other +
-            " as well as this one: ";
+            std::to_string(epoch) + ": a newer coordinator serves, or ";
+  } else if (const std::string other = reader.OtherAt(epoch, m->instance); !other.empty()) {
+    taken =
+        "epoch " + std::to_string(epoch) + " from coordinator " + other + " as well as this one: ";
   }
   if (!taken.empty()) {
-    const std::string why = m->opt.grants_topic + " carries " + taken + m->ControlTopic() +
+    const std::string why = m->opt.grants_topic + " carries " + taken +
+                            m->handover->ControlTopic() +
                             " was recreated (then recreate both topics, or neither)";
     log::Get("budget").error("coordinator: {}", why);
     return Status::FailedPrecondition(why);
   }
-  const int64_t now = NowUnixMs();
+  const int64_t now = m->clock->UnixMs();
   // Whose each name is: the instance of its latest holding.
   std::map<std::string, int64_t> owner_ts;
   for (const auto& [id, g] : latest) {
@@ -895,7 +767,7 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions opt)
   m->counters.restored = static_cast<int64_t>(latest.size());
   m->counters.malformed = bad;
   m->counters.stale = stale;
-  m->counters.epoch = m->epoch;
+  m->counters.epoch = epoch;
   kafka::Consumer::Options co;
   co.bootstrap = m->opt.brokers;
   co.group_id = m->opt.group_id;
@@ -910,8 +782,7 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions opt)
   RTB_RETURN_IF_ERROR(m->consumer->Subscribe({m->opt.requests_topic}));
   log::Get("budget").info(
       "coordinator {} ({}), epoch {}: {} budgets in the market, {} leases restored from {}{}",
-      m->instance, m->host, m->epoch, m->opt.daily_budget.size(), latest.size(),
-      m->opt.grants_topic,
+      m->instance, m->host, epoch, m->opt.daily_budget.size(), latest.size(), m->opt.grants_topic,
       stale > 0
           ? " (" + std::to_string(stale) + " stale holdings of fenced-off coordinators ignored)"
           : std::string());
@@ -923,142 +794,19 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
   // However Run ends, it grants no more: what it published is flushed, then it hands over.
   struct HandOver {
     Impl& m;
-    ~HandOver() { m.Yield(); }
+    ~HandOver() { m.handover->Yield(); }
   } hand_over{m};
-  int64_t next_reclaim = NowUnixMs() + m.opt.reclaim_every_ms;
-  constexpr int64_t kStatusEveryMs = 10'000;
-  int64_t next_status = NowUnixMs() + kStatusEveryMs;
-  if (m.yielded) return Status::FailedPrecondition("this coordinator has handed the market over");
-  // A newer coordinator claims the market: this one stops granting.
-  auto handed_over = [&m] {
-    const auto newer = m.NewerClaim();
-    if (!newer) return false;
-    const bool gone = newer->state == CoordinatorState::kGone;
-    const std::string& whose = gone ? newer->by : newer->instance;
-    if (gone) {
-      log::Get("budget").warn(
-          "coordinator: coordinator {} took this one ({}) for dead: it stops granting and hands "
-          "over",
-          whose, m.instance);
-    } else {
-      log::Get("budget").info(
-          "coordinator: coordinator {} ({}) claims the market: this one ({}) stops granting and "
-          "hands over",
-          whose, newer->host, m.instance);
-    }
+  if (m.handover->yielded()) {
+    return Status::FailedPrecondition("this coordinator has handed the market over");
+  }
+  const int64_t start = m.clock->UnixMs();
+  m.next_reclaim_ms = start + m.opt.reclaim_every_ms;
+  m.next_status_ms = start + Impl::kStatusEveryMs;
+  bool done = false;
+  while (!stop.load() && !done) {
+    RTB_RETURN_IF_ERROR(m.Turn(&done));
     std::lock_guard<std::mutex> lk(m.counters_mu);
-    m.counters.handed_over_to = whose;
-    return true;
-  };
-  while (!stop.load()) {
-    if (handed_over()) break;
-    m.Beat();
-    if (!m.Fresh()) {
-      m.Fence();
-      m.producer->Poll(0);
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      continue;
-    }
-    m.Unfence();
-    m.served = true;
-    // With what was decided before a fence came up at the publish below.
-    Impl::Granted granted = std::exchange(m.unpublished, {});
-    int64_t now = NowUnixMs();
-    for (int n = 0; n < 500 && m.Fresh(); ++n) {  // a batch, then publish
-      auto msg = m.consumer->Poll(n == 0 ? 100 : 0);
-      if (!msg) break;
-      if (n == 0) now = NowUnixMs();  // one clock read per batch: the first poll may wait
-      if (!msg->ok()) continue;
-      m.last_contact_ms = now;
-      m.next_offset[msg->partition()] = msg->offset() + 1;
-      auto lm = DecodeLeaseMessage(msg->payload());
-      {
-        std::lock_guard<std::mutex> lk(m.counters_mu);
-        ++m.counters.messages;
-        if (!lm.ok()) ++m.counters.malformed;
-        if (lm.ok()) m.counters.items += static_cast<int64_t>(lm->items.size());
-      }
-      if (lm.ok()) {
-        if (lm->ts_ms > 0) {  // a message without its send time says nothing of the lag
-          const int64_t lag = std::max<int64_t>(0, now - lm->ts_ms);
-          m.lag_sum_ms += lag;
-          m.lag_max_ms = std::max(m.lag_max_ms, lag);
-          ++m.lag_n;
-        }
-        m.Apply(*lm, now, &granted);
-      }
-    }
-    now = NowUnixMs();
-    if (now >= next_status) {
-      m.LogStatus();
-      next_status = now + kStatusEveryMs;
-    }
-    if (now >= next_reclaim) {
-      // Only a death needs the topic read to its end (already dead bidders' reservations are
-      // released on the clock): the watermarks are asked of the brokers only then. Read to its
-      // end, a bidder's silence is the longer of the coordinator's and the bidders' clocks: a
-      // killed bidder's last messages were read a second after it sent them in `rtb demo
-      // --chaos kill-bidder`, and by the coordinator's clock alone it was taken for dead only as
-      // it came back, or not at all. Behind its topic, the shorter decides, and a reclaim waits
-      // until everything sent so far is read.
-      using Silence = LeaseLedger::Silence;
-      Silence silence = Silence::kWhileReading;
-      bool behind = false;
-      if (m.ledger.AnyLiveBidderSilent(now, Silence::kAllRead)) {
-        if (m.CaughtUp(now)) {
-          silence = Silence::kAllRead;
-        } else {
-          behind = m.ledger.AnyLiveBidderSilent(now, Silence::kWhileReading);
-        }
-      }
-      if (now < m.reclaims_paused_until_ms) {
-        // After an outage of its own (Reachable): nothing is reclaimed yet.
-      } else if (behind) {
-        ++m.behind_skips;
-        if (now >= m.next_behind_log_ms) {
-          log::Get("budget").info(
-              "coordinator: behind the requests topic: no reclaim yet ({} so far)", m.behind_skips);
-          m.next_behind_log_ms = now + kStatusEveryMs;
-        }
-      } else {
-        m.ForgetOldWants(now);
-        // Publishes the holdings it lowered (a reservation released after the billing window
-        // counts no reclaim, but is published too), and gives what came back to the live
-        // bidders short of their part at once, not at their next report of that budget.
-        std::vector<std::pair<LeaseKey, std::string>> lowered;
-        const int r = m.ledger.Reclaim(now, &lowered, silence);
-        std::set<LeaseKey> keys;
-        std::set<std::string> whose;
-        for (const auto& id : lowered) {
-          granted[id] += 0;
-          keys.insert(id.first);
-          whose.insert(id.second);
-        }
-        for (const LeaseKey& key : keys) {
-          m.ServeWaiting(key, now, &granted);
-          m.Rebalance(key, now, &granted);
-        }
-        if (r > 0) {
-          std::string names;
-          for (const std::string& b : whose) names += (names.empty() ? "" : ", ") + b;
-          log::Get("budget").info("coordinator: reclaimed {} leases of silent bidders ({})", r,
-                                  names);
-          std::lock_guard<std::mutex> lk(m.counters_mu);
-          m.counters.reclaims += r;
-        }
-      }
-      next_reclaim = now + m.opt.reclaim_every_ms;
-    }
-    RTB_RETURN_IF_ERROR(m.publish_error);
-    // The beats read back while it read (a turn can be longer than the fence's margin).
-    if (handed_over()) break;
-    m.Beat();
-    if (!m.Fresh()) {  // fenced while it read: published once it reads its beats back
-      m.unpublished = std::move(granted);
-      continue;
-    }
-    RTB_RETURN_IF_ERROR(m.PublishChanges(granted, now));
-    m.producer->Poll(0);
+    ++m.counters.turns;
   }
   m.LogStatus();
   if (!m.opt.leases_out.empty()) RTB_RETURN_IF_ERROR(m.WriteLeases());
@@ -1067,7 +815,14 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
 
 Coordinator::Counters Coordinator::counters() const {
   std::lock_guard<std::mutex> lk(impl_->counters_mu);
-  return impl_->counters;
+  Counters c = impl_->counters;
+  if (impl_->handover != nullptr) {  // the hand-over's, kept on the same thread as the turns
+    const Handover::Counters h = impl_->handover->counters();
+    c.waited_for = h.waited_for;
+    c.taken_for_dead = h.taken_for_dead;
+    c.fences = h.fences;
+  }
+  return c;
 }
 
 const LeaseLedger& Coordinator::ledger() const { return impl_->ledger; }

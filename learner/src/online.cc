@@ -39,7 +39,6 @@ namespace rtb::learn {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
 
 // What the learner knows between steps (persisted as u:online).
 struct LoopState {
@@ -120,7 +119,9 @@ class OnlineLearner {
         budgets_(market_.budgets),
         delivery_(std::move(delivery)),
         learner_(spec, cfg.hp, norm_, opt.seed),
-        sample_rng_(Rng::Mix(opt.seed, 0x0411e)) {}
+        sample_rng_(Rng::Mix(opt.seed, 0x0411e)),
+        clock_(opt.clock != nullptr ? opt.clock : SystemClock()),
+        last_progress_ms_(clock_->SteadyMs()) {}
 
   ~OnlineLearner() {
     consumer_.reset();
@@ -166,19 +167,20 @@ class OnlineLearner {
   LoopState st_;
   struct Pending {
     StepMarker marker;
-    Clock::time_point seen;
-    int64_t offset;  // in the clock topic
+    int64_t seen_ms;  // clock_'s steady ms
+    int64_t offset;   // in the clock topic
   };
   std::deque<Pending> markers_;  // read, not yet closed
   std::unique_ptr<kafka::Consumer> consumer_;
   std::unique_ptr<kafka::Producer> producer_;
   std::string bootstrap_;
   int64_t decode_errors_ = 0;
-  bool assigned_ = false;   // the consumer group gave us the partitions
-  bool published_ = false;  // the table of st_.playing went out since (re)start
-  bool cold_ = false;       // started with no checkpoint: actions within cold_start_range
-  int64_t wall_next_ = -1;  // clock: wall: the index of the next wall-clock step to close
-  Clock::time_point last_progress_ = Clock::now();
+  bool assigned_ = false;     // the consumer group gave us the partitions
+  bool published_ = false;    // the table of st_.playing went out since (re)start
+  bool cold_ = false;         // started with no checkpoint: actions within cold_start_range
+  int64_t wall_next_ = -1;    // clock: wall: the index of the next wall-clock step to close
+  Clock* clock_;              // OnlineOptions::clock, never null
+  int64_t last_progress_ms_;  // clock_'s steady ms
 };
 
 void OnlineLearner::ApplyHistory() {
@@ -365,7 +367,7 @@ Status OnlineLearner::Start() {
     st_.d.assign(pairs, 0.0);
     st_.playing = StepKey{0, 0};
     if (on_.clock == "wall") {  // the wall-clock step in progress
-      const int64_t k = NowUnixMs() / step_ms_;
+      const int64_t k = clock_->UnixMs() / step_ms_;
       const int64_t wall_steps = std::max<int64_t>(1, kDayMs / step_ms_);
       st_.playing = StepKey{k / wall_steps, static_cast<int>(k % wall_steps)};
     }
@@ -407,7 +409,7 @@ Status OnlineLearner::Publish() {
   }
   t.version = st_.version;
   t.algo = spec_.name + "-online";
-  t.created_unix_ms = NowUnixMs();
+  t.created_unix_ms = clock_->UnixMs();
   PolicyMessage msg;
   msg.table = std::move(t);
   msg.clusters = market_.clusters;  // the market's map, never another
@@ -424,7 +426,7 @@ void OnlineLearner::Consume(const kafka::Message& m) {
   if (m.topic() == on_.clock_topic) {
     auto mk = DecodeStepMarker(payload);
     if (mk.ok()) {
-      markers_.push_back({*mk, Clock::now(), m.offset()});
+      markers_.push_back({*mk, clock_->SteadyMs(), m.offset()});
     } else {
       st_.clock_offset = m.offset() + 1;
       ++decode_errors_;
@@ -587,7 +589,7 @@ Status OnlineLearner::Run() {
     }
     if (on_.clock == "wall") {
       // No exchange markers: a wall-clock step closes step_grace_ms after it ends.
-      const int64_t now = NowUnixMs() - on_.step_grace_ms;
+      const int64_t now = clock_->UnixMs() - on_.step_grace_ms;
       const int64_t wall_steps = std::max<int64_t>(1, kDayMs / step_ms_);
       const int64_t cur = now / step_ms_;  // index of the step the grace-shifted clock is in
       // The next step to close: after the last closed one, else the one in progress at start.
@@ -605,14 +607,14 @@ Status OnlineLearner::Run() {
         mk.step_ms = step_ms_;
         // Seen now: it waits step_grace_ms more, so that after a restart the events of the
         // steps missed meanwhile are read before those steps close.
-        markers_.push_back({mk, Clock::now(), st_.clock_offset - 1});
+        markers_.push_back({mk, clock_->SteadyMs(), st_.clock_offset - 1});
       }
       wall_next_ = std::max(wall_next_, cur);
     }
     // Say what it waits for: the step's events, or its end (marker or wall clock).
     if (on_.progress_every_ms > 0 && st_.playing &&
-        Clock::now() - last_progress_ >= std::chrono::milliseconds(on_.progress_every_ms)) {
-      last_progress_ = Clock::now();
+        clock_->SteadyMs() - last_progress_ms_ >= on_.progress_every_ms) {
+      last_progress_ms_ = clock_->SteadyMs();
       Log("waiting for day %lld step %d to close: %lld events in, %s",
           static_cast<long long>(st_.playing->day), st_.playing->step,
           static_cast<long long>(merger_->EventsIn(*st_.playing)),
@@ -631,7 +633,7 @@ Status OnlineLearner::Run() {
         continue;
       }
       const bool complete = merger_->EventsIn(key) >= p.marker.expected_events;
-      const bool waited = Clock::now() - p.seen >= std::chrono::milliseconds(on_.step_grace_ms);
+      const bool waited = clock_->SteadyMs() - p.seen_ms >= on_.step_grace_ms;
       if (!complete && !waited) break;
       RTB_RETURN_IF_ERROR(CloseStep(p.marker, p.offset, !complete));
       markers_.pop_front();

@@ -2080,7 +2080,7 @@ TEST_F(BidderIntegration, ABidTheLeaseCannotCoverIsLoweredToItsRoomOrNotMade) {
     BidderConfig cfg = LeasedConfig(dir_, lower ? "bidder-low" : "bidder-full", 10.0, 0.005);
     cfg.leases.lower_bids = lower;
     cfg.leases.sizing =
-        LeaseSizing::kRate;  // leases of min_lease at first (share: the whole budget)
+        budget::LeaseSizing::kRate;  // leases of min_lease at first (share: the whole budget)
     Start(cfg);
     CoordinatorThread coordinator(MarketOf(cfg, bidder_->events().bootstrap()));
     ASSERT_TRUE(coordinator.status().ok()) << coordinator.status().message();
@@ -2134,7 +2134,7 @@ TEST_F(BidderIntegration, ALeasedBidderIgnoresAHoldingBelowItsPartitionsEpoch) {
   po.bootstrap = brokers;
   auto p = kafka::Producer::Create(po);
   ASSERT_TRUE(p.ok());
-  const LeaseKey key{NowUnixMs() / kDayMs, cfg.advertisers[0].id, 0};
+  const budget::LeaseKey key{NowUnixMs() / kDayMs, cfg.advertisers[0].id, 0};
   auto put = [&](const std::string& key_text, const std::string& payload) {
     ASSERT_TRUE((*p)->Produce("rtb.lease.grants", 0, key_text, payload).ok());
     ASSERT_TRUE((*p)->Flush(5000).ok());
@@ -2197,13 +2197,13 @@ TEST_F(BidderIntegration, AnIdleBidderGivesBackWhatAnotherNeedsAndThatOneBids) {
   cfg.ab.learned_share = 1.0;
   cfg.leases.lower_bids = false;  // b bids at the full price or not at all
   cfg.leases.sizing =
-      LeaseSizing::kRate;  // a asks for what it spends (share: half each from the start)
+      budget::LeaseSizing::kRate;  // a asks for what it spends (share: half each from the start)
   std::string brokers;
   SecondBidder other;
   ASSERT_NO_FATAL_FAILURE(StartPair(cfg, &other, &brokers));
   CoordinatorThread coordinator(MarketOf(cfg, brokers));
   ASSERT_TRUE(coordinator.status().ok()) << coordinator.status().message();
-  const LeaseKey key{NowUnixMs() / kDayMs, 1, 0};
+  const budget::LeaseKey key{NowUnixMs() / kDayMs, 1, 0};
   // a bids (each bid lost, so nothing is spent) until it holds the whole budget.
   Client ca(port_);
   int n = 0;
@@ -2248,15 +2248,15 @@ TEST_F(BidderIntegration, AnIdleBidderGivesBackWhatAnotherNeedsAndThatOneBids) {
 TEST_F(BidderIntegration, ABudgetOfUnderABidPerBidderIsHeldInWholeBids) {
   BidderConfig cfg = LeasedConfig(dir_, "bidder-a", 0.020, 0.001);  // about 9,000 micros a bid
   cfg.ab.learned_share = 1.0;
-  cfg.leases.sizing = LeaseSizing::kShare;
+  cfg.leases.sizing = budget::LeaseSizing::kShare;
   std::string brokers;
   SecondBidder other;
   ASSERT_NO_FATAL_FAILURE(StartPair(cfg, &other, &brokers));
   CoordinatorThread coordinator(MarketOf(cfg, brokers));
   ASSERT_TRUE(coordinator.status().ok()) << coordinator.status().message();
-  const LeaseKey key{NowUnixMs() / kDayMs, 1, 0};
+  const budget::LeaseKey key{NowUnixMs() / kDayMs, 1, 0};
   const int64_t budget = cfg.advertisers[0].daily_budget.value();
-  const LeaseLedger& ledger = coordinator->ledger();
+  const budget::LeaseLedger& ledger = coordinator->ledger();
   Client ca(port_), cb(other.port);
   // A bid's largest charge (0: no bid); lost, or won and billed a charge of at most `win`.
   auto bid = [&](Client& c, const std::string& id, int64_t win = 0) {
@@ -2301,7 +2301,7 @@ TEST_F(BidderIntegration, ABudgetOfUnderABidPerBidderIsHeldInWholeBids) {
       << "no bidder bid to win: billed " << billed;
   // What a bidder holds beyond its spend (its reservations included), as its target counts.
   auto beyond_spend = [&](const std::string& bidder) {
-    for (const LeaseLedger::Lease& l : ledger.Leases()) {
+    for (const budget::LeaseLedger::Lease& l : ledger.Leases()) {
       if (l.key == key && l.bidder == bidder) return l.held - l.spent;
     }
     return int64_t{-1};
@@ -2341,7 +2341,7 @@ TEST_F(BidderIntegration, WithoutKafkaPastTheLeaseTtlABidderSpendsNothingNewThen
   BidderConfig cfg = LeasedConfig(dir_, "bidder-ttl", 10.0, 0.5);
   cfg.leases.ttl_ms = 600;
   cfg.leases.sizing =
-      LeaseSizing::kRate;  // a lease of a slice (share: one bidder holds the whole budget)
+      budget::LeaseSizing::kRate;  // a lease of a slice (share: one bidder holds the whole budget)
   Start(cfg);
   CoordinatorThread coordinator(MarketOf(cfg, bidder_->events().bootstrap()));
   ASSERT_TRUE(coordinator.status().ok()) << coordinator.status().message();
@@ -2413,7 +2413,7 @@ TEST_F(BidderIntegration, ALeasedBidderToldToStopWhileKafkaIsDownStopsAndSpillsW
 TEST_F(BidderIntegration, ABidderSilentPastItsTtlBidsAgainOnlyOnceTheCoordinatorHasReadIt) {
   BidderConfig cfg = LeasedConfig(dir_, "bidder-resync", 10.0, 0.5);
   cfg.leases.ttl_ms = 600;
-  cfg.leases.sizing = LeaseSizing::kRate;
+  cfg.leases.sizing = budget::LeaseSizing::kRate;
   Start(cfg);
   auto coordinator =
       std::make_unique<CoordinatorThread>(MarketOf(cfg, bidder_->events().bootstrap()));

@@ -27,7 +27,10 @@ struct HttpResult {
 
 class Bidder {
  public:
-  static Result<std::unique_ptr<Bidder>> Create(const BidderConfig& cfg);
+  // `clock`: the wall time of budget days, reservations, notices, policy ages and the lease
+  // client (tests pass a ManualClock); request latencies are always real time.
+  static Result<std::unique_ptr<Bidder>> Create(const BidderConfig& cfg,
+                                                Clock* clock = SystemClock());
   ~Bidder();
 
   // POST <bid_path>. received_us: steady-clock time the request was fully read.
@@ -68,8 +71,5 @@ class Bidder {
   explicit Bidder(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
-
-// The clocks (NowSteadyUs: request latency; NowUnixMs) are rtb::NowSteadyUs / NowUnixMs in
-// rtb/core/clock.h.
 
 }  // namespace rtb::bidder

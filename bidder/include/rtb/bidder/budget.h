@@ -13,12 +13,19 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "rtb/bidder/config.h"
 #include "rtb/bidder/flat_table.h"
+#include "rtb/budget/lease_planner.h"
+#include "rtb/core/ab.h"
+#include "rtb/core/clock.h"
 #include "rtb/core/types.h"
 
 namespace rtb::bidder {
@@ -144,6 +151,50 @@ class BudgetLedger {
   std::unique_ptr<Slot[]> slots_;
   mutable Shard shards_[kShards];
   std::atomic<int64_t> outstanding_{0};
+};
+
+// The ledger slot of advertiser index k's budget in arm `arm`: learned first, then manual.
+inline size_t ArmSlot(size_t k, Arm arm, size_t advertisers) {
+  return arm == Arm::kLearned ? k : advertisers + k;
+}
+
+class StateStore;
+
+// One budget ledger per budget day; the current one is read without a lock. Older days stay
+// until shutdown (late notices still settle on their own day). A ledger holds one budget per
+// (advertiser, A/B arm): slot ArmSlot(k, arm, advertisers).
+class DayLedgers {
+ public:
+  // `clock` says which day is today (StartDay); `state` restores each day's spend.
+  DayLedgers(const BidderConfig* cfg, StateStore* state, Clock* clock)
+      : cfg_(cfg), state_(state), clock_(clock) {}
+  // The ledger of a day, created (spend restored from the state store) on first use.
+  BudgetLedger* Get(int64_t day);
+  BudgetLedger* Current() const { return cur_ledger_.load(); }
+  int64_t CurrentDay() const { return cur_day_.load(std::memory_order_acquire); }
+  // The budget day a starting bidder opens: today's; with simulation hooks on, the simulated
+  // day it served last (today's if it served the wall clock's), or none until the first
+  // request says which clock its traffic keeps.
+  std::optional<int64_t> StartDay() const;
+  // Expires reservations past their deadline on every day, at most max_per_shard per shard.
+  void ExpireBefore(int64_t now_ms, int max_per_shard);
+  // With leases: what this bidder holds of (day, slot) as the grants topic last said, so that a
+  // day's ledger starts at its lease (a notice right after a restart books inside it), and the
+  // limit new bids may use from the day's first request when the lease client has the slot
+  // answered and capped already (a day it prepared: LeaseClient::ReadyDays); otherwise new
+  // bids wait on the slot until the lease client opens it. Empty = nothing known.
+  using LeaseView = budget::LeaseView;
+  void SetLeaseView(std::function<LeaseView(int64_t, size_t)> view);
+
+ private:
+  const BidderConfig* cfg_;
+  StateStore* state_;
+  Clock* clock_;
+  std::atomic<int64_t> cur_day_{-1};
+  std::atomic<BudgetLedger*> cur_ledger_{nullptr};
+  std::mutex mu_;
+  std::map<int64_t, std::unique_ptr<BudgetLedger>> ledgers_;  // GUARDED_BY(mu_)
+  std::function<LeaseView(int64_t, size_t)> lease_view_;      // GUARDED_BY(mu_)
 };
 
 }  // namespace rtb::bidder

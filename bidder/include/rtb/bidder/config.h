@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "rtb/budget/lease.h"
 #include "rtb/core/ab_report.h"
-#include "rtb/core/lease.h"
 #include "rtb/core/status.h"
 #include "rtb/core/types.h"
 
@@ -122,7 +122,7 @@ struct LeaseClientConfig {
   // coordinator keeps every bidder holding its traffic share of what each budget has left, so a
   // sudden rise in spend (a new action table) finds every bidder holding its part; "rate", each
   // bidder asks for `horizon_ms` of its own recent spend (docs/budget-leases.md, section 1).
-  LeaseSizing sizing = LeaseSizing::kShare;
+  budget::LeaseSizing sizing = budget::LeaseSizing::kShare;
 };
 
 struct MarketConfig {

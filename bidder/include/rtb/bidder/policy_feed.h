@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "rtb/bidder/policy.h"
+#include "rtb/core/clock.h"
 #include "rtb/core/status.h"
 #include "rtb/kafka/kafka.h"
 
@@ -21,8 +22,9 @@ namespace rtb::bidder {
 struct PolicyFeedOptions {
   kafka::ClientOptions client;
   std::string topic;
-  std::string group_id;  // librdkafka wants one; no group is joined
-  int thread_nice = 0;   // the feed thread's own priority (kafka.thread_nice)
+  std::string group_id;          // librdkafka wants one; no group is joined
+  int thread_nice = 0;           // the feed thread's own priority (kafka.thread_nice)
+  Clock* clock = SystemClock();  // a table's age and skew are judged by it
 };
 
 class PolicyFeed {
@@ -48,12 +50,13 @@ class PolicyFeed {
   uint64_t rejected_invalid() const { return rejected_invalid_.load(); }
 
  private:
-  PolicyFeed(PolicyHolder* holder, std::shared_ptr<const ClusterMap> default_clusters)
-      : holder_(holder), default_clusters_(std::move(default_clusters)) {}
+  PolicyFeed(PolicyHolder* holder, std::shared_ptr<const ClusterMap> default_clusters, Clock* clock)
+      : holder_(holder), default_clusters_(std::move(default_clusters)), clock_(clock) {}
   void Run(std::unique_ptr<kafka::Consumer> consumer, int thread_nice);
 
   PolicyHolder* holder_;
   std::shared_ptr<const ClusterMap> default_clusters_;
+  Clock* clock_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
   std::atomic<uint64_t> installed_{0}, rejected_invalid_{0};

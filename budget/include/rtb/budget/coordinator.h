@@ -1,6 +1,6 @@
 // `rtb budget`: the lease coordinator (docs/budget-leases.md). It owns every advertiser's daily
 // budget per A/B arm, reads the bidders' requests, returns and reports from
-// `rtb.lease.requests`, grants from its LeaseLedger (core/lease.h: never more than a budget),
+// `rtb.lease.requests`, grants from its LeaseLedger (lease.h: never more than a budget),
 // reclaims the leases of silent bidders, and publishes every changed holding to the compacted
 // `rtb.lease.grants`. On start it reads that topic back, so a restarted coordinator resumes
 // with every lease as it was.
@@ -16,7 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "rtb/core/lease.h"
+#include "rtb/budget/lease.h"
+#include "rtb/core/clock.h"
 #include "rtb/core/status.h"
 #include "rtb/core/types.h"
 
@@ -40,8 +41,15 @@ struct CoordinatorOptions {
   int handover_timeout_ms = 10'000;
   // When set, a start still waiting for the hand-over gives up (and hands over itself).
   const std::atomic<bool>* stop = nullptr;
-  LeaseConfig lease;              // timeouts, grant sizing
-  int reclaim_every_ms = 1000;    // how often silent bidders are checked
+  LeaseConfig lease;            // timeouts, grant sizing
+  int reclaim_every_ms = 1000;  // how often silent bidders are checked
+  // How long a turn of the loop waits for the first message of its batch (ms). Each turn also
+  // beats, reads the coordinators' topic and publishes what changed: shorter turns react
+  // sooner to a newer claim, longer ones poll the brokers less when idle.
+  int poll_ms = 100;
+  // The coordinator's time: bidders' silence, reclaims, needs, the hand-over's beats and waits
+  // (null: SystemClock()). Kafka's own timeouts stay real time.
+  Clock* clock = nullptr;
   int session_timeout_ms = 6000;  // consumer group session: how soon a restarted coordinator reads
   // A need the pool could not meet stands this long: what comes back meanwhile goes to it first,
   // and the other holders are asked for it (`wanted`). After that the bidder asks again.
@@ -94,6 +102,9 @@ class Coordinator {
     int64_t stale = 0;
     // This coordinator's epoch on the grants topic (EpochMarker).
     int64_t epoch = 0;
+    // Turns of Run's loop done, and reclaim checks among them (a test that moves the clock
+    // waits for a turn at the new time before it asserts).
+    int64_t turns = 0, reclaim_checks = 0;
   };
   Counters counters() const;
   const LeaseLedger& ledger() const;

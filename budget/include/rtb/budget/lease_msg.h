@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "rtb/core/lease.h"
+#include "rtb/budget/lease.h"
 #include "rtb/core/status.h"
 
 namespace rtb::budget {

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <string>
 
+#include "rtb/core/clock.h"
 #include "rtb/core/status.h"
 #include "rtb/learner/config.h"
 
@@ -26,6 +27,9 @@ struct OnlineOptions {
   int64_t max_steps = -1;  // stop after closing this many steps (tests); -1 = until stopped
   bool progress = true;    // one line per closed step on stderr
   const std::atomic<bool>* stop = nullptr;  // set by SIGTERM / SIGINT
+  // The learner's time: wall-clock steps (online.clock: wall), their grace, the progress lines
+  // and the tables' creation time (null: SystemClock()). Kafka's timeouts stay real time.
+  Clock* clock = nullptr;
 };
 
 // Runs until `stop` is set or max_steps steps are closed; checkpoints on the way out.

@@ -33,7 +33,7 @@
 
 #include "rtb/core/types.h"
 
-namespace rtb {
+namespace rtb::budget {
 
 // One budget the coordinator owns: an advertiser's arm on one day.
 struct LeaseKey {
@@ -329,4 +329,4 @@ class LeaseLedger {
   int64_t newest_sent_ms_ = -1;  // the newest send time of any message processed; -1: none
 };
 
-}  // namespace rtb
+}  // namespace rtb::budget

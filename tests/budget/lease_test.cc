@@ -1,6 +1,6 @@
-// Budget leases (core/lease.h): the coordinator never grants more than a budget, whatever the
+// Budget leases (budget/lease.h): the coordinator never grants more than a budget, whatever the
 // concurrency; returns and reclaims give back only what is not spent or reserved.
-#include "rtb/core/lease.h"
+#include "rtb/budget/lease.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-namespace rtb {
+namespace rtb::budget {
 namespace {
 
 const LeaseKey kKey{0, 7, 0};
@@ -596,4 +596,4 @@ TEST(Lease, WantCoversTheHorizonAtTheSpendRateMinusWhatIsHeld) {
 }
 
 }  // namespace
-}  // namespace rtb
+}  // namespace rtb::budget

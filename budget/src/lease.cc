@@ -1,9 +1,9 @@
-#include "rtb/core/lease.h"
+#include "rtb/budget/lease.h"
 
 #include <algorithm>
 #include <cmath>
 
-namespace rtb {
+namespace rtb::budget {
 
 int64_t LeaseWant(double spend_micros_per_s, int64_t horizon_ms, int64_t min_micros,
                   int64_t unspent_micros) {
@@ -563,4 +563,4 @@ int64_t LeaseLedger::grants() const {
   return grants_;
 }
 
-}  // namespace rtb
+}  // namespace rtb::budget
