@@ -47,12 +47,17 @@ void AddKafkaPropertyOption(CLI::App* sub, std::vector<std::pair<std::string, st
           "NAME=VALUE");
 }
 
-void AddKafkaOptions(CLI::App* sub, KafkaArgs* a) {
+CLI::App* AddKafkaCommand(CLI::App* app, KafkaArgs* a) {
+  auto* sub = app->add_subcommand(
+      "kafka",
+      "The embedded Kafka cluster alone, for several processes on one machine: prints its "
+      "address; SIGUSR1 takes the brokers down, SIGUSR2 brings them back");
   sub->add_option("--brokers", a->brokers, "Mock brokers")
       ->check(CLI::Range(1, 9))
       ->capture_default_str();
   sub->add_option("--market", a->markets,
                   "A bidder config whose topics to create (events, policy, leases); repeatable");
+  return sub;
 }
 
 // `rtb kafka`: the embedded Kafka cluster on its own, for several processes on one machine

@@ -14,7 +14,7 @@ struct KafkaArgs {
   std::vector<std::string> markets;  // bidder configs whose topics are created
 };
 
-void AddKafkaOptions(CLI::App* sub, KafkaArgs* a);
+CLI::App* AddKafkaCommand(CLI::App* app, KafkaArgs* a);
 int RunKafka(const KafkaArgs& a);
 
 // `--kafka-property NAME=VALUE` (repeatable) on a command that reads or writes a real cluster:

@@ -4,13 +4,17 @@
 
 #include <cstdio>
 
+#include "common.h"
 #include "kafka_cmd.h"
 #include "rtb/core/report.h"
 #include "rtb/kafka/kafka.h"
 
 namespace rtb::cli {
 
-void AddReplayOptions(CLI::App* rp, ReplayArgs* a) {
+CLI::App* AddReplayCommand(CLI::App* app, ReplayArgs* a) {
+  a->job.config = DefaultConfig("configs/simulator/default.yaml");
+  auto* rp = app->add_subcommand(
+      "replay", "Replay strategies or policies over logged auctions (docs/replay.md protocols)");
   rp->footer(
       "Examples:\n"
       "  rtb replay --format rlb --log test.txt --info campaign.json --protocol rlb \\\n"
@@ -77,6 +81,7 @@ void AddReplayOptions(CLI::App* rp, ReplayArgs* a) {
   rp->add_option("--out", a->out, "Write report.{json,csv,md,html} here");
   rp->add_flag("--json", a->json, "Print one JSON object");
   rp->add_flag("--quiet", a->quiet, "No progress lines");
+  return rp;
 }
 
 int RunReplay(const ReplayArgs& a) {

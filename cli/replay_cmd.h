@@ -21,7 +21,7 @@ struct ReplayArgs {
   std::vector<std::pair<std::string, std::string>> kafka_properties;
 };
 
-void AddReplayOptions(CLI::App* sub, ReplayArgs* a);
+CLI::App* AddReplayCommand(CLI::App* app, ReplayArgs* a);
 int RunReplay(const ReplayArgs& a);
 
 }  // namespace rtb::cli

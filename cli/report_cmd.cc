@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "common.h"
 #include "kafka_cmd.h"
 #include "rtb/bidder/config.h"
 #include "rtb/core/ab_report.h"
@@ -10,7 +11,12 @@
 
 namespace rtb::cli {
 
-void AddReportOptions(CLI::App* sub, ReportArgs* a) {
+CLI::App* AddReportCommand(CLI::App* app, ReportArgs* a) {
+  a->bidder_config = DefaultConfig("configs/bidder/default.yaml");
+  auto* sub = app->add_subcommand(
+      "report",
+      "The A/B report from the bidders' events: per day, arm, agent and advertiser budget, "
+      "spend, COST, revenue, ROI, CPA, CPC, win rate; learned against manual with intervals");
   sub->footer(
       "Examples:\n"
       "  rtb report --events out/demo/events.jsonl --bidder-config out/demo/bidder/bidder.yaml\n"
@@ -34,6 +40,7 @@ void AddReportOptions(CLI::App* sub, ReportArgs* a) {
   sub->add_option("--note", a->notes,
                   "A line for the report's notes, e.g. how the events were produced (repeatable)");
   sub->add_flag("--quiet", a->quiet, "Print nothing but errors");
+  return sub;
 }
 
 int RunReport(const ReportArgs& a) {

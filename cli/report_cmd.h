@@ -25,7 +25,7 @@ struct ReportArgs {
   std::vector<std::string> notes;  // extra lines for the report's notes (how the events arose)
 };
 
-void AddReportOptions(CLI::App* sub, ReportArgs* a);
+CLI::App* AddReportCommand(CLI::App* app, ReportArgs* a);
 int RunReport(const ReportArgs& a);
 
 }  // namespace rtb::cli

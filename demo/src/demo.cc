@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -112,11 +113,11 @@ struct Played {
 // What the learner recorded and what the events topic holds (phase 6).
 struct LoopRecord {
   std::map<uint64_t, ActionTable> tables;  // every table published, by version
-  std::map<std::pair<int64_t, int>, json> learner_steps;
+  std::map<std::pair<int64_t, int>, LearnerStep> learner_steps;
   int64_t transitions = 0;
   uint64_t imported = 0;  // offline transitions imported first
   std::vector<std::string> missing, duplicated;
-  json partitions = json::array();
+  std::vector<PartitionCheck> partitions;
   int64_t topic_messages = 0;
   // Per policy version: when each bidder process installed it (unix ms, from its log; a
   // restarted bidder counts once, at its first install).
@@ -156,21 +157,6 @@ std::map<uint64_t, std::vector<int64_t>> PolicyInstalls(const Setup& s) {
     for (const auto& [v, ms] : first) out[v].push_back(ms);
   }
   return out;
-}
-
-json OutcomeJson(const Outcome& o) {
-  auto num = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
-  json j;
-  j["revenue"] = o.revenue.units();
-  j["cost"] = o.cost.units();
-  j["budget"] = o.budget.units();
-  j["clicks"] = o.clicks;
-  j["conversions"] = o.conversions;
-  j["impressions"] = o.impressions;
-  j["roi"] = num(Roi(o));
-  j["cost_per_click"] = num(CostPerClick(o));
-  j["cost_over_budget"] = num(CostOverBudget(o));
-  return j;
 }
 
 // ---- 1. Prepare -------------------------------------------------------------------------
@@ -650,7 +636,14 @@ Result<LoopRecord> ReadLoopRecord(const Setup& s, const Services& svc) {
         if (it == seen.end()) rec.missing.push_back(name);
         if (it != seen.end() && it->second > 1) rec.duplicated.push_back(name);
         auto m = store->GetMeta("step:" + name);
-        if (m.ok()) rec.learner_steps[{d, st}] = json::parse(*m);
+        if (!m.ok()) continue;
+        const json j = json::parse(*m, nullptr, /*allow_exceptions=*/false);
+        if (!j.is_object()) continue;
+        LearnerStep& ls = rec.learner_steps[{d, st}];
+        ls.record = *m;
+        ls.total_cost_micros = j.value("total_cost_micros", int64_t{0});
+        ls.total_revenue_micros = j.value("total_revenue_micros", int64_t{0});
+        ls.cost_micros = j.value("cost_micros", std::vector<int64_t>());
       }
     }
   }
@@ -663,12 +656,12 @@ Result<LoopRecord> ReadLoopRecord(const Setup& s, const Services& svc) {
     const int64_t lo = wm.ok() ? wm->first : 0, hi = wm.ok() ? wm->second : 0;
     rec.topic_messages += hi - lo;
     const std::string k = std::to_string(p);
-    rec.partitions.push_back(
-        {{"partition", p},
-         {"high_watermark", hi},
-         {"learner_next_offset", online.contains("offsets") && online["offsets"].contains(k)
-                                     ? online["offsets"][k]
-                                     : json(nullptr)}});
+    PartitionCheck& pc = rec.partitions.emplace_back();
+    pc.partition = p;
+    pc.high_watermark = hi;
+    if (online.contains("offsets") && online["offsets"].contains(k)) {
+      pc.learner_next_offset = online["offsets"][k].get<int64_t>();
+    }
   }
   rec.installed_ms = PolicyInstalls(s);
   return rec;
@@ -676,244 +669,171 @@ Result<LoopRecord> ReadLoopRecord(const Setup& s, const Services& svc) {
 
 // ---- 7. Report --------------------------------------------------------------------------
 
-// One live day against manual bids, with its steps' tables, policy lags and bookkeeping check.
-json DayJson(const Setup& s, const Services& svc, const Played& p, const LoopRecord& rec, int d,
-             const std::vector<Micros> (&arm_budget)[kArms], std::vector<double>* lags,
-             bool* totals_match, Outcome (*arm_totals)[kArms]) {
-  const sim::Scenario& sc = *s.sc;
-  const auto& acct = p.accounts[static_cast<size_t>(d)];
-  const RunResult& manual = p.manuals[static_cast<size_t>(d)];
-  json day;
-  day["day"] = d;
-  // The two live arms, as the exchange accounted them (each with its part of the budgets).
-  Outcome arm_total[kArms];
-  for (const Arm arm : {Arm::kLearned, Arm::kManual}) {
-    const int a = static_cast<int>(arm);
-    json by_agent = json::array();
-    for (int i = 0; i < s.N; ++i) {
-      Outcome o = acct.by_arm_agent[static_cast<size_t>(a * s.N + i)];
-      o.budget = arm_budget[a][static_cast<size_t>(i)];
-      arm_total[a] += o;
-      by_agent.push_back(OutcomeJson(o));
-    }
-    day[ArmName(arm)] = OutcomeJson(arm_total[a]);
-    day[ArmName(arm)]["by_agent"] = by_agent;
-    (*arm_totals)[a] += arm_total[a];
-  }
-  const Outcome& learned_total = arm_total[0];
-  // The simulator's engine playing the tables the bidder served, on the same day: how far the
-  // live loop (HTTP, budgets guarded by reservations, Kafka) is from the offline model.
-  std::vector<ActionTable> served;
-  for (int st = 0; st < s.T; ++st) {
-    auto it = rec.tables.find(1 + static_cast<uint64_t>(d) * s.T + st);
-    served.push_back(it == rec.tables.end() ? ActionTable(s.N, s.L) : it->second);
-  }
-  const RunResult ls =
-      sim::EvaluateTables(sc, p.days[static_cast<size_t>(d)], sc.test_budgets, served);
-  day["learned_in_simulator"] = OutcomeJson(ls.total);
-  day["learned_in_simulator"]["by_agent"] = json::array();
-  for (const auto& o : ls.rows) day["learned_in_simulator"]["by_agent"].push_back(OutcomeJson(o));
-  // The same tables on the learned arm alone (its users, its part of the budgets): what the
-  // live learned arm would get if HTTP, reservations and Kafka cost it nothing.
-  if (svc.xc.learned_share < 1) {
-    sim::Scenario arm;
-    arm.cfg = sc.cfg;
-    arm.market = sc.market;
-    arm.test = p.days[static_cast<size_t>(d)];  // the only day restricted (no training day)
-    arm.test_budgets = sc.test_budgets;
-    sim::RestrictToArm(arm, svc.xc.learned_share, svc.xc.ab_salt);
-    const RunResult la = sim::EvaluateTables(arm, arm.test, arm.test_budgets, served);
-    day["learned_arm_in_simulator"] = OutcomeJson(la.total);
-    day["learned_arm_in_simulator"]["by_agent"] = json::array();
-    for (const auto& o : la.rows) {
-      day["learned_arm_in_simulator"]["by_agent"].push_back(OutcomeJson(o));
-    }
-  }
-  // Several bidders: both arms in the simulator, their budgets served by one bidder, and by the
-  // demo's bidders under an ideal coordinator (AuctionEngine::SplitBudgets: equal parts, or
-  // whole bids first, knowing each bid before it is made). What the live leases can reach on
-  // these budgets, beside what they did (docs/budget-leases.md, section 8).
-  if (s.cfg.bidders > 1 && svc.xc.learned_share < 1) {
-    json split;
-    split["bidders"] = s.cfg.bidders;
-    using Rule = sim::AuctionEngine::SplitRule;
-    const std::vector<ActionTable> manual_tables(1, ActionTable(s.N, s.L));
-    sim::Scenario arms[kArms];
-    for (const Arm arm : {Arm::kLearned, Arm::kManual}) {
-      sim::Scenario& a = arms[static_cast<int>(arm)];
-      a.cfg = sc.cfg;
-      a.market = sc.market;
-      a.test = p.days[static_cast<size_t>(d)];
-      a.test_budgets = sc.test_budgets;
-      sim::RestrictToArm(a, svc.xc.learned_share, svc.xc.ab_salt, arm);
-    }
-    for (const auto& [name, bidders, rule] :
-         {std::tuple{"one_bidder", 1, Rule::kEven}, std::tuple{"even", s.cfg.bidders, Rule::kEven},
-          std::tuple{"whole_mean", s.cfg.bidders, Rule::kWholeMean},
-          std::tuple{"whole", s.cfg.bidders, Rule::kWhole}}) {
-      json r;
-      double revenue[kArms] = {0, 0};
-      for (const Arm arm : {Arm::kLearned, Arm::kManual}) {
-        const sim::Scenario& a = arms[static_cast<int>(arm)];
-        const RunResult run =
-            sim::EvaluateTables(a, a.test, a.test_budgets,
-                                arm == Arm::kLearned ? served : manual_tables, 0, bidders, rule);
-        json cost = json::array();
-        for (const auto& o : run.rows) cost.push_back(OutcomeJson(o)["cost_over_budget"]);
-        r[ArmName(arm)] = {{"cost_over_budget_by_agent", cost},
-                           {"revenue", run.total.revenue.units()}};
-        revenue[static_cast<int>(arm)] = run.total.revenue.units();
-      }
-      const double sh = svc.xc.learned_share;
-      r["revenue_ratio"] =
-          revenue[1] > 0 ? json((revenue[0] / sh) / (revenue[1] / (1 - sh))) : json(nullptr);
-      split[name] = r;
-    }
-    day["split_in_simulator"] = split;
-  }
-  // The simulator's counterfactual: every user of the day bid manual with the whole budgets.
-  day["manual_in_simulator"] = OutcomeJson(manual.total);
-  day["manual_in_simulator"]["by_agent"] = json::array();
-  for (const auto& o : manual.rows) {
-    day["manual_in_simulator"]["by_agent"].push_back(OutcomeJson(o));
-  }
-  // Learned against manual per unit of each arm's share of users and budgets.
-  const double share = s.cfg.learned_share;
-  const double manual_rev = arm_total[1].revenue.units();
-  day["revenue_ratio"] =
-      share < 1 && manual_rev > 0
-          ? json((learned_total.revenue.units() / share) / (manual_rev / (1 - share)))
-          : json(nullptr);
-  day["revenue_ratio_to_simulated_manual"] =
-      manual.total.revenue.value() > 0
-          ? json(learned_total.revenue.units() / share / manual.total.revenue.units())
-          : json(nullptr);
-  day["seconds"] = acct.seconds;
-  day["steps"] = json::array();
-  for (const auto& sa : acct.steps) {
-    json st;
-    st["step"] = sa.marker.step;
-    const uint64_t version = 1 + static_cast<uint64_t>(d) * s.T + sa.marker.step;
-    st["policy_version"] = version;
-    json tab = json::array();
-    auto it = rec.tables.find(version);
-    for (int i = 0; i < s.N; ++i) {
-      json row = json::array();
-      for (int j = 0; j < s.L; ++j)
-        row.push_back(it == rec.tables.end() ? 0.0 : it->second.at(i, j));
-      tab.push_back(row);
-    }
-    st["table"] = tab;
-    st["policy_lag_ms"] = sa.policy_lag_ms >= 0 ? json(sa.policy_lag_ms) : json(nullptr);
-    // Several bidders read the policy topic each on its own: when the first and the last of
-    // them installed this step's table.
-    if (const auto in = rec.installed_ms.find(version);
-        s.cfg.bidders > 1 && in != rec.installed_ms.end()) {
-      const auto [lo, hi] = std::minmax_element(in->second.begin(), in->second.end());
-      st["policy_switch"] = {{"bidders", in->second.size()}, {"spread_ms", *hi - *lo}};
-    }
-    if (sa.policy_lag_ms >= 0) lags->push_back(sa.policy_lag_ms);
-    st["exchange"] = json::parse(EncodeStepMarker(sa.marker));
-    st["lost_requests"] = sa.lost_requests;
-    if (sa.rerouted_requests > 0) st["rerouted_requests"] = sa.rerouted_requests;
-    st["failed_notices"] = sa.failed_notices;
-    if (sa.moved_notices > 0) st["moved_notices"] = sa.moved_notices;
-    const auto lstep = rec.learner_steps.find({d, sa.marker.step});
-    bool match = false;
-    if (lstep != rec.learner_steps.end()) {
-      st["learner"] = lstep->second;
-      // The learner learns from the learned arm: its totals are that arm's.
-      Outcome learned_arm;
-      for (int i = 0; i < s.N; ++i) learned_arm += sa.by_arm_agent[static_cast<size_t>(i)];
-      match = lstep->second["total_cost_micros"].get<int64_t>() == learned_arm.cost.value() &&
-              lstep->second["total_revenue_micros"].get<int64_t>() == learned_arm.revenue.value();
-    }
-    st["learner_matches_exchange"] = match;
-    *totals_match = *totals_match && match;
-    day["steps"].push_back(st);
-  }
-  return day;
-}
+// Each arm's part of every advertiser's budget, summed per agent (as the bidder splits them).
+using ArmBudgets = std::array<std::vector<Micros>, kArms>;
 
-json BuildReport(const Setup& s, const Services& svc, const Played& p, const LoopRecord& rec,
-                 const std::string& init_ckpt) {
+ArmBudgets ArmBudgetsOf(const Setup& s) {
   const sim::Scenario& sc = *s.sc;
-  json report;
-  report["title"] = "rtb demo: the closed loop, learned (live) vs manual bids";
-  report["kind"] = "demo";
-  report["days"] = json::array();
-  // Each arm's part of every advertiser's budget, summed per agent (as the bidder splits them).
-  std::vector<Micros> arm_budget[kArms];
+  ArmBudgets out;
   for (const Arm arm : {Arm::kLearned, Arm::kManual}) {
-    auto& b = arm_budget[static_cast<int>(arm)];
+    auto& b = out[static_cast<size_t>(arm)];
     b.assign(static_cast<size_t>(s.N), Micros(0));
     for (size_t k = 0; k < sc.test_budgets.size() && k < sc.market.agent_of.size(); ++k) {
       b[sc.market.agent_of[k]] += ArmBudget(sc.test_budgets[k], arm, s.cfg.learned_share);
     }
   }
-  Outcome arm_totals[kArms];
-  report["replay_imported_offline_transitions"] = rec.imported;
-  std::vector<double> lags;
-  bool totals_match = true;
-  for (int d = 0; d < s.cfg.days; ++d) {
-    report["days"].push_back(
-        DayJson(s, svc, p, rec, d, arm_budget, &lags, &totals_match, &arm_totals));
+  return out;
+}
+
+OutcomeRows RowsOf(const RunResult& run) { return {run.total, run.rows}; }
+
+// The tables the bidder served on day d, one per step (manual where none was read back).
+std::vector<ActionTable> ServedTables(const Setup& s, const LoopRecord& rec, int d) {
+  std::vector<ActionTable> served;
+  for (int st = 0; st < s.T; ++st) {
+    auto it = rec.tables.find(1 + static_cast<uint64_t>(d) * s.T + st);
+    served.push_back(it == rec.tables.end() ? ActionTable(s.N, s.L) : it->second);
   }
-  // The A/B test's totals over the days (the exchange's accounting).
-  report["learned_share"] = s.cfg.learned_share;
-  for (const Arm arm : {Arm::kLearned, Arm::kManual}) {
-    const Outcome& o = arm_totals[static_cast<int>(arm)];
-    auto num = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
-    report["arms"][ArmName(arm)] = {{"revenue", o.revenue.units()},
-                                    {"spend", o.cost.units()},
-                                    {"budget", o.budget.units()},
-                                    {"clicks", o.clicks},
-                                    {"conversions", o.conversions},
-                                    {"impressions", o.impressions},
-                                    {"roi", num(Roi(o))},
-                                    {"cpa", num(CostPerConversion(o))},
-                                    {"cost", num(CostOverBudget(o))}};
-  }
-  std::sort(lags.begin(), lags.end());
-  auto q = [&](double f) {
-    return lags.empty() ? 0.0
-                        : lags[std::min(lags.size() - 1, static_cast<size_t>(f * lags.size()))];
-  };
-  report["policy_lag_ms"] = {{"p50", q(0.5)},
-                             {"p90", q(0.9)},
-                             {"max", lags.empty() ? 0.0 : lags.back()},
-                             {"n", static_cast<int>(lags.size())}};
-  if (s.cfg.bidders > 1) {
-    // Per table: the spread between the first and the last bidder to install it.
-    std::vector<double> spreads;
-    for (const auto& [v, ms] : rec.installed_ms) {
-      if (v == 0 || ms.size() < 2) continue;
-      const auto [lo, hi] = std::minmax_element(ms.begin(), ms.end());
-      spreads.push_back(static_cast<double>(*hi - *lo));
+  return served;
+}
+
+// One arm of the A/B test on a day, in the simulator: its users, its part of the budgets.
+std::unique_ptr<sim::Scenario> ArmScenario(const Setup& s, const Services& svc, const sim::Day& day,
+                                           Arm arm) {
+  auto a = std::make_unique<sim::Scenario>();
+  a->cfg = s.sc->cfg;
+  a->market = s.sc->market;
+  a->test = day;  // the only day restricted (no training day)
+  a->test_budgets = s.sc->test_budgets;
+  sim::RestrictToArm(*a, svc.xc.learned_share, svc.xc.ab_salt, arm);
+  return a;
+}
+
+// Several bidders: both arms in the simulator, their budgets served by one bidder, and by the
+// demo's bidders under an ideal coordinator (AuctionEngine::SplitBudgets: equal parts, or
+// whole bids first, knowing each bid before it is made). What the live leases can reach on
+// these budgets, beside what they did (docs/budget-leases.md, section 8).
+SplitInSimulator SplitOf(const Setup& s, const Services& svc, const sim::Scenario* arms[kArms],
+                         const std::vector<ActionTable>& served) {
+  using Rule = sim::AuctionEngine::SplitRule;
+  SplitInSimulator split;
+  split.bidders = s.cfg.bidders;
+  const std::vector<ActionTable> manual_tables(1, ActionTable(s.N, s.L));
+  for (const auto& [name, bidders, rule] :
+       {std::tuple{"one_bidder", 1, Rule::kEven}, std::tuple{"even", s.cfg.bidders, Rule::kEven},
+        std::tuple{"whole_mean", s.cfg.bidders, Rule::kWholeMean},
+        std::tuple{"whole", s.cfg.bidders, Rule::kWhole}}) {
+    SplitRun r;
+    for (const Arm arm : {Arm::kLearned, Arm::kManual}) {
+      const sim::Scenario& a = *arms[static_cast<int>(arm)];
+      const RunResult run =
+          sim::EvaluateTables(a, a.test, a.test_budgets,
+                              arm == Arm::kLearned ? served : manual_tables, 0, bidders, rule);
+      SplitRun::ArmRun& out = r.arms[static_cast<int>(arm)];
+      for (const auto& o : run.rows) out.cost_over_budget_by_agent.push_back(CostOverBudget(o));
+      out.revenue = run.total.revenue.units();
     }
-    std::sort(spreads.begin(), spreads.end());
-    auto qs = [&](double f) {
-      return spreads.empty()
-                 ? 0.0
-                 : spreads[std::min(spreads.size() - 1, static_cast<size_t>(f * spreads.size()))];
-    };
-    report["policy_switch_spread_ms"] = {{"p50", qs(0.5)},
-                                         {"max", spreads.empty() ? 0.0 : spreads.back()},
-                                         {"tables", static_cast<int>(spreads.size())}};
+    const double sh = svc.xc.learned_share;
+    const double learned = r.arms[0].revenue, manual = r.arms[1].revenue;
+    if (manual > 0) r.revenue_ratio = (learned / sh) / (manual / (1 - sh));
+    split.runs.emplace_back(name, std::move(r));
   }
-  report["loop_check"] = {{"transitions", rec.transitions},
-                          {"expected_transitions", static_cast<int64_t>(s.cfg.days) * s.T},
-                          {"missing", rec.missing},
-                          {"duplicated", rec.duplicated},
-                          {"totals_match", totals_match},
-                          {"events_topic_messages", rec.topic_messages},
-                          {"events_partitions", rec.partitions}};
-  report["chaos"] = p.chaos_log;
-  report["processes"] = {{"learner_exit", svc.learner_exit}, {"bidder_exit", svc.bidder_exit}};
-  if (svc.budget != nullptr) report["processes"]["budget_exit"] = svc.budget_exit;
-  report["bidders"] = s.cfg.bidders;
-  report["requests_per_bidder"] = svc.exchange->RequestsPerBidder();
-  report["about"] = {
+  return split;
+}
+
+// One step of a live day: the table served, its lag, and the learner's record of the step
+// against the exchange's accounting.
+DemoStep StepOf(const Setup& s, const LoopRecord& rec, int d, const exchange::StepAccount& sa) {
+  DemoStep st;
+  st.step = sa.marker.step;
+  st.policy_version = 1 + static_cast<uint64_t>(d) * s.T + sa.marker.step;
+  const auto it = rec.tables.find(st.policy_version);
+  for (int i = 0; i < s.N; ++i) {
+    auto& row = st.table.emplace_back();
+    for (int j = 0; j < s.L; ++j) {
+      row.push_back(it == rec.tables.end() ? 0.0 : it->second.at(i, j));
+    }
+  }
+  if (sa.policy_lag_ms >= 0) st.policy_lag_ms = sa.policy_lag_ms;
+  // Several bidders read the policy topic each on its own: when the first and the last of
+  // them installed this step's table.
+  if (const auto in = rec.installed_ms.find(st.policy_version);
+      s.cfg.bidders > 1 && in != rec.installed_ms.end()) {
+    const auto [lo, hi] = std::minmax_element(in->second.begin(), in->second.end());
+    st.policy_switch = PolicySwitch{in->second.size(), *hi - *lo};
+  }
+  st.exchange = sa.marker;
+  st.lost_requests = sa.lost_requests;
+  st.rerouted_requests = sa.rerouted_requests;
+  st.failed_notices = sa.failed_notices;
+  st.moved_notices = sa.moved_notices;
+  const auto lstep = rec.learner_steps.find({d, sa.marker.step});
+  if (lstep != rec.learner_steps.end()) {
+    st.learner = lstep->second;
+    // The learner learns from the learned arm: its totals are that arm's.
+    Outcome learned_arm;
+    for (int i = 0; i < s.N; ++i) learned_arm += sa.by_arm_agent[static_cast<size_t>(i)];
+    st.learner_matches_exchange = lstep->second.total_cost_micros == learned_arm.cost.value() &&
+                                  lstep->second.total_revenue_micros == learned_arm.revenue.value();
+  }
+  return st;
+}
+
+// One live day against manual bids: the arms as the exchange accounted them, the simulator's
+// counterfactuals on the same day, and the steps.
+DemoDay DayOf(const Setup& s, const Services& svc, const Played& p, const LoopRecord& rec, int d,
+              const ArmBudgets& arm_budget) {
+  const sim::Scenario& sc = *s.sc;
+  const size_t di = static_cast<size_t>(d);
+  const exchange::DayAccount& acct = p.accounts[di];
+  const RunResult& manual = p.manuals[di];
+  DemoDay day;
+  day.day = d;
+  // The two live arms, as the exchange accounted them (each with its part of the budgets).
+  for (int a = 0; a < kArms; ++a) {
+    for (int i = 0; i < s.N; ++i) {
+      Outcome o = acct.by_arm_agent[static_cast<size_t>(a * s.N + i)];
+      o.budget = arm_budget[static_cast<size_t>(a)][static_cast<size_t>(i)];
+      day.arms[a].total += o;
+      day.arms[a].by_agent.push_back(o);
+    }
+  }
+  // The simulator's engine playing the tables the bidder served, on the same day: how far the
+  // live loop (HTTP, budgets guarded by reservations, Kafka) is from the offline model.
+  const std::vector<ActionTable> served = ServedTables(s, rec, d);
+  day.learned_in_simulator = RowsOf(sim::EvaluateTables(sc, p.days[di], sc.test_budgets, served));
+  // The same tables on the learned arm alone (its users, its part of the budgets): what the
+  // live learned arm would get if HTTP, reservations and Kafka cost it nothing.
+  if (svc.xc.learned_share < 1) {
+    const auto learned = ArmScenario(s, svc, p.days[di], Arm::kLearned);
+    day.learned_arm_in_simulator =
+        RowsOf(sim::EvaluateTables(*learned, learned->test, learned->test_budgets, served));
+    if (s.cfg.bidders > 1) {
+      const auto manual_arm = ArmScenario(s, svc, p.days[di], Arm::kManual);
+      const sim::Scenario* arms[kArms] = {learned.get(), manual_arm.get()};
+      day.split_in_simulator = SplitOf(s, svc, arms, served);
+    }
+  }
+  // The simulator's counterfactual: every user of the day bid manual with the whole budgets.
+  day.manual_in_simulator = RowsOf(manual);
+  // Learned against manual per unit of each arm's share of users and budgets.
+  const double share = s.cfg.learned_share;
+  const double learned_rev = day.arms[0].total.revenue.units();
+  const double manual_rev = day.arms[1].total.revenue.units();
+  if (share < 1 && manual_rev > 0) {
+    day.revenue_ratio = (learned_rev / share) / (manual_rev / (1 - share));
+  }
+  if (manual.total.revenue.value() > 0) {
+    day.revenue_ratio_to_simulated_manual = learned_rev / share / manual.total.revenue.units();
+  }
+  day.seconds = acct.seconds;
+  for (const auto& sa : acct.steps) day.steps.push_back(StepOf(s, rec, d, sa));
+  return day;
+}
+
+// How the report was made, one paragraph each.
+std::vector<std::string> About(const Setup& s, const Services& svc, const std::string& init_ckpt) {
+  return {
       "The live loop: " + std::to_string(s.cfg.days) + " simulated days of the world in " +
           doc::ShownPath(s.sim_path) +
           " were played by `rtb exchange` against a real bidder (`rtb serve`, OpenRTB over HTTP) "
@@ -940,34 +860,111 @@ json BuildReport(const Setup& s, const Services& svc, const Played& p, const Loo
       "budget (the paper's setting); COST = spend / budget.",
       "Rerun: rtb demo --config " + doc::ShownPath(s.args.config) + " --out " +
           doc::ShownPath(s.cfg.out)};
-  if (!init_ckpt.empty()) report["pretrain_report"] = "pretrain/report.html";
-  return report;
+}
+
+DemoReport BuildReport(const Setup& s, const Services& svc, const Played& p, const LoopRecord& rec,
+                       const std::string& init_ckpt) {
+  DemoReport r;
+  const ArmBudgets arm_budget = ArmBudgetsOf(s);
+  r.replay_imported_offline_transitions = rec.imported;
+  for (int d = 0; d < s.cfg.days; ++d) r.days.push_back(DayOf(s, svc, p, rec, d, arm_budget));
+  r.learned_share = s.cfg.learned_share;
+  SummariseDays(&r);  // the A/B test's totals over the days (the exchange's accounting), lags
+  if (s.cfg.bidders > 1) {
+    // Per table: the spread between the first and the last bidder to install it.
+    std::vector<double> spreads;
+    for (const auto& [v, ms] : rec.installed_ms) {
+      if (v == 0 || ms.size() < 2) continue;
+      const auto [lo, hi] = std::minmax_element(ms.begin(), ms.end());
+      spreads.push_back(static_cast<double>(*hi - *lo));
+    }
+    r.policy_switch_spread_ms = QuantilesOf(std::move(spreads));
+  }
+  LoopCheck& lc = r.loop_check;
+  lc.transitions = rec.transitions;
+  lc.expected_transitions = static_cast<int64_t>(s.cfg.days) * s.T;
+  lc.missing = rec.missing;
+  lc.duplicated = rec.duplicated;
+  lc.events_topic_messages = rec.topic_messages;
+  lc.events_partitions = rec.partitions;
+  r.chaos = p.chaos_log;
+  r.processes.learner_exit = svc.learner_exit;
+  r.processes.bidder_exit = svc.bidder_exit;
+  if (svc.budget != nullptr) r.processes.budget_exit = svc.budget_exit;
+  r.bidders = s.cfg.bidders;
+  r.requests_per_bidder = svc.exchange->RequestsPerBidder();
+  r.about = About(s, svc, init_ckpt);
+  if (!init_ckpt.empty()) r.pretrain_report = "pretrain/report.html";
+  return r;
 }
 
 // The events topic as a JSON-lines dump: what `rtb replay --format events` reads offline. It
 // was read as it was written (the embedded cluster keeps about 5 MB per partition, less than a
 // long run); this reads on to the topic's end.
-json DumpEvents(const Setup& s, Services& svc) {
+EventsDump DumpEvents(const Setup& s, Services& svc) {
   const Status st = svc.events_tail->Finish(30000);
   svc.events_dump.flush();
   const bool written = static_cast<bool>(svc.events_dump);
   svc.events_dump.close();
-  const int64_t dumped = svc.events_tail->messages(), not_retained = svc.events_tail->missed();
-  return {{"file", "events.jsonl"},
-          {"messages", dumped},
-          {"read_to_end", st.ok()},
-          {"messages_no_longer_retained", not_retained},
-          {"complete", st.ok() && written && not_retained == 0},
-          {"replay", "rtb replay --format events --log " + doc::ShownPath(s.cfg.out) +
-                         "/events.jsonl --strategy logged,manual"}};
+  EventsDump e;
+  e.messages = svc.events_tail->messages();
+  e.read_to_end = st.ok();
+  e.messages_no_longer_retained = svc.events_tail->missed();
+  e.complete = st.ok() && written && e.messages_no_longer_retained == 0;
+  e.replay = "rtb replay --format events --log " + doc::ShownPath(s.cfg.out) +
+             "/events.jsonl --strategy logged,manual";
+  return e;
+}
+
+// The A/B report's comparison of the arms, as that report wrote it (its "comparison").
+AbComparison ComparisonOf(const std::string& ab_report_json) {
+  const json j = json::parse(ab_report_json)["comparison"];
+  auto num = [](const json& v) { return v.is_number() ? v.get<double>() : kNaN; };
+  auto ci = [&num](const json& c) {
+    RatioCi r;
+    r.ratio = num(c["ratio"]);
+    r.lo = num(c["ci95"][0]);
+    r.hi = num(c["ci95"][1]);
+    r.resamples = c["resamples"].get<int>();
+    r.buckets = c["buckets"].get<int>();
+    return r;
+  };
+  return {ci(j["revenue_ratio"]), ci(j["roi_ratio"]), j["per_share"].get<std::string>()};
+}
+
+// Budgets, from the bidders' events: no (day, arm, advertiser) over its part of the budget,
+// each agent's delivery (the lowest COST of any day, arm and agent) and each arm's (the lowest
+// COST of any day and arm, over its agents).
+EventsBudgetCheck BudgetsFromEvents(const AbTally& tally, double learned_share) {
+  double max_over = 0, min_cost = 1e300, min_arm_cost = 1e300;
+  for (const int64_t d : tally.Days()) {
+    for (const Arm arm : {Arm::kLearned, Arm::kManual}) {
+      if (arm == Arm::kManual && learned_share >= 1) continue;
+      for (size_t k = 0; k < tally.advertisers().size(); ++k) {
+        const ArmTotals t = tally.Of(d, arm, k);
+        if (t.budget.value() > 0) {
+          max_over =
+              std::max(max_over, 100.0 * static_cast<double>(t.spend.value() - t.budget.value()) /
+                                     static_cast<double>(t.budget.value()));
+        }
+      }
+      ArmTotals whole;
+      for (int i = 0; i < tally.agents(); ++i) {
+        const ArmTotals g = tally.OfAgent(d, arm, i);
+        if (g.budget.value() > 0) min_cost = std::min(min_cost, 100.0 * g.Cost());
+        whole += g;
+      }
+      if (whole.budget.value() > 0) min_arm_cost = std::min(min_arm_cost, 100.0 * whole.Cost());
+    }
+  }
+  // A running minimum (started at 1e300), or none if nothing was seen.
+  auto seen = [](double v) { return v < 1e299 ? v : kNaN; };
+  return {max_over, seen(min_cost), seen(min_arm_cost)};
 }
 
 // `rtb report` on the events dump: the A/B report from the bidder's own events, written to
 // ab/, and checked against the exchange's accounting of the arms (spend and revenue).
-// A running minimum or maximum (started at +-1e300) as a number, or null if nothing was seen.
-json SeenOrNull(double v) { return std::abs(v) < 1e299 ? json(v) : json(nullptr); }
-
-Result<json> AbFromEvents(const Setup& s, const json& report) {
+Result<AbFromEvents> AbReportFromEvents(const Setup& s, const DemoReport& report) {
   RTB_ASSIGN_OR_RETURN(const bidder::BidderConfig bcfg,
                        bidder::LoadBidderConfig(s.out + "/bidder/bidder.yaml"));
   // Buckets of a sixth of a step: enough pairs of the arms' totals for the intervals.
@@ -992,83 +989,25 @@ Result<json> AbFromEvents(const Setup& s, const json& report) {
                "/bidder/bidder.yaml --bucket-minutes " + std::to_string(bucket_ms / 60'000) +
                " --out " + doc::ShownPath(s.cfg.out) + "/ab";
   RTB_RETURN_IF_ERROR(WriteAbReportFiles(tally, info, s.out + "/ab"));
-  json j = json::parse(AbReportJson(tally, info));
-  json out = {{"file", "ab/report.html"},
-              {"rerun", info.rerun},
-              {"comparison", j["comparison"]},
-              {"events_counted", tally.events()},
-              {"malformed", malformed}};
+  AbFromEvents out;
+  out.rerun = info.rerun;
+  out.comparison = ComparisonOf(AbReportJson(tally, info));
+  out.events_counted = tally.events();
+  out.malformed = malformed;
   bool match = true;
   for (const Arm arm : {Arm::kLearned, Arm::kManual}) {
     const ArmTotals t = tally.OfArm(arm);
-    const json& ex = report["arms"][ArmName(arm)];
-    const double spend = ex["spend"].get<double>(), revenue = ex["revenue"].get<double>();
+    const Outcome& ex = report.arms[static_cast<int>(arm)];
     auto close = [](double a, double b) {
       return std::abs(a - b) <= 0.001 * std::max(1.0, std::abs(b));
     };
-    const double clicks = ex["clicks"].get<double>(), conversions = ex["conversions"].get<double>();
-    match = match && close(t.spend.units(), spend) && close(t.revenue.units(), revenue) &&
-            close(t.clicks, clicks) && close(t.conversions, conversions);
-    out["arms"][ArmName(arm)] = {{"spend", t.spend.units()},
-                                 {"revenue", t.revenue.units()},
-                                 {"clicks", t.clicks},
-                                 {"conversions", t.conversions}};
+    match = match && close(t.spend.units(), ex.cost.units()) &&
+            close(t.revenue.units(), ex.revenue.units()) && close(t.clicks, ex.clicks) &&
+            close(t.conversions, ex.conversions);
+    out.arms[static_cast<int>(arm)] = t;
   }
-  out["matches_exchange_within_0_1_pct"] = match;
-  // Budgets, from the bidders' events: no (day, arm, advertiser) over its part of the budget,
-  // each agent's delivery (the lowest COST of any day, arm and agent) and each arm's (the lowest
-  // COST of any day and arm, over its agents).
-  double max_over = 0, min_cost = 1e300, min_arm_cost = 1e300;
-  for (const int64_t d : tally.Days()) {
-    for (const Arm arm : {Arm::kLearned, Arm::kManual}) {
-      if (arm == Arm::kManual && bcfg.ab.learned_share >= 1) continue;
-      for (size_t k = 0; k < tally.advertisers().size(); ++k) {
-        const ArmTotals t = tally.Of(d, arm, k);
-        if (t.budget.value() > 0) {
-          max_over =
-              std::max(max_over, 100.0 * static_cast<double>(t.spend.value() - t.budget.value()) /
-                                     static_cast<double>(t.budget.value()));
-        }
-      }
-      ArmTotals whole;
-      for (int i = 0; i < tally.agents(); ++i) {
-        const ArmTotals g = tally.OfAgent(d, arm, i);
-        if (g.budget.value() > 0) min_cost = std::min(min_cost, 100.0 * g.Cost());
-        whole += g;
-      }
-      if (whole.budget.value() > 0) min_arm_cost = std::min(min_arm_cost, 100.0 * whole.Cost());
-    }
-  }
-  out["budget_check"] = {{"max_overspend_pct", max_over},
-                         {"min_cost_pct", SeenOrNull(min_cost)},
-                         {"min_arm_cost_pct", SeenOrNull(min_arm_cost)}};
-  return out;
-}
-
-// Over the days' split_in_simulator, per way of serving the budgets (those DayJson played): the
-// lowest COST of any day, arm and agent, and the lowest and highest learned / manual ratio per
-// share.
-json SplitSummary(const json& days) {
-  json out;
-  for (const auto& [name, first] : days[0]["split_in_simulator"].items()) {
-    if (!first.is_object()) continue;  // "bidders"
-    double min_cost = 1e300, lo = 1e300, hi = -1e300;
-    for (const auto& day : days) {
-      const json& r = day["split_in_simulator"][name];
-      for (const char* arm : {"learned", "manual"}) {
-        for (const auto& c : r[arm]["cost_over_budget_by_agent"]) {
-          if (c.is_number()) min_cost = std::min(min_cost, 100 * c.get<double>());
-        }
-      }
-      if (r["revenue_ratio"].is_number()) {
-        lo = std::min(lo, r["revenue_ratio"].get<double>());
-        hi = std::max(hi, r["revenue_ratio"].get<double>());
-      }
-    }
-    out[name] = {{"min_cost_pct", SeenOrNull(min_cost)},
-                 {"revenue_ratio_min", SeenOrNull(lo)},
-                 {"revenue_ratio_max", SeenOrNull(hi)}};
-  }
+  out.matches_exchange_within_0_1_pct = match;
+  out.budget_check = BudgetsFromEvents(tally, bcfg.ab.learned_share);
   return out;
 }
 
@@ -1087,14 +1026,6 @@ int64_t LeaseReclaims(const Setup& s) {
   return n;
 }
 
-Status WriteReport(const Setup& s, json& report, std::string* md) {
-  report["seconds"] = std::chrono::duration<double>(Clock::now() - s.start).count();
-  *md = RenderDemoMarkdown(report);
-  RTB_RETURN_IF_ERROR(WriteFileAtomic(s.cfg.out + "/report.json", report.dump(2) + "\n"));
-  RTB_RETURN_IF_ERROR(WriteFileAtomic(s.cfg.out + "/report.md", *md));
-  return WriteFileAtomic(s.cfg.out + "/report.html", RenderDemoHtml(report));
-}
-
 Status Run(const DemoArgs& args) {
   RTB_ASSIGN_OR_RETURN(const auto setup, Prepare(args));
   const Setup& s = *setup;
@@ -1103,23 +1034,22 @@ Status Run(const DemoArgs& args) {
   RTB_ASSIGN_OR_RETURN(const Played played, PlayDays(s, *svc));
   StopServices(*svc);
   RTB_ASSIGN_OR_RETURN(const LoopRecord rec, ReadLoopRecord(s, *svc));
-  json report = BuildReport(s, *svc, played, rec, init_ckpt);
-  report["events_dump"] = DumpEvents(s, *svc);
-  auto ab = AbFromEvents(s, report);
-  report["ab_from_events"] = ab.ok() ? *ab : json{{"error", ab.status().message()}};
+  DemoReport report = BuildReport(s, *svc, played, rec, init_ckpt);
+  report.events_dump = DumpEvents(s, *svc);
+  auto ab = AbReportFromEvents(s, report);
   if (ab.ok()) {
-    report["budget_check"] = (*ab)["budget_check"];
-    report["budget_check"]["bidders"] = s.cfg.bidders;
-    report["budget_check"]["lease_reclaims"] = LeaseReclaims(s);
-    if (!report["days"].empty() && report["days"][0].contains("split_in_simulator")) {
-      report["budget_check"]["in_simulator"] = SplitSummary(report["days"]);
-    }
+    report.ab_from_events = *std::move(ab);
+    report.budget_check.bidders = s.cfg.bidders;
+    report.budget_check.lease_reclaims = LeaseReclaims(s);
+    report.budget_check.in_simulator = SummariseSplits(report.days);
+  } else {
+    report.ab_from_events.error = ab.status().message();
   }
+  report.seconds = std::chrono::duration<double>(Clock::now() - s.start).count();
   std::string md;
-  RTB_RETURN_IF_ERROR(WriteReport(s, report, &md));
+  RTB_RETURN_IF_ERROR(WriteDemoReportFiles(report, s.cfg.out, &md));
   std::printf("%s", md.c_str());
-  std::printf("\nwrote %s/report.{json,md,html} in %.0f s\n", s.cfg.out.c_str(),
-              report["seconds"].get<double>());
+  std::printf("\nwrote %s/report.{json,md,html} in %.0f s\n", s.cfg.out.c_str(), report.seconds);
   return Status::Ok();
 }
 

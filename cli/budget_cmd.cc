@@ -1,0 +1,102 @@
+#include "budget_cmd.h"
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <thread>
+
+#include "common.h"
+#include "rtb/bidder/config.h"
+#include "rtb/core/log.h"
+
+namespace rtb::cli {
+
+CLI::App* AddBudgetCommand(CLI::App* app, BudgetArgs* a) {
+  a->c.lease.billing_window_ms = 0;  // 0: the market's reservation_timeout_ms
+  auto* bu = app->add_subcommand(
+      "budget", "The budget-lease coordinator: several bidders share every budget over Kafka");
+  bu->add_option("--market", a->market, "The bidders' config (advertisers, budgets, A/B share)")
+      ->required();
+  bu->add_option("--brokers", a->c.brokers, "Kafka bootstrap.servers (default: the market's)");
+  bu->add_option("--requests-topic", a->c.requests_topic, "Bidders' requests and reports")
+      ->capture_default_str();
+  bu->add_option("--grants-topic", a->c.grants_topic, "Holdings published (compacted)")
+      ->capture_default_str();
+  bu->add_option("--coordinators-topic", a->c.coordinators_topic,
+                 "Who serves the market, one coordinator at a time (one partition, compacted; "
+                 "default: <grants topic>.coordinators)");
+  bu->add_option("--handover-timeout-ms", a->c.handover_timeout_ms,
+                 "How long a starting coordinator waits for the one serving to hand over before "
+                 "taking it for dead; a serving one grants nothing once the last beat of its own "
+                 "it read back was written more than half of it ago")
+      ->check(CLI::Range(1'000, 600'000))
+      ->capture_default_str();
+  bu->add_option("--heartbeat-timeout-ms", a->c.lease.heartbeat_timeout_ms,
+                 "A bidder silent this long is dead: its unspent lease returns")
+      ->check(CLI::Range(int64_t{1000}, int64_t{86'400'000}))
+      ->capture_default_str();
+  bu->add_option("--reclaim-every-ms", a->c.reclaim_every_ms,
+                 "How often silent bidders are checked (a dead bidder is found at most this "
+                 "long after its heartbeat timeout)")
+      ->check(CLI::Range(50, 60'000))
+      ->capture_default_str();
+  bu->add_option("--need-stands-ms", a->c.need_stands_ms,
+                 "A need the pool could not meet is served first from what comes back, and "
+                 "asked of the other holders, for this long")
+      ->check(CLI::Range(100, 600'000))
+      ->capture_default_str();
+  bu->add_option("--leases-out", a->c.leases_out,
+                 "On stop, write every lease (budget, held, spent per bidder) to this CSV");
+  return bu;
+}
+
+// `rtb budget`: the lease coordinator, until SIGINT or SIGTERM.
+int RunBudget(BudgetArgs a) {
+  auto cfg = rtb::bidder::LoadBidderConfig(a.market);
+  if (!cfg.ok()) return Fail(cfg.status());
+  if (a.c.brokers.empty()) a.c.brokers = cfg->kafka.brokers;
+  a.c.kafka_properties = cfg->kafka.properties;
+  if (a.c.brokers.empty()) {
+    return Fail(rtb::Status::InvalidArgument(
+        "rtb budget needs Kafka: --brokers, or kafka.brokers in " + a.market));
+  }
+  for (const auto& adv : cfg->advertisers) a.c.daily_budget[adv.id] = adv.daily_budget;
+  a.c.learned_share = cfg->ab.learned_share;
+  a.c.lease.sizing = cfg->leases.sizing;
+  if (a.c.lease.billing_window_ms <= 0) a.c.lease.billing_window_ms = cfg->reservation_timeout_ms;
+  static std::atomic<bool> stop{false};
+  std::signal(SIGINT, [](int) { stop = true; });
+  std::signal(SIGTERM, [](int) { stop = true; });
+  // A coordinator that gave the market to a newer one idles until it is stopped: exiting would
+  // make a supervisor (Kubernetes' restartPolicy) start it again, and its claim would take the
+  // market back from the new one.
+  auto idle_until_stopped = [](const std::string& why) {
+    rtb::log::Get("budget").info("{}; serving nothing until stopped (SIGTERM)", why);
+    while (!stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    return 0;
+  };
+  a.c.stop = &stop;
+  auto co = rtb::budget::Coordinator::Create(a.c);
+  if (!co.ok()) {
+    if (co.status().code() == rtb::Status::Code::kFailedPrecondition) {
+      return idle_until_stopped(co.status().message());
+    }
+    return Fail(co.status());
+  }
+  const rtb::Status st = (*co)->Run(stop);
+  const auto n = (*co)->counters();
+  rtb::log::Get("budget").info(
+      "stopped; {} messages ({} malformed, {} for unknown budgets) with {} budget items, {} "
+      "holdings published, {} leases reclaimed, {} messages of reclaimed bidders sent before "
+      "they died, {} refused (a second process under a bidder's name)",
+      n.messages, n.malformed, n.unknown_budget, n.items, n.grants_published, n.reclaims,
+      n.late_from_dead, n.refused);
+  if (!st.ok()) return Fail(st);
+  if (!n.handed_over_to.empty()) {
+    co->reset();  // leaves the requests topic's group
+    return idle_until_stopped("handed the market over to coordinator " + n.handed_over_to);
+  }
+  return 0;
+}
+
+}  // namespace rtb::cli
