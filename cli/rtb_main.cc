@@ -27,6 +27,7 @@
 #include "rtb/core/rng.h"
 #include "rtb/demo/demo.h"
 #include "rtb/exchange/exchange.h"
+#include "rtb/learner/algo_spec.h"
 #include "rtb/simulator/config.h"
 #include "rtb/simulator/export.h"
 #include "rtb/simulator/fulllog.h"
@@ -489,8 +490,10 @@ int main(int argc, char** argv) {
   auto* tr = app.add_subcommand(
       "train",
       "Train and compare bidding agents (runs rtb-learner, the LibTorch binary): --config <yaml> "
-      "--algo <manual|bandit|a2c|ddpg|dcmab|dcmab-coord|partial|all> --seeds <k> --episodes <n> "
-      "--out <dir> --jobs <n> --resume");
+      "--algo <" +
+          rtb::learn::AlgoNameList("|") +
+          "|all> --seeds <k> --episodes <n> "
+          "--out <dir> --jobs <n> --resume");
   tr->allow_extras();
   auto* tu = app.add_subcommand(
       "tune",
