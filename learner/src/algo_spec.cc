@@ -59,8 +59,9 @@ std::string AlgoNameList(const std::string& sep) {
 
 std::string AlgoHelpLines() {
   std::string out;
-  for (const AlgoEntry& e : AlgoRegistry())
+  for (const AlgoEntry& e : AlgoRegistry()) {
     out += std::string("\n  ") + e.name + ": " + e.help + (e.in_all ? "" : " (not in all)");
+  }
   return out;
 }
 

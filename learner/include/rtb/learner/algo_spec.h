@@ -53,7 +53,7 @@ struct AlgoSpec {
   bool coordinated = false;   // r_i = total revenue
   double gamma = 0.99;
   std::vector<bool> learns;  // per agent
-  bool trains() const;
+  bool trains() const;       // some agent learns
   bool off_policy() const { return replay && trains(); }
 };
 
