@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "kernels.h"
-#include "nets.h"
+#include "maddpg.h"
 #include "rtb/core/memory.h"
 #include "rtb/learner/agents.h"
 #include "rtb/learner/replay_store.h"

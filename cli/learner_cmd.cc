@@ -9,6 +9,7 @@
 
 #include "common.h"
 #include "rtb/demo/demo.h"
+#include "rtb/learner/algo_spec.h"
 
 namespace rtb::cli {
 
@@ -16,8 +17,9 @@ void AddLearnerCommands(CLI::App* app) {
   auto* tr = app->add_subcommand(
       "train",
       "Train and compare bidding agents (runs rtb-learner, the LibTorch binary): --config <yaml> "
-      "--algo <manual|bandit|a2c|ddpg|dcmab|dcmab-coord|partial|all> --seeds <k> --episodes <n> "
-      "--out <dir> --jobs <n> --resume");
+      "--algo <" +
+          learn::AlgoNameList("|") +
+          "|all> --seeds <k> --episodes <n> --out <dir> --jobs <n> --resume");
   tr->allow_extras();
   auto* tu = app->add_subcommand(
       "tune",

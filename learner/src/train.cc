@@ -127,176 +127,204 @@ ScenarioDays PrepareDays(const sim::Scenario& sc) {
   return d;
 }
 
-// One (method, seed) run: the training loop of Algorithm 1, top to bottom.
-Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const sim::Scenario& sc,
-                           const ScenarioDays& days, uint64_t seed, int episodes,
-                           const std::string& dir, bool resume, std::atomic<int64_t>* progress) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const int N = sc.market.agents, L = sc.market.clusters;
-  const Normalizer norm = MakeNormalizer(sc.market, cfg.roi_scale);
-  RTB_ASSIGN_OR_RETURN(const DeliveryTerm delivery,
-                       MakeDeliveryTerm(cfg.delivery_target, cfg.delivery_penalty,
-                                        cfg.delivery_penalty_by_agent, N));
-  MultiAgentLearner learner(spec, cfg.hp, norm, seed);
-  RunOutput out;
-  if (!spec.trains()) {
-    const Evaluation ev = EvaluatePolicy(learner, sc, sc.test, sc.test_budgets, days.test_index);
-    out.test = ev.run;
-    out.test.curve = {ev.run.total.revenue.units()};
-    out.tables = ev.tables;
-    return out;
-  }
+namespace {
 
-  // Environments on the training days; replay memory; exploration; networks (in `learner`).
+// What a run carries from episode to episode besides the learner.
+struct RunState {
+  explicit RunState(uint64_t seed) : sample_rng(Rng::Mix(seed, 0x5a3)) {}
+  std::vector<std::unique_ptr<sim::MultiAgentEnv>> envs;  // one per training day
+  std::unique_ptr<ReplayStore> replay;
+  TrainState ts;
+  bool resumed = false;
+  // What each scored day holds the policies to (training days, then validation days).
+  std::vector<std::vector<double>> train_refs, val_refs;
+  Rng sample_rng;     // draws the minibatches
+  std::ofstream log;  // episodes.csv: one line per episode (docs: learner/README.md)
+};
+
+// A method that does not train (manual): its policy on the test day.
+RunOutput Untrained(MultiAgentLearner& learner, const sim::Scenario& sc, const ScenarioDays& days) {
+  RunOutput out;
+  const Evaluation ev = EvaluatePolicy(learner, sc, sc.test, sc.test_budgets, days.test_index);
+  out.test = ev.run;
+  out.test.curve = {ev.run.total.revenue.units()};
+  out.tables = ev.tables;
+  return out;
+}
+
+// Environments on the training days; the run resumed from its checkpoint or started afresh in
+// `dir`; replay memory; the delivery references; the minibatch sampler; episodes.csv.
+Result<std::unique_ptr<RunState>> StartRun(const LearnerConfig& cfg, const AlgoSpec& spec,
+                                           const sim::Scenario& sc, const ScenarioDays& days,
+                                           uint64_t seed, const std::string& dir, bool resume,
+                                           MultiAgentLearner& learner) {
+  auto run = std::make_unique<RunState>(seed);
   const sim::RewardMode mode =
       spec.coordinated ? sim::RewardMode::kCoordinated : sim::RewardMode::kSelf;
-  std::vector<std::unique_ptr<sim::MultiAgentEnv>> envs;
-  envs.push_back(std::make_unique<sim::MultiAgentEnv>(sc.train, sc.market, sc.cfg.auction,
-                                                      sc.cfg.market.alpha_range, sc.train_budgets,
-                                                      mode, days.train_index[0]));
+  run->envs.push_back(std::make_unique<sim::MultiAgentEnv>(
+      sc.train, sc.market, sc.cfg.auction, sc.cfg.market.alpha_range, sc.train_budgets, mode,
+      days.train_index[0]));
   for (size_t k = 0; k < sc.extra_train.size(); ++k) {
-    envs.push_back(std::make_unique<sim::MultiAgentEnv>(
+    run->envs.push_back(std::make_unique<sim::MultiAgentEnv>(
         sc.extra_train[k], sc.market, sc.cfg.auction, sc.cfg.market.alpha_range,
         sc.extra_train_budgets[k], mode, days.train_index[k + 1]));
   }
   std::error_code ec;
-  TrainState ts;
-  const bool resumed = resume && LoadTrainState(dir + "/train_state.json", &ts) &&
-                       learner.LoadCheckpoint(dir + "/checkpoint").ok();
-  if (!resumed) {
+  run->resumed = resume && LoadTrainState(dir + "/train_state.json", &run->ts) &&
+                 learner.LoadCheckpoint(dir + "/checkpoint").ok();
+  if (!run->resumed) {
     fs::remove_all(dir, ec);
-    ts = TrainState{};
+    run->ts = TrainState{};
   }
   fs::create_directories(dir, ec);
-  std::unique_ptr<ReplayStore> replay;
   ReplayOptions ro{cfg.replay.capacity, cfg.replay.sync};
   if (cfg.replay.backend == "rocksdb") {
-    RTB_ASSIGN_OR_RETURN(replay, OpenRocksDbReplayStore(dir + "/replay", ro));
+    RTB_ASSIGN_OR_RETURN(run->replay, OpenRocksDbReplayStore(dir + "/replay", ro));
   } else {
-    replay = NewMemoryReplayStore(ro);
+    run->replay = NewMemoryReplayStore(ro);
   }
-  // What each scored day holds the policies to (training days, then validation days).
   auto capped = [&](std::vector<std::vector<double>> refs) {
     for (auto& day : refs) {
       for (double& r : day) r = std::min(cfg.pick_delivery, r);
     }
     return refs;
   };
-  const std::vector<std::vector<double>> train_refs = capped(days.most_train);
-  const std::vector<std::vector<double>> val_refs = capped(days.most_validation);
-  Rng sample_rng(Rng::Mix(seed, 0x5a3));
-  if (resumed && ts.has_rng) sample_rng.SetState(ts.sample_rng);
-  // episodes.csv: one line per episode (docs: learner/README.md).
-  std::ofstream log(dir + "/episodes.csv", resumed ? std::ios::app : std::ios::trunc);
-  if (!resumed) {
-    log << "episode,train_revenue,test_revenue,train_score,validation_score";
-    for (int i = 0; i < N; ++i) log << ",train_cost_over_budget_" << i + 1;
-    for (int i = 0; i < N; ++i) log << ",test_cost_over_budget_" << i + 1;
-    log << ",noise_sigma\n";
+  run->train_refs = capped(days.most_train);
+  run->val_refs = capped(days.most_validation);
+  if (run->resumed && run->ts.has_rng) run->sample_rng.SetState(run->ts.sample_rng);
+  run->log.open(dir + "/episodes.csv", run->resumed ? std::ios::app : std::ios::trunc);
+  if (!run->resumed) {
+    const int N = sc.market.agents;
+    run->log << "episode,train_revenue,test_revenue,train_score,validation_score";
+    for (int i = 0; i < N; ++i) run->log << ",train_cost_over_budget_" << i + 1;
+    for (int i = 0; i < N; ++i) run->log << ",test_cost_over_budget_" << i + 1;
+    run->log << ",noise_sigma\n";
   }
+  return run;
+}
 
-  for (int ep = static_cast<int>(learner.episodes_done()); ep < episodes; ++ep) {
-    // Act, step, store, and update, once per step of the day; K plays of the day per episode.
-    std::vector<Transition> episode_ts;
-    for (int k = 0; k < cfg.hp.rollouts_per_episode; ++k) {
-      sim::MultiAgentEnv& env =
-          *envs[static_cast<size_t>(ep * cfg.hp.rollouts_per_episode + k) % envs.size()];
-      const std::vector<double> budgets = env.AgentBudgets();
-      sim::Observation obs = env.Reset(Rng::Mix(seed, static_cast<uint64_t>(ep) * 1000 + k));
-      std::vector<float> s = norm.EncodeState(obs, budgets);
-      for (int t = 0;; ++t) {
-        // Act with exploration noise, step the day.
-        const std::vector<float> a = learner.Act(s, /*explore=*/true);
-        const sim::StepResult res = env.Step(TableOf(a, N, L));
-        // Store the transition.
-        const Transition tr = BuildTransition(norm,
-                                              {.s = s,
-                                               .before = &obs,
-                                               .a = a,
-                                               .rewards = res.rewards,
-                                               .after = &res.next,
-                                               .done = res.done,
-                                               .episode = static_cast<uint64_t>(ep),
-                                               .step = static_cast<uint32_t>(t)},
-                                              budgets, spec.coordinated, delivery);
-        if (spec.off_policy()) RTB_RETURN_IF_ERROR(replay->Append(tr).status());
-        episode_ts.push_back(tr);
-        // Update every agent's critic, actor and targets (Algorithm 1, lines 10-15).
-        if (spec.off_policy()) {
-          RTB_RETURN_IF_ERROR(
-              UpdateFromReplay(learner, *replay, cfg.hp, cfg.hp.updates_per_step, sample_rng)
-                  .status());
-        }
-        s = tr.s2;
-        obs = res.next;
-        if (res.done) break;
+// Episode `ep`: K = rollouts_per_episode noisy plays of a training day; at each step act, step,
+// store the transition and update (from replay, Algorithm 1 lines 10-15; on-policy methods once
+// on the whole episode after it).
+Status PlayEpisode(const LearnerConfig& cfg, const AlgoSpec& spec, const DeliveryTerm& delivery,
+                   uint64_t seed, int ep, MultiAgentLearner& learner, RunState& run) {
+  const Normalizer& norm = learner.normalizer();
+  const int N = norm.agents, L = norm.clusters;
+  std::vector<Transition> episode_ts;
+  for (int k = 0; k < cfg.hp.rollouts_per_episode; ++k) {
+    sim::MultiAgentEnv& env =
+        *run.envs[static_cast<size_t>(ep * cfg.hp.rollouts_per_episode + k) % run.envs.size()];
+    const std::vector<double> budgets = env.AgentBudgets();
+    sim::Observation obs = env.Reset(Rng::Mix(seed, static_cast<uint64_t>(ep) * 1000 + k));
+    std::vector<float> s = norm.EncodeState(obs, budgets);
+    for (int t = 0;; ++t) {
+      // Act with exploration noise, step the day.
+      const std::vector<float> a = learner.Act(s, /*explore=*/true);
+      const sim::StepResult res = env.Step(TableOf(a, N, L));
+      // Store the transition.
+      const Transition tr = BuildTransition(norm,
+                                            {.s = s,
+                                             .before = &obs,
+                                             .a = a,
+                                             .rewards = res.rewards,
+                                             .after = &res.next,
+                                             .done = res.done,
+                                             .episode = static_cast<uint64_t>(ep),
+                                             .step = static_cast<uint32_t>(t)},
+                                            budgets, spec.coordinated, delivery);
+      if (spec.off_policy()) RTB_RETURN_IF_ERROR(run.replay->Append(tr).status());
+      episode_ts.push_back(tr);
+      // Update every agent's critic, actor and targets (Algorithm 1, lines 10-15).
+      if (spec.off_policy()) {
+        RTB_RETURN_IF_ERROR(
+            UpdateFromReplay(learner, *run.replay, cfg.hp, cfg.hp.updates_per_step, run.sample_rng)
+                .status());
       }
+      s = tr.s2;
+      obs = res.next;
+      if (res.done) break;
     }
-    if (!spec.off_policy()) learner.UpdateOnPolicy(episode_ts);
-    learner.EndEpisode();
-
-    // Score deterministically: the training day picks the model, the test day is the curve.
-    const Evaluation train_ev =
-        EvaluatePolicy(learner, sc, sc.train, sc.train_budgets, days.train_index[0]);
-    const Evaluation test_ev =
-        EvaluatePolicy(learner, sc, sc.test, sc.test_budgets, days.test_index);
-    std::vector<RunResult> train_runs = {train_ev.run};
-    for (size_t k = 0; k < sc.extra_train.size(); ++k) {
-      train_runs.push_back(EvaluatePolicy(learner, sc, sc.extra_train[k], sc.extra_train_budgets[k],
-                                          days.train_index[k + 1])
-                               .run);
-    }
-    const double train_score = TrainingScore(train_runs, train_refs);
-    // The model is picked on held-out days when there are any: the training days' best score
-    // over ~100 episodes is a winner's-curse pick (models lucky on the days they learn from).
-    double pick_score = train_score;
-    if (!sc.validation.empty()) {
-      std::vector<RunResult> val_runs;
-      for (size_t k = 0; k < sc.validation.size(); ++k) {
-        val_runs.push_back(EvaluatePolicy(learner, sc, sc.validation[k], sc.validation_budgets[k],
-                                          days.validation_index[k])
-                               .run);
-      }
-      pick_score = TrainingScore(val_runs, val_refs);
-    }
-    ts.curve.push_back(test_ev.run.total.revenue.units());
-    log << ep << "," << Fmt(train_ev.run.total.revenue.units()) << ","
-        << Fmt(test_ev.run.total.revenue.units()) << "," << Fmt(train_score) << ","
-        << (sc.validation.empty() ? std::string() : Fmt(pick_score));
-    for (const auto& o : train_ev.run.rows) log << "," << Fmt(CostOverBudget(o));
-    for (const auto& o : test_ev.run.rows) log << "," << Fmt(CostOverBudget(o));
-    log << "," << Fmt(learner.noise_sigma()) << "\n";
-    if (train_score > ts.best) {
-      ts.best = train_score;
-      ts.since_best = 0;
-    } else {
-      ++ts.since_best;
-    }
-    if (pick_score > ts.best_pick) {
-      ts.best_pick = pick_score;
-      learner.Snapshot();
-    }
-    progress->fetch_add(1);
-    const bool last = ep + 1 == episodes || ts.since_best >= cfg.patience;
-    if (last || (cfg.checkpoint_every > 0 && (ep + 1) % cfg.checkpoint_every == 0)) {
-      ts.sample_rng = sample_rng.GetState();
-      RTB_RETURN_IF_ERROR(learner.SaveCheckpoint(dir + "/checkpoint"));
-      RTB_RETURN_IF_ERROR(SaveTrainState(ts, dir + "/train_state.json"));
-    }
-    if (ts.since_best >= cfg.patience) break;  // the paper's convergence rule
   }
+  if (!spec.off_policy()) learner.UpdateOnPolicy(episode_ts);
+  return Status::Ok();
+}
 
-  // The model with the best selection score, evaluated on the test day.
+// The deterministic policy's scores after an episode.
+struct EpisodeScores {
+  Evaluation train_ev, test_ev;  // the first training day; the test day (the curve)
+  double train_score = 0;        // the training days' (the convergence rule)
+  double pick_score = 0;         // the validation days' (picks the model); training's if none
+};
+
+EpisodeScores ScoreEpisode(MultiAgentLearner& learner, const sim::Scenario& sc,
+                           const ScenarioDays& days, const RunState& run) {
+  EpisodeScores e;
+  e.train_ev = EvaluatePolicy(learner, sc, sc.train, sc.train_budgets, days.train_index[0]);
+  e.test_ev = EvaluatePolicy(learner, sc, sc.test, sc.test_budgets, days.test_index);
+  std::vector<RunResult> train_runs = {e.train_ev.run};
+  for (size_t k = 0; k < sc.extra_train.size(); ++k) {
+    train_runs.push_back(EvaluatePolicy(learner, sc, sc.extra_train[k], sc.extra_train_budgets[k],
+                                        days.train_index[k + 1])
+                             .run);
+  }
+  e.train_score = TrainingScore(train_runs, run.train_refs);
+  // The model is picked on held-out days when there are any: the training days' best score
+  // over ~100 episodes is a winner's-curse pick (models lucky on the days they learn from).
+  e.pick_score = e.train_score;
+  if (!sc.validation.empty()) {
+    std::vector<RunResult> val_runs;
+    for (size_t k = 0; k < sc.validation.size(); ++k) {
+      val_runs.push_back(EvaluatePolicy(learner, sc, sc.validation[k], sc.validation_budgets[k],
+                                        days.validation_index[k])
+                             .run);
+    }
+    e.pick_score = TrainingScore(val_runs, run.val_refs);
+  }
+  return e;
+}
+
+// One line of episodes.csv.
+void LogEpisode(std::ostream& log, int ep, const EpisodeScores& e, bool validated,
+                double noise_sigma) {
+  log << ep << "," << Fmt(e.train_ev.run.total.revenue.units()) << ","
+      << Fmt(e.test_ev.run.total.revenue.units()) << "," << Fmt(e.train_score) << ","
+      << (validated ? Fmt(e.pick_score) : std::string());
+  for (const auto& o : e.train_ev.run.rows) log << "," << Fmt(CostOverBudget(o));
+  for (const auto& o : e.test_ev.run.rows) log << "," << Fmt(CostOverBudget(o));
+  log << "," << Fmt(noise_sigma) << "\n";
+}
+
+// The paper's convergence rule counts episodes since the best training score; the model kept
+// (a snapshot of the actors) is the one with the best selection score.
+void KeepBest(const EpisodeScores& e, MultiAgentLearner& learner, TrainState& ts) {
+  if (e.train_score > ts.best) {
+    ts.best = e.train_score;
+    ts.since_best = 0;
+  } else {
+    ++ts.since_best;
+  }
+  if (e.pick_score > ts.best_pick) {
+    ts.best_pick = e.pick_score;
+    learner.Snapshot();
+  }
+}
+
+// The model with the best selection score: saved as the deployable model (what `rtb learn
+// --init` starts online learning from), evaluated on the test day, exported with every step's
+// action table.
+Result<RunOutput> FinishRun(MultiAgentLearner& learner, const AlgoSpec& spec,
+                            const sim::Scenario& sc, const ScenarioDays& days,
+                            const std::string& dir, const TrainState& ts, bool converged) {
   learner.RestoreSnapshot();
-  // The deployable model (best actors): what `rtb learn --init` starts online learning from.
   RTB_RETURN_IF_ERROR(learner.SaveCheckpoint(dir + "/best"));
   const Evaluation ev = EvaluatePolicy(learner, sc, sc.test, sc.test_budgets, days.test_index);
+  RunOutput out;
   out.test = ev.run;
   out.test.curve = ts.curve;
   out.tables = ev.tables;
   out.episodes = static_cast<int>(ts.curve.size());
   out.best_pick = ts.best_pick;
-  out.converged = ts.since_best >= cfg.patience;
+  out.converged = converged;
   RTB_RETURN_IF_ERROR(learner.ExportTorchScript(dir + "/actors"));
   for (size_t t = 0; t < ev.tables.size(); ++t) {
     ActionTable tab = ev.tables[t];
@@ -305,6 +333,49 @@ Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const
     RTB_RETURN_IF_ERROR(
         SaveActionTable(tab, dir + "/action_table_step" + std::to_string(t) + ".json"));
   }
+  return out;
+}
+
+}  // namespace
+
+// One (method, seed) run: the training loop of Algorithm 1, top to bottom.
+Result<RunOutput> TrainOne(const LearnerConfig& cfg, const AlgoSpec& spec, const sim::Scenario& sc,
+                           const ScenarioDays& days, uint64_t seed, int episodes,
+                           const std::string& dir, bool resume, std::atomic<int64_t>* progress) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const Normalizer norm = MakeNormalizer(sc.market, cfg.roi_scale);
+  RTB_ASSIGN_OR_RETURN(const DeliveryTerm delivery,
+                       MakeDeliveryTerm(cfg.delivery_target, cfg.delivery_penalty,
+                                        cfg.delivery_penalty_by_agent, sc.market.agents));
+  // Seed; build the networks, their targets and optimisers (in `learner`).
+  MultiAgentLearner learner(spec, cfg.hp, norm, seed);
+  if (!spec.trains()) return Untrained(learner, sc, days);
+  // Environments on the training days; replay memory; exploration (in `learner`).
+  RTB_ASSIGN_OR_RETURN(std::unique_ptr<RunState> run,
+                       StartRun(cfg, spec, sc, days, seed, dir, resume, learner));
+  TrainState& ts = run->ts;
+  for (int ep = static_cast<int>(learner.episodes_done()); ep < episodes; ++ep) {
+    // Act, step, store, and update the critics, actors and targets; decay the noise.
+    RTB_RETURN_IF_ERROR(PlayEpisode(cfg, spec, delivery, seed, ep, learner, *run));
+    learner.EndEpisode();
+    // Score deterministically: the training days end training, the validation days pick the
+    // model, the test day is the curve.
+    const EpisodeScores e = ScoreEpisode(learner, sc, days, *run);
+    ts.curve.push_back(e.test_ev.run.total.revenue.units());
+    LogEpisode(run->log, ep, e, !sc.validation.empty(), learner.noise_sigma());
+    KeepBest(e, learner, ts);
+    progress->fetch_add(1);
+    // Checkpoint.
+    const bool last = ep + 1 == episodes || ts.since_best >= cfg.patience;
+    if (last || (cfg.checkpoint_every > 0 && (ep + 1) % cfg.checkpoint_every == 0)) {
+      ts.sample_rng = run->sample_rng.GetState();
+      RTB_RETURN_IF_ERROR(learner.SaveCheckpoint(dir + "/checkpoint"));
+      RTB_RETURN_IF_ERROR(SaveTrainState(ts, dir + "/train_state.json"));
+    }
+    if (ts.since_best >= cfg.patience) break;  // the paper's convergence rule
+  }
+  RTB_ASSIGN_OR_RETURN(RunOutput out,
+                       FinishRun(learner, spec, sc, days, dir, ts, ts.since_best >= cfg.patience));
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }

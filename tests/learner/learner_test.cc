@@ -4,13 +4,14 @@
 #include <torch/torch.h>
 #include <xmmintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <string>
 
-#include "nets.h"
+#include "maddpg.h"
 #include "rtb/learner/agents.h"
 #include "rtb/learner/state.h"
 
@@ -366,6 +367,30 @@ TEST(AlgoSpec, PartialRejectsLearningAgentsOutsideOneToN) {
   const auto ok = MakeAlgoSpec("partial", 3, {3}, hp);
   ASSERT_TRUE(ok.ok());
   EXPECT_EQ(ok->learns, (std::vector<bool>{false, false, true}));
+}
+
+// The registry is the one list of the methods: every entry makes a spec and a learner (its
+// update has a factory) that acts; `all` is every entry but partial (which needs
+// learning_agents); an unknown name is refused with every method's name.
+TEST(AlgoSpec, EveryRegisteredMethodBuildsAndActsAndAnUnknownOneIsNamed) {
+  const HyperParams hp = SmallHp();
+  const std::vector<float> s(static_cast<size_t>(Norm3x3().StateDim()), 0.3f);
+  for (const AlgoEntry& e : AlgoRegistry()) {
+    SCOPED_TRACE(e.name);
+    const auto spec = MakeAlgoSpec(e.name, 3, {2}, hp);
+    ASSERT_TRUE(spec.ok()) << spec.status().message();
+    MultiAgentLearner l(*spec, hp, Norm3x3(), 1);
+    EXPECT_EQ(l.spec().name, e.name);
+    const std::vector<float> a = l.Act(s, true);
+    ASSERT_EQ(a.size(), 9u);
+    EXPECT_EQ(spec->trains(), std::any_of(a.begin(), a.end(), [](float v) { return v != 0; }));
+  }
+  EXPECT_EQ(AllAlgoNames(),
+            (std::vector<std::string>{"manual", "bandit", "a2c", "ddpg", "dcmab", "dcmab-coord"}));
+  const auto unknown = MakeAlgoSpec("nope", 3, {}, hp);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().message(),
+            "unknown algo 'nope' (manual, bandit, a2c, ddpg, dcmab, dcmab-coord, partial)");
 }
 
 TEST(Maddpg, CentralisedCriticSeesEveryActionAndDIndependentOnlyItsOwn) {

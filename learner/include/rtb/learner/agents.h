@@ -1,15 +1,8 @@
 // The learning agents, behind a torch-free interface (LibTorch stays inside rtb_learner).
 //
-// One MultiAgentLearner holds, for every agent i, an actor mu_i and whatever its algorithm
-// needs (critics, target networks, optimizers). Algorithms (docs/dcmab.md section 6):
-//   manual       a = 0, nothing learns
-//   bandit       one-step (gamma = 0) critic Q_i(s, a_1..a_N) with every agent's action in
-//                its context, no target networks; replay
-//   a2c          on-policy Gaussian actor + state-value critic V_i(s); no replay
-//   ddpg         independent learners: critic Q_i(s, a_i) sees only its own actions; replay
-//   dcmab        centralised critic Q_i(s, a_1..a_N, d), self-interest rewards (Algorithm 1)
-//   dcmab-coord  the same with every r_i = total revenue
-//   partial      dcmab-coord for the agents in learning_agents; the others keep a = 0
+// One MultiAgentLearner holds, for every agent i, an actor mu_i and whatever its method needs
+// (critics, target networks, optimizers). The methods, and what each learns with, are the
+// registry's (AlgoRegistry, algo_spec.h; docs/dcmab.md section 6).
 #pragma once
 
 #include <memory>

@@ -1,5 +1,6 @@
 // Algorithm 1 of the paper (Jin et al., CIKM 2018), the update step, for every method of the
-// MADDPG family (bandit, ddpg, dcmab, dcmab-coord, partial; AlgoSpec says which parts apply):
+// MADDPG family (bandit, ddpg, dcmab, dcmab-coord, partial; AlgoSpec says which parts apply),
+// and the family's networks, exploration and checkpoint files (the LearningMethod, method.h):
 //
 //   for each agent i (that learns):
 //     sample a minibatch of transitions (s^q, d, a^q, r, s^q', d', done) from the replay
@@ -11,7 +12,8 @@
 //                                                                          (ActorLoss)
 //     soft update  theta' <- tau theta + (1 - tau) theta'  for Q'_i and mu'_i
 //
-// UpdateAgent is that loop body. Its back end is ExactMlp (exact_mlp.h): the forward and
+// UpdateOnMinibatches is that loop (or, with one minibatch shared by every agent, Update), and
+// UpdateAgent its body. Its back end is ExactMlp (exact_mlp.h): the forward and
 // backward passes written out on the networks' flat parameter buffers with LibTorch's own BLAS
 // calls and ATen's rounding, and ClipAdamSoftUpdate fusing gradient clipping, Adam and the soft
 // update; UpdateAgentAutograd is the same step through torch::nn and autograd, the reference
@@ -20,7 +22,7 @@
 // actions a'^q, the actors' inputs, the critics' state inputs).
 //
 // Built with -ffp-contract=off (learner/CMakeLists.txt): the exact path rounds as ATen does.
-#include "nets.h"
+#include "maddpg.h"
 
 namespace rtb::learn {
 
@@ -181,6 +183,22 @@ void Maddpg::Update(const Batch& b, UpdateStats* stats) {
   }
 }
 
+UpdateStats Maddpg::UpdateOnMinibatches(const std::vector<std::vector<Transition>>& batches) {
+  UpdateStats stats;
+  if (batches.size() == 1) {
+    // One minibatch for every agent: every agent's target actions a'^q once (Eq. 9).
+    Update(MakeBatch(batches[0]), &stats);
+  } else {
+    // The paper's order: for each agent, its own minibatch, critic, actor, soft update.
+    for (int i = 0; i < N; ++i) {
+      if (!spec.learns[static_cast<size_t>(i)]) continue;
+      const Batch b = MakeBatch(batches[static_cast<size_t>(i)]);
+      UpdateAgent(i, Prepare(b), &stats);
+    }
+  }
+  return stats;
+}
+
 void Maddpg::UpdateAgentAutograd(int i, const Minibatch& mb, UpdateStats* stats) {
   const size_t k = static_cast<size_t>(i);
   const Batch& b = *mb.b;
@@ -289,6 +307,95 @@ void Maddpg::UpdateAgent(int i, const Minibatch& mb, UpdateStats* stats) {
   stats->critic_loss += critic_loss.item<double>();
   stats->actor_loss += actor_loss.item<double>();
   stats->updates += 1;
+}
+
+// The networks: an actor, a critic and their targets per agent, each over a flat buffer.
+
+int CriticStateDim(const AlgoSpec& spec, const Normalizer& n) {
+  return n.StateDim() + (spec.critic_sees_d ? n.agents * n.clusters : 0);
+}
+int CriticActionDim(const AlgoSpec& spec, const Normalizer& n) {
+  return spec.joint_actions ? n.agents * n.clusters : n.clusters;
+}
+
+Maddpg::Maddpg(const AlgoSpec& s, const HyperParams& h, const Normalizer& n)
+    : spec(s),
+      hp(h),
+      norm(n),
+      N(n.agents),
+      L(n.clusters),
+      actor_mlp_(n.ActorInputDim(), h.actor_hidden, 0),
+      critic_mlp_(CriticStateDim(s, n), h.critic_hidden, CriticActionDim(s, n)) {
+  const int state_in = CriticStateDim(spec, norm);
+  const int act_in = CriticActionDim(spec, norm);
+  for (int i = 0; i < N; ++i) {
+    actors.emplace_back(norm.ActorInputDim(), hp.actor_hidden);
+    actor_targets.emplace_back(norm.ActorInputDim(), hp.actor_hidden);
+    critics.emplace_back(state_in, act_in, hp.critic_hidden);
+    critic_targets.emplace_back(state_in, act_in, hp.critic_hidden);
+    HardUpdate(*actor_targets.back(), *actors.back());
+    HardUpdate(*critic_targets.back(), *critics.back());
+  }
+  actor_flat.resize(static_cast<size_t>(N));
+  actor_target_flat.resize(static_cast<size_t>(N));
+  critic_flat.resize(static_cast<size_t>(N));
+  critic_target_flat.resize(static_cast<size_t>(N));
+  Relink();
+  for (size_t k = 0; k < static_cast<size_t>(N); ++k) {
+    // Adam over the flat buffer: elementwise, so the same update as over each layer. No weight
+    // decay, no AMSGrad: ExactOptimizerStep computes exactly this.
+    actor_opts.push_back(std::make_unique<torch::optim::Adam>(
+        std::vector<torch::Tensor>{actor_flat[k].data}, torch::optim::AdamOptions(hp.actor_lr)));
+    critic_opts.push_back(std::make_unique<torch::optim::Adam>(
+        std::vector<torch::Tensor>{critic_flat[k].data}, torch::optim::AdamOptions(hp.critic_lr)));
+    // ExactMlp reads the flat buffers in Module::parameters() order, with these sizes.
+    TORCH_CHECK(actor_flat[k].data.numel() == actor_mlp_.NumParams() &&
+                    critic_flat[k].data.numel() == critic_mlp_.NumParams(),
+                "ExactMlp's parameter layout does not match the networks'");
+  }
+}
+
+void Maddpg::Relink() {
+  for (size_t k = 0; k < static_cast<size_t>(N); ++k) {
+    Flatten(*actors[k], true, &actor_flat[k]);
+    Flatten(*actor_targets[k], false, &actor_target_flat[k]);
+    Flatten(*critics[k], true, &critic_flat[k]);
+    Flatten(*critic_targets[k], false, &critic_target_flat[k]);
+  }
+}
+
+torch::Tensor Maddpg::ActorActions(int i, const torch::Tensor& actor_in, bool target) {
+  Actor& net = target ? actor_targets[static_cast<size_t>(i)] : actors[static_cast<size_t>(i)];
+  return net->forward(actor_in).reshape({-1, L});
+}
+
+double Maddpg::Explore(int i, int j, double mu, Exploration& x) {
+  return x.AddNoise(static_cast<size_t>(i * L + j), mu, hp);
+}
+
+Status Maddpg::SaveAgent(int i, const std::string& p) const {
+  const size_t k = static_cast<size_t>(i);
+  RTB_RETURN_IF_ERROR(SaveTorch(actors[k], p + "actor.pt"));
+  RTB_RETURN_IF_ERROR(SaveTorch(actor_targets[k], p + "actor_target.pt"));
+  RTB_RETURN_IF_ERROR(SaveTorch(critics[k], p + "critic.pt"));
+  RTB_RETURN_IF_ERROR(SaveTorch(critic_targets[k], p + "critic_target.pt"));
+  RTB_RETURN_IF_ERROR(SaveTorch(*actor_opts[k], p + "actor_opt.pt", "optimizer"));
+  return SaveTorch(*critic_opts[k], p + "critic_opt.pt", "optimizer");
+}
+
+Status Maddpg::LoadAgent(int i, const std::string& p) {
+  const size_t k = static_cast<size_t>(i);
+  RTB_RETURN_IF_ERROR(LoadTorch(actors[k], p + "actor.pt"));
+  RTB_RETURN_IF_ERROR(LoadTorch(actor_targets[k], p + "actor_target.pt"));
+  RTB_RETURN_IF_ERROR(LoadTorch(critics[k], p + "critic.pt"));
+  RTB_RETURN_IF_ERROR(LoadTorch(critic_targets[k], p + "critic_target.pt"));
+  RTB_RETURN_IF_ERROR(LoadTorch(*actor_opts[k], p + "actor_opt.pt"));
+  return LoadTorch(*critic_opts[k], p + "critic_opt.pt");
+}
+
+std::unique_ptr<LearningMethod> NewMaddpg(const AlgoSpec& spec, const HyperParams& hp,
+                                          const Normalizer& norm) {
+  return std::make_unique<Maddpg>(spec, hp, norm);
 }
 
 }  // namespace rtb::learn
