@@ -42,7 +42,7 @@ int64_t SteadyMs() {
 // of the notices.
 std::string Decimal(int64_t micros) { return MicrosDecimal(micros, MicrosFraction::kSixDigits); }
 
-// The fields every simulated request has: its id, one 300x250 or w x h banner impression with
+// The fields every simulated request has: its id, one w x h banner impression (id "1") with
 // the floor (micros CPM) when > 0, USD. The caller adds the rest.
 bidder::BidRequest SimRequest(std::string id, int w, int h, int64_t floor_cpm) {
   bidder::BidRequest req;
