@@ -72,156 +72,223 @@ struct Conn {
   Clock::time_point next;  // when the next request is due (paced)
 };
 
-}  // namespace
-
-int main(int argc, char** argv) {
+struct Options {
   int port = 8080, conns = 8;
-  double seconds = 10, rate = 0;
+  double seconds = 10, rate = 0;  // rate: total requests/s, 0 = as fast as possible
   bool unique_ids = false;
   std::string path = "/openrtb2/bid", body_file;
+};
+
+Options ParseArgs(int argc, char** argv) {
+  Options o;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--port")
-      port = std::stoi(v);
+      o.port = std::stoi(v);
     else if (k == "--path")
-      path = v;
+      o.path = v;
     else if (k == "--body")
-      body_file = v;
+      o.body_file = v;
     else if (k == "--connections")
-      conns = std::stoi(v);
+      o.conns = std::stoi(v);
     else if (k == "--seconds")
-      seconds = std::stod(v);
+      o.seconds = std::stod(v);
     else if (k == "--rate")
-      rate = std::stod(v);
+      o.rate = std::stod(v);
     else if (k == "--unique-ids")
-      unique_ids = v == "1";
+      o.unique_ids = v == "1";
   }
-  std::string body;
-  if (!body_file.empty()) {
-    std::ifstream in(body_file);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    body = ss.str();
-  }
-  // --unique-ids: the last 16 characters of the body's first "id" value (the request's id) are
-  // rewritten per request as 8 hex digits of the start time in seconds and 8 of a counter, so
-  // no two requests of this run or of earlier runs share an auction id (bench/run_load_bench.sh's
-  // wrk script writes ids the same way).
-  size_t id_at = std::string::npos;
-  if (unique_ids) {
-    const size_t key = body.find("\"id\"");
-    const size_t open = key == std::string::npos ? key : body.find('"', body.find(':', key));
-    const size_t close = open == std::string::npos ? open : body.find('"', open + 1);
-    if (close == std::string::npos || close - open - 1 < 16) {
-      std::fprintf(stderr, "loadgen: --unique-ids needs an \"id\" of 16+ characters in the body\n");
-      return 2;
+  return o;
+}
+
+std::string ReadBody(const std::string& file) {
+  if (file.empty()) return "";
+  std::ifstream in(file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// --unique-ids: the last 16 characters of the body's first "id" value (the request's id) are
+// rewritten per request as 8 hex digits of the start time in seconds and 8 of a counter, so
+// no two requests of this run or of earlier runs share an auction id (bench/run_load_bench.sh's
+// wrk script writes ids the same way). Their offset in the body; npos when the body has no
+// such id.
+size_t UniqueIdOffset(const std::string& body) {
+  const size_t key = body.find("\"id\"");
+  const size_t open = key == std::string::npos ? key : body.find('"', body.find(':', key));
+  const size_t close = open == std::string::npos ? open : body.find('"', open + 1);
+  if (close == std::string::npos || close - open - 1 < 16) return std::string::npos;
+  return close - 16;
+}
+
+// The connections, their schedule and what came back.
+class Load {
+ public:
+  // id_at: UniqueIdOffset's, or npos to send the body unchanged.
+  Load(const Options& o, const std::string& body, size_t id_at)
+      : o_(o),
+        request_("POST " + o.path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
+                 "Content-Type: application/json\r\nx-openrtb-version: 2.6\r\n" +
+                 "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body),
+        id_in_request_(id_at == std::string::npos ? id_at : request_.size() - body.size() + id_at),
+        interval_(std::chrono::duration_cast<Clock::duration>(
+            std::chrono::duration<double>(o.rate > 0 ? o.conns / o.rate : 0))),
+        ep_(::epoll_create1(0)),
+        cs_(static_cast<size_t>(o.conns)),
+        evs_(cs_.size()) {}
+
+  // Connects every connection, their paced schedules staggered evenly over one interval from
+  // start. False when one cannot connect.
+  bool Open(Clock::time_point start) {
+    for (size_t i = 0; i < cs_.size(); ++i) {
+      if (!OpenConn(i)) return false;
+      cs_[i].next = start + interval_ * static_cast<int64_t>(i) / o_.conns;
     }
-    id_at = close - 16;
+    return true;
   }
-  std::string request = "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
-                        "Content-Type: application/json\r\nx-openrtb-version: 2.6\r\n" +
-                        "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
-  std::vector<double> lat;
-  std::map<int, long> status;
-  const auto start = Clock::now();
-  const auto end =
-      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-  const auto interval = std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double>(rate > 0 ? conns / rate : 0));
-  const int ep = ::epoll_create1(0);
-  std::vector<Conn> cs(static_cast<size_t>(conns));
-  auto open_conn = [&](size_t i) {
-    cs[i].fd = Connect(port);
-    cs[i].in.clear();
-    cs[i].busy = false;
-    if (cs[i].fd < 0) return false;
+
+  // Sends and reads until `end`.
+  void Run(Clock::time_point end) {
+    for (;;) {
+      const auto now = Clock::now();
+      if (now >= end) break;
+      const Clock::time_point wake = SendDue(now, end);
+      const auto wait = std::max<Clock::duration>(wake - Clock::now(), Clock::duration::zero());
+      timespec ts{};
+      ts.tv_sec =
+          static_cast<time_t>(std::chrono::duration_cast<std::chrono::seconds>(wait).count());
+      ts.tv_nsec = static_cast<long>((wait - std::chrono::seconds(ts.tv_sec)).count());
+      const int n = ::epoll_pwait2(ep_, evs_.data(), static_cast<int>(evs_.size()), &ts, nullptr);
+      ReadReady(n, Clock::now());
+    }
+  }
+
+  void Close() {
+    for (Conn& c : cs_) {
+      if (c.fd >= 0) ::close(c.fd);
+    }
+    ::close(ep_);
+  }
+
+  // The one line of results, over the run since start.
+  void Print(Clock::time_point start) {
+    const double secs = std::chrono::duration<double>(Clock::now() - start).count();
+    std::sort(lat_.begin(), lat_.end());
+    auto pct = [&](double p) {
+      return lat_.empty() ? 0.0
+                          : lat_[std::min(lat_.size() - 1, static_cast<size_t>(lat_.size() * p))];
+    };
+    std::printf("requests %zu in %.2fs = %.0f req/s; status", lat_.size(), secs,
+                lat_.size() / secs);
+    for (auto [k, v] : status_) std::printf(" %d:%ld", k, v);
+    std::printf("; latency ms p50 %.3f p90 %.3f p99 %.3f max %.3f\n", pct(0.5), pct(0.9), pct(0.99),
+                lat_.empty() ? 0.0 : lat_.back());
+  }
+
+ private:
+  bool OpenConn(size_t i) {
+    cs_[i].fd = Connect(o_.port);
+    cs_[i].in.clear();
+    cs_[i].busy = false;
+    if (cs_[i].fd < 0) return false;
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u64 = i;
-    ::epoll_ctl(ep, EPOLL_CTL_ADD, cs[i].fd, &ev);
+    ::epoll_ctl(ep_, EPOLL_CTL_ADD, cs_[i].fd, &ev);
     return true;
-  };
-  for (size_t i = 0; i < cs.size(); ++i) {
-    if (!open_conn(i)) {
-      std::fprintf(stderr, "loadgen: cannot connect to 127.0.0.1:%d\n", port);
-      return 1;
-    }
-    // Paced: the connections' schedules are staggered evenly over one interval.
-    cs[i].next = start + interval * static_cast<int64_t>(i) / conns;
   }
-  const unsigned run_id = static_cast<unsigned>(std::time(nullptr));
-  uint32_t sent = 0;
-  const size_t id_in_request =
-      id_at == std::string::npos ? id_at : request.size() - body.size() + id_at;
-  auto send = [&](Conn& c, Clock::time_point due) {
-    if (id_in_request != std::string::npos) {
+
+  void Send(Conn& c, Clock::time_point due) {
+    if (id_in_request_ != std::string::npos) {
       char id[17];
-      std::snprintf(id, sizeof id, "%08x%08x", run_id, sent++);
-      std::memcpy(request.data() + id_in_request, id, 16);
+      std::snprintf(id, sizeof id, "%08x%08x", run_id_, sent_++);
+      std::memcpy(request_.data() + id_in_request_, id, 16);
     }
-    if (::write(c.fd, request.data(), request.size()) != static_cast<ssize_t>(request.size())) {
-      status[-1]++;
+    if (::write(c.fd, request_.data(), request_.size()) != static_cast<ssize_t>(request_.size())) {
+      status_[-1]++;
       return;
     }
     c.busy = true;
     c.t0 = due;
-    if (rate > 0) c.next += interval;
-  };
-  std::vector<epoll_event> evs(cs.size());
-  for (;;) {
-    auto now = Clock::now();
-    if (now >= end) break;
-    // Send every idle connection whose time has come; find the earliest future due time.
+    if (o_.rate > 0) c.next += interval_;
+  }
+
+  // Sends every idle connection whose time has come; returns the earliest future due time
+  // (at most end).
+  Clock::time_point SendDue(Clock::time_point now, Clock::time_point end) {
     Clock::time_point wake = end;
-    for (Conn& c : cs) {
+    for (Conn& c : cs_) {
       if (c.fd < 0 || c.busy) continue;
-      if (rate <= 0) {
-        send(c, now);
+      if (o_.rate <= 0) {
+        Send(c, now);
       } else if (c.next <= now) {
-        send(c, c.next);
+        Send(c, c.next);
       } else {
         wake = std::min(wake, c.next);
       }
     }
-    const auto wait = std::max<Clock::duration>(wake - Clock::now(), Clock::duration::zero());
-    timespec ts{};
-    ts.tv_sec = static_cast<time_t>(std::chrono::duration_cast<std::chrono::seconds>(wait).count());
-    ts.tv_nsec = static_cast<long>((wait - std::chrono::seconds(ts.tv_sec)).count());
-    const int n = ::epoll_pwait2(ep, evs.data(), static_cast<int>(evs.size()), &ts, nullptr);
-    now = Clock::now();
+    return wake;
+  }
+
+  // Reads the n connections epoll found ready: their responses' latencies and statuses.
+  void ReadReady(int n, Clock::time_point now) {
     for (int k = 0; k < n; ++k) {
-      Conn& c = cs[evs[static_cast<size_t>(k)].data.u64];
+      const size_t i = evs_[static_cast<size_t>(k)].data.u64;
+      Conn& c = cs_[i];
       char tmp[65536];
       const ssize_t got = ::read(c.fd, tmp, sizeof tmp);
       if (got <= 0) {  // closed by the server: count it and reconnect
-        status[-1]++;
-        ::epoll_ctl(ep, EPOLL_CTL_DEL, c.fd, nullptr);
+        status_[-1]++;
+        ::epoll_ctl(ep_, EPOLL_CTL_DEL, c.fd, nullptr);
         ::close(c.fd);
         const auto next = c.next;
-        if (!open_conn(evs[static_cast<size_t>(k)].data.u64)) continue;
+        if (!OpenConn(i)) continue;
         c.next = std::max(next, now);
         continue;
       }
       c.in.append(tmp, static_cast<size_t>(got));
       while (int st = TakeResponse(c.in)) {
-        lat.push_back(std::chrono::duration<double, std::milli>(now - c.t0).count());
-        status[st]++;
+        lat_.push_back(std::chrono::duration<double, std::milli>(now - c.t0).count());
+        status_[st]++;
         c.busy = false;
       }
     }
   }
-  for (Conn& c : cs) {
-    if (c.fd >= 0) ::close(c.fd);
+
+  const Options o_;
+  std::string request_;
+  const size_t id_in_request_;  // where the unique id goes, or npos
+  const Clock::duration interval_;
+  const unsigned run_id_ = static_cast<unsigned>(std::time(nullptr));
+  uint32_t sent_ = 0;
+  const int ep_;
+  std::vector<Conn> cs_;
+  std::vector<epoll_event> evs_;
+  std::vector<double> lat_;
+  std::map<int, long> status_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = ParseArgs(argc, argv);
+  const std::string body = ReadBody(o.body_file);
+  const size_t id_at = o.unique_ids ? UniqueIdOffset(body) : std::string::npos;
+  if (o.unique_ids && id_at == std::string::npos) {
+    std::fprintf(stderr, "loadgen: --unique-ids needs an \"id\" of 16+ characters in the body\n");
+    return 2;
   }
-  ::close(ep);
-  const double secs = std::chrono::duration<double>(Clock::now() - start).count();
-  std::sort(lat.begin(), lat.end());
-  auto pct = [&](double p) {
-    return lat.empty() ? 0.0 : lat[std::min(lat.size() - 1, static_cast<size_t>(lat.size() * p))];
-  };
-  std::printf("requests %zu in %.2fs = %.0f req/s; status", lat.size(), secs, lat.size() / secs);
-  for (auto [k, v] : status) std::printf(" %d:%ld", k, v);
-  std::printf("; latency ms p50 %.3f p90 %.3f p99 %.3f max %.3f\n", pct(0.5), pct(0.9), pct(0.99),
-              lat.empty() ? 0.0 : lat.back());
+  Load load(o, body, id_at);
+  const auto start = Clock::now();
+  const auto end =
+      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.seconds));
+  if (!load.Open(start)) {
+    std::fprintf(stderr, "loadgen: cannot connect to 127.0.0.1:%d\n", o.port);
+    return 1;
+  }
+  load.Run(end);
+  load.Close();
+  load.Print(start);
   return 0;
 }

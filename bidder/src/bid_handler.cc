@@ -43,6 +43,176 @@ Event BidEvent(const BidRequest& req, const Candidate& c, const Decision& d, Arm
   return e;
 }
 
+// HandleBid's phases, inline: every bid request runs them.
+
+// What the phases of one request share.
+struct BidContext {
+  const BidRequest& req;
+  int64_t now_ms;
+  int64_t sim_ms;  // ext.sim's clock, -1 without
+  BudgetLedger& ledger;
+  Arm arm;
+  size_t slot0;  // the arm's first budget slot
+};
+
+// A 204 with its reason header, after logging the request's nobid event.
+inline HttpResult NoBid(Bidder::Impl& m, const BidContext& ctx, NoBidReason reason, int cluster,
+                        uint64_t policy_version, bool fallback, std::vector<int> computed) {
+  m.counters.nobid[static_cast<int>(reason)].Inc();
+  Event e;
+  e.type = "nobid";
+  e.eid = m.NextEid();
+  e.ts_ms = ctx.now_ms;
+  e.auction_id = ctx.req.id;
+  e.cluster = cluster;
+  e.policy_version = policy_version;
+  e.manual_fallback = fallback;
+  e.arm = ctx.arm;
+  e.test = ctx.req.test;
+  e.reason = NoBidReasonName(reason);
+  e.sim_ms = ctx.sim_ms;
+  e.computed = std::move(computed);
+  m.events->Log(e);
+  HttpResult r;
+  r.status = 204;
+  r.content_type.clear();
+  r.headers.push_back({"x-rtb-nobid-reason", NoBidReasonName(reason)});
+  return r;
+}
+
+// 2. Decide: the final prices, each within what its advertiser's budget can still reserve.
+inline Decision Decide(Bidder::Impl& m, const BidContext& ctx) {
+  const PolicySnapshot* snap = m.policy.Current();
+  DecideOptions opt;
+  // A few spares per impression, so that a bidder whose reservation fails gives its place to
+  // the next best.
+  opt.max_bids_per_imp = std::min(kMaxSlots, m.cfg.max_bids_per_imp + 2);
+  opt.currency = m.cfg.currency;
+  const bool usable = m.PolicyUsable(snap, ctx.now_ms);
+  opt.use_policy = usable && ctx.arm == Arm::kLearned;
+  opt.agents = m.agents;
+  opt.index_of = &m.index_of;
+  opt.clusters = m.default_clusters.get();
+  // Whether the whole budget has money left: with leases, what this bidder holds plus what the
+  // rest of the budget has (headroom), so that an advertiser whose lease ran dry stays a
+  // candidate (and is counted in `computed`, as with one bidder) while its lease is refilled.
+  BudgetLedger& ledger = ctx.ledger;
+  const size_t slot0 = ctx.slot0;
+  opt.has_budget = [&ledger, slot0](size_t k) {
+    return ledger.budget(slot0 + k).value() - ledger.spent(slot0 + k).value() +
+               ledger.headroom(slot0 + k).value() >=
+           kMinBudgetLeftMicros;
+  };
+  if (!ctx.req.test) {  // test requests never touch a budget
+    opt.budget_left = [&ledger, slot0](size_t k) {
+      return ledger.budget(slot0 + k).value() - ledger.committed(slot0 + k).value() +
+             ledger.headroom(slot0 + k).value();
+    };
+  }
+  if (!usable) m.counters.fallback_requests.Inc();
+  Decision d = DecideBids(ctx.req, m.cfg.advertisers, m.predictor, snap, opt);
+  if (ctx.arm == Arm::kManual) {  // manual by design, not a fallback: the table's version is noted
+    d.manual_fallback = !usable;
+  }
+  return d;
+}
+
+// 3. Reserve the largest possible charge of every bid (one impression at its price) before
+// sending it. Returns the bids to send; *budget_limited when a bid was dropped for its budget.
+inline std::vector<Candidate> Reserve(Bidder::Impl& m, const BidContext& ctx, Decision& d,
+                                      bool* budget_limited) {
+  const BidRequest& req = ctx.req;
+  BudgetLedger& ledger = ctx.ledger;
+  std::vector<Candidate> sent;
+  std::vector<int> per_imp(req.imps.size(), 0);
+  for (Candidate& c : d.bids) {
+    if (per_imp[c.imp_index] >= m.cfg.max_bids_per_imp) continue;
+    if (!req.test) {
+      const size_t slot = ctx.slot0 + c.advertiser_index;
+      const Key128 key = BidKey(req.id, req.imps[c.imp_index].id, c.advertiser);
+      const int64_t deadline_ms = ctx.now_ms + m.cfg.reservation_timeout_ms;
+      const bool open = ledger.bids_open(slot);
+      if (m.cfg.leases.enabled) ledger.NoteCharge(slot, MaxCharge(c.price));
+      bool reserved =
+          open && ledger.TryReserve(slot, key, MaxCharge(c.price), ctx.now_ms, deadline_ms);
+      if (!reserved && open && (m.cfg.leases.lower_bids || !m.cfg.leases.enabled)) {
+        // The lease (with one bidder: the budget) has less room than the bid can charge: bid
+        // what the room allows, as one bidder does at its budget's end (CapBidToBudget). The
+        // refusal above already made the lease client ask for more.
+        if (auto lowered =
+                LowerToRoom(c, ledger.budget(slot).value() - ledger.committed(slot).value(),
+                            req.imps[c.imp_index].bidfloor)) {
+          reserved =
+              ledger.TryReserve(slot, key, MaxCharge(lowered->price), ctx.now_ms, deadline_ms);
+          if (reserved) c = *lowered;
+        }
+      }
+      if (!reserved) {
+        *budget_limited = true;
+        continue;
+      }
+    }
+    ++per_imp[c.imp_index];
+    sent.push_back(c);
+  }
+  return sent;
+}
+
+// 4. Encode: one seat per advertiser.
+inline BidResponse Respond(Bidder::Impl& m, const BidContext& ctx,
+                           const std::vector<Candidate>& sent) {
+  const BidRequest& req = ctx.req;
+  BidResponse resp;
+  resp.id = req.id;
+  resp.cur = m.cfg.currency;
+  for (const Candidate& c : sent) {
+    const Advertiser& a = m.cfg.advertisers[c.advertiser_index];
+    const Creative& cr = a.creatives[c.creative_index];
+    const std::string& seat = m.seat_of[c.advertiser_index];
+    auto sb = std::find_if(resp.seatbid.begin(), resp.seatbid.end(),
+                           [&](const SeatBid& s) { return s.seat == seat; });
+    if (sb == resp.seatbid.end()) {
+      resp.seatbid.push_back({seat, {}});
+      sb = resp.seatbid.end() - 1;
+    }
+    const Imp& imp = req.imps[c.imp_index];
+    Bid b;
+    b.id.reserve(req.id.size() + imp.id.size() + 12);
+    b.id.append(req.id).append(1, '-').append(imp.id).append(1, '-').append(
+        m.cid_of[c.advertiser_index]);
+    b.impid = imp.id;
+    b.price = c.price;
+    b.adid = cr.crid;
+    b.crid = cr.crid;
+    b.cid = m.cid_of[c.advertiser_index];
+    b.adomain = cr.adomain;
+    b.w = cr.w;
+    b.h = cr.h;
+    // Notice URLs signed over this bid's identity and terms (notice_sign.h).
+    const SignedBid signed_bid{req.id,     imp.id,   a.id,      c.price,
+                               ctx.now_ms, req.test, c.cluster, ctx.arm};
+    const std::string query = SignedNoticeQuery(signed_bid, m.signer->Sign(signed_bid));
+    b.nurl = NoticeUrl(m.cfg.notice_base_url, NoticeType::kWin, query);
+    b.burl = NoticeUrl(m.cfg.notice_base_url, NoticeType::kBilling, query);
+    b.lurl = NoticeUrl(m.cfg.notice_base_url, NoticeType::kLoss, query);
+    b.adm = cr.markup;
+    sb->bids.push_back(std::move(b));
+  }
+  return resp;
+}
+
+// 5. Log one event per bid; the request's bid computations ride on the first.
+inline void LogBids(Bidder::Impl& m, const BidContext& ctx, const std::vector<Candidate>& sent,
+                    Decision& d) {
+  for (size_t i = 0; i < sent.size(); ++i) {
+    m.counters.bids.Inc();
+    Event e = BidEvent(ctx.req, sent[i], d, ctx.arm, ctx.now_ms, ctx.sim_ms);
+    e.eid = m.NextEid();
+    if (i == 0) e.computed = std::move(d.computed);
+    m.events->Log(e);
+  }
+}
+
 }  // namespace
 
 HttpResult Bidder::HandleBid(std::string_view body, int64_t received_us, RequestDecoder& decoder,
@@ -63,160 +233,30 @@ HttpResult Bidder::HandleBid(std::string_view body, int64_t received_us, Request
   }
   const int64_t now_ms = m.clock->UnixMs();
   const int64_t sim_ms = req->sim ? req->sim->t_ms : -1;
-  BudgetLedger& ledger = *m.days->Get(BudgetDayOf(now_ms, sim_ms));
   // The user's A/B arm: its budgets are the arm's part of each advertiser's, and the manual arm
   // bids a = 0.
   const Arm arm =
       ArmOf(ArmUnit(!req->buyeruid.empty() ? req->buyeruid : req->user_id, req->device_id, req->id),
             m.cfg.ab.salt, m.cfg.ab.learned_share);
-  const size_t slot0 = arm == Arm::kLearned ? 0 : m.cfg.advertisers.size();
-  auto no_bid = [&](NoBidReason reason, int cluster, uint64_t policy_version, bool fallback,
-                    std::vector<int> computed) {
-    n.nobid[static_cast<int>(reason)].Inc();
-    Event e;
-    e.type = "nobid";
-    e.eid = m.NextEid();
-    e.ts_ms = now_ms;
-    e.auction_id = req->id;
-    e.cluster = cluster;
-    e.policy_version = policy_version;
-    e.manual_fallback = fallback;
-    e.arm = arm;
-    e.test = req->test;
-    e.reason = NoBidReasonName(reason);
-    e.sim_ms = sim_ms;
-    e.computed = std::move(computed);
-    m.events->Log(e);
-    HttpResult r;
-    r.status = 204;
-    r.content_type.clear();
-    r.headers.push_back({"x-rtb-nobid-reason", NoBidReasonName(reason)});
-    return observe(std::move(r));
-  };
+  const BidContext ctx{*req,   now_ms,
+                       sim_ms, *m.days->Get(BudgetDayOf(now_ms, sim_ms)),
+                       arm,    arm == Arm::kLearned ? 0 : m.cfg.advertisers.size()};
   // tmax includes the network: no bid when the answer cannot arrive in time.
   if (req->tmax_ms > 0 &&
       (NowSteadyUs() - received_us) / 1000 + m.cfg.tmax_network_ms >= req->tmax_ms) {
-    return no_bid(NoBidReason::kTmax, -1, 0, false, {});
+    return observe(NoBid(m, ctx, NoBidReason::kTmax, -1, 0, false, {}));
   }
-
-  // 2. Decide: the final prices, each within what its advertiser's budget can still reserve.
-  const PolicySnapshot* snap = m.policy.Current();
-  DecideOptions opt;
-  // A few spares per impression, so that a bidder whose reservation fails gives its place to
-  // the next best.
-  opt.max_bids_per_imp = std::min(kMaxSlots, m.cfg.max_bids_per_imp + 2);
-  opt.currency = m.cfg.currency;
-  const bool usable = m.PolicyUsable(snap, now_ms);
-  opt.use_policy = usable && arm == Arm::kLearned;
-  opt.agents = m.agents;
-  opt.index_of = &m.index_of;
-  opt.clusters = m.default_clusters.get();
-  // Whether the whole budget has money left: with leases, what this bidder holds plus what the
-  // rest of the budget has (headroom), so that an advertiser whose lease ran dry stays a
-  // candidate (and is counted in `computed`, as with one bidder) while its lease is refilled.
-  opt.has_budget = [&ledger, slot0](size_t k) {
-    return ledger.budget(slot0 + k).value() - ledger.spent(slot0 + k).value() +
-               ledger.headroom(slot0 + k).value() >=
-           kMinBudgetLeftMicros;
-  };
-  if (!req->test) {  // test requests never touch a budget
-    opt.budget_left = [&ledger, slot0](size_t k) {
-      return ledger.budget(slot0 + k).value() - ledger.committed(slot0 + k).value() +
-             ledger.headroom(slot0 + k).value();
-    };
-  }
-  if (!usable) n.fallback_requests.Inc();
-  Decision d = DecideBids(*req, m.cfg.advertisers, m.predictor, snap, opt);
-  if (arm == Arm::kManual) {  // manual by design, not a fallback: the table's version is noted
-    d.manual_fallback = !usable;
-  }
-
-  // 3. Reserve the largest possible charge of every bid (one impression at its price) before
-  // sending it.
-  std::vector<Candidate> sent;
-  std::vector<int> per_imp(req->imps.size(), 0);
+  Decision d = Decide(m, ctx);
   bool budget_limited = false;
-  for (Candidate& c : d.bids) {
-    if (per_imp[c.imp_index] >= m.cfg.max_bids_per_imp) continue;
-    if (!req->test) {
-      const size_t slot = slot0 + c.advertiser_index;
-      const Key128 key = BidKey(req->id, req->imps[c.imp_index].id, c.advertiser);
-      const int64_t deadline_ms = now_ms + m.cfg.reservation_timeout_ms;
-      const bool open = ledger.bids_open(slot);
-      if (m.cfg.leases.enabled) ledger.NoteCharge(slot, MaxCharge(c.price));
-      bool reserved = open && ledger.TryReserve(slot, key, MaxCharge(c.price), now_ms, deadline_ms);
-      if (!reserved && open && (m.cfg.leases.lower_bids || !m.cfg.leases.enabled)) {
-        // The lease (with one bidder: the budget) has less room than the bid can charge: bid
-        // what the room allows, as one bidder does at its budget's end (CapBidToBudget). The
-        // refusal above already made the lease client ask for more.
-        if (auto lowered =
-                LowerToRoom(c, ledger.budget(slot).value() - ledger.committed(slot).value(),
-                            req->imps[c.imp_index].bidfloor)) {
-          reserved = ledger.TryReserve(slot, key, MaxCharge(lowered->price), now_ms, deadline_ms);
-          if (reserved) c = *lowered;
-        }
-      }
-      if (!reserved) {
-        budget_limited = true;
-        continue;
-      }
-    }
-    ++per_imp[c.imp_index];
-    sent.push_back(c);
-  }
+  const std::vector<Candidate> sent = Reserve(m, ctx, d, &budget_limited);
   if (sent.empty()) {
-    return no_bid(budget_limited ? NoBidReason::kBudget : d.reason, d.cluster, d.policy_version,
-                  d.manual_fallback, std::move(d.computed));
-  }
-
-  // 4. Encode: one seat per advertiser.
-  BidResponse resp;
-  resp.id = req->id;
-  resp.cur = m.cfg.currency;
-  for (const Candidate& c : sent) {
-    const Advertiser& a = m.cfg.advertisers[c.advertiser_index];
-    const Creative& cr = a.creatives[c.creative_index];
-    const std::string& seat = m.seat_of[c.advertiser_index];
-    auto sb = std::find_if(resp.seatbid.begin(), resp.seatbid.end(),
-                           [&](const SeatBid& s) { return s.seat == seat; });
-    if (sb == resp.seatbid.end()) {
-      resp.seatbid.push_back({seat, {}});
-      sb = resp.seatbid.end() - 1;
-    }
-    const Imp& imp = req->imps[c.imp_index];
-    Bid b;
-    b.id.reserve(req->id.size() + imp.id.size() + 12);
-    b.id.append(req->id).append(1, '-').append(imp.id).append(1, '-').append(
-        m.cid_of[c.advertiser_index]);
-    b.impid = imp.id;
-    b.price = c.price;
-    b.adid = cr.crid;
-    b.crid = cr.crid;
-    b.cid = m.cid_of[c.advertiser_index];
-    b.adomain = cr.adomain;
-    b.w = cr.w;
-    b.h = cr.h;
-    // Notice URLs signed over this bid's identity and terms (notice_sign.h).
-    const SignedBid signed_bid{req->id, imp.id, a.id, c.price, now_ms, req->test, c.cluster, arm};
-    const std::string query = SignedNoticeQuery(signed_bid, m.signer->Sign(signed_bid));
-    b.nurl = NoticeUrl(m.cfg.notice_base_url, NoticeType::kWin, query);
-    b.burl = NoticeUrl(m.cfg.notice_base_url, NoticeType::kBilling, query);
-    b.lurl = NoticeUrl(m.cfg.notice_base_url, NoticeType::kLoss, query);
-    b.adm = cr.markup;
-    sb->bids.push_back(std::move(b));
+    return observe(NoBid(m, ctx, budget_limited ? NoBidReason::kBudget : d.reason, d.cluster,
+                         d.policy_version, d.manual_fallback, std::move(d.computed)));
   }
   HttpResult res;
-  res.body = EncodeBidResponse(resp);
+  res.body = EncodeBidResponse(Respond(m, ctx, sent));
   res.headers.push_back({"x-openrtb-version", version.empty() ? "2.6" : std::string(version)});
-
-  // 5. Log one event per bid; the request's bid computations ride on the first.
-  for (size_t i = 0; i < sent.size(); ++i) {
-    n.bids.Inc();
-    Event e = BidEvent(*req, sent[i], d, arm, now_ms, sim_ms);
-    e.eid = m.NextEid();
-    if (i == 0) e.computed = std::move(d.computed);
-    m.events->Log(e);
-  }
+  LogBids(m, ctx, sent, d);
   return observe(std::move(res));
 }
 

@@ -6,10 +6,11 @@
 
 namespace rtb::bidder {
 
-Result<BidderConfig> LoadBidderConfig(const std::string& path) {
-  RTB_ASSIGN_OR_RETURN(auto file, ConfigFile::Load(path));
-  BidderConfig c;
-  ConfigMap root = file->Root();
+namespace {
+
+// The server's own keys (the top level).
+void ReadServer(ConfigMap& root, BidderConfig* cp) {
+  BidderConfig& c = *cp;
   root.Get("log_level", &c.log_level);
   root.Check(log::ParseLevel(c.log_level).ok(), "log_level",
              "must be trace, debug, info, warn, error or off");
@@ -67,122 +68,138 @@ Result<BidderConfig> LoadBidderConfig(const std::string& path) {
   root.Get("state_path", &c.state_path);
   root.Get("bench_endpoints", &c.bench_endpoints);
   root.Get("simulation_hooks", &c.simulation_hooks);
+}
 
-  ConfigMap k = root.Section("kafka");
-  k.Get("brokers", &c.kafka.brokers);
-  k.Get("mock_brokers", &c.kafka.mock_brokers);
-  k.Check(c.kafka.mock_brokers >= 1 && c.kafka.mock_brokers <= 16, "mock_brokers",
+void ReadKafka(ConfigMap k, KafkaConfig* kc) {
+  k.Get("brokers", &kc->brokers);
+  k.Get("mock_brokers", &kc->mock_brokers);
+  k.Check(kc->mock_brokers >= 1 && kc->mock_brokers <= 16, "mock_brokers",
           "must be between 1 and 16");
-  k.Get("events_topic", &c.kafka.events_topic);
-  k.Get("policy_topic", &c.kafka.policy_topic);
-  k.Get("partitions", &c.kafka.partitions);
-  k.Check(c.kafka.partitions >= 1, "partitions", "must be positive");
-  k.Get("queue_max_messages", &c.kafka.queue_max_messages);
-  k.Check(c.kafka.queue_max_messages >= 1, "queue_max_messages", "must be positive");
-  k.Get("linger_ms", &c.kafka.linger_ms);
-  k.Get("compression", &c.kafka.compression);
-  k.Check(c.kafka.compression == "none" || c.kafka.compression == "gzip" ||
-              c.kafka.compression == "snappy" || c.kafka.compression == "lz4" ||
-              c.kafka.compression == "zstd",
+  k.Get("events_topic", &kc->events_topic);
+  k.Get("policy_topic", &kc->policy_topic);
+  k.Get("partitions", &kc->partitions);
+  k.Check(kc->partitions >= 1, "partitions", "must be positive");
+  k.Get("queue_max_messages", &kc->queue_max_messages);
+  k.Check(kc->queue_max_messages >= 1, "queue_max_messages", "must be positive");
+  k.Get("linger_ms", &kc->linger_ms);
+  k.Get("compression", &kc->compression);
+  k.Check(kc->compression == "none" || kc->compression == "gzip" || kc->compression == "snappy" ||
+              kc->compression == "lz4" || kc->compression == "zstd",
           "compression", "must be none, gzip, snappy, lz4 or zstd");
-  k.Get("spill_path", &c.kafka.spill_path);
-  k.Get("flush_timeout_ms", &c.kafka.flush_timeout_ms);
-  k.Get("thread_nice", &c.kafka.thread_nice);
-  k.Check(c.kafka.thread_nice >= 0 && c.kafka.thread_nice <= 19, "thread_nice", "must be 0..19");
-  k.Get("properties", &c.kafka.properties);
-  for (const auto& [name, value] : c.kafka.properties) {
+  k.Get("spill_path", &kc->spill_path);
+  k.Get("flush_timeout_ms", &kc->flush_timeout_ms);
+  k.Get("thread_nice", &kc->thread_nice);
+  k.Check(kc->thread_nice >= 0 && kc->thread_nice <= 19, "thread_nice", "must be 0..19");
+  k.Get("properties", &kc->properties);
+  for (const auto& [name, value] : kc->properties) {
     k.Check(!kafka::EngineOwnedProperty(name), "properties",
             "may not set " + name + " (the engine's own, or a kafka key's)");
   }
+}
 
-  ConfigMap mk = root.Section("market");
-  mk.Get("steps_per_day", &c.market.steps_per_day);
-  mk.Get("step_seconds", &c.market.step_seconds);
-  mk.Check(c.market.steps_per_day >= 1 && c.market.step_seconds >= 1 &&
-               int64_t{c.market.steps_per_day} * c.market.step_seconds <= 86'400,
+void ReadMarket(ConfigMap mk, MarketConfig* m) {
+  mk.Get("steps_per_day", &m->steps_per_day);
+  mk.Get("step_seconds", &m->step_seconds);
+  mk.Check(m->steps_per_day >= 1 && m->step_seconds >= 1 &&
+               int64_t{m->steps_per_day} * m->step_seconds <= 86'400,
            "steps_per_day", "and step_seconds must be >= 1, with at most one day of steps");
-  mk.Get("alpha_range", &c.market.alpha_range);
-  mk.Check(c.market.alpha_range > 0 && c.market.alpha_range < 1, "alpha_range",
-           "must be in (0, 1)");
+  mk.Get("alpha_range", &m->alpha_range);
+  mk.Check(m->alpha_range > 0 && m->alpha_range < 1, "alpha_range", "must be in (0, 1)");
+}
 
-  ConfigMap ab = root.Section("ab");
-  ab.Get("learned_share", &c.ab.learned_share);
-  ab.Check(c.ab.learned_share >= 0 && c.ab.learned_share <= 1, "learned_share",
+void ReadAb(ConfigMap ab, AbConfig* a) {
+  ab.Get("learned_share", &a->learned_share);
+  ab.Check(a->learned_share >= 0 && a->learned_share <= 1, "learned_share",
            "must be between 0 and 1");
-  ab.Get("salt", &c.ab.salt);
-  ab.Check(!c.ab.salt.empty(), "salt", "must not be empty");
+  ab.Get("salt", &a->salt);
+  ab.Check(!a->salt.empty(), "salt", "must not be empty");
+}
 
-  ConfigMap le = root.Section("leases");
-  le.Get("enabled", &c.leases.enabled);
-  le.Get("name", &c.leases.name);
-  le.Check(c.leases.name.find('~') == std::string::npos, "name",
+void ReadLeases(ConfigMap le, LeaseClientConfig* l) {
+  le.Get("enabled", &l->enabled);
+  le.Get("name", &l->name);
+  le.Check(l->name.find('~') == std::string::npos, "name",
            "must not contain '~' (the coordinator's mark of a dead process's holdings)");
-  le.Get("requests_topic", &c.leases.requests_topic);
-  le.Get("grants_topic", &c.leases.grants_topic);
-  le.Check(!c.leases.requests_topic.empty() && !c.leases.grants_topic.empty(), "grants_topic",
+  le.Get("requests_topic", &l->requests_topic);
+  le.Get("grants_topic", &l->grants_topic);
+  le.Check(!l->requests_topic.empty() && !l->grants_topic.empty(), "grants_topic",
            "and requests_topic must be set");
-  le.Get("horizon_ms", &c.leases.horizon_ms);
-  le.Check(c.leases.horizon_ms >= 10 && c.leases.horizon_ms <= 86'400'000, "horizon_ms",
+  le.Get("horizon_ms", &l->horizon_ms);
+  le.Check(l->horizon_ms >= 10 && l->horizon_ms <= 86'400'000, "horizon_ms",
            "must be 10 to 86400000");
-  le.Get("min_lease", &c.leases.min_lease);
-  le.Check(c.leases.min_lease > 0 && c.leases.min_lease < 1e9, "min_lease", "must be positive");
-  le.Get("check_every_ms", &c.leases.check_every_ms);
-  le.Check(c.leases.check_every_ms >= 10, "check_every_ms", "must be >= 10");
-  le.Get("report_every_ms", &c.leases.report_every_ms);
-  le.Check(c.leases.report_every_ms >= 10, "report_every_ms", "must be >= 10");
-  le.Get("full_report_every", &c.leases.full_report_every);
-  le.Check(c.leases.full_report_every >= 1, "full_report_every", "must be >= 1");
-  le.Get("ttl_ms", &c.leases.ttl_ms);
-  le.Check(c.leases.ttl_ms > c.leases.report_every_ms, "ttl_ms",
-           "must be longer than report_every_ms");
-  le.Get("lower_bids", &c.leases.lower_bids);
-  std::string sizing = budget::LeaseSizingName(c.leases.sizing);
+  le.Get("min_lease", &l->min_lease);
+  le.Check(l->min_lease > 0 && l->min_lease < 1e9, "min_lease", "must be positive");
+  le.Get("check_every_ms", &l->check_every_ms);
+  le.Check(l->check_every_ms >= 10, "check_every_ms", "must be >= 10");
+  le.Get("report_every_ms", &l->report_every_ms);
+  le.Check(l->report_every_ms >= 10, "report_every_ms", "must be >= 10");
+  le.Get("full_report_every", &l->full_report_every);
+  le.Check(l->full_report_every >= 1, "full_report_every", "must be >= 1");
+  le.Get("ttl_ms", &l->ttl_ms);
+  le.Check(l->ttl_ms > l->report_every_ms, "ttl_ms", "must be longer than report_every_ms");
+  le.Get("lower_bids", &l->lower_bids);
+  std::string sizing = budget::LeaseSizingName(l->sizing);
   le.Get("sizing", &sizing);
   const std::optional<budget::LeaseSizing> named = budget::LeaseSizingNamed(sizing);
   le.Check(named.has_value(), "sizing", "must be share or rate");
-  if (named) c.leases.sizing = *named;
+  if (named) l->sizing = *named;
+}
 
-  std::set<uint32_t> ids;
-  for (ConfigMap a : root.List("advertisers")) {
-    Advertiser adv;
-    int64_t id = -1;
-    a.Get("id", &id);
-    a.Check(id >= 0 && id <= 0xffffffffLL, "id", "must be a non-negative 32-bit integer");
-    a.Check(ids.insert(static_cast<uint32_t>(id)).second, "id", "is used twice");
-    adv.id = static_cast<uint32_t>(id);
-    a.Get("name", &adv.name);
-    double bid = 0, budget = 0;
-    a.Get("bid", &bid);
-    a.Check(bid > 0 && bid < 1e6, "bid", "(manual CPC bid, currency units) must be positive");
-    a.Get("daily_budget", &budget);
-    a.Check(budget >= 0 && budget < 1e12, "daily_budget", "must be >= 0");
-    adv.bid = Micros::FromUnits(bid);
-    adv.daily_budget = Micros::FromUnits(budget);
-    a.Get("agent", &adv.agent);
-    a.Check(adv.agent >= 0 && adv.agent < 10000, "agent", "must be in [0, 10000)");
-    double value = 0;
-    a.Get("conversion_value", &value);
-    a.Check(value >= 0 && value < 1e9, "conversion_value", "(currency units) must be >= 0");
-    adv.conversion_value = Micros::FromUnits(value);
-    ConfigMap t = a.Section("targeting");
-    t.Get("categories", &adv.targeting.categories);
-    t.Get("device_types", &adv.targeting.device_types);
-    t.Get("countries", &adv.targeting.countries);
-    t.Get("site", &adv.targeting.site);
-    t.Get("app", &adv.targeting.app);
-    for (ConfigMap cr : a.List("creatives")) {
-      Creative c2;
-      cr.Get("crid", &c2.crid);
-      cr.Check(!c2.crid.empty(), "crid", "must be set");
-      cr.Get("adomain", &c2.adomain);
-      cr.Get("w", &c2.w);
-      cr.Get("h", &c2.h);
-      cr.Get("markup", &c2.markup);
-      adv.creatives.push_back(c2);
-    }
-    a.Check(!adv.creatives.empty(), "creatives", "needs at least one creative");
-    c.advertisers.push_back(std::move(adv));
+// One advertiser of the list; ids must be unique among them.
+Advertiser ReadAdvertiser(ConfigMap a, std::set<uint32_t>* ids) {
+  Advertiser adv;
+  int64_t id = -1;
+  a.Get("id", &id);
+  a.Check(id >= 0 && id <= 0xffffffffLL, "id", "must be a non-negative 32-bit integer");
+  a.Check(ids->insert(static_cast<uint32_t>(id)).second, "id", "is used twice");
+  adv.id = static_cast<uint32_t>(id);
+  a.Get("name", &adv.name);
+  double bid = 0, budget = 0;
+  a.Get("bid", &bid);
+  a.Check(bid > 0 && bid < 1e6, "bid", "(manual CPC bid, currency units) must be positive");
+  a.Get("daily_budget", &budget);
+  a.Check(budget >= 0 && budget < 1e12, "daily_budget", "must be >= 0");
+  adv.bid = Micros::FromUnits(bid);
+  adv.daily_budget = Micros::FromUnits(budget);
+  a.Get("agent", &adv.agent);
+  a.Check(adv.agent >= 0 && adv.agent < 10000, "agent", "must be in [0, 10000)");
+  double value = 0;
+  a.Get("conversion_value", &value);
+  a.Check(value >= 0 && value < 1e9, "conversion_value", "(currency units) must be >= 0");
+  adv.conversion_value = Micros::FromUnits(value);
+  ConfigMap t = a.Section("targeting");
+  t.Get("categories", &adv.targeting.categories);
+  t.Get("device_types", &adv.targeting.device_types);
+  t.Get("countries", &adv.targeting.countries);
+  t.Get("site", &adv.targeting.site);
+  t.Get("app", &adv.targeting.app);
+  for (ConfigMap cr : a.List("creatives")) {
+    Creative c2;
+    cr.Get("crid", &c2.crid);
+    cr.Check(!c2.crid.empty(), "crid", "must be set");
+    cr.Get("adomain", &c2.adomain);
+    cr.Get("w", &c2.w);
+    cr.Get("h", &c2.h);
+    cr.Get("markup", &c2.markup);
+    adv.creatives.push_back(c2);
   }
+  a.Check(!adv.creatives.empty(), "creatives", "needs at least one creative");
+  return adv;
+}
+
+}  // namespace
+
+Result<BidderConfig> LoadBidderConfig(const std::string& path) {
+  RTB_ASSIGN_OR_RETURN(auto file, ConfigFile::Load(path));
+  BidderConfig c;
+  ConfigMap root = file->Root();
+  ReadServer(root, &c);
+  ReadKafka(root.Section("kafka"), &c.kafka);
+  ReadMarket(root.Section("market"), &c.market);
+  ReadAb(root.Section("ab"), &c.ab);
+  ReadLeases(root.Section("leases"), &c.leases);
+  std::set<uint32_t> ids;
+  for (ConfigMap a : root.List("advertisers")) c.advertisers.push_back(ReadAdvertiser(a, &ids));
   RTB_RETURN_IF_ERROR(file->Finish());
   return c;
 }

@@ -71,6 +71,208 @@ void GetStrings(const object& o, std::string_view key, std::vector<std::string>*
   }
 }
 
+// Decode's phases, inline: the bid path decodes every request.
+
+// A w x h within the sizes a banner can have.
+inline bool GetFormat(const object& o, Format* f) {
+  int64_t w = 0, h = 0;
+  if (GetInt(o, "w", &w) && GetInt(o, "h", &h) && w > 0 && h > 0 && w < 100000 && h < 100000) {
+    *f = {static_cast<int>(w), static_cast<int>(h)};
+    return true;
+  }
+  return false;
+}
+
+// banner.w/h, then banner.format[]: the sizes in that order; malformed sizes are skipped.
+inline void DecodeBanner(const object& banner, Imp* imp) {
+  imp->banner = true;
+  Format f;
+  if (GetFormat(banner, &f)) imp->formats.push_back(f);
+  array fmts;
+  if (banner["format"].get_array().get(fmts) == simdjson::SUCCESS) {
+    for (element fe : fmts) {
+      object fo;
+      if (fe.get_object().get(fo)) continue;
+      if (GetFormat(fo, &f)) imp->formats.push_back(f);
+    }
+  }
+}
+
+inline void DecodePmp(const object& pmp, Imp* imp) {
+  imp->has_pmp = true;
+  int64_t v = 0;
+  if (GetInt(pmp, "private_auction", &v)) imp->private_auction = static_cast<int>(v);
+  array deals;
+  if (pmp["deals"].get_array().get(deals) == simdjson::SUCCESS) {
+    for (element de : deals) {
+      object d;
+      std::string did;
+      if (!de.get_object().get(d) && GetString(d, "id", &did)) imp->deal_ids.push_back(did);
+    }
+  }
+}
+
+inline Status DecodeImp(const object& io, const DecodeLimits& limits, Imp* imp) {
+  std::string_view iid;
+  if (io["id"].get_string().get(iid) || iid.empty()) {
+    return Status::InvalidArgument("imp.id must be a non-empty string");
+  }
+  if (iid.size() > limits.max_id_bytes) {
+    return Status::InvalidArgument("imp.id longer than " + std::to_string(limits.max_id_bytes) +
+                                   " bytes");
+  }
+  imp->id = std::string(iid);
+  object banner, tmp;
+  if (GetObject(io, "banner", &banner)) DecodeBanner(banner, imp);
+  imp->video = GetObject(io, "video", &tmp);
+  imp->native = GetObject(io, "native", &tmp);
+  imp->audio = GetObject(io, "audio", &tmp);
+  double floor = 0;
+  if (GetDouble(io, "bidfloor", &floor)) {
+    if (floor < 0 || floor > 1e6) return Status::InvalidArgument("imp.bidfloor out of range");
+    imp->bidfloor = Micros::FromUnits(floor);
+  }
+  GetString(io, "bidfloorcur", &imp->bidfloorcur);
+  GetString(io, "tagid", &imp->tagid);
+  int64_t v = 0;
+  if (GetInt(io, "instl", &v)) imp->instl = static_cast<int>(v);
+  if (GetInt(io, "secure", &v)) imp->secure = static_cast<int>(v);
+  object pmp;
+  if (GetObject(io, "pmp", &pmp)) DecodePmp(pmp, imp);
+  return Status::Ok();
+}
+
+// request.id and request.imp[] (required: at least one impression).
+inline Status DecodeIdAndImps(const object& root, const DecodeLimits& limits, BidRequest* r) {
+  std::string_view id;
+  if (root["id"].get_string().get(id) || id.empty()) {
+    return Status::InvalidArgument("request.id must be a non-empty string");
+  }
+  if (id.size() > limits.max_id_bytes) {
+    return Status::InvalidArgument("request.id longer than " + std::to_string(limits.max_id_bytes) +
+                                   " bytes");
+  }
+  r->id = std::string(id);
+  array imps;
+  if (root["imp"].get_array().get(imps))
+    return Status::InvalidArgument("request.imp must be an array");
+  for (element ie : imps) {
+    object io;
+    if (ie.get_object().get(io)) return Status::InvalidArgument("request.imp[] must hold objects");
+    if (r->imps.size() >= limits.max_imps) return Status::InvalidArgument("too many imp objects");
+    Imp imp;
+    if (Status st = DecodeImp(io, limits, &imp); !st.ok()) return st;
+    r->imps.push_back(std::move(imp));
+  }
+  if (r->imps.empty()) return Status::InvalidArgument("request.imp is empty");
+  return Status::Ok();
+}
+
+// site or app: its ids, categories and publisher.
+inline void DecodePlacement(const object& o, std::string* id, std::string* name,
+                            std::string_view name_key, BidRequest* r) {
+  GetString(o, "id", id);
+  GetString(o, name_key, name);
+  GetStrings(o, "cat", &r->cat);
+  object pub;
+  if (GetObject(o, "publisher", &pub)) GetString(pub, "id", &r->publisher_id);
+}
+
+// site, app, device and user.
+inline Status DecodeWhereAndWho(const object& root, const DecodeLimits& limits, BidRequest* r) {
+  object site, app, device, geo, user, ext;
+  if (GetObject(root, "site", &site)) {
+    r->has_site = true;
+    DecodePlacement(site, &r->site_id, &r->site_domain, "domain", r);
+  }
+  if (GetObject(root, "app", &app)) {
+    r->has_app = true;
+    DecodePlacement(app, &r->app_id, &r->app_bundle, "bundle", r);
+  }
+  if (GetObject(root, "device", &device)) {
+    int64_t dt = 0;
+    if (GetInt(device, "devicetype", &dt)) r->device_type = static_cast<int>(dt);
+    GetString(device, "ua", &r->ua);
+    GetString(device, "ip", &r->ip);
+    GetString(device, "ifa", &r->device_id);
+    if (r->device_id.size() > limits.max_id_bytes) {
+      return Status::InvalidArgument("device.ifa longer than " +
+                                     std::to_string(limits.max_id_bytes) + " bytes");
+    }
+    if (GetObject(device, "geo", &geo)) GetString(geo, "country", &r->country);
+  }
+  if (GetObject(root, "user", &user)) {
+    GetString(user, "id", &r->user_id);
+    GetString(user, "buyeruid", &r->buyeruid);
+    if (r->user_id.size() > limits.max_id_bytes || r->buyeruid.size() > limits.max_id_bytes) {
+      return Status::InvalidArgument("user.id / buyeruid longer than " +
+                                     std::to_string(limits.max_id_bytes) + " bytes");
+    }
+    if (!GetString(user, "consent", &r->consent) && GetObject(user, "ext", &ext)) {
+      GetString(ext, "consent", &r->consent);
+    }
+  }
+  return Status::Ok();
+}
+
+// tmax, at, test, cur, the block lists, regs (gdpr) and source (schain).
+inline void DecodeTerms(const object& root, BidRequest* r) {
+  int64_t v = 0;
+  if (GetInt(root, "tmax", &v) && v > 0) r->tmax_ms = v;
+  if (GetInt(root, "at", &v)) r->at = static_cast<int>(v);
+  if (GetInt(root, "test", &v)) r->test = v == 1;
+  GetStrings(root, "cur", &r->cur);
+  GetStrings(root, "bcat", &r->bcat);
+  GetStrings(root, "badv", &r->badv);
+  GetStrings(root, "bapp", &r->bapp);
+  object regs, ext, source;
+  if (GetObject(root, "regs", &regs)) {
+    if (GetInt(regs, "gdpr", &v)) {
+      r->gdpr = static_cast<int>(v);
+    } else if (GetObject(regs, "ext", &ext) && GetInt(ext, "gdpr", &v)) {
+      r->gdpr = static_cast<int>(v);
+    }
+  }
+  if (GetObject(root, "source", &source)) {
+    object sc;
+    r->has_schain = GetObject(source, "schain", &sc) ||
+                    (GetObject(source, "ext", &ext) && GetObject(ext, "schain", &sc));
+  }
+}
+
+// ext.sim: the simulated clock and, when given, the candidates (schemas/exchange-sim-ext-v1.md).
+inline Result<SimHints> DecodeSimHints(const object& sim, const DecodeLimits& limits) {
+  SimHints h;
+  if (!GetInt(sim, "t", &h.t_ms) || h.t_ms < 0) {
+    return Status::InvalidArgument("ext.sim.t must be a non-negative integer (ms)");
+  }
+  array cands;
+  element cand_el;
+  h.has_candidates = sim["cand"].get(cand_el) == simdjson::SUCCESS;
+  if (!h.has_candidates) return h;
+  if (cand_el.get_array().get(cands) != simdjson::SUCCESS) {
+    return Status::InvalidArgument("ext.sim.cand must be an array");
+  }
+  for (element ce : cands) {
+    array c;
+    int64_t adv = 0;
+    double ctr = 0, cvr = 0;
+    if (ce.get_array().get(c) != simdjson::SUCCESS || c.size() != 3 ||
+        c.at(0).get_int64().get(adv) != simdjson::SUCCESS || adv < 0 || adv > UINT32_MAX ||
+        c.at(1).get_double().get(ctr) != simdjson::SUCCESS ||
+        c.at(2).get_double().get(cvr) != simdjson::SUCCESS || !(ctr >= 0 && ctr <= 1) ||
+        !(cvr >= 0 && cvr <= 1)) {
+      return Status::InvalidArgument(
+          "ext.sim.cand entries are [advertiser id, pctr in [0,1], pcvr in [0,1]]");
+    }
+    if (h.candidates.size() >= limits.max_sim_candidates) {
+      return Status::InvalidArgument("too many ext.sim.cand entries");
+    }
+    h.candidates.push_back({static_cast<uint32_t>(adv), ctr, cvr});
+  }
+  return h;
+}
+
 }  // namespace
 
 struct RequestDecoder::Impl {
@@ -105,173 +307,12 @@ Result<BidRequest> RequestDecoder::Decode(std::string_view body) {
     return Status::InvalidArgument("a bid request must be a JSON object");
 
   BidRequest r;
-  std::string_view id;
-  if (root["id"].get_string().get(id) || id.empty()) {
-    return Status::InvalidArgument("request.id must be a non-empty string");
-  }
-  if (id.size() > m.limits.max_id_bytes) {
-    return Status::InvalidArgument("request.id longer than " +
-                                   std::to_string(m.limits.max_id_bytes) + " bytes");
-  }
-  r.id = std::string(id);
-  array imps;
-  if (root["imp"].get_array().get(imps))
-    return Status::InvalidArgument("request.imp must be an array");
-  for (element ie : imps) {
-    object io;
-    if (ie.get_object().get(io)) return Status::InvalidArgument("request.imp[] must hold objects");
-    if (r.imps.size() >= m.limits.max_imps) return Status::InvalidArgument("too many imp objects");
-    Imp imp;
-    std::string_view iid;
-    if (io["id"].get_string().get(iid) || iid.empty()) {
-      return Status::InvalidArgument("imp.id must be a non-empty string");
-    }
-    if (iid.size() > m.limits.max_id_bytes) {
-      return Status::InvalidArgument("imp.id longer than " + std::to_string(m.limits.max_id_bytes) +
-                                     " bytes");
-    }
-    imp.id = std::string(iid);
-    object banner, tmp;
-    if (GetObject(io, "banner", &banner)) {
-      imp.banner = true;
-      int64_t w = 0, h = 0;
-      if (GetInt(banner, "w", &w) && GetInt(banner, "h", &h) && w > 0 && h > 0 && w < 100000 &&
-          h < 100000) {
-        imp.formats.push_back({static_cast<int>(w), static_cast<int>(h)});
-      }
-      array fmts;
-      if (banner["format"].get_array().get(fmts) == simdjson::SUCCESS) {
-        for (element fe : fmts) {
-          object fo;
-          if (fe.get_object().get(fo)) continue;
-          int64_t fw = 0, fh = 0;
-          if (GetInt(fo, "w", &fw) && GetInt(fo, "h", &fh) && fw > 0 && fh > 0 && fw < 100000 &&
-              fh < 100000) {
-            imp.formats.push_back({static_cast<int>(fw), static_cast<int>(fh)});
-          }
-        }
-      }
-    }
-    imp.video = GetObject(io, "video", &tmp);
-    imp.native = GetObject(io, "native", &tmp);
-    imp.audio = GetObject(io, "audio", &tmp);
-    double floor = 0;
-    if (GetDouble(io, "bidfloor", &floor)) {
-      if (floor < 0 || floor > 1e6) return Status::InvalidArgument("imp.bidfloor out of range");
-      imp.bidfloor = Micros::FromUnits(floor);
-    }
-    GetString(io, "bidfloorcur", &imp.bidfloorcur);
-    GetString(io, "tagid", &imp.tagid);
-    int64_t v = 0;
-    if (GetInt(io, "instl", &v)) imp.instl = static_cast<int>(v);
-    if (GetInt(io, "secure", &v)) imp.secure = static_cast<int>(v);
-    object pmp;
-    if (GetObject(io, "pmp", &pmp)) {
-      imp.has_pmp = true;
-      if (GetInt(pmp, "private_auction", &v)) imp.private_auction = static_cast<int>(v);
-      array deals;
-      if (pmp["deals"].get_array().get(deals) == simdjson::SUCCESS) {
-        for (element de : deals) {
-          object d;
-          std::string did;
-          if (!de.get_object().get(d) && GetString(d, "id", &did)) imp.deal_ids.push_back(did);
-        }
-      }
-    }
-    r.imps.push_back(std::move(imp));
-  }
-  if (r.imps.empty()) return Status::InvalidArgument("request.imp is empty");
-
-  object site, app, pub, device, geo, user, regs, ext, source;
-  if (GetObject(root, "site", &site)) {
-    r.has_site = true;
-    GetString(site, "id", &r.site_id);
-    GetString(site, "domain", &r.site_domain);
-    GetStrings(site, "cat", &r.cat);
-    if (GetObject(site, "publisher", &pub)) GetString(pub, "id", &r.publisher_id);
-  }
-  if (GetObject(root, "app", &app)) {
-    r.has_app = true;
-    GetString(app, "id", &r.app_id);
-    GetString(app, "bundle", &r.app_bundle);
-    GetStrings(app, "cat", &r.cat);
-    if (GetObject(app, "publisher", &pub)) GetString(pub, "id", &r.publisher_id);
-  }
-  if (GetObject(root, "device", &device)) {
-    int64_t dt = 0;
-    if (GetInt(device, "devicetype", &dt)) r.device_type = static_cast<int>(dt);
-    GetString(device, "ua", &r.ua);
-    GetString(device, "ip", &r.ip);
-    GetString(device, "ifa", &r.device_id);
-    if (r.device_id.size() > m.limits.max_id_bytes) {
-      return Status::InvalidArgument("device.ifa longer than " +
-                                     std::to_string(m.limits.max_id_bytes) + " bytes");
-    }
-    if (GetObject(device, "geo", &geo)) GetString(geo, "country", &r.country);
-  }
-  if (GetObject(root, "user", &user)) {
-    GetString(user, "id", &r.user_id);
-    GetString(user, "buyeruid", &r.buyeruid);
-    if (r.user_id.size() > m.limits.max_id_bytes || r.buyeruid.size() > m.limits.max_id_bytes) {
-      return Status::InvalidArgument("user.id / buyeruid longer than " +
-                                     std::to_string(m.limits.max_id_bytes) + " bytes");
-    }
-    if (!GetString(user, "consent", &r.consent) && GetObject(user, "ext", &ext)) {
-      GetString(ext, "consent", &r.consent);
-    }
-  }
-  int64_t v = 0;
-  if (GetInt(root, "tmax", &v) && v > 0) r.tmax_ms = v;
-  if (GetInt(root, "at", &v)) r.at = static_cast<int>(v);
-  if (GetInt(root, "test", &v)) r.test = v == 1;
-  GetStrings(root, "cur", &r.cur);
-  GetStrings(root, "bcat", &r.bcat);
-  GetStrings(root, "badv", &r.badv);
-  GetStrings(root, "bapp", &r.bapp);
-  if (GetObject(root, "regs", &regs)) {
-    if (GetInt(regs, "gdpr", &v)) {
-      r.gdpr = static_cast<int>(v);
-    } else if (GetObject(regs, "ext", &ext) && GetInt(ext, "gdpr", &v)) {
-      r.gdpr = static_cast<int>(v);
-    }
-  }
-  if (GetObject(root, "source", &source)) {
-    object sc;
-    r.has_schain = GetObject(source, "schain", &sc) ||
-                   (GetObject(source, "ext", &ext) && GetObject(ext, "schain", &sc));
-  }
-  object sim;
+  if (Status st = DecodeIdAndImps(root, m.limits, &r); !st.ok()) return st;
+  if (Status st = DecodeWhereAndWho(root, m.limits, &r); !st.ok()) return st;
+  DecodeTerms(root, &r);
+  object ext, sim;
   if (m.limits.sim_hints && GetObject(root, "ext", &ext) && GetObject(ext, "sim", &sim)) {
-    SimHints h;
-    if (!GetInt(sim, "t", &h.t_ms) || h.t_ms < 0) {
-      return Status::InvalidArgument("ext.sim.t must be a non-negative integer (ms)");
-    }
-    array cands;
-    element cand_el;
-    h.has_candidates = sim["cand"].get(cand_el) == simdjson::SUCCESS;
-    if (h.has_candidates && cand_el.get_array().get(cands) != simdjson::SUCCESS) {
-      return Status::InvalidArgument("ext.sim.cand must be an array");
-    }
-    if (h.has_candidates) {
-      for (element ce : cands) {
-        array c;
-        int64_t adv = 0;
-        double ctr = 0, cvr = 0;
-        if (ce.get_array().get(c) != simdjson::SUCCESS || c.size() != 3 ||
-            c.at(0).get_int64().get(adv) != simdjson::SUCCESS || adv < 0 || adv > UINT32_MAX ||
-            c.at(1).get_double().get(ctr) != simdjson::SUCCESS ||
-            c.at(2).get_double().get(cvr) != simdjson::SUCCESS || !(ctr >= 0 && ctr <= 1) ||
-            !(cvr >= 0 && cvr <= 1)) {
-          return Status::InvalidArgument(
-              "ext.sim.cand entries are [advertiser id, pctr in [0,1], pcvr in [0,1]]");
-        }
-        if (h.candidates.size() >= m.limits.max_sim_candidates) {
-          return Status::InvalidArgument("too many ext.sim.cand entries");
-        }
-        h.candidates.push_back({static_cast<uint32_t>(adv), ctr, cvr});
-      }
-    }
-    r.sim = std::move(h);
+    RTB_ASSIGN_OR_RETURN(r.sim, DecodeSimHints(sim, m.limits));
   }
   return r;
 }
@@ -279,24 +320,149 @@ Result<BidRequest> RequestDecoder::Decode(std::string_view body) {
 namespace {
 
 // Micros as a decimal currency amount with trailing zeros trimmed (one digit kept after the
-// point): 26979315 -> "26.979315", 1500000 -> "1.5". At most 28 bytes.
+// point): 26979315 -> "26.979315", 1500000 -> "1.5". At most kMaxMicrosDecimal bytes.
 void Price(JsonWriter& w, Micros m) {
-  int64_t v = m.value();
-  char buf[32];
-  char* p = buf;
-  if (v < 0) {
-    *p++ = '-';
-    v = -v;
+  char buf[kMaxMicrosDecimal];
+  const char* end = WriteMicrosDecimal(m.value(), MicrosFraction::kTrimmed, buf);
+  w.Raw(std::string_view(buf, static_cast<size_t>(end - buf)));
+}
+
+void AppendInt(std::string& out, int64_t v) {
+  char buf[JsonWriter::kMaxNumber];
+  out.append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+}
+
+// As printf's %.9g.
+void AppendDbl9(std::string& out, double v) {
+  char buf[JsonWriter::kMaxNumber];
+  out.append(buf, std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, 9).ptr);
+}
+
+// ,"key": (no comma before an object's first key).
+void Key(std::string& out, bool* first, std::string_view key) {
+  out += *first ? "\"" : ",\"";
+  *first = false;
+  out += key;
+  out += "\":";
+}
+
+void AppendStringArray(std::string& out, const std::vector<std::string>& v) {
+  out += '[';
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i > 0) out += ',';
+    AppendJsonString(out, v[i]);
   }
-  p = std::to_chars(p, buf + 21, v / 1000000).ptr;
-  *p++ = '.';
-  int64_t frac = v % 1000000;
-  char digits[6];
-  for (int i = 5; i >= 0; --i, frac /= 10) digits[i] = static_cast<char>('0' + frac % 10);
-  int keep = 6;
-  while (keep > 1 && digits[keep - 1] == '0') --keep;
-  std::memcpy(p, digits, static_cast<size_t>(keep));
-  w.Raw(std::string_view(buf, static_cast<size_t>(p + keep - buf)));
+  out += ']';
+}
+
+void AppendImp(std::string& out, const Imp& imp) {
+  out += "{\"id\":";
+  AppendJsonString(out, imp.id);
+  if (imp.banner) {
+    out += ",\"banner\":{";
+    bool first = true;
+    if (!imp.formats.empty()) {
+      Key(out, &first, "w");
+      AppendInt(out, imp.formats[0].w);
+      Key(out, &first, "h");
+      AppendInt(out, imp.formats[0].h);
+    }
+    if (imp.formats.size() > 1) {
+      Key(out, &first, "format");
+      out += '[';
+      for (size_t f = 1; f < imp.formats.size(); ++f) {
+        out += f > 1 ? ",{\"w\":" : "{\"w\":";
+        AppendInt(out, imp.formats[f].w);
+        out += ",\"h\":";
+        AppendInt(out, imp.formats[f].h);
+        out += '}';
+      }
+      out += ']';
+    }
+    out += '}';
+  }
+  if (imp.video) out += ",\"video\":{}";
+  if (imp.native) out += ",\"native\":{}";
+  if (imp.audio) out += ",\"audio\":{}";
+  if (imp.bidfloor.value() > 0) {
+    char buf[kMaxMicrosDecimal];
+    out += ",\"bidfloor\":";
+    out.append(buf, WriteMicrosDecimal(imp.bidfloor.value(), MicrosFraction::kSixDigits, buf));
+    out += ",\"bidfloorcur\":";
+    AppendJsonString(out, imp.bidfloorcur);
+  }
+  out += '}';
+}
+
+// site or app: id, then domain or bundle and cat when set.
+void AppendPlacement(std::string& out, std::string_view name, const std::string& id,
+                     std::string_view name_key, const std::string& name_value,
+                     const std::vector<std::string>& cat) {
+  out += ",\"";
+  out += name;
+  out += "\":{\"id\":";
+  AppendJsonString(out, id);
+  if (!name_value.empty()) {
+    out += ",\"";
+    out += name_key;
+    out += "\":";
+    AppendJsonString(out, name_value);
+  }
+  if (!cat.empty()) {
+    out += ",\"cat\":";
+    AppendStringArray(out, cat);
+  }
+  out += '}';
+}
+
+void AppendDeviceAndUser(std::string& out, const BidRequest& r) {
+  if (r.device_type > 0 || !r.country.empty()) {
+    out += ",\"device\":{";
+    bool first = true;
+    if (r.device_type > 0) {
+      Key(out, &first, "devicetype");
+      AppendInt(out, r.device_type);
+    }
+    if (!r.country.empty()) {
+      Key(out, &first, "geo");
+      out += "{\"country\":";
+      AppendJsonString(out, r.country);
+      out += '}';
+    }
+    out += '}';
+  }
+  if (!r.user_id.empty() || !r.buyeruid.empty()) {
+    out += ",\"user\":{";
+    bool first = true;
+    if (!r.user_id.empty()) {
+      Key(out, &first, "id");
+      AppendJsonString(out, r.user_id);
+    }
+    if (!r.buyeruid.empty()) {
+      Key(out, &first, "buyeruid");
+      AppendJsonString(out, r.buyeruid);
+    }
+    out += '}';
+  }
+}
+
+void AppendSimHints(std::string& out, const SimHints& h) {
+  out += ",\"ext\":{\"sim\":{\"t\":";
+  AppendInt(out, h.t_ms);
+  if (h.has_candidates) {
+    out += ",\"cand\":[";
+    for (size_t c = 0; c < h.candidates.size(); ++c) {
+      out += c > 0 ? ",[" : "[";
+      AppendInt(out, h.candidates[c].advertiser);
+      out += ',';
+      AppendDbl9(out, h.candidates[c].pctr);
+      out += ',';
+      AppendDbl9(out, h.candidates[c].pcvr);
+      out += ']';
+    }
+    out += ']';
+  }
+  out += "}}";
 }
 
 // The optional string fields of a bid, in output order.
@@ -328,6 +494,34 @@ size_t MaxResponseSize(const BidResponse& r) {
 }
 
 }  // namespace
+
+std::string EncodeBidRequest(const BidRequest& r) {
+  std::string out;
+  out.reserve(256 + 40 * (r.sim ? r.sim->candidates.size() : 0));
+  out += "{\"id\":";
+  AppendJsonString(out, r.id);
+  out += ",\"imp\":[";
+  for (size_t i = 0; i < r.imps.size(); ++i) {
+    if (i > 0) out += ',';
+    AppendImp(out, r.imps[i]);
+  }
+  out += ']';
+  if (r.has_site) AppendPlacement(out, "site", r.site_id, "domain", r.site_domain, r.cat);
+  if (r.has_app) AppendPlacement(out, "app", r.app_id, "bundle", r.app_bundle, r.cat);
+  AppendDeviceAndUser(out, r);
+  if (r.tmax_ms > 0) {
+    out += ",\"tmax\":";
+    AppendInt(out, r.tmax_ms);
+  }
+  if (r.test) out += ",\"test\":1";
+  if (!r.cur.empty()) {
+    out += ",\"cur\":";
+    AppendStringArray(out, r.cur);
+  }
+  if (r.sim) AppendSimHints(out, *r.sim);
+  out += '}';
+  return out;
+}
 
 std::string EncodeBidResponse(const BidResponse& r) {
   JsonWriter w(MaxResponseSize(r));

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <nlohmann/json.hpp>
 
 #include "rtb/core/text.h"
@@ -143,32 +142,6 @@ Result<Predictor> ParsePredictor(const std::string& text, const std::string& sou
 Result<Predictor> LoadPredictor(const std::string& path) {
   RTB_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(path, "predictor model"));
   return ParsePredictor(text, path);
-}
-
-std::string SerializePredictor(const Predictor& p) {
-  nlohmann::ordered_json j;
-  j["format"] = "rtb.predictor";
-  j["schema_version"] = 1;
-  j["hash_bits"] = p.hash_bits;
-  j["default"] = {{"ctr_bias", p.default_model.ctr_bias},
-                  {"cvr_bias", p.default_model.cvr_bias},
-                  {"avg_pcvr", p.default_model.avg_pcvr}};
-  std::map<uint32_t, AdvertiserModel> sorted(p.advertisers.begin(), p.advertisers.end());
-  nlohmann::ordered_json advs = nlohmann::ordered_json::object();
-  for (const auto& [k, m] : sorted) {
-    advs[std::to_string(k)] = {
-        {"ctr_bias", m.ctr_bias}, {"cvr_bias", m.cvr_bias}, {"avg_pcvr", m.avg_pcvr}};
-  }
-  j["advertisers"] = advs;
-  for (auto [key, src] : {std::pair<const char*, const std::unordered_map<uint32_t, double>*>{
-                              "ctr_weights", &p.ctr_weights},
-                          {"cvr_weights", &p.cvr_weights}}) {
-    std::map<uint32_t, double> w(src->begin(), src->end());
-    nlohmann::ordered_json o = nlohmann::ordered_json::object();
-    for (const auto& [i, x] : w) o[std::to_string(i)] = x;
-    j[key] = o;
-  }
-  return j.dump(1) + "\n";
 }
 
 }  // namespace rtb::bidder

@@ -95,13 +95,6 @@ Status Init(const Options& opt) {
   return Status::Ok();
 }
 
-void SetLevel(spdlog::level::level_enum level) {
-  Registry& r = Reg();
-  std::lock_guard<std::mutex> l(r.mu);
-  r.level = level;
-  for (auto& [name, lg] : r.loggers) lg->set_level(level);
-}
-
 spdlog::logger& Get(std::string_view component) {
   Registry& r = Reg();
   std::lock_guard<std::mutex> l(r.mu);

@@ -137,6 +137,11 @@ Result<std::string> ReadWholeFile(const std::string& path, const std::string& wh
   return ss.str();
 }
 
+std::string MicrosDecimal(int64_t micros, MicrosFraction fraction) {
+  char buf[kMaxMicrosDecimal];
+  return std::string(buf, WriteMicrosDecimal(micros, fraction, buf));
+}
+
 std::string HtmlEscape(std::string_view s) {
   std::string out;
   out.reserve(s.size());

@@ -21,6 +21,7 @@
 #include "rtb/core/clock.h"
 #include "rtb/core/log.h"
 #include "rtb/core/rng.h"
+#include "rtb/core/text.h"
 #include "rtb/kafka/kafka.h"
 
 namespace rtb::exchange {
@@ -37,13 +38,22 @@ int64_t SteadyMs() {
       .count();
 }
 
-// Micros as a decimal of currency units ("1.25"), exact.
-std::string Decimal(int64_t micros) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%s%lld.%06lld", micros < 0 ? "-" : "",
-                static_cast<long long>(std::llabs(micros) / 1000000),
-                static_cast<long long>(std::llabs(micros) % 1000000));
-  return buf;
+// Micros as a decimal of currency units ("1.250000"), exact: the ${AUCTION_PRICE} and value=
+// of the notices.
+std::string Decimal(int64_t micros) { return MicrosDecimal(micros, MicrosFraction::kSixDigits); }
+
+// The fields every simulated request has: its id, one w x h banner impression (id "1") with
+// the floor (micros CPM) when > 0, USD. The caller adds the rest.
+bidder::BidRequest SimRequest(std::string id, int w, int h, int64_t floor_cpm) {
+  bidder::BidRequest req;
+  req.id = std::move(id);
+  bidder::Imp& imp = req.imps.emplace_back();
+  imp.id = "1";
+  imp.banner = true;
+  imp.formats.push_back({w, h});
+  imp.bidfloor = Micros(floor_cpm);
+  req.cur = {"USD"};
+  return req;
 }
 
 // A count for a notice's n= (expected clicks or conversions), 9 significant digits.
@@ -277,11 +287,12 @@ struct Exchange::Impl {
   // A test request (never charged, no candidates) at day_index's first instant: the bidder
   // starts the day's budgets and, sharing them, asks for its leases.
   static std::string OpenDayBody(int64_t day_index) {
-    return "{\"id\":\"open-d" + std::to_string(day_index) +
-           "\",\"imp\":[{\"id\":\"1\",\"banner\":{\"w\":300,\"h\":250}}],"
-           "\"site\":{\"id\":\"sim\"},\"test\":1,\"cur\":[\"USD\"],"
-           "\"ext\":{\"sim\":{\"t\":" +
-           std::to_string(day_index * kDayMs) + ",\"cand\":[]}}}";
+    bidder::BidRequest req = SimRequest("open-d" + std::to_string(day_index), 300, 250, 0);
+    req.has_site = true;
+    req.site_id = "sim";
+    req.test = true;
+    req.sim = bidder::SimHints{day_index * kDayMs, /*has_candidates=*/true, {}};
+    return bidder::EncodeBidRequest(req);
   }
   std::unique_ptr<kafka::Producer> producer;    // step markers (none without brokers)
   std::vector<std::unique_ptr<Conn>> controls;  // /metrics polls, one per bidder
@@ -588,26 +599,22 @@ void Exchange::Impl::PlayRequest(Conn& conn, const sim::Day& day, int64_t day_in
   const int64_t sim_ms = day_index * kDayMs + day.time_ms[r];
   const std::string id = "d" + std::to_string(day_index) + "-r" + std::to_string(r);
   const std::string t = "&t=" + std::to_string(sim_ms);
-  std::string body;
-  body.reserve(512);
-  body += "{\"id\":\"" + id + "\",\"imp\":[{\"id\":\"1\",\"banner\":{\"w\":300,\"h\":250}";
-  if (day.floor_cpm[r] > 0) {
-    body += ",\"bidfloor\":" + Decimal(day.floor_cpm[r]) + ",\"bidfloorcur\":\"USD\"";
-  }
-  body += "}],\"site\":{\"id\":\"sim\",\"domain\":\"sim.example\"},\"device\":{\"devicetype\":2},";
-  const std::string user = sim::ConsumerUserId(day.consumer[r]);
-  body += "\"user\":{\"id\":\"" + user + "\"},";
+  bidder::BidRequest req = SimRequest(id, 300, 250, day.floor_cpm[r]);
+  req.has_site = true;
+  req.site_id = "sim";
+  req.site_domain = "sim.example";
+  req.device_type = 2;
+  req.user_id = sim::ConsumerUserId(day.consumer[r]);
   // The user's arm, as the bidder assigns it: this request's outcomes are that arm's.
-  const int arm = static_cast<int>(ArmOf(user, cfg.ab_salt, cfg.learned_share));
-  body += "\"tmax\":" + std::to_string(cfg.tmax_ms) + ",\"cur\":[\"USD\"],\"ext\":{\"sim\":{";
-  body += "\"t\":" + std::to_string(sim_ms) + ",\"cand\":[";
-  char num[96];
+  const int arm = static_cast<int>(ArmOf(req.user_id, cfg.ab_salt, cfg.learned_share));
+  req.tmax_ms = cfg.tmax_ms;
+  bidder::SimHints& hints = req.sim.emplace();
+  hints.t_ms = sim_ms;
+  hints.has_candidates = true;
   for (uint32_t c = day.begin[r]; c < day.begin[r + 1]; ++c) {
-    std::snprintf(num, sizeof num, "%s[%u,%.9g,%.9g]", c == day.begin[r] ? "" : ",", day.adv[c],
-                  day.pctr[c], day.pcvr[c]);
-    body += num;
+    hints.candidates.push_back({day.adv[c], day.pctr[c], day.pcvr[c]});
   }
-  body += "]}}}";
+  const std::string body = bidder::EncodeBidRequest(req);
   const auto resp = Ask(conn, body, loc);
   if (!resp) return;
   // The bids, each tied to its candidate in the day (for the outcomes).
@@ -636,27 +643,22 @@ void Exchange::Impl::PlayTrafficRequest(Conn& conn, const TrafficDay& day, int64
   const int64_t sim_ms = day_index * kDayMs + day.time_ms[r];
   const std::string id = "d" + std::to_string(day_index) + "-r" + std::to_string(r);
   const std::string t = "&t=" + std::to_string(sim_ms);
-  std::string body;
-  body.reserve(512);
-  body += "{\"id\":\"" + id + "\",\"imp\":[{\"id\":\"1\",\"banner\":{\"w\":";
-  body += std::to_string(pl.w) + ",\"h\":" + std::to_string(pl.h) + "}";
-  if (pl.floor_cpm.value() > 0) {
-    body += ",\"bidfloor\":" + Decimal(pl.floor_cpm.value()) + ",\"bidfloorcur\":\"USD\"";
+  bidder::BidRequest req = SimRequest(id, pl.w, pl.h, pl.floor_cpm.value());
+  if (pl.app) {
+    req.has_app = true;
+    req.app_id = req.app_bundle = pl.domain;
+  } else {
+    req.has_site = true;
+    req.site_id = req.site_domain = pl.domain;
   }
-  body += pl.app ? "}],\"app\":{\"id\":\"" : "}],\"site\":{\"id\":\"";
-  body += pl.domain + (pl.app ? "\",\"bundle\":\"" : "\",\"domain\":\"") + pl.domain + "\"";
-  if (!pl.cat.empty()) {
-    body += ",\"cat\":[";
-    for (size_t c = 0; c < pl.cat.size(); ++c) body += (c ? ",\"" : "\"") + pl.cat[c] + "\"";
-    body += "]";
-  }
-  body += "},\"device\":{\"devicetype\":";
-  body += std::to_string(pl.device_type) + ",\"geo\":{\"country\":\"" + pl.country + "\"}},";
-  const std::string user = TrafficUserId(day.user[r]);
-  body += "\"user\":{\"id\":\"" + user + "\"},";
-  const int arm = static_cast<int>(ArmOf(user, cfg.ab_salt, cfg.learned_share));
-  body += "\"tmax\":" + std::to_string(cfg.tmax_ms) + ",\"cur\":[\"USD\"],\"ext\":{\"sim\":{";
-  body += "\"t\":" + std::to_string(sim_ms) + "}}}";
+  req.cat = pl.cat;
+  req.device_type = pl.device_type;
+  req.country = pl.country;
+  req.user_id = TrafficUserId(day.user[r]);
+  const int arm = static_cast<int>(ArmOf(req.user_id, cfg.ab_salt, cfg.learned_share));
+  req.tmax_ms = cfg.tmax_ms;
+  req.sim = bidder::SimHints{sim_ms, /*has_candidates=*/false, {}};  // the clock alone
+  const std::string body = bidder::EncodeBidRequest(req);
   const auto resp = Ask(conn, body, loc);
   std::vector<Offer> offers;
   const size_t S = tc.segments.size();

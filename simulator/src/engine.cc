@@ -279,11 +279,103 @@ void AuctionEngine::RunToEnd(const ActionTable& a) {
 // Requests ahead whose winners' data RunRequests fetches early.
 constexpr size_t kPrefetchAhead = 8;
 
+int AuctionEngine::OfferScalar(size_t r, const double* a_j, int64_t* d_j, bool sampled,
+                               AuctionEntry* offers) {
+  const int L = market_.clusters;
+  const ChargeBasis basis = sampled ? ChargeBasis::kPerClick : ChargeBasis::kExpected;
+  const uint32_t* adv = day_.adv.data();
+  const int64_t* bid = day_.bid.data();
+  const double* cand_pctr = day_.pctr.data();
+  const uint32_t begin = day_.begin[r], end = day_.begin[r + 1];
+  int n = 0;
+  for (uint32_t c = begin; c < end; ++c) {
+    // An advertiser that has left the day computes no bid. Which ones have left changes
+    // through the day with no pattern a branch predictor could follow, so every candidate is
+    // computed and only those still in count and are offered.
+    const uint32_t k = adv[c];
+    const int in = gone_[k] ? 0 : 1;
+    const int i = cand_agent_[c];
+    Micros bid_hat = AdjustedBid(Micros(bid[c]), a_j[i], cand_bratio_[c], range_);
+    // The largest charge this bid can cause is its own eCPM (expected outcomes) or its CPC
+    // (sampled outcomes); it never exceeds the budget left (core/bid.h).
+    // A candidate that has left the day is not capped (its bid is not offered): capping it
+    // would again branch on who has left.
+    int64_t left = in ? remaining_[k] : kNoCapMicros;
+    if (split_bidders_ > 1 && in) {
+      const double charge = basis == ChargeBasis::kPerClick
+                                ? static_cast<double>(bid_hat.value())
+                                : static_cast<double>(bid_hat.value()) * cand_pctr[c];
+      // The largest charge of this bid, uncapped: the unit itself (kWhole), or folded
+      // into the advertiser's running mean (kWholeMean: what a coordinator can know).
+      int64_t unit = static_cast<int64_t>(std::ceil(charge));
+      if (split_rule_ == SplitRule::kWholeMean) {
+        // The mean of the bids before this one (this one's own charge for the first).
+        int64_t& mean = split_unit_[k];
+        const int64_t before = mean == 0 ? unit : mean;
+        mean = mean == 0 ? unit : (mean * 7 + unit) / 8;
+        unit = before;
+      }
+      left = SplitPiece(left, unit, split_bidders_, split_rule_,
+                        Rng::Mix(split_seed_ ^ (r * 0x9e3779b97f4a7c15ULL), k));
+    }
+    bid_hat = CapBidToBudget(bid_hat, cand_pctr[c], left, basis);
+    d_j[static_cast<size_t>(i) * L] += in;
+    presences_[k] += in;
+    offers[static_cast<size_t>(n)] = {static_cast<double>(bid_hat.value()) * cand_pctr[c], k, c};
+    n += in;
+  }
+  return n;
+}
+
+void AuctionEngine::SettleWinners(size_t r, int j, const SlotResult* won, int winners, bool sampled,
+                                  int64_t bucket) {
+  const int L = market_.clusters;
+  for (int s = 0; s < winners; ++s) {
+    const uint32_t c = won[s].index;
+    const uint32_t k = day_.adv[c];
+    const int i = cand_agent_[c];
+    const double f = slot_factor_[static_cast<size_t>(s)];
+    const double pctr = day_.pctr[c] * f;
+    Micros cost, revenue;
+    double clicks, conversions;
+    if (!sampled) {
+      cost = Micros::Round(won[s].price_ecpm * f);
+      clicks = pctr;
+      conversions = pctr * day_.pcvr[c];
+      revenue = Micros::Round(conversions * static_cast<double>(day_.ppb[c]));
+    } else {
+      const bool click = rng_.Uniform() < pctr;
+      const bool buy = click && rng_.Uniform() < day_.pcvr[c];
+      cost = click ? Micros::Round(won[s].price_ecpm / day_.pctr[c]) : Micros(0);
+      clicks = click ? 1 : 0;
+      conversions = buy ? 1 : 0;
+      revenue = buy ? Micros(day_.ppb[c]) : Micros(0);
+    }
+    remaining_[k] -= cost.value();
+    // Budget spent: once what is left is below kSpentMicros, the advertiser leaves the day.
+    if (remaining_[k] < kSpentMicros) gone_[k] = 1;
+    Outcome& o = adv_[k];
+    ++o.impressions;
+    o.clicks += clicks;
+    o.conversions += conversions;
+    o.cost += cost;
+    o.revenue += revenue;
+    const size_t p = static_cast<size_t>(i * L + j);
+    pair_cost_[p] += cost;
+    pair_revenue_[p] += revenue;
+    step_revenue_[static_cast<size_t>(i)] += revenue;
+    burn_cost_[static_cast<size_t>(i) * burn_buckets_ + bucket] += cost.value();
+    if (track_requests_) {
+      req_revenue_[r] += revenue.value();
+      req_cost_[r] += cost.value();
+    }
+  }
+}
+
 void AuctionEngine::RunRequests(size_t from, size_t to, const ActionTable& a) {
   const int N = market_.agents;
   const int L = market_.clusters;
   const bool sampled = acfg_.outcomes == "sampled";
-  const ChargeBasis basis = sampled ? ChargeBasis::kPerClick : ChargeBasis::kExpected;
   const size_t pairs = static_cast<size_t>(N) * L;
   std::vector<int64_t> d_count(pairs, 0);
   presences_.assign(adv_.size(), 0);
@@ -300,13 +392,19 @@ void AuctionEngine::RunRequests(size_t from, size_t to, const ActionTable& a) {
     req_revenue_.resize(day_.requests(), 0);
     req_cost_.resize(day_.requests(), 0);
   }
-  const uint32_t* adv = day_.adv.data();
-  const int64_t* bid = day_.bid.data();
-  const double* cand_pctr = day_.pctr.data();
-
   // The vector path's inputs; a_j and reserve are set per request.
-  RequestInputs inputs{adv,     bid, cand_pctr, cand_bratio_, cand_agent_, remaining_.data(),
-                       nullptr, N,   range_,    sampled,      0.0,         acfg_.slots + 1};
+  RequestInputs inputs{day_.adv.data(),
+                       day_.bid.data(),
+                       day_.pctr.data(),
+                       cand_bratio_,
+                       cand_agent_,
+                       remaining_.data(),
+                       nullptr,
+                       N,
+                       range_,
+                       sampled,
+                       0.0,
+                       acfg_.slots + 1};
   for (size_t r = from; r < to; ++r) {
     const int j = req_cluster_[r];
     const double* a_j = &by_cluster[static_cast<size_t>(j) * N];
@@ -339,91 +437,14 @@ void AuctionEngine::RunRequests(size_t from, size_t to, const ActionTable& a) {
     }
     if (!ranked) {
       if (end - begin > offers.size()) offers.resize(end - begin);
-      int n = 0;
-      for (uint32_t c = begin; c < end; ++c) {
-        // An advertiser that has left the day computes no bid. Which ones have left changes
-        // through the day with no pattern a branch predictor could follow, so every candidate is
-        // computed and only those still in count and are offered.
-        const uint32_t k = adv[c];
-        const int in = gone_[k] ? 0 : 1;
-        const int i = cand_agent_[c];
-        Micros bid_hat = AdjustedBid(Micros(bid[c]), a_j[i], cand_bratio_[c], range_);
-        // The largest charge this bid can cause is its own eCPM (expected outcomes) or its CPC
-        // (sampled outcomes); it never exceeds the budget left (core/bid.h).
-        // A candidate that has left the day is not capped (its bid is not offered): capping it
-        // would again branch on who has left.
-        int64_t left = in ? remaining_[k] : kNoCapMicros;
-        if (split_bidders_ > 1 && in) {
-          const double charge = basis == ChargeBasis::kPerClick
-                                    ? static_cast<double>(bid_hat.value())
-                                    : static_cast<double>(bid_hat.value()) * cand_pctr[c];
-          // The largest charge of this bid, uncapped: the unit itself (kWhole), or folded
-          // into the advertiser's running mean (kWholeMean: what a coordinator can know).
-          int64_t unit = static_cast<int64_t>(std::ceil(charge));
-          if (split_rule_ == SplitRule::kWholeMean) {
-            // The mean of the bids before this one (this one's own charge for the first).
-            int64_t& mean = split_unit_[k];
-            const int64_t before = mean == 0 ? unit : mean;
-            mean = mean == 0 ? unit : (mean * 7 + unit) / 8;
-            unit = before;
-          }
-          left = SplitPiece(left, unit, split_bidders_, split_rule_,
-                            Rng::Mix(split_seed_ ^ (r * 0x9e3779b97f4a7c15ULL), k));
-        }
-        bid_hat = CapBidToBudget(bid_hat, cand_pctr[c], left, basis);
-        d_j[static_cast<size_t>(i) * L] += in;
-        presences_[k] += in;
-        offers[static_cast<size_t>(n)] = {static_cast<double>(bid_hat.value()) * cand_pctr[c], k,
-                                          c};
-        n += in;
-      }
-      auction.RankAll(offers.data(), n);
+      auction.RankAll(offers.data(), OfferScalar(r, a_j, d_j, sampled, offers.data()));
     }
     const int winners = auction.Resolve(won);
     if (winners == 0) continue;
     ++auctions_;
     const int64_t bucket =
         std::min<int64_t>(burn_buckets_ - 1, day_.time_ms[r] * burn_buckets_ / day_ms);
-    for (int s = 0; s < winners; ++s) {
-      const uint32_t c = won[s].index;
-      const uint32_t k = day_.adv[c];
-      const int i = cand_agent_[c];
-      const double f = slot_factor_[static_cast<size_t>(s)];
-      const double pctr = day_.pctr[c] * f;
-      Micros cost, revenue;
-      double clicks, conversions;
-      if (!sampled) {
-        cost = Micros::Round(won[s].price_ecpm * f);
-        clicks = pctr;
-        conversions = pctr * day_.pcvr[c];
-        revenue = Micros::Round(conversions * static_cast<double>(day_.ppb[c]));
-      } else {
-        const bool click = rng_.Uniform() < pctr;
-        const bool buy = click && rng_.Uniform() < day_.pcvr[c];
-        cost = click ? Micros::Round(won[s].price_ecpm / day_.pctr[c]) : Micros(0);
-        clicks = click ? 1 : 0;
-        conversions = buy ? 1 : 0;
-        revenue = buy ? Micros(day_.ppb[c]) : Micros(0);
-      }
-      remaining_[k] -= cost.value();
-      // Budget spent: once what is left is below kSpentMicros, the advertiser leaves the day.
-      if (remaining_[k] < kSpentMicros) gone_[k] = 1;
-      Outcome& o = adv_[k];
-      ++o.impressions;
-      o.clicks += clicks;
-      o.conversions += conversions;
-      o.cost += cost;
-      o.revenue += revenue;
-      const size_t p = static_cast<size_t>(i * L + j);
-      pair_cost_[p] += cost;
-      pair_revenue_[p] += revenue;
-      step_revenue_[static_cast<size_t>(i)] += revenue;
-      burn_cost_[static_cast<size_t>(i) * burn_buckets_ + bucket] += cost.value();
-      if (track_requests_) {
-        req_revenue_[r] += revenue.value();
-        req_cost_[r] += cost.value();
-      }
-    }
+    SettleWinners(r, j, won, winners, sampled, bucket);
   }
   for (size_t k = 0; k < adv_.size(); ++k) adv_[k].auctions += presences_[k];
   int64_t total = 0;

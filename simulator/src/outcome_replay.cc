@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "rtb/core/bid.h"
 #include "rtb/core/text.h"
 
 namespace rtb::sim {
@@ -136,9 +137,8 @@ OutcomeReplayResult ReplayOutcomes(const OutcomeLog& log, const OutcomeBid& bid,
 Result<OutcomeBid> OutcomeStrategy(const std::string& spec) {
   if (spec == "logged") return OutcomeBid([](const LoggedBid& b) { return b.bid_micros; });
   if (spec == "manual") {
-    return OutcomeBid([](const LoggedBid& b) {
-      return static_cast<int64_t>(std::llround(static_cast<double>(b.bid_micros) / (1 + b.alpha)));
-    });
+    return OutcomeBid(
+        [](const LoggedBid& b) { return UndoAdjustedBid(Micros(b.bid_micros), b.alpha).value(); });
   }
   if (spec.rfind("scale:", 0) == 0) {
     double f = 0;

@@ -182,7 +182,7 @@ int64_t PacingStrategy::Bid(const LoggedAuction& a, const BidContext& ctx) {
     cur_ = PacingStep{};
     cur_.s = s;
     cur_.a = std::clamp(policy_(s), -1.0, 1.0);
-    multiplier_ = 1.0 + std::clamp(cur_.a * p_.bratio, -0.9, 0.9);
+    multiplier_ = BidMultiplier(cur_.a, p_.bratio, p_.alpha_range);
     open_ = true;
     pctr_sum_ = 0;
     seen_ = 0;

@@ -186,5 +186,143 @@ TEST(OpenRtb, SimHintsAreReadOnlyWhenEnabledAndValidated) {
                   ->sim->has_candidates);
 }
 
+TEST(OpenRtb, EncodedRequestsDecodeToTheirFields) {
+  BidRequest in;
+  in.id = "r\"1";  // escaped
+  in.imps.resize(2);
+  Imp& a = in.imps[0];
+  a.id = "1";
+  a.banner = true;
+  a.formats = {{300, 250}, {320, 50}, {728, 90}};
+  a.bidfloor = Micros(1'250'000);
+  a.bidfloorcur = "EUR";
+  Imp& b = in.imps[1];
+  b.id = "2";
+  b.video = b.native = b.audio = true;
+  in.has_site = true;
+  in.site_id = "s1";
+  in.site_domain = "news.example";
+  in.cat = {"IAB1", "IAB2-3"};
+  in.device_type = 4;
+  in.country = "DEU";
+  in.user_id = "u\\x";
+  in.buyeruid = "buyer";
+  in.tmax_ms = 120;
+  in.test = true;
+  in.cur = {"USD", "EUR"};
+  in.sim = SimHints{86'400'000, true, {{4, 0.0123456789, 0.5}, {7, 1, 0}}};
+  DecodeLimits l;
+  l.sim_hints = true;
+  RequestDecoder dec(l);
+  const auto r = dec.Decode(EncodeBidRequest(in));
+  ASSERT_TRUE(r.ok()) << r.status().message() << "\n" << EncodeBidRequest(in);
+  EXPECT_EQ(r->id, in.id);
+  ASSERT_EQ(r->imps.size(), 2u);
+  EXPECT_EQ(r->imps[0].id, "1");
+  EXPECT_TRUE(r->imps[0].banner);
+  EXPECT_FALSE(r->imps[0].video);
+  ASSERT_EQ(r->imps[0].formats.size(), 3u);
+  for (size_t f = 0; f < 3; ++f) {
+    EXPECT_EQ(r->imps[0].formats[f].w, a.formats[f].w);
+    EXPECT_EQ(r->imps[0].formats[f].h, a.formats[f].h);
+  }
+  EXPECT_EQ(r->imps[0].bidfloor, a.bidfloor);
+  EXPECT_EQ(r->imps[0].bidfloorcur, "EUR");
+  EXPECT_EQ(r->imps[1].id, "2");
+  EXPECT_FALSE(r->imps[1].banner);
+  EXPECT_TRUE(r->imps[1].video && r->imps[1].native && r->imps[1].audio);
+  EXPECT_EQ(r->imps[1].bidfloor, Micros(0));
+  EXPECT_TRUE(r->has_site);
+  EXPECT_FALSE(r->has_app);
+  EXPECT_EQ(r->site_id, "s1");
+  EXPECT_EQ(r->site_domain, "news.example");
+  EXPECT_EQ(r->cat, in.cat);
+  EXPECT_EQ(r->device_type, 4);
+  EXPECT_EQ(r->country, "DEU");
+  EXPECT_EQ(r->user_id, in.user_id);
+  EXPECT_EQ(r->buyeruid, "buyer");
+  EXPECT_EQ(r->tmax_ms, 120);
+  EXPECT_TRUE(r->test);
+  EXPECT_EQ(r->cur, in.cur);
+  ASSERT_TRUE(r->sim.has_value());
+  EXPECT_EQ(r->sim->t_ms, 86'400'000);
+  EXPECT_TRUE(r->sim->has_candidates);
+  ASSERT_EQ(r->sim->candidates.size(), 2u);
+  EXPECT_EQ(r->sim->candidates[0].advertiser, 4u);
+  EXPECT_DOUBLE_EQ(r->sim->candidates[0].pctr, 0.0123456789);  // 9 significant digits
+  EXPECT_EQ(r->sim->candidates[0].pcvr, 0.5);
+  EXPECT_EQ(r->sim->candidates[1].advertiser, 7u);
+  EXPECT_EQ(r->sim->candidates[1].pctr, 1.0);
+
+  // An app, and what is left out when unset: no device, user, tmax, test, cur or ext.sim.
+  BidRequest app;
+  app.id = "x";
+  app.imps.emplace_back().id = "1";
+  app.has_app = true;
+  app.app_id = "com.example.game";
+  app.app_bundle = "com.example.game";
+  const std::string body = EncodeBidRequest(app);
+  EXPECT_EQ(body, R"({"id":"x","imp":[{"id":"1"}],)"
+                  R"("app":{"id":"com.example.game","bundle":"com.example.game"}})");
+  const auto ra = dec.Decode(body);
+  ASSERT_TRUE(ra.ok()) << ra.status().message();
+  EXPECT_TRUE(ra->has_app);
+  EXPECT_FALSE(ra->has_site);
+  EXPECT_EQ(ra->app_bundle, "com.example.game");
+  EXPECT_FALSE(ra->sim.has_value());
+  EXPECT_TRUE(ra->cur.empty());
+}
+
+// A request with one 300x250 banner impression, id "1", and a site.
+BidRequest OneBanner(std::string id, std::string site_id) {
+  BidRequest r;
+  r.id = std::move(id);
+  Imp& imp = r.imps.emplace_back();
+  imp.id = "1";
+  imp.banner = true;
+  imp.formats = {{300, 250}};
+  r.has_site = true;
+  r.site_id = std::move(site_id);
+  return r;
+}
+
+// The bytes `rtb exchange` sent when it wrote its requests by hand: the encoder writes them
+// unchanged (a simulated day's request with a floor and candidates, the traffic model's,
+// and the day-opening test request).
+TEST(OpenRtb, EncodedRequestsAreTheExchangesFormerBytes) {
+  BidRequest r = OneBanner("d3-r17", "sim");
+  r.imps[0].bidfloor = Micros(1'500'000);
+  r.site_domain = "sim.example";
+  r.device_type = 2;
+  r.user_id = "c42";
+  r.tmax_ms = 100;
+  r.cur = {"USD"};
+  r.sim = SimHints{259'200'123, true, {{12, 0.00123456789012, 0.05}, {3, 0.25, 1e-7}}};
+  EXPECT_EQ(EncodeBidRequest(r),
+            R"({"id":"d3-r17","imp":[{"id":"1","banner":{"w":300,"h":250},"bidfloor":1.500000,)"
+            R"("bidfloorcur":"USD"}],"site":{"id":"sim","domain":"sim.example"},)"
+            R"("device":{"devicetype":2},"user":{"id":"c42"},"tmax":100,"cur":["USD"],)"
+            R"("ext":{"sim":{"t":259200123,"cand":[[12,0.00123456789,0.05],[3,0.25,1e-07]]}}})");
+
+  r.site_id = r.site_domain = "news.example";
+  r.cat = {"IAB1"};
+  r.country = "USA";
+  r.sim = SimHints{5, false, {}};
+  EXPECT_EQ(EncodeBidRequest(r),
+            R"({"id":"d3-r17","imp":[{"id":"1","banner":{"w":300,"h":250},"bidfloor":1.500000,)"
+            R"("bidfloorcur":"USD"}],"site":{"id":"news.example","domain":"news.example",)"
+            R"("cat":["IAB1"]},"device":{"devicetype":2,"geo":{"country":"USA"}},)"
+            R"("user":{"id":"c42"},"tmax":100,"cur":["USD"],"ext":{"sim":{"t":5}}})");
+
+  BidRequest open = OneBanner("open-d2", "sim");
+  open.test = true;
+  open.cur = {"USD"};
+  open.sim = SimHints{172'800'000, true, {}};
+  EXPECT_EQ(
+      EncodeBidRequest(open),
+      R"({"id":"open-d2","imp":[{"id":"1","banner":{"w":300,"h":250}}],)"
+      R"("site":{"id":"sim"},"test":1,"cur":["USD"],"ext":{"sim":{"t":172800000,"cand":[]}}})");
+}
+
 }  // namespace
 }  // namespace rtb::bidder

@@ -112,5 +112,47 @@ TEST(JsonText, WritersReuseAThreadBufferAndNeverShareIt) {
   EXPECT_EQ(got, std::vector<std::string>(4, "ok"));
 }
 
+TEST(MicrosDecimal, SixDigitsOrTrimmed) {
+  using F = MicrosFraction;
+  EXPECT_EQ(MicrosDecimal(1'500'000, F::kSixDigits), "1.500000");
+  EXPECT_EQ(MicrosDecimal(1'500'000, F::kTrimmed), "1.5");
+  EXPECT_EQ(MicrosDecimal(26'979'315, F::kSixDigits), "26.979315");
+  EXPECT_EQ(MicrosDecimal(26'979'315, F::kTrimmed), "26.979315");
+  EXPECT_EQ(MicrosDecimal(0, F::kSixDigits), "0.000000");
+  EXPECT_EQ(MicrosDecimal(0, F::kTrimmed), "0.0");
+  EXPECT_EQ(MicrosDecimal(1, F::kSixDigits), "0.000001");
+  EXPECT_EQ(MicrosDecimal(1, F::kTrimmed), "0.000001");
+  EXPECT_EQ(MicrosDecimal(3'000'000, F::kTrimmed), "3.0");
+  EXPECT_EQ(MicrosDecimal(10'000, F::kTrimmed), "0.01");
+}
+
+TEST(MicrosDecimal, NegativesAndTheInt64Edges) {
+  using F = MicrosFraction;
+  EXPECT_EQ(MicrosDecimal(-500'000, F::kSixDigits), "-0.500000");
+  EXPECT_EQ(MicrosDecimal(-500'000, F::kTrimmed), "-0.5");
+  EXPECT_EQ(MicrosDecimal(-1, F::kTrimmed), "-0.000001");
+  EXPECT_EQ(MicrosDecimal(-2'000'000, F::kTrimmed), "-2.0");
+  EXPECT_EQ(MicrosDecimal(INT64_MAX, F::kSixDigits), "9223372036854.775807");
+  EXPECT_EQ(MicrosDecimal(INT64_MIN, F::kSixDigits), "-9223372036854.775808");
+  EXPECT_EQ(MicrosDecimal(INT64_MIN, F::kSixDigits).size(), kMaxMicrosDecimal);
+}
+
+// kSixDigits is the exchange's former printf format; kTrimmed is a JSON number of that value.
+TEST(MicrosDecimal, SixDigitsIsPrintfsFormatAndTrimmedTheSameNumber) {
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 10000; ++i) {
+    const int64_t m = static_cast<int64_t>(rng() >> (1 + rng() % 63)) * (i % 2 ? -1 : 1);
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%s%lld.%06lld", m < 0 ? "-" : "",
+                  static_cast<long long>(std::llabs(m) / 1000000),
+                  static_cast<long long>(std::llabs(m) % 1000000));
+    EXPECT_EQ(MicrosDecimal(m, MicrosFraction::kSixDigits), buf);
+    const std::string trimmed = MicrosDecimal(m, MicrosFraction::kTrimmed);
+    EXPECT_EQ(std::string(buf).find(trimmed), 0u) << trimmed;
+    EXPECT_EQ(nlohmann::json::parse(trimmed).get<double>(),
+              nlohmann::json::parse(buf).get<double>());
+  }
+}
+
 }  // namespace
 }  // namespace rtb

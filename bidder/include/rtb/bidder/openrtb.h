@@ -99,6 +99,22 @@ class RequestDecoder {
   std::unique_ptr<Impl> impl_;
 };
 
+// The bid request an exchange sends, as JSON: what `rtb exchange` sends (its simulated days,
+// its traffic model, its day-opening test request) and what tests send. Writes, in this order:
+//   id;
+//   imp[]: id; banner (when imp.banner) with the first format as w/h and the others as
+//     format[]; video, native, audio as {} when set; bidfloor (when > 0, six decimals) with
+//     bidfloorcur;
+//   site (when has_site: id; domain, cat when set) or app (when has_app: id; bundle, cat when
+//     set);
+//   device (devicetype when > 0; geo.country when set), user (id, buyeruid when set), tmax
+//   (when > 0), test (1 when set), cur (when set);
+//   ext.sim (when sim is set: t; cand when has_candidates, [advertiser, pctr, pcvr] with 9
+//     significant digits).
+// The other fields of BidRequest are not written. Strings are JSON-escaped. A RequestDecoder
+// (with DecodeLimits::sim_hints for ext.sim) gives the written fields back.
+std::string EncodeBidRequest(const BidRequest& r);
+
 struct Bid {
   std::string id;
   std::string impid;

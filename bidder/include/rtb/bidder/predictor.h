@@ -41,6 +41,5 @@ class Predictor {
 
 Result<Predictor> ParsePredictor(const std::string& json, const std::string& source);
 Result<Predictor> LoadPredictor(const std::string& path);
-std::string SerializePredictor(const Predictor& p);
 
 }  // namespace rtb::bidder

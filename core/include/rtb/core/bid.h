@@ -3,6 +3,7 @@
 //   bratio_k  = pCVR_k / pCVR_avg_k          (1 when the average is unknown)
 //   alpha     = clip(a_ij * bratio_k, -range, +range)
 //   bid_hat_k = bid_k * (1 + alpha)           so bids stay within [1-range, 1+range] x bid_k
+//   bid_k     = bid_hat_k / (1 + alpha)       (UndoAdjustedBid: replay's manual counterfactual)
 #pragma once
 
 #include <cmath>
@@ -30,12 +31,32 @@ inline double Alpha(double action, double bratio, double range = kDefaultAlphaRa
   return range < above ? range : above;
 }
 
+// What the formula multiplies a bid by: 1 + Alpha(action, bratio, range), within
+// [1 - range, 1 + range]. For a bid that is not whole micros (the pacing agent's Lin-Bid or RLB
+// bid, truncated after scaling); AdjustedBid is this for a bid in micros.
+inline double BidMultiplier(double action, double bratio, double range = kDefaultAlphaRange) {
+  return 1.0 + Alpha(action, bratio, range);
+}
+
 // The adjusted CPC bid in micros, rounded to the nearest micro (halves away from zero). Never
 // negative.
 inline Micros AdjustedBid(Micros manual_bid, double action, double bratio,
                           double range = kDefaultAlphaRange) {
-  const double v = static_cast<double>(manual_bid.value()) * (1.0 + Alpha(action, bratio, range));
+  const double v = static_cast<double>(manual_bid.value()) * BidMultiplier(action, bratio, range);
   return v <= 0 ? Micros(0) : Micros(RoundHalfAway(v));
+}
+
+// The manual bid an adjusted bid was made from: adjusted_bid / (1 + alpha), rounded to the
+// nearest micro (halves away from zero), where alpha is the Alpha() the bid was adjusted with
+// (what the bidder logs with each bid). The formula is linear in the bid, so this undoes it on
+// any price proportional to the CPC bid too (the CPM price sent, replay's "manual" strategy).
+// It undoes AdjustedBid up to the two roundings: for a manual bid b and alpha = Alpha(action,
+// bratio, range), UndoAdjustedBid(AdjustedBid(b, action, bratio, range), alpha) is within
+// 0.5 / (1 + alpha) micros of b, rounded: b itself when alpha >= 0, at most 5 micros off at
+// the default range's alpha = -0.9.
+// REQUIRES: adjusted_bid >= 0; alpha > -1 (every clip range is below 1).
+inline Micros UndoAdjustedBid(Micros adjusted_bid, double alpha) {
+  return Micros(RoundHalfAway(static_cast<double>(adjusted_bid.value()) / (1.0 + alpha)));
 }
 
 // OpenRTB CPM price in micros: CPC bid x pCTR x 1000, rounded to whole micros.

@@ -39,8 +39,6 @@ Result<Format> ParseFormat(std::string_view name);
 
 // Sets up the process's loggers (idempotent: a second call changes level and format).
 Status Init(const Options& opt);
-// Changes the level of every component's logger.
-void SetLevel(spdlog::level::level_enum level);
 
 // The logger of one component, created on first use with the process's sink and level.
 spdlog::logger& Get(std::string_view component);

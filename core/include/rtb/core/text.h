@@ -61,6 +61,41 @@ class JsonWriter {
   char* p_;
 };
 
+// How a money amount's fraction of a currency unit is written.
+enum class MicrosFraction {
+  kSixDigits,  // always six digits: 1500000 -> "1.500000" (the exchange's prices and floors)
+  kTrimmed,    // trailing zeros dropped, one digit kept: 1500000 -> "1.5" (bid responses)
+};
+
+// The longest text WriteMicrosDecimal writes: "-9223372036854.775808".
+inline constexpr size_t kMaxMicrosDecimal = 21;
+
+// Writes micros as an exact decimal number of currency units at out (a '-' first when
+// negative: -500000 -> "-0.5" or "-0.500000"; 0 -> "0.0" or "0.000000") and returns the end of
+// the text. Writes at most kMaxMicrosDecimal bytes and allocates nothing: bid responses write
+// their prices with it. Every int64 value, INT64_MIN included.
+inline char* WriteMicrosDecimal(int64_t micros, MicrosFraction fraction, char* out) {
+  uint64_t v = static_cast<uint64_t>(micros);
+  if (micros < 0) {
+    *out++ = '-';
+    v = 0 - v;  // in unsigned arithmetic: exact for INT64_MIN too
+  }
+  out = std::to_chars(out, out + 20, v / 1000000).ptr;
+  *out++ = '.';
+  uint64_t frac = v % 1000000;
+  char digits[6];
+  for (int i = 5; i >= 0; --i, frac /= 10) digits[i] = static_cast<char>('0' + frac % 10);
+  size_t keep = 6;
+  if (fraction == MicrosFraction::kTrimmed) {
+    while (keep > 1 && digits[keep - 1] == '0') --keep;
+  }
+  std::memcpy(out, digits, keep);
+  return out + keep;
+}
+
+// WriteMicrosDecimal's text as a string.
+std::string MicrosDecimal(int64_t micros, MicrosFraction fraction);
+
 // s with <, >, & and " escaped for HTML text and attribute values.
 // Whether s is well-formed UTF-8 (no overlong forms, no surrogates, at most U+10FFFF).
 bool IsValidUtf8(std::string_view s);

@@ -110,6 +110,16 @@ class AuctionEngine {
 
  private:
   void RunRequests(size_t from, size_t to, const ActionTable& a);
+  // RunRequests' phases, defined inline in engine.cc (the training loop's hot path).
+  // OfferScalar: request r's bids on the scalar path (a_j: a[i][j] by agent i for its cluster
+  // j); writes the candidates still in the day to offers, counts them in d_j (stride: clusters)
+  // and presences_, and returns how many. REQUIRES: offers holds the request's candidates.
+  inline int OfferScalar(size_t r, const double* a_j, int64_t* d_j, bool sampled,
+                         AuctionEntry* offers);
+  // SettleWinners: charges the winners of request r (cluster j, burn bucket `bucket`) and books
+  // their outcomes (expected, or drawn when sampled).
+  inline void SettleWinners(size_t r, int j, const SlotResult* won, int winners, bool sampled,
+                            int64_t bucket);
 
   const Day& day_;
   const Market& market_;

@@ -7,8 +7,9 @@
 // (pCTR level = clip(log2(mean pCTR of the previous step / ctr_avg_train) / 2, -1, 1); 0 at
 // the episode's start) and chooses a in [-1, 1]. Within the step every auction bids
 //
-//   a_bid = int(pCTR * b0 / ctr_avg_train * (1 + clip(a * bratio, -0.9, 0.9)))
+//   a_bid = int(pCTR * b0 / ctr_avg_train * (1 + clip(a * bratio, -range, range)))
 //
+// (the multiplier is BidMultiplier of rtb/core/bid.h; range is PacingParams::alpha_range),
 // i.e. the engine's bid formula applied to Lin-Bid. The state vector has the layout of the
 // DCMAB learner's state for one agent and one cluster ([g_cost, g_revenue, onehot, x1, x2]),
 // so `rtb-learner pacing` trains it with the same actor-critic code (Algorithm 1, N = L = 1).
@@ -22,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "rtb/core/bid.h"
 #include "rtb/core/status.h"
 #include "rtb/simulator/replay.h"
 
@@ -40,6 +42,9 @@ struct PacingParams {
   std::string base = "lin";
   double c0 = 0;        // rlb base: the budget fraction the table was trained for
   int64_t max_bid = 0;  // rlb base: the bid cap it was trained with
+  // The clip of a x bratio: bids move within [1 - range, 1 + range] x the base bid. Not in the
+  // table's JSON: tables are trained and replayed at the default, the paper's 0.9.
+  double alpha_range = kDefaultAlphaRange;
 };
 
 // The table the learner publishes (schemas/pacing-table-v1.md).
