@@ -1,7 +1,6 @@
 #include "rtb/budget/coordinator.h"
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -618,56 +617,6 @@ struct Coordinator::Impl {
   std::map<std::pair<LeaseKey, std::string>, int64_t> returned_seq;
 };
 
-Status CheckGrantsTopicConfig(const std::map<std::string, std::string>& config) {
-  constexpr int64_t kTwoDaysMs = 2 * 86'400'000LL;
-  auto setting = [&](const std::string& name, const std::string& fallback) {
-    const auto it = config.find(name);
-    return it == config.end() ? fallback : it->second;
-  };
-  auto number = [&](const std::string& name, const std::string& fallback) -> Result<int64_t> {
-    const std::string v = setting(name, fallback);
-    int64_t ms = 0;
-    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), ms);
-    if (ec != std::errc() || end != v.data() + v.size()) {
-      return Status::InvalidArgument(name + " is \"" + v + "\", not a whole number");
-    }
-    return ms;
-  };
-  const std::string policy = setting("cleanup.policy", "delete");
-  const bool compact = policy.find("compact") != std::string::npos;
-  const bool del = policy.find("delete") != std::string::npos;
-  const bool keep_all = policy.find_first_not_of(" ") == std::string::npos;  // "": nothing runs
-  if (!compact && !del && !keep_all) {
-    return Status::InvalidArgument("cleanup.policy is \"" + policy +
-                                   "\", neither compact nor delete");
-  }
-  if (compact) {
-    RTB_ASSIGN_OR_RETURN(const int64_t lag, number("min.compaction.lag.ms", "0"));
-    if (lag < kTwoDaysMs) {
-      return Status::InvalidArgument("min.compaction.lag.ms is " + std::to_string(lag) +
-                                     ": compaction could keep a fenced-off "
-                                     "holding in place of a day's current one; set it to " +
-                                     std::to_string(kTwoDaysMs) + " (two days) or more");
-    }
-  }
-  if (del) {
-    RTB_ASSIGN_OR_RETURN(const int64_t retention, number("retention.ms", "604800000"));
-    if (retention >= 0 && retention < kTwoDaysMs) {
-      return Status::InvalidArgument("retention.ms is " + std::to_string(retention) +
-                                     ": a day's holdings could be deleted while the day lasts; "
-                                     "set it to " +
-                                     std::to_string(kTwoDaysMs) + " (two days) or more, or -1");
-    }
-    RTB_ASSIGN_OR_RETURN(const int64_t bytes, number("retention.bytes", "-1"));
-    if (bytes >= 0) {
-      return Status::InvalidArgument("retention.bytes is " + std::to_string(bytes) +
-                                     ": a full partition deletes its oldest holdings whatever "
-                                     "their day; set it to -1");
-    }
-  }
-  return Status::Ok();
-}
-
 Coordinator::Coordinator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Coordinator::~Coordinator() = default;
 
@@ -693,8 +642,16 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions opt)
   const auto& site = m->opt.kafka_properties;
   po.properties.insert(po.properties.end(), site.begin(), site.end());
   RTB_ASSIGN_OR_RETURN(m->producer, kafka::Producer::Create(std::move(po)));
-  RTB_ASSIGN_OR_RETURN(m->handover,
-                       Handover::Create(m->opt, m->clock, m->instance, m->host, m->producer.get()));
+  HandoverOptions ho{.brokers = m->opt.brokers,
+                     .kafka_properties = m->opt.kafka_properties,
+                     .grants_topic = m->opt.grants_topic,
+                     .coordinators_topic = m->opt.coordinators_topic,
+                     .group_id = m->opt.group_id,
+                     .handover_timeout_ms = m->opt.handover_timeout_ms,
+                     .stop = m->opt.stop,
+                     .describe_topic = m->opt.describe_topic};
+  RTB_ASSIGN_OR_RETURN(m->handover, Handover::Create(std::move(ho), m->clock, m->instance, m->host,
+                                                     m->producer.get()));
   // One coordinator serves a market: the one before this hands over (its last grants are on
   // the grants topic) before this one reads them back.
   RTB_RETURN_IF_ERROR(m->handover->AwaitTurn());  // on failure ~Handover hands over

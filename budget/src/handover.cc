@@ -1,6 +1,7 @@
 #include "rtb/budget/handover.h"
 
 #include <algorithm>
+#include <charconv>
 #include <set>
 #include <utility>
 
@@ -17,9 +18,59 @@ bool Standing(CoordinatorState s) {
 
 }  // namespace
 
-Handover::Handover(const CoordinatorOptions& opt, Clock* clock, std::string instance,
-                   std::string host, kafka::Producer* grants)
-    : opt_(opt),
+Status CheckGrantsTopicConfig(const std::map<std::string, std::string>& config) {
+  constexpr int64_t kTwoDaysMs = 2 * 86'400'000LL;
+  auto setting = [&](const std::string& name, const std::string& fallback) {
+    const auto it = config.find(name);
+    return it == config.end() ? fallback : it->second;
+  };
+  auto number = [&](const std::string& name, const std::string& fallback) -> Result<int64_t> {
+    const std::string v = setting(name, fallback);
+    int64_t ms = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), ms);
+    if (ec != std::errc() || end != v.data() + v.size()) {
+      return Status::InvalidArgument(name + " is \"" + v + "\", not a whole number");
+    }
+    return ms;
+  };
+  const std::string policy = setting("cleanup.policy", "delete");
+  const bool compact = policy.find("compact") != std::string::npos;
+  const bool del = policy.find("delete") != std::string::npos;
+  const bool keep_all = policy.find_first_not_of(" ") == std::string::npos;  // "": nothing runs
+  if (!compact && !del && !keep_all) {
+    return Status::InvalidArgument("cleanup.policy is \"" + policy +
+                                   "\", neither compact nor delete");
+  }
+  if (compact) {
+    RTB_ASSIGN_OR_RETURN(const int64_t lag, number("min.compaction.lag.ms", "0"));
+    if (lag < kTwoDaysMs) {
+      return Status::InvalidArgument("min.compaction.lag.ms is " + std::to_string(lag) +
+                                     ": compaction could keep a fenced-off "
+                                     "holding in place of a day's current one; set it to " +
+                                     std::to_string(kTwoDaysMs) + " (two days) or more");
+    }
+  }
+  if (del) {
+    RTB_ASSIGN_OR_RETURN(const int64_t retention, number("retention.ms", "604800000"));
+    if (retention >= 0 && retention < kTwoDaysMs) {
+      return Status::InvalidArgument("retention.ms is " + std::to_string(retention) +
+                                     ": a day's holdings could be deleted while the day lasts; "
+                                     "set it to " +
+                                     std::to_string(kTwoDaysMs) + " (two days) or more, or -1");
+    }
+    RTB_ASSIGN_OR_RETURN(const int64_t bytes, number("retention.bytes", "-1"));
+    if (bytes >= 0) {
+      return Status::InvalidArgument("retention.bytes is " + std::to_string(bytes) +
+                                     ": a full partition deletes its oldest holdings whatever "
+                                     "their day; set it to -1");
+    }
+  }
+  return Status::Ok();
+}
+
+Handover::Handover(HandoverOptions opt, Clock* clock, std::string instance, std::string host,
+                   kafka::Producer* grants)
+    : opt_(std::move(opt)),
       clock_(clock),
       instance_(std::move(instance)),
       host_(std::move(host)),
@@ -27,16 +78,16 @@ Handover::Handover(const CoordinatorOptions& opt, Clock* clock, std::string inst
 
 Handover::~Handover() { Yield(); }
 
-Result<std::unique_ptr<Handover>> Handover::Create(const CoordinatorOptions& opt, Clock* clock,
+Result<std::unique_ptr<Handover>> Handover::Create(HandoverOptions opt, Clock* clock,
                                                    std::string instance, std::string host,
                                                    kafka::Producer* grants) {
   std::unique_ptr<Handover> h(
-      new Handover(opt, clock, std::move(instance), std::move(host), grants));
+      new Handover(std::move(opt), clock, std::move(instance), std::move(host), grants));
   kafka::Producer::Options po;
-  po.bootstrap = opt.brokers;
+  po.bootstrap = h->opt_.brokers;
   po.properties = {{"enable.idempotence", "true"}, {"linger.ms", "1"}};
-  po.properties.insert(po.properties.end(), opt.kafka_properties.begin(),
-                       opt.kafka_properties.end());
+  po.properties.insert(po.properties.end(), h->opt_.kafka_properties.begin(),
+                       h->opt_.kafka_properties.end());
   RTB_ASSIGN_OR_RETURN(h->control_out_, kafka::Producer::Create(std::move(po)));
   return h;
 }

@@ -5,9 +5,11 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "rtb/core/action_table.h"
+#include "rtb/core/status.h"
 
 namespace rtb {
+
+class ActionTable;  // rtb/core/action_table.h
 
 Result<ActionTable> ActionTableFromJson(const nlohmann::json& j, const std::string& source);
 nlohmann::ordered_json ActionTableToJson(const ActionTable& t);

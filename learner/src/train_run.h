@@ -9,9 +9,10 @@
 #include <vector>
 
 #include "rtb/core/progress.h"
+#include "rtb/core/report.h"
 #include "rtb/learner/agents.h"
 #include "rtb/learner/config.h"
-#include "rtb/learner/train.h"
+#include "rtb/simulator/engine.h"
 #include "rtb/simulator/simulate.h"
 
 namespace rtb::learn {

@@ -11,6 +11,7 @@
 #include "rtb/core/report_doc.h"
 #include "rtb/simulator/engine.h"
 #include "rtb/simulator/fulllog.h"
+#include "rtb/simulator/market_builder.h"
 
 namespace rtb::sim {
 namespace {

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "rtb/budget/handover.h"
 #include "rtb/budget/lease.h"
 #include "rtb/core/clock.h"
 #include "rtb/core/status.h"
@@ -139,16 +140,5 @@ class ReadToTheEnd {
   std::map<int32_t, int64_t>
       first_high_;  // per partition never read: its watermark when first asked
 };
-
-// Whether a grants topic's configuration (as the brokers describe it) keeps every holding
-// until its day is over: a day's leases are rebuilt from the latest holding of each key, and a
-// holding fenced off by a newer epoch can land after the current one under the same key, so
-// compaction must not run on a day's holdings while the day lasts (`min.compaction.lag.ms` of
-// at least two days), nor deletion (`retention.ms` at least two days, or -1; `retention.bytes`
-// -1, since a size limit deletes the oldest holdings whatever their day). An absent setting is
-// Kafka's default: `delete`, 7 days, no size limit, no compaction lag. An empty
-// `cleanup.policy` keeps everything. Otherwise an
-// InvalidArgument that names the setting and the value to give it.
-Status CheckGrantsTopicConfig(const std::map<std::string, std::string>& config);
 
 }  // namespace rtb::budget

@@ -9,12 +9,14 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
-#include "rtb/budget/coordinator.h"
 #include "rtb/budget/lease_msg.h"
 #include "rtb/core/clock.h"
 #include "rtb/core/status.h"
@@ -26,11 +28,36 @@ class Producer;
 
 namespace rtb::budget {
 
+// The market's topics and the hand-over's timing (CoordinatorOptions has the meaning of each).
+struct HandoverOptions {
+  std::string brokers;
+  std::vector<std::pair<std::string, std::string>> kafka_properties;
+  std::string grants_topic;
+  std::string coordinators_topic;  // "": DefaultCoordinatorsTopic(grants_topic)
+  std::string group_id;  // the coordinators' topic is read under group_id + ".coordinators."
+  int handover_timeout_ms = 10'000;
+  const std::atomic<bool>* stop = nullptr;  // set: a start still waiting gives up
+  // Where the grants topic's configuration comes from (unset: the brokers).
+  std::function<Result<std::map<std::string, std::string>>(const std::string& topic)>
+      describe_topic;
+};
+
+// Whether a grants topic's configuration (as the brokers describe it) keeps every holding
+// until its day is over: a day's leases are rebuilt from the latest holding of each key, and a
+// holding fenced off by a newer epoch can land after the current one under the same key, so
+// compaction must not run on a day's holdings while the day lasts (`min.compaction.lag.ms` of
+// at least two days), nor deletion (`retention.ms` at least two days, or -1; `retention.bytes`
+// -1, since a size limit deletes the oldest holdings whatever their day). An absent setting is
+// Kafka's default: `delete`, 7 days, no size limit, no compaction lag. An empty
+// `cleanup.policy` keeps everything. Otherwise an InvalidArgument that names the setting and the
+// value to give it.
+Status CheckGrantsTopicConfig(const std::map<std::string, std::string>& config);
+
 class Handover {
  public:
   // `grants`: the lease loop's producer of holdings (the fence's markers go through it, and a
-  // hand-over waits until what it queued is delivered). `opt` and `grants` outlive this.
-  static Result<std::unique_ptr<Handover>> Create(const CoordinatorOptions& opt, Clock* clock,
+  // hand-over waits until what it queued is delivered); it outlives this.
+  static Result<std::unique_ptr<Handover>> Create(HandoverOptions opt, Clock* clock,
                                                   std::string instance, std::string host,
                                                   kafka::Producer* grants);
   ~Handover();  // hands over (Yield)
@@ -82,7 +109,7 @@ class Handover {
   std::string ControlTopic() const;
 
  private:
-  Handover(const CoordinatorOptions& opt, Clock* clock, std::string instance, std::string host,
+  Handover(HandoverOptions opt, Clock* clock, std::string instance, std::string host,
            kafka::Producer* grants);
   Status CheckGrantsTopic();
   CoordinatorRecord Record(CoordinatorState state, const std::string& whose) const;
@@ -91,7 +118,7 @@ class Handover {
   int64_t FenceMs() const { return opt_.handover_timeout_ms / 2; }
   int64_t BeatEveryMs() const;
 
-  const CoordinatorOptions& opt_;
+  const HandoverOptions opt_;
   Clock* clock_;
   std::string instance_, host_;
   kafka::Producer* grants_;

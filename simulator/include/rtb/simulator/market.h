@@ -1,14 +1,13 @@
 // The market model learned from a history day: which agent each advertiser belongs to, which
 // cluster each consumer belongs to, average pCVRs (for bratio), and the slowly changing
-// consumer-cluster features x_j. Built from the history day run under manual bids with
-// unlimited budget (docs/dcmab.md sections 1, 2, 4).
+// consumer-cluster features x_j (docs/dcmab.md sections 1, 2, 4). BuildMarket
+// (market_builder.h) fills it from the history day run under manual bids with unlimited budget.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "rtb/core/metrics.h"
-#include "rtb/core/status.h"
 #include "rtb/simulator/config.h"
 #include "rtb/simulator/world.h"
 
@@ -34,8 +33,5 @@ struct Market {
   std::vector<int> agent_advertisers;
   std::vector<int64_t> agent_presences;
 };
-
-// Runs `history` under manual bids with unlimited budget, clusters, and fills a Market.
-Result<Market> BuildMarket(const Day& history, const MarketConfig& mcfg, const AuctionConfig& acfg);
 
 }  // namespace rtb::sim

@@ -1,4 +1,4 @@
-#include "rtb/simulator/market.h"
+#include "rtb/simulator/market_builder.h"
 
 #include "rtb/core/clustering.h"
 #include "rtb/simulator/engine.h"
