@@ -7,6 +7,9 @@
 #   serve_start CONFIG PORT LOG             starts `rtb serve` (pid in SERVE, stderr to LOG), waits
 #                                           until it answers on PORT, sets BROKERS to its embedded
 #                                           Kafka; fails when there is none
+#   wait_until SECONDS COMMAND...           runs COMMAND every 0.1 s until it succeeds (0) or
+#                                           SECONDS have passed (1): waiting for an event, with a
+#                                           bound, never for time to pass
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
@@ -19,14 +22,19 @@ local_bidder_config() {
       -e "s#^  spill_path: .*#  spill_path: $dir/spill.jsonl#" \
       "$@" "$in" > "$out"
 }
+wait_until() {
+  local end=$((SECONDS + $1))
+  shift
+  until "$@"; do
+    ((SECONDS < end)) || return 1
+    sleep 0.1
+  done
+}
 serve_start() {
   local config=$1 port=$2 log=$3
   "$RTB" serve --config "$config" 2> "$log" &
   SERVE=$!
-  for _ in $(seq 200); do
-    curl -sf "http://127.0.0.1:$port/metrics" >/dev/null 2>&1 && break
-    sleep 0.1
-  done
+  wait_until 20 curl -sf "http://127.0.0.1:$port/metrics" -o /dev/null || true
   BROKERS=$(sed -nE 's/.*embedded Kafka \(mock cluster, [0-9]+ brokers\) at ([^ ]+).*/\1/p' "$log" | head -1)
   [[ -n $BROKERS ]]
 }
