@@ -735,6 +735,10 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions opt)
       {"session.timeout.ms", std::to_string(m->opt.session_timeout_ms)},
       {"heartbeat.interval.ms", std::to_string(std::max(250, m->opt.session_timeout_ms / 5))}};
   co.properties.insert(co.properties.end(), site.begin(), site.end());
+  // Until the group gives it the partitions, the bidders' messages wait on the topic.
+  co.on_assign = [topic = m->opt.requests_topic](std::vector<kafka::TopicPartition>& parts) {
+    log::Get("budget").info("coordinator: reads {} partitions of {}", parts.size(), topic);
+  };
   RTB_ASSIGN_OR_RETURN(m->consumer, kafka::Consumer::Create(std::move(co)));
   RTB_RETURN_IF_ERROR(m->consumer->Subscribe({m->opt.requests_topic}));
   log::Get("budget").info(

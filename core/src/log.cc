@@ -109,9 +109,7 @@ spdlog::logger& Get(std::string_view component) {
 }
 
 bool RateLimit::Allow(uint64_t* suppressed) {
-  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          std::chrono::steady_clock::now().time_since_epoch())
-                          .count();
+  const int64_t now = clock_->SteadyMs();
   int64_t start = window_start_.load(std::memory_order_relaxed);
   if (now - start >= interval_ms_ &&
       window_start_.compare_exchange_strong(start, now, std::memory_order_relaxed)) {

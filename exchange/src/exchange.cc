@@ -31,10 +31,11 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 int64_t SteadyMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             SteadyClock::now().time_since_epoch())
       .count();
 }
 
@@ -175,6 +176,8 @@ struct Exchange::Impl {
   std::unique_ptr<std::atomic<int64_t>[]> down_until;
   std::unique_ptr<std::atomic<int64_t>[]> back_ms;
   static constexpr int64_t kDownMs = 250;
+  // The rotation's time (ExchangeConfig::clock): probes and slow start.
+  int64_t RotationMs() const { return cfg.clock != nullptr ? cfg.clock->SteadyMs() : SteadyMs(); }
   // AtRequest's and HoldAtRequest's hooks, each with its request and whether the other workers
   // wait while it runs, and the lowest of those requests (kNoHook: none).
   struct Hook {
@@ -188,6 +191,7 @@ struct Exchange::Impl {
   std::vector<Hook> hooks;
   // Holding hooks running: while above 0, no worker sends its next request.
   std::atomic<int> holds{0};
+  std::atomic<int> held_workers{0};     // workers waiting in WaitWhileHeld
   std::condition_variable hold_cv;      // with hook_mu
   std::atomic<int64_t> day_playing{0};  // the day PlaySteps plays (for a held hook's probe)
   // Runs (outside the lock) every hook whose request is r or one already sent.
@@ -229,7 +233,9 @@ struct Exchange::Impl {
   void WaitWhileHeld() {
     if (holds.load(std::memory_order_acquire) == 0) return;
     std::unique_lock<std::mutex> lk(hook_mu);
+    held_workers.fetch_add(1);
     hold_cv.wait(lk, [this] { return holds.load() == 0; });
+    held_workers.fetch_sub(1);
   }
 
   // The bidder request r goes to: its draw, or the next one in the rotation when that one is
@@ -250,7 +256,7 @@ struct Exchange::Impl {
   }
   // Takes bidder b out of the rotation (it refused a connection).
   void TakeOut(size_t b) {
-    down_until[b].store(SteadyMs() + kDownMs, std::memory_order_relaxed);
+    down_until[b].store(RotationMs() + kDownMs, std::memory_order_relaxed);
     if (!is_out[b].exchange(true)) {
       log::Get("exchange")
           .warn("bidder {}:{} refused a connection: out of the rotation", targets[b].first,
@@ -262,7 +268,7 @@ struct Exchange::Impl {
   // readiness check; ready, it is back in the rotation.
   void ProbeIfDue(Conn& conn, size_t b, int64_t day_index) {
     if (!is_out[b].load(std::memory_order_relaxed)) return;
-    const int64_t now = SteadyMs();
+    const int64_t now = RotationMs();
     int64_t due = down_until[b].load(std::memory_order_relaxed);
     if (now < due || !down_until[b].compare_exchange_strong(due, now + kDownMs)) return;
     if (cfg.open_days && !conn.Do(http::verb::post, cfg.bid_path, OpenDayBody(day_index)).ok()) {
@@ -280,7 +286,7 @@ struct Exchange::Impl {
   // Bidder b, if out of the rotation, is back in it (its slow start begins).
   void BringBack(size_t b) {
     if (!is_out[b].exchange(false)) return;
-    back_ms[b].store(SteadyMs(), std::memory_order_relaxed);
+    back_ms[b].store(RotationMs(), std::memory_order_relaxed);
     log::Get("exchange")
         .info("bidder {}:{} is ready: back in the rotation", targets[b].first, targets[b].second);
   }
@@ -712,7 +718,7 @@ Result<uint64_t> Exchange::Impl::PolicyVersion(bool skip_gone) {
 
 Status Exchange::Impl::OpenDay(int64_t day_index) {
   const std::string body = OpenDayBody(day_index);
-  const auto deadline = Clock::now() + std::chrono::milliseconds(cfg.policy_wait_ms);
+  const auto deadline = SteadyClock::now() + std::chrono::milliseconds(cfg.policy_wait_ms);
   for (size_t b = 0; b < controls.size(); ++b) {
     const auto& control = controls[b];
     if (auto st = control->Do(http::verb::post, cfg.bid_path, body).status(); !st.ok()) {
@@ -725,7 +731,7 @@ Status Exchange::Impl::OpenDay(int64_t day_index) {
     while (cfg.wait_for_policy) {
       RTB_ASSIGN_OR_RETURN(const bool ready, Ready(*control));
       if (ready) break;  // a bidder that shares no budget has no leases to wait for
-      if (Clock::now() > deadline) {
+      if (SteadyClock::now() > deadline) {
         log::Get("exchange")
             .warn("a bidder's leases for day {} were not ready in {} ms", day_index,
                   cfg.policy_wait_ms);
@@ -746,11 +752,13 @@ void Exchange::HoldAtRequest(size_t request, std::function<void()> hook) {
   impl_->AddHook(request, std::move(hook), /*hold=*/true);
 }
 
+int Exchange::WorkersHeld() const { return impl_->held_workers.load(); }
+
 Status Exchange::BringBackWhenReady(size_t bidder, int64_t timeout_ms) {
   Impl& m = *impl_;
   if (bidder >= m.targets.size()) return Status::InvalidArgument("no such bidder");
   Conn conn(m.targets[bidder].first, m.targets[bidder].second, m.cfg.io_timeout_ms);
-  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  const auto deadline = SteadyClock::now() + std::chrono::milliseconds(timeout_ms);
   bool opened = !m.cfg.open_days;
   for (;;) {
     // The day's opening request first, until the bidder answers it (a restarted bidder learns
@@ -765,7 +773,7 @@ Status Exchange::BringBackWhenReady(size_t bidder, int64_t timeout_ms) {
         return Status::Ok();
       }
     }
-    if (Clock::now() > deadline) {
+    if (SteadyClock::now() > deadline) {
       return Status::Unavailable("bidder " + m.targets[bidder].first + ":" +
                                  m.targets[bidder].second + " was not ready in " +
                                  std::to_string(timeout_ms) + " ms");
@@ -817,7 +825,7 @@ Result<DayAccount> Exchange::Impl::PlaySteps(
     const std::function<void(Conn&, size_t, Local&)>& play,
     const std::function<void(const StepAccount&)>& on_step) {
   Impl& m = *this;
-  const auto t0 = Clock::now();
+  const auto t0 = SteadyClock::now();
   const int N = m.agents;
   DayAccount acct;
   acct.day = day_index;
@@ -858,7 +866,7 @@ Result<DayAccount> Exchange::Impl::PlaySteps(
           // rotation and the request goes to the next one: it never reached a bidder, so it is
           // not counted (as a load balancer's retry on another backend).
           for (size_t tries = 0;; ++tries) {
-            const size_t b = m.Route(day_index, r, SteadyMs());
+            const size_t b = m.Route(day_index, r, m.RotationMs());
             locals[w].ask_refused = false;
             locals[w].bidder = b;
             play(*conns[w][b], r, locals[w]);
@@ -906,7 +914,7 @@ Result<DayAccount> Exchange::Impl::PlaySteps(
     if (m.producer != nullptr) {
       mk.sent_unix_ms = NowUnixMs();
       const std::string msg = EncodeStepMarker(mk);
-      const auto sent = Clock::now();
+      const auto sent = SteadyClock::now();
       if (auto st = m.producer->Produce(m.cfg.clock_topic, 0, "", msg); !st.ok()) {
         return Status::Unavailable("step marker: " + st.message());
       }
@@ -914,11 +922,11 @@ Result<DayAccount> Exchange::Impl::PlaySteps(
       if (m.cfg.wait_for_policy) {
         sa.next_version = 2 + static_cast<uint64_t>(day_index * steps + step);
         const auto deadline = sent + std::chrono::milliseconds(m.cfg.policy_wait_ms);
-        while (Clock::now() < deadline) {
+        while (SteadyClock::now() < deadline) {
           auto v = PolicyVersion(/*skip_gone=*/true);
           if (v.ok() && *v >= sa.next_version) {
             sa.policy_lag_ms =
-                std::chrono::duration<double, std::milli>(Clock::now() - sent).count();
+                std::chrono::duration<double, std::milli>(SteadyClock::now() - sent).count();
             break;
           }
           std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -933,7 +941,7 @@ Result<DayAccount> Exchange::Impl::PlaySteps(
     acct.steps.push_back(std::move(sa));
   }
   for (const Outcome& o : acct.by_agent) acct.total += o;
-  acct.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  acct.seconds = std::chrono::duration<double>(SteadyClock::now() - t0).count();
   return acct;
 }
 

@@ -246,22 +246,24 @@ Result<std::pair<int64_t, int64_t>> Producer::Watermarks(const std::string& topi
 
 struct Consumer::State {
   std::function<void(std::vector<TopicPartition>&)> on_assign;
+  std::function<void(const std::vector<TopicPartition>&)> on_revoke;
 };
 
 namespace {
 void Rebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts,
                void* opaque) {
-  auto* fn = static_cast<std::function<void(std::vector<TopicPartition>&)>*>(opaque);
-  if (err != RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
-    rd_kafka_assign(rk, nullptr);
-    return;
-  }
+  auto* st = static_cast<Consumer::State*>(opaque);
   std::vector<TopicPartition> v;
   for (int i = 0; i < parts->cnt; ++i) {
     const rd_kafka_topic_partition_t& p = parts->elems[i];
     v.push_back({p.topic, p.partition, p.offset});
   }
-  if (fn != nullptr && *fn) (*fn)(v);
+  if (err != RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+    rd_kafka_assign(rk, nullptr);
+    if (st->on_revoke) st->on_revoke(v);
+    return;
+  }
+  if (st->on_assign) st->on_assign(v);
   rd_kafka_topic_partition_list_t* l = ToList(v);
   rd_kafka_assign(rk, l);
   rd_kafka_topic_partition_list_destroy(l);
@@ -282,8 +284,9 @@ Result<std::unique_ptr<Consumer>> Consumer::Create(Options opt) {
   std::unique_ptr<Consumer> c(new Consumer());
   c->state_ = std::make_unique<State>();
   c->state_->on_assign = std::move(opt.on_assign);
+  c->state_->on_revoke = std::move(opt.on_revoke);
   rd_kafka_conf_set_rebalance_cb(conf, Rebalance);
-  rd_kafka_conf_set_opaque(conf, &c->state_->on_assign);
+  rd_kafka_conf_set_opaque(conf, c->state_.get());
   char errstr[512];
   c->rk_ = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
   if (c->rk_ == nullptr) return Status::Unavailable(std::string("kafka consumer: ") + errstr);

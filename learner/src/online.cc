@@ -394,6 +394,12 @@ Status OnlineLearner::Start() {
       {"heartbeat.interval.ms", std::to_string(std::max(250, on_.session_timeout_ms / 5))}};
   co.properties.insert(co.properties.end(), site.begin(), site.end());
   co.on_assign = [this](std::vector<kafka::TopicPartition>& parts) { OnAssign(parts); };
+  co.on_revoke = [](const std::vector<kafka::TopicPartition>& parts) {
+    log::Get("learner").info(
+        "events partitions taken back by the consumer group ({}): it reads on once they are "
+        "assigned again",
+        parts.size());
+  };
   RTB_ASSIGN_OR_RETURN(consumer_, kafka::Consumer::Create(std::move(co)));
   RTB_RETURN_IF_ERROR(consumer_->Subscribe({on_.events_topic, on_.clock_topic}));
   // The first table goes out once the events partitions are assigned (Run), so that traffic

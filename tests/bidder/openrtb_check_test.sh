@@ -5,14 +5,16 @@ set -u
 RTB=$1
 SRC=$2
 T=$(mktemp -d)
-PORT=$((20000 + RANDOM % 20000))
+source "$SRC/scripts/serve_lib.sh"
+PORT=$(free_port)
 cd "$T"
 sed "s#^state_path: .*#state_path: $T/state#; s#^  spill_path: .*#  spill_path: $T/spill.jsonl#" \
   "$SRC/configs/bidder/default.yaml" >"$T/bidder.yaml"
 "$RTB" serve --config "$T/bidder.yaml" --listen 127.0.0.1:$PORT >"$T/log" 2>&1 &
 PID=$!
 trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf "$T"' EXIT
-for _ in $(seq 50); do curl -sf http://127.0.0.1:$PORT/healthz >/dev/null && break; sleep 0.1; done
+wait_until 10 curl -sf "http://127.0.0.1:$PORT/healthz" -o /dev/null ||
+  { echo "rtb serve did not start"; cat "$T/log"; exit 1; }
 python3 "$SRC/tests/tools/openrtb_check.py" 127.0.0.1 $PORT /openrtb2/bid \
   "$SRC/tests/fixtures/openrtb/2.5" "$SRC/tests/fixtures/openrtb/2.6"
 rc=$?

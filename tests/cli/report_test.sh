@@ -47,10 +47,8 @@ PY
 
 # Every event acknowledged by the brokers before they are read.
 metric() { curl -s "http://127.0.0.1:$PORT/metrics" | sed -nE "s/^rtb_kafka_events\{state=\"$1\"\} ([0-9]+)$/\1/p"; }
-for _ in $(seq 100); do
-  [[ $(metric acked) == "$(metric logged)" ]] && break
-  sleep 0.1
-done
+all_acked() { [[ $(metric acked) == "$(metric logged)" ]]; }
+wait_until 10 all_acked || { echo "events not acknowledged: $(metric acked) of $(metric logged)"; exit 1; }
 "$RTB" report --brokers "$BROKERS" --bidder-config "$T/bidder.yaml" --out "$T/topic" --quiet
 "$RTB" replay --format events --brokers "$BROKERS" --topic rtb.events --dump "$T/events.jsonl" \
   --json > /dev/null

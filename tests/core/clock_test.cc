@@ -1,5 +1,5 @@
-// The clock seam: a ManualClock moves only when told, wakes each sleeper once its deadline is
-// reached, and tells a test when the threads it drives have done their turn.
+// The clock seam: a ManualClock moves only when told, wakes each waiting thread once its
+// deadline is reached, and tells a test when the threads it drives have done their turn.
 #include "rtb/core/clock.h"
 
 #include <gtest/gtest.h>
@@ -21,8 +21,8 @@ TEST(ManualClock, StandsStillUntilAdvanced) {
   EXPECT_EQ(clock.UnixMs(), 1'000'250);
 }
 
-// A sleeper wakes when the clock reaches its deadline, not a millisecond before: while the clock
-// stands 1 ms short, the thread is still asleep however long the test waits for it to be.
+// A waiting thread wakes when the clock reaches its deadline, not a millisecond before: while
+// the clock stands 1 ms short, it still waits however long the test waits for it.
 TEST(ManualClock, ASleeperWakesExactlyAtItsDeadline) {
   ManualClock clock;
   std::atomic<bool> woke{false};
@@ -32,13 +32,13 @@ TEST(ManualClock, ASleeperWakesExactlyAtItsDeadline) {
   });
   ASSERT_TRUE(clock.AwaitSleepers(1));
   clock.Advance(99);
-  // Asleep again with its deadline still ahead: AwaitSleepers(1) holds while it has not woken.
+  // Still waiting with its deadline ahead: AwaitSleepers(1) holds while it has not woken.
   ASSERT_TRUE(clock.AwaitSleepers(1));
   EXPECT_FALSE(woke.load());
   clock.Advance(1);
   t.join();
   EXPECT_TRUE(woke.load());
-  EXPECT_FALSE(clock.AwaitSleepers(1, 50));  // nobody sleeps now
+  EXPECT_FALSE(clock.AwaitSleepers(1, 50));  // nobody waits now
 }
 
 // A loop that takes a turn every 10 ms of the clock: Run advances 1 s in steps and waits for
@@ -58,7 +58,7 @@ TEST(ManualClock, RunWaitsForEachTurnOfTheThreadsItDrives) {
   ASSERT_TRUE(clock.Run(1'000, 10, 1));
   EXPECT_EQ(turns.load(), 101);
   stop = true;
-  t.join();  // a cancelled sleep returns without the clock moving
+  t.join();  // a cancelled wait returns without the clock moving
 }
 
 TEST(ManualClock, ACancelledSleepReturnsFalse) {

@@ -19,6 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include "../common/wait.h"
+#include "rtb/core/clock.h"
 #include "rtb/exchange/exchange.h"
 #include "rtb/simulator/simulate.h"
 
@@ -267,9 +269,10 @@ TEST(ExchangeAtRequest, SeveralHooksEachRunOnceAtTheirRequestAndAHookMayAddAnoth
 }
 
 // Bidder a is stopped at request 300; at 400 a new process listens on its port, not ready; at
-// 500 it turns ready. Each hook then waits 300 ms (the exchange probes a bidder out of the
-// rotation every 250 ms, before a request). What the restarted bidder got: bid requests before
-// it was ready, in all, and readiness checks before it was ready.
+// 500 it turns ready. After each of the last two, the exchange's rotation clock moves 300 ms on
+// (it probes a bidder out of the rotation every 250 ms, before a request). What the restarted
+// bidder got: bid requests before it was ready, in all, and readiness checks before it was
+// ready.
 struct Restart {
   int64_t before_ready = -1, total = -1, checks_before_ready = -1;
   int64_t lost = -1;
@@ -281,25 +284,23 @@ Restart PlayWithARestart(int slow_start_ms) {
   StandInBidder a, b;
   ExchangeConfig cfg = TwoBidders(a, b);
   cfg.slow_start_ms = slow_start_ms;
+  ManualClock clock;
+  cfg.clock = &clock;
   auto ex = Exchange::Create(cfg, *sc);
   EXPECT_TRUE(ex.ok()) << ex.status().message();
   if (!ex.ok()) return out;
   const unsigned short port = a.port();
   std::optional<StandInBidder> back;
-  auto pause = [] { std::this_thread::sleep_for(std::chrono::milliseconds(300)); };
-  (*ex)->AtRequest(300, [&] {
-    a.Stop();
-    pause();
-  });
+  (*ex)->AtRequest(300, [&] { a.Stop(); });
   (*ex)->AtRequest(400, [&] {
     back.emplace(StandIn{.port = port, .ready = false});
-    pause();
+    clock.Advance(300);  // its next probe is due
   });
   (*ex)->AtRequest(500, [&] {
     out.before_ready = back->bid_requests();
     out.checks_before_ready = back->readiness_checks();
     back->SetReady(true);
-    pause();
+    clock.Advance(300);
   });
   auto day = (*ex)->PlayDay(sc->test, 0);
   EXPECT_TRUE(day.ok()) << day.status().message();
@@ -318,19 +319,20 @@ TEST(ExchangeRotation, ARestartedBidderGetsRequestsOnlyOnceItsReadinessCheckPass
 }
 
 TEST(ExchangeRotation, ABidderBackInTheRotationTakesItsRequestsInSlowStart) {
-  // Over a minute, its part grows from none: the last 400 requests pass in well under a
-  // second, so it takes a few of the about 200 drawn for it at most.
+  // Over a minute, its part grows from none: the rotation's clock stands still over the last 400
+  // requests, so it takes a few of the about 200 drawn for it at most.
   const Restart r = PlayWithARestart(/*slow_start_ms=*/60'000);
   EXPECT_EQ(r.before_ready, 0);
   EXPECT_LT(r.total, 20);
   EXPECT_EQ(r.lost, 0);
 }
 
-// A held hook: bidder a is stopped at request 300; at request 600 a held hook waits 300 ms, then
-// starts a new process on a's port that turns ready 200 ms later and brings it back into the
-// rotation. With four workers, none sends a request while the held hook runs, and the restarted
-// bidder takes requests from the very next one. (A plain AtRequest hook, the same otherwise, lets
-// the other three workers send on: the counts below then differ.)
+// A held hook: bidder a is stopped at request 300; at request 600 a held hook waits until the
+// three other workers wait for it, then starts a new process on a's port that turns ready once
+// asked and brings it back into the rotation. With four workers, none sends a request while the
+// held hook runs, and the restarted bidder takes requests from the very next one. (A plain
+// AtRequest hook, the same otherwise, lets the other three workers send on: they never wait, and
+// the counts below differ.)
 TEST(ExchangeAtRequest, AHeldHookStopsTheTrafficUntilItsRestartedBidderIsReady) {
   auto sc = SmallWorld(1500);
   ASSERT_NE(sc, nullptr);
@@ -344,16 +346,17 @@ TEST(ExchangeAtRequest, AHeldHookStopsTheTrafficUntilItsRestartedBidderIsReady) 
     return a.bid_requests() + b.bid_requests() + (back ? back->bid_requests() : 0);
   };
   std::optional<StandInBidder> back;
-  int64_t at_hold = -1, after_wait = -1, at_ready = -1;
+  int64_t at_hold = -1, at_ready = -1;
+  bool all_held = false;
   Status brought;
   (*ex)->AtRequest(300, [&] { a.Stop(); });
   (*ex)->HoldAtRequest(600, [&] {
+    // The others finish the request each had taken when the hook began, then wait.
+    all_held = test::WaitUntil([&] { return (*ex)->WorkersHeld() == 3; });
     at_hold = sent(nullptr);
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    after_wait = sent(nullptr);
     back.emplace(StandIn{.port = port, .ready = false});
     std::thread ready([&] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      test::WaitUntil([&] { return back->readiness_checks() >= 1; });  // asked while not ready
       back->SetReady(true);
     });
     brought = (*ex)->BringBackWhenReady(0, 10000);
@@ -365,9 +368,10 @@ TEST(ExchangeAtRequest, AHeldHookStopsTheTrafficUntilItsRestartedBidderIsReady) 
   EXPECT_TRUE(brought.ok()) << brought.message();
   // The requests already out when the hook began complete (at most the three other workers'),
   // and then nothing goes out until the hook ends.
+  EXPECT_TRUE(all_held) << (*ex)->WorkersHeld() << " workers wait for the hook";
   EXPECT_GE(at_hold, 597);
-  EXPECT_LE(after_wait, 603);
-  EXPECT_LE(at_ready, 603);                // nor while the restarted bidder got ready
+  EXPECT_LE(at_hold, 603);
+  EXPECT_EQ(at_ready, at_hold);            // nor while the restarted bidder got ready
   EXPECT_GE(back->readiness_checks(), 2);  // asked while not ready, then ready
   EXPECT_GT(back->bid_requests(), 300);    // back at once: about half of the last 900
   EXPECT_EQ(sent(&*back), static_cast<int64_t>(sc->test.requests()));

@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "../common/wait.h"
+
 namespace rtb::kafka {
 namespace {
 
@@ -289,14 +291,13 @@ std::map<std::string, int> ThreadNices(const std::string& prefix) {
 // thread within 5 s).
 int MockThreadNice(int expected) {
   int nice = -100;
-  for (int i = 0; i < 500; ++i) {
-    const auto nices = ThreadNices("rdk:mock");
-    if (const auto it = nices.find("rdk:mock"); it != nices.end()) {
-      nice = it->second;
-      if (nice == expected) break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  test::WaitUntil(
+      [&] {
+        const auto nices = ThreadNices("rdk:mock");
+        if (const auto it = nices.find("rdk:mock"); it != nices.end()) nice = it->second;
+        return nice == expected;
+      },
+      std::chrono::seconds(5));
   return nice;
 }
 

@@ -3,8 +3,10 @@
 #include "rtb/learner/online.h"
 
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -12,6 +14,7 @@
 #include <map>
 #include <thread>
 
+#include "../common/wait.h"
 #include "rtb/core/log.h"
 #include "rtb/core/policy.h"
 #include "rtb/core/step_marker.h"
@@ -43,34 +46,51 @@ void LearnerOnMock(const std::string& name, std::unique_ptr<kafka::MockCluster>*
 }
 
 // RunOnline for `max_steps` steps on a thread of its own, its log (a line per closed step and
-// what it waits for) captured from stderr. Stop()
-// waits up to 60 s for those steps, then stops it (a watchdog: a stuck learner fails the test
-// instead of hanging it) and says whether it finished in time, and what it wrote.
+// what it waits for) captured from stderr, and its latest lines watched as they are written
+// (Saw). Stop() waits up to 60 s for those steps, then stops it (a watchdog: a stuck learner
+// fails the test instead of hanging it) and says whether it finished in time, and what it wrote.
 struct RunningLearner {
   OnlineOptions opt;
   std::atomic<bool> stop{false}, finished{false};
   Status result = Status::Ok();
   std::thread thread;
+  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> lines =
+      std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(256);
 
   void Start(const LearnerConfig& cfg, int max_steps) {
     opt.max_steps = max_steps;
     opt.stop = &stop;
     ASSERT_TRUE(log::Init({.process = "rtb-test", .level = "info"}).ok());
+    log::Get("learner").sinks().push_back(lines);  // before the learner's thread logs
     testing::internal::CaptureStderr();
     thread = std::thread([this, &cfg] {
       result = RunOnline(cfg, opt);
       finished = true;
     });
   }
+  // Whether the learner has logged a line containing `text` (of its latest 256), waiting up to
+  // `limit` for it.
+  bool Saw(const std::string& text, std::chrono::milliseconds limit = std::chrono::seconds(30)) {
+    return test::WaitUntil(
+        [&] {
+          for (const std::string& l : lines->last_formatted()) {
+            if (l.find(text) != std::string::npos) return true;
+          }
+          return false;
+        },
+        limit);
+  }
   ~RunningLearner() {  // a test that failed before Stop()
-    if (!thread.joinable()) return;
-    stop = true;
-    thread.join();
-    (void)testing::internal::GetCapturedStderr();
+    if (thread.joinable()) {
+      stop = true;
+      thread.join();
+      (void)testing::internal::GetCapturedStderr();
+    }
+    auto& sinks = log::Get("learner").sinks();
+    sinks.erase(std::remove(sinks.begin(), sinks.end(), lines), sinks.end());
   }
   std::pair<bool, std::string> Stop() {
-    for (int i = 0; i < 600 && !finished; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    test::WaitUntil([&] { return finished.load(); }, std::chrono::seconds(60));
     const bool in_time = finished.load();
     stop = true;
     thread.join();
@@ -100,8 +120,8 @@ TEST(Online, AColdStartPublishesManualBidsThenStaysWithinItsRangeAndSaysWhatItWa
   cfg.online.progress_every_ms = 200;
   RunningLearner learner;
   ASSERT_NO_FATAL_FAILURE(learner.Start(cfg, 4));
-  // Nothing arrives for a while: the learner says what it waits for. Then four step ends.
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // Nothing arrives: the learner says what it waits for. Then four step ends.
+  EXPECT_TRUE(learner.Saw("waiting for day 0 step 0 to close: 0 events in, "));
   kafka::Producer::Options po;
   po.bootstrap = mock->bootstrap();
   auto producer = kafka::Producer::Create(std::move(po));
@@ -166,11 +186,8 @@ TEST(Online, AKafkaOutageLongerThanItsSessionLosesNoStepAndClosesNoneTwice) {
     return seen;
   };
   auto wait_for_version = [&](uint64_t v) {
-    for (int i = 0; i < 300; ++i) {
-      if (versions().contains(v)) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return false;
+    return test::WaitUntil([&] { return versions().contains(v); }, std::chrono::seconds(30),
+                           std::chrono::milliseconds(100));
   };
   kafka::Producer::Options po;
   po.bootstrap = mock->bootstrap();
@@ -186,17 +203,18 @@ TEST(Online, AKafkaOutageLongerThanItsSessionLosesNoStepAndClosesNoneTwice) {
   marker(0);
   marker(1);
   const bool before = started && wait_for_version(3);
-  // Every broker down for longer than the session (6 s); the next two step ends are sent
-  // meanwhile.
+  // Every broker down until the learner's session lapses (6 s: the group takes its partitions
+  // back); the next two step ends are sent meanwhile.
   for (int b = 1; b <= 3; ++b) mock->SetBrokerDown(b);
   marker(2);
   marker(3);
-  std::this_thread::sleep_for(std::chrono::milliseconds(9000));
+  const bool lapsed = learner.Saw("events partitions taken back by the consumer group");
   const bool idle_while_down = !learner.finished.load();
   for (int b = 1; b <= 3; ++b) mock->SetBrokerUp(b);
   EXPECT_TRUE((*producer)->Flush(30000).ok());
   const auto [in_time, out] = learner.Stop();
   ASSERT_TRUE(before) << "two steps did not close before the outage:\n" << out;
+  EXPECT_TRUE(lapsed) << "the session never lapsed:\n" << out;
   EXPECT_TRUE(idle_while_down) << out;
   ASSERT_TRUE(in_time) << "the learner did not close the steps sent during the outage:\n" << out;
   ASSERT_TRUE(learner.result.ok()) << learner.result.message();

@@ -41,7 +41,9 @@ A= B= BUD= BUD2= LG= KAFKA=
 cleanup() {
   [[ -z $BUD ]] || kill -CONT "$BUD" 2>/dev/null || true
   for p in $LG $BUD $BUD2 $A $B; do kill "$p" 2>/dev/null || true; done
-  [[ -z $KAFKA ]] || { sleep 1; kill "$KAFKA" 2>/dev/null || true; }
+  # The cluster's host last, once its clients have gone.
+  for p in $LG $BUD $BUD2 $A $B; do wait "$p" 2>/dev/null || true; done
+  [[ -z $KAFKA ]] || kill "$KAFKA" 2>/dev/null || true
   wait 2>/dev/null || true
   [[ -n ${KEEP:-} ]] || rm -rf "$OUT"
 }
@@ -77,7 +79,7 @@ if [[ $MODE == kafka ]]; then
   # The cluster in a process of its own, so that it outlives and serves every other one.
   "$RTB" kafka --market "$M/bidder.yaml" > "$OUT/kafka.addr" 2> "$OUT/kafka.log" &
   KAFKA=$!
-  for _ in $(seq 100); do [[ -s $OUT/kafka.addr ]] && break; sleep 0.1; done
+  wait_until 10 test -s "$OUT/kafka.addr" || true
   BROKERS=$(head -1 "$OUT/kafka.addr")
   [[ -n $BROKERS ]] || fail "rtb kafka did not start"
   bidder_config a "$PA" -e "s#^  brokers: .*#  brokers: $BROKERS#"
@@ -100,12 +102,12 @@ B=$!
   --handover-timeout-ms "$HANDOVER_MS" 2> "$OUT/budget-1.log" &
 BUD=$!
 for p in "$PA" "$PB"; do
-  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$p/metrics" > /dev/null && break; sleep 0.1; done
+  wait_until 10 curl -sf "http://127.0.0.1:$p/metrics" -o /dev/null || fail "bidder on $p did not start"
 done
-
-# The coordinator has joined its consumer group once it answers: wait for its first holdings.
-for _ in $(seq 150); do grep -q "holdings\|budgets in the market" "$OUT/budget-1.log" && break; sleep 0.1; done
-sleep 4
+# The coordinator reads the requests topic once its consumer group has given it the partitions:
+# the load starts on a market that answers.
+wait_until 15 grep -q "coordinator: reads [0-9]* partitions of" "$OUT/budget-1.log" ||
+  fail "the coordinator was not given the requests topic"
 # Load: short days of traffic over both bidders, one after the other for 45 s, and a paced
 # probe of bidder a.
 sed -e "s#^requests_per_day: .*#requests_per_day: 10000#" "$M/traffic.yaml" > "$OUT/traffic.yaml"
@@ -127,35 +129,51 @@ EX=$!
 "$LOADGEN" --port "$PA" --path /openrtb2/bid --body "$SRC/tests/fixtures/openrtb/2.6/bid-request-simple-banner.json" \
   --connections 2 --seconds 45 --rate 50 --unique-ids 1 > "$OUT/loadgen.txt" &
 LG=$!
-sleep 5
-if [[ $MODE == kafka ]]; then
-  kill -USR1 "$KAFKA"
-  echo "lease_outage: every Kafka broker down for 30 s"
-  sleep 30
-  kill -USR2 "$KAFKA"
-elif [[ $MODE == freeze ]]; then
-  kill -STOP "$BUD"
-  echo "lease_outage: coordinator SIGSTOPped for 30 s; a second one starts 5 s in"
-  sleep 5
+# The fault, once the first day of traffic is played: it starts, lasts FIRST s, changes (a
+# second coordinator starting beside a frozen one), lasts SECOND s more, and ends.
+wait_until 20 test -s "$OUT/exchange.jsonl" || fail "no day of traffic was played"
+second_budget() {
   "$RTB" budget --market "$OUT/a.yaml" --brokers "$BROKERS" --heartbeat-timeout-ms "$TIMEOUT_MS" \
     --handover-timeout-ms "$HANDOVER_MS" 2> "$OUT/budget-2.log" &
-  BUD2=$!
-  sleep 25
-  kill -CONT "$BUD"
-  echo "lease_outage: the first coordinator runs again"
-else
-  kill -KILL "$BUD"
-  wait "$BUD" 2>/dev/null || true
-  echo "lease_outage: coordinator SIGKILLed; down for 30 s"
-  sleep 30
-  "$RTB" budget --market "$OUT/a.yaml" --brokers "$BROKERS" --heartbeat-timeout-ms "$TIMEOUT_MS" \
-    --handover-timeout-ms "$HANDOVER_MS" 2> "$OUT/budget-2.log" &
-  BUD=$!
-fi
+}
+case $MODE in
+  kafka)
+    FIRST=30 SECOND=0
+    fault_start() { kill -USR1 "$KAFKA"; echo "lease_outage: every Kafka broker down for 30 s"; }
+    fault_mid() { :; }
+    fault_end() { kill -USR2 "$KAFKA"; } ;;
+  freeze)
+    FIRST=5 SECOND=25
+    fault_start() {
+      kill -STOP "$BUD"
+      echo "lease_outage: coordinator SIGSTOPped for 30 s; a second one starts 5 s in"
+    }
+    fault_mid() { second_budget; BUD2=$!; }
+    fault_end() { kill -CONT "$BUD"; echo "lease_outage: the first coordinator runs again"; } ;;
+  coordinator)
+    FIRST=30 SECOND=0
+    fault_start() {
+      kill -KILL "$BUD"
+      wait "$BUD" 2>/dev/null || true
+      echo "lease_outage: coordinator SIGKILLed; down for 30 s"
+    }
+    fault_mid() { :; }
+    fault_end() { second_budget; BUD=$!; } ;;
+esac
+fault_start
+sleep "$FIRST"  # the fault's length is real time: the processes under test keep their own clocks
+fault_mid
+sleep "$SECOND"
+fault_end
 wait "$LG" || fail "the load generator failed"
 LG=
 wait "$EX" || fail "rtb exchange failed"
-sleep 2  # the last events reach the topic
+# The last events reach the topic: each bidder's producer queue and spill file are empty.
+drained() {
+  curl -s "http://127.0.0.1:$1/metrics" |
+    awk '/^rtb_kafka_queue\{/ { n += $2 } END { exit !(NR > 0 && n == 0) }'
+}
+for p in "$PA" "$PB"; do wait_until 30 drained "$p" || fail "bidder on $p still has events queued"; done
 for p in "$PA" "$PB"; do  # holdings of a fenced-off coordinator the bidders ignored
   curl -sf "http://127.0.0.1:$p/metrics" | grep '^rtb_lease_stale_holdings_total' >> "$OUT/stale.txt" || true
 done

@@ -21,6 +21,7 @@
 #include <string>
 #include <string_view>
 
+#include "rtb/core/clock.h"
 #include "rtb/core/status.h"
 
 namespace rtb::log {
@@ -47,14 +48,17 @@ spdlog::logger& Get(std::string_view component);
 // on the next line that passes. For warnings on the bid path (never a line per request).
 class RateLimit {
  public:
-  RateLimit(int per_interval, std::chrono::milliseconds interval)
-      : per_interval_(per_interval), interval_ms_(interval.count()) {}
+  // `clock` times the windows (its steady time).
+  RateLimit(int per_interval, std::chrono::milliseconds interval,
+            const Clock* clock = SystemClock())
+      : per_interval_(per_interval), interval_ms_(interval.count()), clock_(clock) {}
   // True when a line may be written now; *suppressed receives how many were skipped since.
   bool Allow(uint64_t* suppressed);
 
  private:
   const int per_interval_;
   const int64_t interval_ms_;
+  const Clock* clock_;
   std::atomic<int64_t> window_start_{0};
   std::atomic<int> in_window_{0};
   std::atomic<uint64_t> skipped_{0};

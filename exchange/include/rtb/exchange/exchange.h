@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "rtb/core/clock.h"
 #include "rtb/core/status.h"
 #include "rtb/core/step_marker.h"
 #include "rtb/exchange/traffic.h"
@@ -45,6 +46,9 @@ struct ExchangeConfig {
   // them at once (a restarted bidder that shares budgets is given its traffic share of them
   // back as it starts, LeaseLedger::Traffic, and holds it once ready).
   int slow_start_ms = 0;
+  // The rotation's time (the probes of a bidder out of it, its slow start); null: the steady
+  // clock. Tests move a ManualClock instead of waiting for a probe.
+  Clock* clock = nullptr;
   std::string bid_path = "/openrtb2/bid";  // where requests are POSTed
   int concurrency = 8;                     // connections, each one request at a time
   int tmax_ms = 250;                       // tmax sent in every request
@@ -149,6 +153,9 @@ class Exchange {
   // two of wall time, seconds of a real day) would otherwise take half a simulated step. The
   // hook must return: nothing bounds the hold.
   void HoldAtRequest(size_t request, std::function<void()> hook);
+  // How many workers wait for a held hook to end right now (a held hook's own check that the
+  // day's traffic stands still).
+  int WorkersHeld() const;
   // Sends bidder `bidder` the opening request of the day being played and polls its readiness
   // check until it passes, then takes it back into the rotation; an error past `timeout_ms`.
   // For a held hook: the workers that would probe it are waiting.

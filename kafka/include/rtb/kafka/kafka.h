@@ -152,6 +152,9 @@ class Consumer {
     // (the committed ones, or kOffsetBeginning); the callback may change the offsets before
     // they are assigned. Revocations unassign.
     std::function<void(std::vector<TopicPartition>&)> on_assign;
+    // Group subscriptions only: called once the group has taken partitions back (a rebalance,
+    // or this consumer's session lapsed), after they are unassigned.
+    std::function<void(const std::vector<TopicPartition>&)> on_revoke;
   };
   static Result<std::unique_ptr<Consumer>> Create(Options opt);
   ~Consumer();  // closes the consumer (leaves the group)
@@ -174,9 +177,10 @@ class Consumer {
   // refused (no DescribeConfigs permission).
   Result<std::map<std::string, std::string>> TopicConfig(const std::string& topic, int timeout_ms);
 
+  struct State;  // kafka.cc: the callbacks librdkafka calls
+
  private:
   Consumer() = default;
-  struct State;
   rd_kafka_s* rk_ = nullptr;
   std::unique_ptr<State> state_;
 };
