@@ -2020,8 +2020,10 @@ TEST_F(BidderIntegration, ReportsCarryOnlyTheChangedSlotsAndEveryNthCarriesThemA
     BidderConfig cfg = LeasedConfig(dir_ + "/" + name, name, 10.0, 0.5);
     cfg.leases.full_report_every = every;
     Start(cfg);
-    CoordinatorThread coordinator(MarketOf(cfg, bidder_->events().bootstrap()));
-    ASSERT_TRUE(coordinator.status().ok()) << coordinator.status().message();
+    // Stopped before the bidder, whose embedded Kafka it hands the market over on.
+    auto coordinator =
+        std::make_unique<CoordinatorThread>(MarketOf(cfg, bidder_->events().bootstrap()));
+    ASSERT_TRUE(coordinator->status().ok()) << coordinator->status().message();
     Client c(port_);
     int n = 0;
     ASSERT_TRUE(WaitFor(
@@ -2067,6 +2069,7 @@ TEST_F(BidderIntegration, ReportsCarryOnlyTheChangedSlotsAndEveryNthCarriesThemA
             << "not one full report in four, from report " << i;
       }
     }
+    coordinator.reset();
     server_.reset();
     bidder_.reset();
   }
@@ -2084,8 +2087,10 @@ TEST_F(BidderIntegration, ABidTheLeaseCannotCoverIsLoweredToItsRoomOrNotMade) {
     cfg.leases.sizing =
         budget::LeaseSizing::kRate;  // leases of min_lease at first (share: the whole budget)
     Start(cfg);
-    CoordinatorThread coordinator(MarketOf(cfg, bidder_->events().bootstrap()));
-    ASSERT_TRUE(coordinator.status().ok()) << coordinator.status().message();
+    // Stopped before the bidder, whose embedded Kafka it hands the market over on.
+    auto coordinator =
+        std::make_unique<CoordinatorThread>(MarketOf(cfg, bidder_->events().bootstrap()));
+    ASSERT_TRUE(coordinator->status().ok()) << coordinator->status().message();
     Client c(port_);
     int n = 0;
     double first_price = 0;
@@ -2106,6 +2111,7 @@ TEST_F(BidderIntegration, ABidTheLeaseCannotCoverIsLoweredToItsRoomOrNotMade) {
     } else {
       EXPECT_GT(first_price, 8.0);
     }
+    coordinator.reset();
     server_.reset();
     bidder_.reset();
   }
@@ -2389,11 +2395,14 @@ TEST_F(BidderIntegration, ALeasedBidderToldToStopWhileKafkaIsDownStopsAndSpillsW
   BidderConfig cfg = LeasedConfig(dir_, "bidder-stop", 10.0, 0.5);
   cfg.kafka.flush_timeout_ms = 1000;
   Start(cfg);
-  CoordinatorThread coordinator(MarketOf(cfg, bidder_->events().bootstrap()));
-  ASSERT_TRUE(coordinator.status().ok()) << coordinator.status().message();
+  auto coordinator =
+      std::make_unique<CoordinatorThread>(MarketOf(cfg, bidder_->events().bootstrap()));
+  ASSERT_TRUE(coordinator->status().ok()) << coordinator->status().message();
   Client client(port_);
   auto bid = Bids(client, "stop-");
   ASSERT_TRUE(WaitFor(bid, 30)) << "no lease granted";
+  // Its part is done: it hands over while Kafka is there (cut off, it would wait for it).
+  coordinator.reset();
   SetBrokers(bidder_->events().mock_cluster(), /*up=*/false);
   for (int i = 0; i < 20; ++i) bid();  // events Kafka cannot take now
   const auto t0 = std::chrono::steady_clock::now();
