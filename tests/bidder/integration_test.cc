@@ -1,4 +1,6 @@
 // The bidder through a real socket and the real Kafka protocol (librdkafka's mock cluster).
+// Time the bidder judges (reservation windows, lease checks, reports, TTLs, horizons) passes on
+// a ManualClock the test moves; real time only goes to waiting for events (tests/common/wait.h).
 #include <gtest/gtest.h>
 #include <sched.h>
 
@@ -17,6 +19,7 @@
 #include <sstream>
 #include <thread>
 
+#include "../common/wait.h"
 #include "rtb/bidder/bidder.h"
 #include "rtb/bidder/budget.h"
 #include "rtb/bidder/notice.h"
@@ -30,6 +33,9 @@
 
 namespace rtb::bidder {
 namespace {
+
+using test::WaitUntil;
+using namespace std::chrono_literals;
 
 namespace beast = boost::beast;
 namespace http = beast::http;
@@ -159,8 +165,9 @@ class BidderIntegration : public ::testing::Test {
     bidder_.reset();
     std::filesystem::remove_all(dir_);
   }
-  void Start(const BidderConfig& cfg) {
-    auto b = Bidder::Create(cfg);
+  // Starts the bidder on `clock` (the real one, or clock_ for a test that moves time).
+  void Start(const BidderConfig& cfg, Clock* clock = SystemClock()) {
+    auto b = Bidder::Create(cfg, clock);
     ASSERT_TRUE(b.ok()) << b.status().message();
     bidder_ = std::move(*b);
     server_ = std::make_unique<Server>(*bidder_, cfg.listen);
@@ -168,8 +175,13 @@ class BidderIntegration : public ::testing::Test {
     ASSERT_TRUE(p.ok()) << p.status().message();
     port_ = *p;
   }
-  // Starts this bidder with cfg and a second one, bidder-b, on its Kafka (defined below).
-  void StartPair(const BidderConfig& cfg, struct SecondBidder* other, std::string* brokers);
+  // Starts this bidder with cfg and a second one, bidder-b, on its Kafka (defined below), both
+  // on `clock`.
+  void StartPair(const BidderConfig& cfg, struct SecondBidder* other, std::string* brokers,
+                 Clock* clock = SystemClock());
+  // The time of the tests that move it (2026-01-01 at the start, so budget day 2026-01-01);
+  // declared first, so that it outlives whatever runs on it.
+  ManualClock clock_;
   std::string dir_;
   std::unique_ptr<Bidder> bidder_;
   std::unique_ptr<Server> server_;
@@ -213,9 +225,8 @@ TEST_F(BidderIntegration, KafkaThreadsYieldToRequestThreadsAndIoThreadsArePinned
   // Whether a thread of that name runs niced with SCHED_BATCH. (librdkafka's threads that the
   // policy feed starts carry its name, and its priority, until they rename themselves.)
   bool dr_niced = false, policy_niced = false;
-  // The bidder's own threads name and lower themselves as they start: wait for them (2 s).
-  for (int tries = 0; tries < 200 && !(dr_niced && policy_niced); ++tries) {
-    if (tries > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  // The bidder's own threads name and lower themselves as they start: wait for them.
+  auto scan = [&] {
     kafka_threads = kafka_niced = io_threads = io_normal = 0;
     dr_niced = policy_niced = false;
     for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
@@ -237,7 +248,9 @@ TEST_F(BidderIntegration, KafkaThreadsYieldToRequestThreadsAndIoThreadsArePinned
         io_normal += f[16] == "0" && f[38] == "0";
       }
     }
-  }
+    return dr_niced && policy_niced;
+  };
+  WaitUntil(scan, 5s);
   EXPECT_GT(kafka_threads, 3);  // mock cluster, its host, the producer (+ policy consumer)
   EXPECT_EQ(kafka_niced, kafka_threads);
   EXPECT_TRUE(dr_niced);
@@ -472,10 +485,10 @@ TEST_F(BidderIntegration, BrokerOutageLosesNothingDuplicatesNothingAndDoesNotSlo
   // rd_kafka_mock_validate_records), so a batch appended just before its connection is cut
   // would be appended again on retry; a real broker drops that retry as a duplicate. Consumers
   // dedupe on the event id as well (schemas/events-v1.md).
-  for (int i = 0; i < 100 && bidder_->events().Stats().acked < bidder_->events().Stats().logged;
-       ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  WaitUntil([&] {
+    const EventLogStats s = bidder_->events().Stats();
+    return s.acked == s.logged;
+  });
   SetBrokers(mock, /*up=*/false);
   std::vector<double> latency_ms;
   for (int n = 0; n < 2000; ++n) {
@@ -496,11 +509,12 @@ TEST_F(BidderIntegration, BrokerOutageLosesNothingDuplicatesNothingAndDoesNotSlo
   SetBrokers(mock, /*up=*/true);
   // The backlog drains: the queue, then the spill file.
   EventLogStats s;
-  for (int i = 0; i < 300; ++i) {
-    s = bidder_->events().Stats();
-    if (s.acked == s.logged && s.spill_pending == 0) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  WaitUntil(
+      [&] {
+        s = bidder_->events().Stats();
+        return s.acked == s.logged && s.spill_pending == 0;
+      },
+      30s);
   EXPECT_EQ(s.acked, s.logged);
   EXPECT_EQ(s.dropped, 0u);
   const auto events = ReadEvents(bidder_->events().bootstrap(), "rtb.events", s.logged, 20000);
@@ -543,12 +557,10 @@ TEST_F(BidderIntegration, PolicyHotSwapFromKafkaNeverGoesBackAndStaleFallsBack) 
     bidder_->events().LogRaw("rtb.policy", "policy", msg.dump());
   };
   auto wait_version = [&](uint64_t v) {
-    for (int i = 0; i < 100; ++i) {
+    return WaitUntil([&] {
       const PolicySnapshot* p = bidder_->policy().Current();
-      if (p && p->table.version == v) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return false;
+      return p && p->table.version == v;
+    });
   };
   publish(5, NowUnixMs(), -0.5);
   ASSERT_TRUE(wait_version(5));
@@ -572,11 +584,10 @@ TEST_F(BidderIntegration, PolicyHotSwapFromKafkaNeverGoesBackAndStaleFallsBack) 
   publish(~uint64_t{0}, NowUnixMs(), 0.1);
   publish(7, NowUnixMs() + 3'600'000, 0.1);
   std::string m;
-  for (int i = 0; i < 50; ++i) {
+  WaitUntil([&] {
     m = bidder_->Metrics().body;
-    if (m.find("rtb_policy_rejected_total{reason=\"invalid\"} 4") != std::string::npos) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+    return m.find("rtb_policy_rejected_total{reason=\"invalid\"} 4") != std::string::npos;
+  });
   EXPECT_NE(m.find("rtb_policy_rejected_total{reason=\"invalid\"} 4"), std::string::npos) << m;
   EXPECT_EQ(bidder_->policy().Current()->table.version, 6u);
 }
@@ -600,12 +611,12 @@ TEST_F(BidderIntegration, ABidderStartedOnAPoisonedPolicyTopicServesAndReportsIt
   };
   auto wait_metric = [&](const std::string& line) {
     std::string m;
-    for (int i = 0; i < 100; ++i) {
-      m = bidder_->Metrics().body;
-      if (m.find(line) != std::string::npos) return m;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (!WaitUntil([&] {
+          m = bidder_->Metrics().body;
+          return m.find(line) != std::string::npos;
+        })) {
+      ADD_FAILURE() << "no '" << line << "' in\n" << m;
     }
-    ADD_FAILURE() << "no '" << line << "' in\n" << m;
     return m;
   };
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
@@ -794,14 +805,14 @@ std::vector<std::string> BidAndKeepBillingUrls(Client& client, const std::string
 // reserved the budget again (three rounds of bids, then every billing: 9.0 spent of 3.0).
 TEST_F(BidderIntegration, LateBillingIsRefusedAndSpendStaysWithinTheBudget) {
   const BidderConfig cfg = SmallBudget(dir_, 400);
-  Start(cfg);
+  Start(cfg, &clock_);
   Client client(port_);
   std::vector<std::string> all;
   for (int round = 0; round < 3; ++round) {
     auto urls = BidAndKeepBillingUrls(client, "late" + std::to_string(round) + "-", 12);
     EXPECT_FALSE(urls.empty());
     all.insert(all.end(), urls.begin(), urls.end());
-    std::this_thread::sleep_for(std::chrono::milliseconds(600));  // past the billing window
+    clock_.Advance(600);  // past the billing window
     bidder_->Tick();
   }
   for (const auto& u : all) EXPECT_EQ(client.Do(http::verb::get, u).first, 200);
@@ -842,7 +853,7 @@ TEST_F(BidderIntegration, BillingAfterARestartNeverTakesSpendPastTheBudget) {
 // billing events on the events topic.
 TEST_F(BidderIntegration, MixedHostileNoticesAtOnceKeepSpendWithinBudgetAndEqualToTheEvents) {
   const BidderConfig cfg = SmallBudget(dir_, 1500);
-  Start(cfg);
+  Start(cfg, &clock_);
   std::vector<std::string> before_restart, late;
   {
     Client client(port_);
@@ -850,12 +861,12 @@ TEST_F(BidderIntegration, MixedHostileNoticesAtOnceKeepSpendWithinBudgetAndEqual
   }
   server_.reset();
   bidder_.reset();
-  Start(cfg);
+  Start(cfg, &clock_);
   std::vector<std::string> fresh;
   {
     Client client(port_);
     late = BidAndKeepBillingUrls(client, "mix-late-", 6);
-    std::this_thread::sleep_for(std::chrono::milliseconds(1700));  // past their window
+    clock_.Advance(1700);  // past their window
     bidder_->Tick();
     fresh = BidAndKeepBillingUrls(client, "mix-new-", 12);
   }
@@ -890,11 +901,10 @@ TEST_F(BidderIntegration, MixedHostileNoticesAtOnceKeepSpendWithinBudgetAndEqual
   // Booked spend: within the budget, and equal to the charged billing events on the topic
   // (read once every event is acknowledged; the embedded cluster goes with the bidder).
   EventLogStats stats;
-  for (int i = 0; i < 100; ++i) {
+  WaitUntil([&] {
     stats = bidder_->events().Stats();
-    if (stats.acked == stats.logged) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+    return stats.acked == stats.logged;
+  });
   ASSERT_EQ(stats.acked, stats.logged);
   const auto events = ReadEvents(bidder_->events().bootstrap(), "rtb.events", stats.logged, 15000);
   ASSERT_EQ(events.size(), stats.logged);
@@ -1000,12 +1010,8 @@ void ExpectACapOfConnections(int port, const std::vector<std::string>& held_from
   EXPECT_FALSE(next_answers());
   for (auto& c : held) EXPECT_EQ(c->Do(http::verb::get, "/healthz").first, 200);  // unaffected
   held.pop_back();
-  bool answered = false;
-  for (int i = 0; i < 50 && !answered; ++i) {  // the server sees the close a moment later
-    answered = next_answers();
-    if (!answered) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  EXPECT_TRUE(answered);
+  // The server sees the close a moment later.
+  EXPECT_TRUE(WaitUntil(next_answers, 5s, 20ms));
 }
 
 // One client address holds at most max_connections_per_client connections; another
@@ -1062,7 +1068,9 @@ TEST_F(BidderIntegration, AStalledClientIsDisconnectedAfterItsReadTimeoutWhileOt
   EXPECT_GE(s, 0.95);
   EXPECT_LT(s, 4.0);
   EXPECT_EQ(got.find("200 OK"), std::string::npos) << got;
-  EXPECT_EQ(other.Do(http::verb::get, "/healthz").first, 200);
+  // And the server serves on (a new connection: `other`, idle as long, may be closed as well).
+  Client after(port_);
+  EXPECT_EQ(after.Do(http::verb::get, "/healthz").first, 200);
 }
 
 // A fresh directory for one test, and an event log config whose spill file is in it.
@@ -1090,11 +1098,10 @@ TEST(EventLogSpill, AnEventKafkaCannotTakeIsDeadLetteredAndTheRestIsResent) {
   auto log = EventLog::Open(k);
   ASSERT_TRUE(log.ok()) << log.status().message();
   EventLogStats s;
-  for (int i = 0; i < 100; ++i) {
+  WaitUntil([&] {
     s = (*log)->Stats();
-    if (s.resent == 2 && s.dead_lettered == 1 && s.spill_pending == 0) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+    return s.resent == 2 && s.dead_lettered == 1 && s.spill_pending == 0;
+  });
   EXPECT_EQ(s.resent, 2u);
   EXPECT_EQ(s.dead_lettered, 1u);
   EXPECT_EQ(s.spill_pending, 0u);
@@ -1136,11 +1143,12 @@ TEST(EventLogErrors, RetriedProduceErrorsLoseNothingAndKeepTheOrderPerKey) {
   }
   constexpr uint64_t kTotal = kRounds * kPerRound;
   EventLogStats s;
-  for (int i = 0; i < 300; ++i) {
-    s = (*log)->Stats();
-    if (s.acked == kTotal) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  WaitUntil(
+      [&] {
+        s = (*log)->Stats();
+        return s.acked == kTotal;
+      },
+      30s);
   EXPECT_EQ(s.acked, kTotal);
   EXPECT_EQ(s.spilled, 0u);
   EXPECT_EQ(s.dropped, 0u);
@@ -1184,12 +1192,12 @@ TEST(EventLogErrors, ABatchTheBrokerRefusesForGoodIsDeadLetteredAndTheRestIsAcke
       key += std::to_string(i % 4);
       (*log)->LogRaw(k.events_topic, key, payload);
     }
-    for (int i = 0; i < 300; ++i) {
-      s = (*log)->Stats();
-      if (s.acked + s.dead_lettered == static_cast<uint64_t>(n)) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return false;
+    return WaitUntil(
+        [&] {
+          s = (*log)->Stats();
+          return s.acked + s.dead_lettered == static_cast<uint64_t>(n);
+        },
+        30s);
   };
   ASSERT_TRUE(log_and_settle(200));
   EXPECT_EQ(s.acked, 200u);
@@ -1231,17 +1239,18 @@ TEST(EventLogErrors, ABatchTheBrokerRefusesForGoodIsDeadLetteredAndTheRestIsAcke
   }
   auto again = EventLog::Open(k);
   ASSERT_TRUE(again.ok()) << again.status().message();
-  for (int i = 0; i < 300; ++i) {
-    s = (*again)->Stats();
-    if (s.spill_pending == 0 && s.acked == dead_lines) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        s = (*again)->Stats();
+        return s.spill_pending == 0 && s.acked == dead_lines;
+      },
+      30s));
+  // Once stopped (everything queued delivered) it has sent each line once, and nothing more.
+  (*again)->Shutdown();
   s = (*again)->Stats();
   EXPECT_EQ(s.resent, dead_lines);
   EXPECT_EQ(s.acked, dead_lines);
   EXPECT_EQ(s.dead_lettered, 0u);
-  (*again)->Shutdown();
   std::filesystem::remove_all(dir);
 }
 
@@ -1257,11 +1266,10 @@ TEST(EventLogErrors, TheMarketsKafkaPropertiesReachTheProducer) {
   (*log)->LogRaw(k.events_topic, "k", "{\"pad\":\"" + std::string(3000, 'x') + "\"}");
   (*log)->LogRaw(k.events_topic, "k", "{\"pad\":\"" + std::string(500, 'x') + "\"}");
   EventLogStats s;
-  for (int i = 0; i < 100; ++i) {
+  WaitUntil([&] {
     s = (*log)->Stats();
-    if (s.acked + s.dead_lettered == 2) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+    return s.acked + s.dead_lettered == 2;
+  });
   EXPECT_EQ(s.dead_lettered, 1u);
   EXPECT_EQ(s.acked, 1u);
   (*log)->Shutdown();
@@ -1305,10 +1313,10 @@ TEST(EventLogSpill, ALongSpillDrainsWhileNewEventsKeepComing) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   EXPECT_EQ(s.spill_pending, 0u) << "resent " << s.resent << " of " << kSpilled;
-  for (int i = 0; i < 200 && (s.acked < kSpilled + live || s.queued > 0); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  WaitUntil([&] {
     s = (*log)->Stats();
-  }
+    return s.acked >= kSpilled + live && s.queued == 0;
+  });
   EXPECT_EQ(s.acked, kSpilled + live);  // every line and every new event, once
   EXPECT_EQ(s.resent, kSpilled + s.spilled);
   EXPECT_EQ(s.dropped, 0u);
@@ -1525,6 +1533,9 @@ TEST(BudgetLedgerArms, ASettleGivesTheReservationBackToTheSlotThatMadeIt) {
 namespace rtb::bidder {
 namespace {
 
+// How often a test's lease clients check their slots (ms): a step of the tests' ManualClock.
+constexpr int64_t kLeaseCheckMs = 20;
+
 // One advertiser (CPC 0.50, ~9.00 CPM a bid) whose budget this bidder shares through leases,
 // with the lease client's clock fast enough for a test.
 BidderConfig LeasedConfig(const std::string& dir, const std::string& name, double budget,
@@ -1536,7 +1547,7 @@ BidderConfig LeasedConfig(const std::string& dir, const std::string& name, doubl
   cfg.leases.name = name;
   cfg.leases.horizon_ms = 1000;
   cfg.leases.min_lease = min_lease;
-  cfg.leases.check_every_ms = 20;
+  cfg.leases.check_every_ms = kLeaseCheckMs;
   cfg.leases.report_every_ms = 100;
   return cfg;
 }
@@ -1551,17 +1562,6 @@ BidderConfig SecondLeasedConfig(const BidderConfig& cfg, const std::string& dir,
   cfg2.kafka.brokers = brokers;
   cfg2.leases.name = name;
   return cfg2;
-}
-
-// Polls f every 20 ms for up to `seconds`.
-template <typename F>
-bool WaitFor(F f, int seconds) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-  while (std::chrono::steady_clock::now() < end) {
-    if (f()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return f();
 }
 
 // `rtb budget` in process, serving on its own thread until destroyed.
@@ -1582,6 +1582,7 @@ class CoordinatorThread {
   }
   const Status& status() const { return status_; }
   budget::Coordinator* operator->() { return coordinator_.get(); }
+  budget::Coordinator* get() { return coordinator_.get(); }
 
  private:
   Status status_ = Status::Ok();
@@ -1590,15 +1591,57 @@ class CoordinatorThread {
   std::thread thread_;
 };
 
-// The coordinator's market for a leased config: advertiser 1's budget, split as cfg splits it.
-budget::CoordinatorOptions MarketOf(const BidderConfig& cfg, const std::string& brokers) {
+// The coordinator's market for a leased config: advertiser 1's budget, split as cfg splits it;
+// its time is `clock`'s (null: the real clock), and its turns short.
+budget::CoordinatorOptions MarketOf(const BidderConfig& cfg, const std::string& brokers,
+                                    Clock* clock = nullptr) {
   budget::CoordinatorOptions co;
   co.brokers = brokers;
   co.daily_budget = {{1, cfg.advertisers[0].daily_budget}};
   co.learned_share = cfg.ab.learned_share;
   co.lease.sizing = cfg.leases.sizing;
+  co.clock = clock;
+  co.poll_ms = 10;
   return co;
 }
+
+// Time on a test's ManualClock for what runs on it: the `clients` lease clients (each bidder
+// with leases on) and the coordinator, if any. Each step moves the clock one lease check on and
+// returns once every lease client has done its check at the new time and the coordinator has
+// ended `turns` more turns of its loop (with two, one of them began at the new time): time
+// passes as for components that each act once a step, however slow the machine. Update
+// `clients` and `coordinator` as processes come and go.
+struct LeaseTime {
+  ManualClock* clock;
+  int clients;
+  budget::Coordinator* coordinator = nullptr;
+
+  void Step(int turns = 1) {
+    const int64_t before = coordinator != nullptr ? coordinator->counters().turns : 0;
+    clock->Advance(kLeaseCheckMs);
+    EXPECT_TRUE(clock->AwaitSleepers(clients)) << clients << " lease clients did not check";
+    if (coordinator != nullptr) {
+      EXPECT_TRUE(WaitUntil([&] { return coordinator->counters().turns >= before + turns; }))
+          << "the coordinator took no turn";
+    }
+  }
+  // `ms` of the clock, step by step; the last step waits for a whole turn of the coordinator
+  // at the final time.
+  void Pass(int64_t ms) {
+    for (int64_t t = kLeaseCheckMs; t < ms; t += kLeaseCheckMs) Step();
+    Step(2);
+  }
+  // Steps until `done` holds (checked after each step), for up to `limit` of real time.
+  template <typename F>
+  bool Until(F done, std::chrono::seconds limit = 30s) {
+    return WaitUntil(
+        [&] {
+          Step();
+          return done();
+        },
+        limit);
+  }
+};
 
 // A second bidder process (SecondLeasedConfig), serving; the server stops before the bidder.
 struct SecondBidder {
@@ -1606,8 +1649,8 @@ struct SecondBidder {
   std::unique_ptr<Server> server;
   int port = 0;
 };
-void StartSecond(const BidderConfig& cfg2, SecondBidder* b) {
-  auto created = Bidder::Create(cfg2);
+void StartSecond(const BidderConfig& cfg2, SecondBidder* b, Clock* clock = SystemClock()) {
+  auto created = Bidder::Create(cfg2, clock);
   ASSERT_TRUE(created.ok()) << created.status().message();
   b->bidder = std::move(*created);
   b->server = std::make_unique<Server>(*b->bidder, cfg2.listen);
@@ -1617,10 +1660,11 @@ void StartSecond(const BidderConfig& cfg2, SecondBidder* b) {
 }
 
 void BidderIntegration::StartPair(const BidderConfig& cfg, SecondBidder* other,
-                                  std::string* brokers) {
-  ASSERT_NO_FATAL_FAILURE(Start(cfg));
+                                  std::string* brokers, Clock* clock) {
+  ASSERT_NO_FATAL_FAILURE(Start(cfg, clock));
   *brokers = bidder_->events().bootstrap();
-  ASSERT_NO_FATAL_FAILURE(StartSecond(SecondLeasedConfig(cfg, dir_, *brokers, "bidder-b"), other));
+  ASSERT_NO_FATAL_FAILURE(
+      StartSecond(SecondLeasedConfig(cfg, dir_, *brokers, "bidder-b"), other, clock));
 }
 
 // rtb_budget_micros{advertiser="1",kind="<kind>"} from /metrics.
@@ -1645,29 +1689,26 @@ TEST_F(BidderIntegration, TwoBiddersSharingBudgetsThroughLeasesNeverSpendMoreTha
   CoordinatorThread coordinator(co);
   ASSERT_TRUE(coordinator.status().ok()) << coordinator.status().message();
 
-  // Both bidders get the same traffic; every bid wins and is billed at its price. Each stops
-  // once it has made no bid for 5 s after its first: a bidder whose lease is spent asks again,
-  // and on a loaded machine the coordinator's answer can take a second or more.
+  // Both bidders get the same traffic (real time: this test is about traffic, not about time
+  // passing); every bid wins and is billed at its price. Each stops once it has made no bid for
+  // 5 s after its first (60 s before it): a bidder whose lease is spent asks again, and on a
+  // loaded machine the coordinator's answer can take a second or more.
   std::atomic<int64_t> billed{0};
   std::atomic<int> bids_a{0}, bids_b{0};
   auto traffic = [&](int port, const std::string& tag, std::atomic<int>* bids) {
     Client c(port);
-    using Clock = std::chrono::steady_clock;
-    const auto end = Clock::now() + std::chrono::seconds(60);
-    auto last_bid = Clock::time_point::max();
-    for (int n = 0; Clock::now() < end; ++n) {
-      if (last_bid != Clock::time_point::max() && Clock::now() - last_bid > std::chrono::seconds(5))
-        break;
-      const std::string id = tag + std::to_string(n);
-      auto [status, body] = c.Do(http::verb::post, "/openrtb2/bid", Request(id));
-      if (status != 200) {
-        // No lease yet (the coordinator joins its group first), or the budget is gone.
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        continue;
-      }
-      last_bid = Clock::now();
+    int n = 0;
+    std::string id, body;
+    // A request every 5 ms until one is a bid (no lease yet, or the budget is gone).
+    auto next_bid = [&] {
+      id = tag + std::to_string(n++);
+      auto [status, b] = c.Do(http::verb::post, "/openrtb2/bid", Request(id));
+      body = std::move(b);
+      return status == 200;
+    };
+    for (auto limit = 60s; WaitUntil(next_bid, limit, 5ms); limit = 5s) {
       ++*bids;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the time to the win
       const auto j = nlohmann::json::parse(body);
       const double price = j["seatbid"][0]["bid"][0]["price"].get<double>();
       char p[32];
@@ -1678,8 +1719,8 @@ TEST_F(BidderIntegration, TwoBiddersSharingBudgetsThroughLeasesNeverSpendMoreTha
   };
   // Both hold a lease before the traffic starts: a bidder whose first answer comes late would
   // otherwise find the other one holding most of the budget, and a share grows with traffic.
-  ASSERT_TRUE(WaitFor([&] { return BudgetMetric(*bidder_, "budget") > 0; }, 30));
-  ASSERT_TRUE(WaitFor([&] { return BudgetMetric(*other.bidder, "budget") > 0; }, 30));
+  ASSERT_TRUE(WaitUntil([&] { return BudgetMetric(*bidder_, "budget") > 0; }, 30s, 20ms));
+  ASSERT_TRUE(WaitUntil([&] { return BudgetMetric(*other.bidder, "budget") > 0; }, 30s, 20ms));
   std::thread ta(traffic, port_, "a-", &bids_a);
   std::thread tb(traffic, other.port, "b-", &bids_b);
   ta.join();
@@ -1695,6 +1736,12 @@ TEST_F(BidderIntegration, TwoBiddersSharingBudgetsThroughLeasesNeverSpendMoreTha
   EXPECT_GT(bids_b.load(), 0);
   const auto t = coordinator->ledger().Of({NowUnixMs() / kDayMs, 1, 0});
   EXPECT_LE(t.held, budget);
+}
+
+// The value of a metric's line in a /metrics body (-1 when it has none).
+double MetricValue(const std::string& body, const std::string& name) {
+  const size_t at = body.find("\n" + name + " ");
+  return at == std::string::npos ? -1.0 : std::stod(body.substr(at + name.size() + 2));
 }
 
 // Whether the bidder's lease limit has fallen to what it has committed: frozen, no new money.
@@ -1717,10 +1764,11 @@ std::function<bool()> Bids(Client& client, const std::string& prefix) {
 // check says 200; once a coordinator is back, it bids again and is ready.
 TEST_F(BidderIntegration, ARestartedLeasedBidderBooksItsEarlierBidsButBidsOnlyOnceAnswered) {
   const BidderConfig cfg = LeasedConfig(dir_, "bidder-a", 10.0, 0.5);
-  Start(cfg);
+  Start(cfg, &clock_);
+  LeaseTime time{&clock_, 1};
   const std::string brokers = bidder_->events().bootstrap();
   const BidderConfig cfg2 = SecondLeasedConfig(cfg, dir_, brokers, "bidder-b");
-  budget::CoordinatorOptions co = MarketOf(cfg, brokers);
+  budget::CoordinatorOptions co = MarketOf(cfg, brokers, &clock_);
   co.reclaim_every_ms = 100;
   int n = 0;
   auto bid_on = [&](int port) {
@@ -1733,35 +1781,36 @@ TEST_F(BidderIntegration, ARestartedLeasedBidderBooksItsEarlierBidsButBidsOnlyOn
   {
     auto coordinator = std::make_unique<CoordinatorThread>(co);
     ASSERT_TRUE(coordinator->status().ok()) << coordinator->status().message();
-    auto b = Bidder::Create(cfg2);
+    auto b = Bidder::Create(cfg2, &clock_);
     ASSERT_TRUE(b.ok()) << b.status().message();
+    time = {&clock_, 2, coordinator->get()};
     Server server(**b, cfg2.listen);
     auto port = server.Start();
     ASSERT_TRUE(port.ok());
     Client c(*port);
-    ASSERT_TRUE(WaitFor(
-        [&] {
-          first_id = "rs-first-" + std::to_string(n++);
-          auto [status, body] = c.Do(http::verb::post, "/openrtb2/bid", Request(first_id));
-          if (status != 200) return false;
-          first_price = nlohmann::json::parse(body)["seatbid"][0]["bid"][0]["price"].get<double>();
-          return true;
-        },
-        30))
-        << "bidder b got no lease";
-    ASSERT_TRUE(WaitFor([&] { return BudgetMetric(**b, "budget") > 0; }, 5));
+    ASSERT_TRUE(time.Until([&] {
+      first_id = "rs-first-" + std::to_string(n++);
+      auto [status, body] = c.Do(http::verb::post, "/openrtb2/bid", Request(first_id));
+      if (status != 200) return false;
+      first_price = nlohmann::json::parse(body)["seatbid"][0]["bid"][0]["price"].get<double>();
+      return true;
+    })) << "bidder b got no lease";
+    ASSERT_TRUE(time.Until([&] { return BudgetMetric(**b, "budget") > 0; }, 5s));
     server.Stop();
+    time.coordinator = nullptr;
     coordinator.reset();  // the coordinator goes away, then the bidder
   }
-  // Restarted, with no coordinator to answer it.
-  auto b = Bidder::Create(cfg2);
+  // Restarted, with no coordinator to answer it: no bid, however many checks it has made (each
+  // request below comes after one more check of its lease client).
+  auto b = Bidder::Create(cfg2, &clock_);
   ASSERT_TRUE(b.ok()) << b.status().message();
   Server server(**b, cfg2.listen);
   auto port = server.Start();
   ASSERT_TRUE(port.ok());
+  time.clients = 2;
   for (int i = 0; i < 20; ++i) {
+    time.Step();
     EXPECT_FALSE(bid_on(*port)) << "a new bid before any coordinator answered";
-    std::this_thread::sleep_for(std::chrono::milliseconds(25));
   }
   char p[32];
   std::snprintf(p, sizeof p, "%.6f", first_price);
@@ -1778,8 +1827,9 @@ TEST_F(BidderIntegration, ARestartedLeasedBidderBooksItsEarlierBidsButBidsOnlyOn
   // A coordinator again (restored from the grants topic): bids resume.
   CoordinatorThread again(co);
   ASSERT_TRUE(again.status().ok()) << again.status().message();
-  EXPECT_TRUE(WaitFor([&] { return bid_on(*port); }, 30)) << "no bid once answered";
-  EXPECT_TRUE(WaitFor([&] { return c.Do(http::verb::get, "/readyz").first == 200; }, 10));
+  time.coordinator = again.get();
+  EXPECT_TRUE(time.Until([&] { return bid_on(*port); })) << "no bid once answered";
+  EXPECT_TRUE(time.Until([&] { return c.Do(http::verb::get, "/readyz").first == 200; }, 10s));
   server.Stop();
 }
 
@@ -1790,16 +1840,17 @@ TEST_F(BidderIntegration, ARestartedLeasedBidderBooksItsEarlierBidsButBidsOnlyOn
 // refused.
 TEST_F(BidderIntegration, ASecondProcessUnderABiddersNameGetsNoLeaseARestartTakesItBack) {
   const BidderConfig cfg = LeasedConfig(dir_, "bidder-a", 10.0, 0.5);
-  Start(cfg);
+  Start(cfg, &clock_);
   const std::string brokers = bidder_->events().bootstrap();
   const BidderConfig first = SecondLeasedConfig(cfg, dir_, brokers, "bidder-x");
   BidderConfig copy = SecondLeasedConfig(cfg, dir_, brokers, "bidder-x");
   copy.state_path = dir_ + "/state3";
   copy.kafka.spill_path = dir_ + "/spill3.jsonl";
-  budget::CoordinatorOptions co = MarketOf(cfg, brokers);
+  budget::CoordinatorOptions co = MarketOf(cfg, brokers, &clock_);
   co.reclaim_every_ms = 100;
   CoordinatorThread coordinator(co);
   ASSERT_TRUE(coordinator.status().ok()) << coordinator.status().message();
+  LeaseTime time{&clock_, 1, coordinator.get()};
   auto conflict = [](Bidder& b) {
     const std::string body = b.Metrics().body;
     const size_t p = body.find("\nrtb_lease_name_conflict ");
@@ -1814,23 +1865,37 @@ TEST_F(BidderIntegration, ASecondProcessUnderABiddersNameGetsNoLeaseARestartTake
   SecondBidder second;
   {
     SecondBidder one;
-    ASSERT_NO_FATAL_FAILURE(StartSecond(first, &one));
-    ASSERT_TRUE(WaitFor([&] { return bids(one.port); }, 30)) << "the first process got no lease";
-    ASSERT_NO_FATAL_FAILURE(StartSecond(copy, &second));
-    for (int i = 0; i < 40; ++i) {
+    ASSERT_NO_FATAL_FAILURE(StartSecond(first, &one, &clock_));
+    time.clients = 2;
+    ASSERT_TRUE(time.Until([&] { return bids(one.port); })) << "the first process got no lease";
+    ASSERT_NO_FATAL_FAILURE(StartSecond(copy, &second, &clock_));
+    time.clients = 3;
+    // Refused (the coordinator refuses its messages, and it learns so from the grants topic),
+    // and no bid meanwhile or after.
+    EXPECT_TRUE(time.Until(
+        [&] {
+          EXPECT_FALSE(bids(second.port)) << "the second process bid from the first one's lease";
+          return conflict(*second.bidder) == 1 && coordinator->counters().refused >= 1;
+        },
+        10s));
+    for (int i = 0; i < 10; ++i) {
+      time.Step();
       EXPECT_FALSE(bids(second.port)) << "the second process bid from the first one's lease";
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    EXPECT_TRUE(WaitFor([&] { return conflict(*second.bidder) == 1; }, 10));
     EXPECT_GE(coordinator->counters().refused, 1);
     EXPECT_EQ(conflict(*one.bidder), 0);
     EXPECT_TRUE(bids(one.port)) << "the first process stopped bidding";
     one.server->Stop();
   }
-  // The first process restarted on its state store: its name at once, the copy still refused.
+  time.clients = 2;
+  // The first process restarted on its state store: its name at once, long before the
+  // heartbeat timeout (60 s), while the copy is still refused.
   SecondBidder again;
-  ASSERT_NO_FATAL_FAILURE(StartSecond(first, &again));
-  EXPECT_TRUE(WaitFor([&] { return bids(again.port); }, 20)) << "the restart got no lease";
+  ASSERT_NO_FATAL_FAILURE(StartSecond(first, &again, &clock_));
+  time.clients = 3;
+  const int64_t restarted_ms = clock_.UnixMs();
+  EXPECT_TRUE(time.Until([&] { return bids(again.port); }, 20s)) << "the restart got no lease";
+  EXPECT_LT(clock_.UnixMs() - restarted_ms, co.lease.heartbeat_timeout_ms / 2);
   EXPECT_EQ(conflict(*again.bidder), 0);
   for (int i = 0; i < 10; ++i) EXPECT_FALSE(bids(second.port));
   EXPECT_EQ(conflict(*second.bidder), 1);
@@ -1852,9 +1917,9 @@ TEST_F(BidderIntegration, ASecondProcessUnderABiddersNameGetsNoLeaseARestartTake
   clone.bidder = "bidder-x";
   clone.instance = "a-copy";
   clone.lineage = {owner};
-  clone.day = NowUnixMs() / kDayMs;
-  clone.ts_ms = NowUnixMs();
-  clone.seq = NowUnixMs() * 1000 + 999'999;
+  clone.day = clock_.UnixMs() / kDayMs;
+  clone.ts_ms = clock_.UnixMs();
+  clone.seq = clock_.UnixMs() * 1000 + 999'999;
   clone.items = {{1, 0, 0, 0, 0, 0}};
   kafka::Producer::Options po;
   po.bootstrap = brokers;
@@ -1864,8 +1929,9 @@ TEST_F(BidderIntegration, ASecondProcessUnderABiddersNameGetsNoLeaseARestartTake
                             budget::EncodeLeaseMessage(clone))
                   .ok());
   ASSERT_TRUE((*p)->Flush(5000).ok());
-  EXPECT_TRUE(WaitFor([&] { return conflict(*again.bidder) == 1; }, 10));
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // a few lease checks
+  EXPECT_TRUE(time.Until([&] { return conflict(*again.bidder) == 1; }, 10s));
+  // A few lease checks after it learnt it: no new bid.
+  for (int i = 0; i < 5; ++i) time.Step();
   for (int i = 0; i < 10; ++i) EXPECT_FALSE(bids(again.port)) << "spent a lease taken over";
   again.server->Stop();
   second.server->Stop();
@@ -1902,20 +1968,20 @@ TEST_F(BidderIntegration, ALeasedBidderHoldsTheNextDaysLeasesBeforeItsFirstReque
   int n = 0;
   // The first simulated day: its first requests wait for the asks they start.
   EXPECT_NE(c.Do(http::verb::post, "/openrtb2/bid", sim_request("d0-first", 1000)).first, 200);
-  ASSERT_TRUE(WaitFor(
+  ASSERT_TRUE(WaitUntil(
       [&] {
         return c.Do(http::verb::post, "/openrtb2/bid",
                     sim_request("d0-" + std::to_string(n++), 2000))
                    .first == 200;
       },
-      30))
+      30s, 20ms))
       << "no lease for the first day";
-  ASSERT_TRUE(WaitFor(
+  ASSERT_TRUE(WaitUntil(
       [&] {
         return bidder_->Metrics().body.find("rtb_lease_day_ready{day=\"sim-1\"} 1") !=
                std::string::npos;
       },
-      10))
+      10s, 20ms))
       << "the next day's leases were not ready";
   constexpr int64_t kFirstSimDay = int64_t{1} << 40;  // the bidder's day number of sim day 0
   const int64_t held = coordinator->ledger().Held("bidder-a", {kFirstSimDay + 1, 1, 0});
@@ -1934,40 +2000,40 @@ TEST_F(BidderIntegration, ALeasedBidderHoldsTheNextDaysLeasesBeforeItsFirstReque
 TEST_F(BidderIntegration, ABidderUnderTheSimulatedClockAsksLeasesOnlyForSimulatedDays) {
   BidderConfig cfg = LeasedConfig(dir_, "bidder-a", 10.0, 0.5);
   cfg.simulation_hooks = true;
-  Start(cfg);
+  Start(cfg, &clock_);
   const std::string brokers = bidder_->events().bootstrap();
   const BidderConfig cfg2 = SecondLeasedConfig(cfg, dir_, brokers, "bidder-b");
-  CoordinatorThread coordinator(MarketOf(cfg, brokers));
+  CoordinatorThread coordinator(MarketOf(cfg, brokers, &clock_));
   ASSERT_TRUE(coordinator.status().ok()) << coordinator.status().message();
+  LeaseTime time{&clock_, 2, coordinator.get()};  // bidder-a and bidder-b
   int n = 0;
   {
     SecondBidder first;
-    ASSERT_NO_FATAL_FAILURE(StartSecond(cfg2, &first));
+    ASSERT_NO_FATAL_FAILURE(StartSecond(cfg2, &first, &clock_));
     Client c(first.port);
     auto [unready, why] = c.Do(http::verb::get, "/readyz");
     EXPECT_EQ(unready, 503);
     EXPECT_EQ(why, "no budget day open yet\n");
     EXPECT_EQ(first.bidder->Spent(0).value(), 0);
     EXPECT_EQ(first.bidder->Metrics().status, 200);
-    ASSERT_TRUE(WaitFor(
-        [&] {
-          return c.Do(http::verb::post, "/openrtb2/bid",
-                      SimRequest("sd-" + std::to_string(n++), kDayMs + 1000))
-                     .first == 200;
-        },
-        30))
-        << "no lease for simulated day 1";
+    ASSERT_TRUE(time.Until([&] {
+      return c.Do(http::verb::post, "/openrtb2/bid",
+                  SimRequest("sd-" + std::to_string(n++), kDayMs + 1000))
+                 .first == 200;
+    })) << "no lease for simulated day 1";
     first.server->Stop();
   }
   SecondBidder restarted;
-  ASSERT_NO_FATAL_FAILURE(StartSecond(cfg2, &restarted));
+  ASSERT_NO_FATAL_FAILURE(StartSecond(cfg2, &restarted, &clock_));
   Client c(restarted.port);
   // Ready for simulated day 1 with no request since the restart.
-  EXPECT_TRUE(WaitFor([&] { return c.Do(http::verb::get, "/readyz").first == 200; }, 10));
+  EXPECT_TRUE(time.Until([&] { return c.Do(http::verb::get, "/readyz").first == 200; }, 10s));
   EXPECT_NE(restarted.bidder->Metrics().body.find("rtb_lease_day_ready{day=\"sim-1\"} 1"),
             std::string::npos);
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // a few more lease checks
-  std::map<int64_t, int> days;                                  // both processes' messages, per day
+  // A few more lease checks (and reports, which flush what the checks sent before them), then
+  // what it sent since it started.
+  time.Pass(500);
+  std::map<int64_t, int> days;  // both processes' messages, per day
   ASSERT_TRUE(kafka::ReadWholeTopic({.bootstrap = brokers}, cfg.leases.requests_topic, 10'000,
                                     [&](int32_t, int64_t, std::string_view v) {
                                       auto m = budget::DecodeLeaseMessage(v);
@@ -2017,23 +2083,23 @@ TEST_F(BidderIntegration, ReportsCarryOnlyTheChangedSlotsAndEveryNthCarriesThemA
     const std::string name = "bidder-every-" + std::to_string(every);
     BidderConfig cfg = LeasedConfig(dir_ + "/" + name, name, 10.0, 0.5);
     cfg.leases.full_report_every = every;
-    Start(cfg);
-    CoordinatorThread coordinator(MarketOf(cfg, bidder_->events().bootstrap()));
-    ASSERT_TRUE(coordinator.status().ok()) << coordinator.status().message();
+    Start(cfg, &clock_);
+    // Stopped before the bidder, whose embedded Kafka it hands the market over on.
+    auto coordinator =
+        std::make_unique<CoordinatorThread>(MarketOf(cfg, bidder_->events().bootstrap(), &clock_));
+    ASSERT_TRUE(coordinator->status().ok()) << coordinator->status().message();
+    LeaseTime time{&clock_, 1, coordinator->get()};
     Client c(port_);
     int n = 0;
-    ASSERT_TRUE(WaitFor(
-        [&] {
-          return c.Do(http::verb::post, "/openrtb2/bid", Request(name + std::to_string(n++)))
-                     .first == 200;
-        },
-        30))
-        << "no bid";
+    ASSERT_TRUE(time.Until([&] {
+      return c.Do(http::verb::post, "/openrtb2/bid", Request(name + std::to_string(n++))).first ==
+             200;
+    })) << "no bid";
     // Nothing changes from here on (the bid's reservation stays open): the reports of the next
     // second and a half say only what they must.
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    const int64_t quiet_from = NowUnixMs();
-    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    time.Pass(500);
+    const int64_t quiet_from = clock_.UnixMs();
+    time.Pass(1500);
     std::vector<size_t> items;  // per periodic report of the current day, in order
     int64_t day = -1;
     ASSERT_TRUE(kafka::ReadWholeTopic({.bootstrap = bidder_->events().bootstrap()},
@@ -2065,6 +2131,7 @@ TEST_F(BidderIntegration, ReportsCarryOnlyTheChangedSlotsAndEveryNthCarriesThemA
             << "not one full report in four, from report " << i;
       }
     }
+    coordinator.reset();
     server_.reset();
     bidder_.reset();
   }
@@ -2082,12 +2149,14 @@ TEST_F(BidderIntegration, ABidTheLeaseCannotCoverIsLoweredToItsRoomOrNotMade) {
     cfg.leases.sizing =
         budget::LeaseSizing::kRate;  // leases of min_lease at first (share: the whole budget)
     Start(cfg);
-    CoordinatorThread coordinator(MarketOf(cfg, bidder_->events().bootstrap()));
-    ASSERT_TRUE(coordinator.status().ok()) << coordinator.status().message();
+    // Stopped before the bidder, whose embedded Kafka it hands the market over on.
+    auto coordinator =
+        std::make_unique<CoordinatorThread>(MarketOf(cfg, bidder_->events().bootstrap()));
+    ASSERT_TRUE(coordinator->status().ok()) << coordinator->status().message();
     Client c(port_);
     int n = 0;
     double first_price = 0;
-    ASSERT_TRUE(WaitFor(
+    ASSERT_TRUE(WaitUntil(
         [&] {
           auto [status, body] =
               c.Do(http::verb::post, "/openrtb2/bid",
@@ -2096,7 +2165,7 @@ TEST_F(BidderIntegration, ABidTheLeaseCannotCoverIsLoweredToItsRoomOrNotMade) {
           first_price = nlohmann::json::parse(body)["seatbid"][0]["bid"][0]["price"].get<double>();
           return true;
         },
-        30))
+        30s, 20ms))
         << "no bid";
     if (lower) {
       EXPECT_LE(first_price, 5.0 + 1e-6);  // CPM: one impression charges at most 5,000 micros
@@ -2104,6 +2173,7 @@ TEST_F(BidderIntegration, ABidTheLeaseCannotCoverIsLoweredToItsRoomOrNotMade) {
     } else {
       EXPECT_GT(first_price, 8.0);
     }
+    coordinator.reset();
     server_.reset();
     bidder_.reset();
   }
@@ -2115,11 +2185,12 @@ TEST_F(BidderIntegration, ABidTheLeaseCannotCoverIsLoweredToItsRoomOrNotMade) {
 TEST_F(BidderIntegration, ALeasedBidderIgnoresAHoldingBelowItsPartitionsEpoch) {
   BidderConfig cfg = LeasedConfig(dir_, "bidder-e", 10.0, 0.005);
   cfg.ab.learned_share = 1.0;
-  Start(cfg);
+  Start(cfg, &clock_);
+  LeaseTime time{&clock_, 1};
   const std::string brokers = bidder_->events().bootstrap();
   // This process's instance and its latest message number, from its own lease messages.
   std::string instance;
-  ASSERT_TRUE(WaitFor(
+  ASSERT_TRUE(time.Until(
       [&] {
         EXPECT_TRUE(kafka::ReadWholeTopic({.bootstrap = brokers}, "rtb.lease.requests", 10000,
                                           [&](int32_t, int64_t, std::string_view v) {
@@ -2129,12 +2200,12 @@ TEST_F(BidderIntegration, ALeasedBidderIgnoresAHoldingBelowItsPartitionsEpoch) {
                         .ok());
         return !instance.empty();
       },
-      20));
+      20s));
   kafka::Producer::Options po;
   po.bootstrap = brokers;
   auto p = kafka::Producer::Create(po);
   ASSERT_TRUE(p.ok());
-  const budget::LeaseKey key{NowUnixMs() / kDayMs, cfg.advertisers[0].id, 0};
+  const budget::LeaseKey key{clock_.UnixMs() / kDayMs, cfg.advertisers[0].id, 0};
   auto put = [&](const std::string& key_text, const std::string& payload) {
     ASSERT_TRUE((*p)->Produce("rtb.lease.grants", 0, key_text, payload).ok());
     ASSERT_TRUE((*p)->Flush(5000).ok());
@@ -2147,8 +2218,8 @@ TEST_F(BidderIntegration, ALeasedBidderIgnoresAHoldingBelowItsPartitionsEpoch) {
   g.granted = g.held;
   g.pool = 4'000'000;
   g.left = 5'000'000;
-  g.ts_ms = NowUnixMs();
-  g.seen = NowUnixMs() * 1000 + 1'000'000'000;  // past every message of this process
+  g.ts_ms = clock_.UnixMs();
+  g.seen = clock_.UnixMs() * 1000 + 1'000'000'000;  // past every message of this process
   g.instance = instance;
   g.coordinator = "old";
   g.epoch = 4;
@@ -2159,29 +2230,41 @@ TEST_F(BidderIntegration, ALeasedBidderIgnoresAHoldingBelowItsPartitionsEpoch) {
   Client c(port_);
   int n = 0;
   int bids = 0;
-  for (int i = 0; i < 40; ++i) {  // 2 s: the lease thread reads the grants every 20 ms
+  auto bid = [&] {
     bids +=
         c.Do(http::verb::post, "/openrtb2/bid", Request("e-" + std::to_string(n++))).first == 200;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  };
+  // Until the lease client has read the stale holding (and left it out), and for a few checks
+  // after: no bid.
+  EXPECT_TRUE(time.Until(
+      [&] {
+        bid();
+        return stale();
+      },
+      10s))
+      << bidder_->Metrics().body;
+  for (int i = 0; i < 10; ++i) {
+    time.Step();
+    bid();
   }
   EXPECT_EQ(bids, 0) << "the bidder bid from a stale holding";
-  EXPECT_TRUE(WaitFor(stale, 10)) << bidder_->Metrics().body;
   // The same holding from the coordinator of the marker's epoch is its lease.
   g.coordinator = "new";
   g.epoch = 5;
   put(budget::LeaseGrantKey(key, g.bidder), budget::EncodeLeaseGrant(g));
-  EXPECT_TRUE(WaitFor(
+  EXPECT_TRUE(time.Until(
       [&] {
         return c.Do(http::verb::post, "/openrtb2/bid", Request("e-" + std::to_string(n++))).first ==
                200;
       },
-      10))
+      10s))
       << "the bidder did not bid on a holding of the current epoch";
   EXPECT_TRUE(stale());
   // A process that starts now reads the marker and both holdings before it serves (its catch-up
   // at start): the stale one is left out there too.
   SecondBidder later;
-  ASSERT_NO_FATAL_FAILURE(StartSecond(SecondLeasedConfig(cfg, dir_, brokers, "bidder-e2"), &later));
+  ASSERT_NO_FATAL_FAILURE(
+      StartSecond(SecondLeasedConfig(cfg, dir_, brokers, "bidder-e2"), &later, &clock_));
   EXPECT_NE(later.bidder->Metrics().body.find("rtb_lease_stale_holdings_total 1\n"),
             std::string::npos)
       << later.bidder->Metrics().body;
@@ -2200,36 +2283,36 @@ TEST_F(BidderIntegration, AnIdleBidderGivesBackWhatAnotherNeedsAndThatOneBids) {
       budget::LeaseSizing::kRate;  // a asks for what it spends (share: half each from the start)
   std::string brokers;
   SecondBidder other;
-  ASSERT_NO_FATAL_FAILURE(StartPair(cfg, &other, &brokers));
-  CoordinatorThread coordinator(MarketOf(cfg, brokers));
+  ASSERT_NO_FATAL_FAILURE(StartPair(cfg, &other, &brokers, &clock_));
+  CoordinatorThread coordinator(MarketOf(cfg, brokers, &clock_));
   ASSERT_TRUE(coordinator.status().ok()) << coordinator.status().message();
-  const budget::LeaseKey key{NowUnixMs() / kDayMs, 1, 0};
-  // a bids (each bid lost, so nothing is spent) until it holds the whole budget.
+  LeaseTime time{&clock_, 2, coordinator.get()};
+  const budget::LeaseKey key{clock_.UnixMs() / kDayMs, 1, 0};
+  // a bids (each bid lost, so nothing is spent) until it holds the whole budget; each bid's
+  // reservation stays open over a lease check, which measures a's commit rate by it.
   Client ca(port_);
   int n = 0;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        const std::string id = "ra-" + std::to_string(n++);
-        if (ca.Do(http::verb::post, "/openrtb2/bid", Request(id)).first == 200) {
-          ca.Do(http::verb::get, Notice("loss", id, 1, "0"));
-        }
-        return coordinator->ledger().Of(key).pool() == 0 &&
-               coordinator->ledger().Held("bidder-a", key) > 0;
-      },
-      30))
-      << "a never held the whole budget: pool " << coordinator->ledger().Of(key).pool();
+  ASSERT_TRUE(time.Until([&] {
+    const std::string id = "ra-" + std::to_string(n++);
+    const bool bid = ca.Do(http::verb::post, "/openrtb2/bid", Request(id)).first == 200;
+    time.Step();
+    if (bid) ca.Do(http::verb::get, Notice("loss", id, 1, "0"));
+    return coordinator->ledger().Of(key).pool() == 0 &&
+           coordinator->ledger().Held("bidder-a", key) > 0;
+  })) << "a never held the whole budget: pool "
+      << coordinator->ledger().Of(key).pool();
   const int64_t a_held = coordinator->ledger().Held("bidder-a", key);
   ASSERT_LT(a_held, 2 * 13'500);  // under two of a's leases: without a recall it keeps them
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // a idle past its horizon
+  time.Pass(1500);                // a idle past its horizon
   // b's first request finds no lease; its need brings a's money.
   Client cb(other.port);
   EXPECT_NE(cb.Do(http::verb::post, "/openrtb2/bid", Request("rb-first")).first, 200);
-  EXPECT_TRUE(WaitFor(
+  EXPECT_TRUE(time.Until(
       [&] {
         return cb.Do(http::verb::post, "/openrtb2/bid", Request("rb-" + std::to_string(n++)))
                    .first == 200;
       },
-      15))
+      15s))
       << "b got nothing back from a";
   EXPECT_LT(coordinator->ledger().Held("bidder-a", key), a_held);
   EXPECT_GT(coordinator->ledger().Held("bidder-b", key), 0);
@@ -2278,26 +2361,26 @@ TEST_F(BidderIntegration, ABudgetOfUnderABidPerBidderIsHeldInWholeBids) {
   // an equal part of the budget is 7,500 at most): the reports carry the mean bid charge.
   int n = 0;
   int64_t unit = 0;
-  ASSERT_TRUE(WaitFor(
+  ASSERT_TRUE(WaitUntil(
       [&] {
         const std::string i = std::to_string(n++);
         unit = std::max({unit, bid(ca, "wa-" + i), bid(cb, "wb-" + i)});
         return n >= 10 && unit > 8'000;
       },
-      30))
+      30s, 20ms))
       << "no bidder bid whole: the highest bid's charge " << unit;
   ASSERT_LE(unit, 10'000);  // 20,000 - unit / 2 left after the win: under two bids
   // They win and pay half a bid in all (in more than one win if they bid lower; either may hold
   // what is left, and the other nothing).
   int64_t billed = 0;
-  ASSERT_TRUE(WaitFor(
+  ASSERT_TRUE(WaitUntil(
       [&] {
         const int64_t owed = unit / 2 - billed;
         billed += std::min(owed, bid(n % 2 == 0 ? ca : cb, "win-" + std::to_string(n), owed));
         ++n;
         return billed >= unit / 2;
       },
-      10))
+      10s, 20ms))
       << "no bidder bid to win: billed " << billed;
   // What a bidder holds beyond its spend (its reservations included), as its target counts.
   auto beyond_spend = [&](const std::string& bidder) {
@@ -2307,7 +2390,7 @@ TEST_F(BidderIntegration, ABudgetOfUnderABidPerBidderIsHeldInWholeBids) {
     return int64_t{-1};
   };
   int64_t spent = 0;
-  const bool parted = WaitFor(
+  const bool parted = WaitUntil(
       [&] {
         const std::string i = std::to_string(n++);
         under_floor(ca, "fa-" + i);
@@ -2318,7 +2401,7 @@ TEST_F(BidderIntegration, ABudgetOfUnderABidPerBidderIsHeldInWholeBids) {
         return spent >= unit / 2 && ta > 0 && beyond_spend("bidder-a") == ta &&
                beyond_spend("bidder-b") == ledger.TargetOf("bidder-b", key);
       },
-      30);
+      30s, 20ms);
   ASSERT_TRUE(parted) << "never parted in whole bids: spent " << spent << "; a holds "
                       << beyond_spend("bidder-a") << " beyond its spend (target "
                       << ledger.TargetOf("bidder-a", key) << "), b " << beyond_spend("bidder-b")
@@ -2329,7 +2412,8 @@ TEST_F(BidderIntegration, ABudgetOfUnderABidPerBidderIsHeldInWholeBids) {
   // the top-up): its whole bid.
   const int64_t equal = (budget - spent) / 2;
   int64_t last = 0;
-  EXPECT_TRUE(WaitFor([&] { return (last = bid(ca, "last-a-" + std::to_string(n++))) > equal; }, 5))
+  EXPECT_TRUE(WaitUntil([&] { return (last = bid(ca, "last-a-" + std::to_string(n++))) > equal; },
+                        5s, 20ms))
       << "a's last bid's charge " << last << " of " << unit << ", an equal part " << equal;
   other.server->Stop();
 }
@@ -2342,12 +2426,13 @@ TEST_F(BidderIntegration, WithoutKafkaPastTheLeaseTtlABidderSpendsNothingNewThen
   cfg.leases.ttl_ms = 600;
   cfg.leases.sizing =
       budget::LeaseSizing::kRate;  // a lease of a slice (share: one bidder holds the whole budget)
-  Start(cfg);
-  CoordinatorThread coordinator(MarketOf(cfg, bidder_->events().bootstrap()));
+  Start(cfg, &clock_);
+  CoordinatorThread coordinator(MarketOf(cfg, bidder_->events().bootstrap(), &clock_));
   ASSERT_TRUE(coordinator.status().ok()) << coordinator.status().message();
+  LeaseTime time{&clock_, 1, coordinator.get()};
   Client client(port_);
   auto bid = Bids(client, "ttl-");
-  ASSERT_TRUE(WaitFor(bid, 30)) << "no lease granted";
+  ASSERT_TRUE(time.Until(bid)) << "no lease granted";
   const int64_t lease = BudgetMetric(*bidder_, "budget");
   EXPECT_GT(lease, 0);
   EXPECT_LT(lease, cfg.advertisers[0].daily_budget.value());  // a slice, not the budget
@@ -2355,29 +2440,28 @@ TEST_F(BidderIntegration, WithoutKafkaPastTheLeaseTtlABidderSpendsNothingNewThen
   kafka::MockCluster* mock = bidder_->events().mock_cluster();
   ASSERT_NE(mock, nullptr);
   auto metrics = [&] { return bidder_->Metrics().body; };
-  // The value of a metric's line in a /metrics body (-1 when it has none).
-  auto value = [](const std::string& body, const std::string& name) {
-    const size_t at = body.find("\n" + name + " ");
-    return at == std::string::npos ? -1.0 : std::stod(body.substr(at + name.size() + 2));
-  };
-  EXPECT_EQ(value(metrics(), "rtb_lease_frozen"), 0) << metrics();
-  const double resyncs = value(metrics(), "rtb_lease_messages_total{kind=\"resync\"}");
+  EXPECT_EQ(MetricValue(metrics(), "rtb_lease_frozen"), 0) << metrics();
+  const double resyncs = MetricValue(metrics(), "rtb_lease_messages_total{kind=\"resync\"}");
   EXPECT_GE(resyncs, 0) << metrics();
   SetBrokers(mock, /*up=*/false);
-  // Frozen: the limit is what is committed, and no bid goes out; /metrics says so.
-  ASSERT_TRUE(WaitFor([&] { return LeaseFrozen(*bidder_); }, 10));
+  // Past the TTL (the coordinator, cut off too, is left to itself meanwhile): frozen, the limit
+  // is what is committed, and no bid goes out; /metrics says so.
+  time.coordinator = nullptr;
+  time.Pass(cfg.leases.ttl_ms + 100);
+  ASSERT_TRUE(LeaseFrozen(*bidder_)) << metrics();
   for (int i = 0; i < 20; ++i) EXPECT_FALSE(bid()) << "a bid while frozen";
   const std::string frozen = metrics();
-  EXPECT_EQ(value(frozen, "rtb_lease_frozen"), 1) << frozen;
-  EXPECT_GT(value(frozen, "rtb_lease_report_age_seconds"), 0.6) << frozen;  // past the TTL
+  EXPECT_EQ(MetricValue(frozen, "rtb_lease_frozen"), 1) << frozen;
+  EXPECT_GT(MetricValue(frozen, "rtb_lease_report_age_seconds"), 0.6) << frozen;  // past the TTL
   SetBrokers(mock, /*up=*/true);
-  EXPECT_TRUE(WaitFor(bid, 30)) << "no bid after Kafka came back";
+  time.coordinator = coordinator.get();
+  EXPECT_TRUE(time.Until(bid)) << "no bid after Kafka came back";
   EXPECT_GT(BudgetMetric(*bidder_, "budget"),
             BudgetMetric(*bidder_, "spent") + BudgetMetric(*bidder_, "reserved"));
   const std::string back = metrics();
-  EXPECT_EQ(value(back, "rtb_lease_frozen"), 0) << back;
-  EXPECT_GE(value(back, "rtb_lease_messages_total{kind=\"resync\"}"), resyncs + 1) << back;
-  EXPECT_GT(value(back, "rtb_lease_messages_total{kind=\"ask\"}"), 0) << back;
+  EXPECT_EQ(MetricValue(back, "rtb_lease_frozen"), 0) << back;
+  EXPECT_GE(MetricValue(back, "rtb_lease_messages_total{kind=\"resync\"}"), resyncs + 1) << back;
+  EXPECT_GT(MetricValue(back, "rtb_lease_messages_total{kind=\"ask\"}"), 0) << back;
 }
 
 // Told to stop while every broker is down, a leased bidder stops within its flush timeout, and
@@ -2387,11 +2471,14 @@ TEST_F(BidderIntegration, ALeasedBidderToldToStopWhileKafkaIsDownStopsAndSpillsW
   BidderConfig cfg = LeasedConfig(dir_, "bidder-stop", 10.0, 0.5);
   cfg.kafka.flush_timeout_ms = 1000;
   Start(cfg);
-  CoordinatorThread coordinator(MarketOf(cfg, bidder_->events().bootstrap()));
-  ASSERT_TRUE(coordinator.status().ok()) << coordinator.status().message();
+  auto coordinator =
+      std::make_unique<CoordinatorThread>(MarketOf(cfg, bidder_->events().bootstrap()));
+  ASSERT_TRUE(coordinator->status().ok()) << coordinator->status().message();
   Client client(port_);
   auto bid = Bids(client, "stop-");
-  ASSERT_TRUE(WaitFor(bid, 30)) << "no lease granted";
+  ASSERT_TRUE(WaitUntil(bid, 30s, 20ms)) << "no lease granted";
+  // Its part is done: it hands over while Kafka is there (cut off, it would wait for it).
+  coordinator.reset();
   SetBrokers(bidder_->events().mock_cluster(), /*up=*/false);
   for (int i = 0; i < 20; ++i) bid();  // events Kafka cannot take now
   const auto t0 = std::chrono::steady_clock::now();
@@ -2414,28 +2501,44 @@ TEST_F(BidderIntegration, ABidderSilentPastItsTtlBidsAgainOnlyOnceTheCoordinator
   BidderConfig cfg = LeasedConfig(dir_, "bidder-resync", 10.0, 0.5);
   cfg.leases.ttl_ms = 600;
   cfg.leases.sizing = budget::LeaseSizing::kRate;
-  Start(cfg);
+  Start(cfg, &clock_);
   auto coordinator =
-      std::make_unique<CoordinatorThread>(MarketOf(cfg, bidder_->events().bootstrap()));
+      std::make_unique<CoordinatorThread>(MarketOf(cfg, bidder_->events().bootstrap(), &clock_));
   ASSERT_TRUE(coordinator->status().ok()) << coordinator->status().message();
+  LeaseTime time{&clock_, 1, coordinator->get()};
   Client client(port_);
   auto bid = Bids(client, "resync-");
-  ASSERT_TRUE(WaitFor(bid, 30)) << "no lease granted";
+  ASSERT_TRUE(time.Until(bid)) << "no lease granted";
+  time.coordinator = nullptr;
   coordinator.reset();  // the coordinator goes away, then Kafka for longer than the TTL
   kafka::MockCluster* mock = bidder_->events().mock_cluster();
   ASSERT_NE(mock, nullptr);
   SetBrokers(mock, /*up=*/false);
-  ASSERT_TRUE(WaitFor([&] { return LeaseFrozen(*bidder_); }, 10));
+  time.Pass(cfg.leases.ttl_ms + 100);
+  ASSERT_TRUE(LeaseFrozen(*bidder_)) << bidder_->Metrics().body;
+  const double resyncs =
+      MetricValue(bidder_->Metrics().body, "rtb_lease_messages_total{kind=\"resync\"}");
   SetBrokers(mock, /*up=*/true);
-  // Kafka takes reports again (the freeze ends), but no coordinator has read them.
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
-  while (std::chrono::steady_clock::now() < until) {
+  // Kafka takes reports again (the freeze ends, a resync is counted), but no coordinator has
+  // read them: no bid until then, nor for a few checks and reports after.
+  auto resynced = [&] {
+    const std::string m = bidder_->Metrics().body;
+    return MetricValue(m, "rtb_lease_frozen") == 0 &&
+           MetricValue(m, "rtb_lease_messages_total{kind=\"resync\"}") > resyncs;
+  };
+  EXPECT_TRUE(time.Until([&] {
     EXPECT_FALSE(bid()) << "a bid before any coordinator read the bidder's reports";
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    return resynced();
+  })) << bidder_->Metrics().body;
+  for (int i = 0; i < 20; ++i) {
+    time.Step();
+    EXPECT_FALSE(bid()) << "a bid before any coordinator read the bidder's reports";
   }
-  coordinator = std::make_unique<CoordinatorThread>(MarketOf(cfg, bidder_->events().bootstrap()));
+  coordinator =
+      std::make_unique<CoordinatorThread>(MarketOf(cfg, bidder_->events().bootstrap(), &clock_));
   ASSERT_TRUE(coordinator->status().ok()) << coordinator->status().message();
-  EXPECT_TRUE(WaitFor(bid, 30)) << "no bid after a coordinator read the bidder again";
+  time.coordinator = coordinator->get();
+  EXPECT_TRUE(time.Until(bid)) << "no bid after a coordinator read the bidder again";
 }
 
 }  // namespace
