@@ -37,11 +37,17 @@ constexpr int64_t kArmBudget = 5'000'000;  // half of 10.00
 // in ServingCoordinator::Pass.
 constexpr int64_t kStepMs = 100;
 
+// A client that reads a topic to its end (kafka::ReadWholeTopic) or tails it: it does not wait
+// half a second (librdkafka's default) for more at the end.
+kafka::ClientOptions Reader(const std::string& brokers) {
+  return {.bootstrap = brokers, .properties = {{"fetch.wait.max.ms", "10"}}};
+}
+
 // Every holding on the grants topic, in order (it has one partition).
 std::vector<LeaseGrant> AllHoldings(const std::string& brokers) {
   std::vector<LeaseGrant> all;
   GrantsReader reader;
-  EXPECT_TRUE(kafka::ReadWholeTopic({.bootstrap = brokers}, "rtb.lease.grants", 10000,
+  EXPECT_TRUE(kafka::ReadWholeTopic(Reader(brokers), "rtb.lease.grants", 10000,
                                     [&](int32_t p, int64_t, std::string_view v) {
                                       GrantsReader::Record r = reader.Take(p, v);
                                       ASSERT_NE(r.kind, GrantsReader::Kind::kMalformed) << r.error;
@@ -57,7 +63,7 @@ std::vector<LeaseGrant> AllHoldings(const std::string& brokers) {
 std::map<std::string, int64_t> LatestHeld(const std::string& brokers) {
   std::map<std::string, int64_t> held;
   GrantsReader reader;
-  EXPECT_TRUE(kafka::ReadWholeTopic({.bootstrap = brokers}, "rtb.lease.grants", 10000,
+  EXPECT_TRUE(kafka::ReadWholeTopic(Reader(brokers), "rtb.lease.grants", 10000,
                                     [&](int32_t p, int64_t, std::string_view v) {
                                       GrantsReader::Record r = reader.Take(p, v);
                                       ASSERT_NE(r.kind, GrantsReader::Kind::kMalformed) << r.error;
@@ -73,7 +79,7 @@ std::map<std::string, int64_t> LatestHeld(const std::string& brokers) {
 // The latest holding of one bidder on the grants topic, whole.
 std::optional<LeaseGrant> LatestOf(const std::string& brokers, const std::string& bidder) {
   std::optional<LeaseGrant> last;
-  EXPECT_TRUE(kafka::ReadWholeTopic({.bootstrap = brokers}, "rtb.lease.grants", 10000,
+  EXPECT_TRUE(kafka::ReadWholeTopic(Reader(brokers), "rtb.lease.grants", 10000,
                                     [&](int32_t, int64_t, std::string_view v) {
                                       auto g = DecodeLeaseGrant(v);
                                       if (g.ok() && g->key == kKey && g->bidder == bidder)
@@ -876,7 +882,7 @@ TEST(Coordinator, ShareSizingGivesEachBidderItsTrafficShareAndMovesTheExcessToWh
 // unless `beats`).
 std::vector<CoordinatorRecord> CoordinatorRecords(const std::string& brokers, bool beats = true) {
   std::vector<CoordinatorRecord> out;
-  EXPECT_TRUE(kafka::ReadWholeTopic({.bootstrap = brokers}, "rtb.lease.grants.coordinators", 10000,
+  EXPECT_TRUE(kafka::ReadWholeTopic(Reader(brokers), "rtb.lease.grants.coordinators", 10000,
                                     [&](int32_t, int64_t, std::string_view v) {
                                       auto r = DecodeCoordinatorRecord(v);
                                       ASSERT_TRUE(r.ok()) << r.status().message();
@@ -921,8 +927,7 @@ TEST(Coordinator, ASecondCoordinatorServesOnlyOnceTheFirstHandsOverAndNeverGrant
   // budget lasts 200 asks.
   std::atomic<int64_t> answered{0};
   auto answers = kafka::TopicTail::Start(
-      {.bootstrap = sc.brokers, .properties = {{"fetch.wait.max.ms", "10"}}}, "rtb.lease.grants",
-      10'000, [&](int32_t, int64_t, std::string_view v) {
+      Reader(sc.brokers), "rtb.lease.grants", 10'000, [&](int32_t, int64_t, std::string_view v) {
         const auto g = DecodeLeaseGrant(v);
         if (g.ok() && (g->bidder == "b" || g->bidder == "c") && g->seen > answered.load()) {
           answered = g->seen;
