@@ -1030,8 +1030,12 @@ TEST(Coordinator, AClaimThatNeverHandsOverIsTakenForDeadAndANewerClaimWins) {
   CoordinatorOptions opt = MarketOptions(brokers, &clock);
   opt.handover_timeout_ms = 1'500;
   {
-    // Its wait is on its clock, which moves on 100 ms every 10 ms of real time meanwhile.
-    auto co = Starting(opt).Finish(&clock, 100);
+    // Its wait is on its clock, which stands until the claim is on the topic and then moves on
+    // 50 ms every 10 ms of real time (the coordinator reads its claim back about when the test
+    // does: a later read only ends its wait later).
+    Starting start(opt);
+    ASSERT_TRUE(WaitUntil([&] { return CoordinatorRecords(brokers).size() == 3; }));
+    auto co = start.Finish(&clock, 50);
     ASSERT_TRUE(co.ok()) << co.status().message();
     EXPECT_EQ((*co)->counters().waited_for, 1);
     EXPECT_EQ((*co)->counters().taken_for_dead, 1);
@@ -1052,7 +1056,7 @@ TEST(Coordinator, AClaimThatNeverHandsOverIsTakenForDeadAndANewerClaimWins) {
   EXPECT_EQ(records[3].state, CoordinatorState::kGone);
   EXPECT_EQ(records[3].instance, "killed-1");
   EXPECT_EQ(records[3].by, records[2].instance);
-  // Taken for dead a whole timeout of the clock after the claim, not before.
+  // Taken for dead a whole timeout of the clock after its claim was read back, not before.
   EXPECT_GE(records[3].ts_ms - records[2].ts_ms, 1'500);
   EXPECT_EQ(records[4].state, CoordinatorState::kYield);
   EXPECT_EQ(records[6].state, CoordinatorState::kYield);
