@@ -244,8 +244,8 @@ struct ServingCoordinator {
     const int64_t turns = co->counters().turns;
     return WaitUntil([&] { return co->counters().turns > turns; });
   }
-  // Until `n` turns that began after the call are over (a fenced coordinator's turns read and
-  // check nothing: they only look for its beats).
+  // Until `n` more turns are over, all but the first begun after the call (a fenced
+  // coordinator's turns read and check nothing: they only look for its beats).
   bool AwaitTurns(int n) {
     const int64_t turns = co->counters().turns;
     return WaitUntil([&] { return co->counters().turns >= turns + n; });
@@ -294,7 +294,9 @@ struct ServingCoordinator {
     return true;
   }
   // `ms` pass with no reclaim check to wait for (a fenced coordinator takes none): in steps of
-  // `step_ms`, each followed by two turns of its loop, the second begun at the new time.
+  // `step_ms`, each followed by two turns of its loop, the second begun at the new time. An
+  // unfenced coordinator checks at each new time all the same (so Step's rule still holds); a
+  // fenced one checks once it reads its beats back.
   bool PassInTurns(int64_t ms, int64_t step_ms) {
     for (int64_t t = 0; t < ms; t += step_ms) {
       clock.Advance(step_ms);
