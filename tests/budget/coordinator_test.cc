@@ -1,10 +1,17 @@
 // `rtb budget` over Kafka (librdkafka's mock cluster): bidders' concurrent requests never get
 // more than the budget; a silent bidder's lease is reclaimed and the change published; a
 // restarted coordinator reads every lease back from the grants topic and grants no money twice.
+//
+// Every coordinator here runs on a ManualClock: the time it judges (the bidders' silence, needs,
+// reclaim pauses, the hand-over's beats and waits) passes only when the test moves the clock,
+// and the messages the test writes carry that clock's time. An assertion that something did not
+// happen by some time is made once the coordinator has checked for silent bidders at that time
+// (ServingCoordinator::Step). Real time goes to waiting for Kafka's events only.
 #include "rtb/budget/coordinator.h"
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <functional>
@@ -12,6 +19,7 @@
 #include <optional>
 #include <thread>
 
+#include "../common/wait.h"
 #include "rtb/budget/lease_msg.h"
 #include "rtb/core/ab.h"
 #include "rtb/core/clock.h"
@@ -21,15 +29,25 @@ namespace rtb::budget {
 namespace {
 
 using namespace std::chrono_literals;
+using test::WaitUntil;
 
 const LeaseKey kKey{1, 7, 0};              // day 1, advertiser 7, learned arm
 constexpr int64_t kArmBudget = 5'000'000;  // half of 10.00
+// How often the coordinators here check for silent bidders (ms of their clock): the clock's step
+// in ServingCoordinator::Pass.
+constexpr int64_t kStepMs = 100;
+
+// A client that reads a topic to its end (kafka::ReadWholeTopic) or tails it: it does not wait
+// half a second (librdkafka's default) for more at the end.
+kafka::ClientOptions Reader(const std::string& brokers) {
+  return {.bootstrap = brokers, .properties = {{"fetch.wait.max.ms", "10"}}};
+}
 
 // Every holding on the grants topic, in order (it has one partition).
 std::vector<LeaseGrant> AllHoldings(const std::string& brokers) {
   std::vector<LeaseGrant> all;
   GrantsReader reader;
-  EXPECT_TRUE(kafka::ReadWholeTopic({.bootstrap = brokers}, "rtb.lease.grants", 10000,
+  EXPECT_TRUE(kafka::ReadWholeTopic(Reader(brokers), "rtb.lease.grants", 10000,
                                     [&](int32_t p, int64_t, std::string_view v) {
                                       GrantsReader::Record r = reader.Take(p, v);
                                       ASSERT_NE(r.kind, GrantsReader::Kind::kMalformed) << r.error;
@@ -45,7 +63,7 @@ std::vector<LeaseGrant> AllHoldings(const std::string& brokers) {
 std::map<std::string, int64_t> LatestHeld(const std::string& brokers) {
   std::map<std::string, int64_t> held;
   GrantsReader reader;
-  EXPECT_TRUE(kafka::ReadWholeTopic({.bootstrap = brokers}, "rtb.lease.grants", 10000,
+  EXPECT_TRUE(kafka::ReadWholeTopic(Reader(brokers), "rtb.lease.grants", 10000,
                                     [&](int32_t p, int64_t, std::string_view v) {
                                       GrantsReader::Record r = reader.Take(p, v);
                                       ASSERT_NE(r.kind, GrantsReader::Kind::kMalformed) << r.error;
@@ -58,13 +76,27 @@ std::map<std::string, int64_t> LatestHeld(const std::string& brokers) {
   return held;
 }
 
+// The latest holding of one bidder on the grants topic, whole.
+std::optional<LeaseGrant> LatestOf(const std::string& brokers, const std::string& bidder) {
+  std::optional<LeaseGrant> last;
+  EXPECT_TRUE(kafka::ReadWholeTopic(Reader(brokers), "rtb.lease.grants", 10000,
+                                    [&](int32_t, int64_t, std::string_view v) {
+                                      auto g = DecodeLeaseGrant(v);
+                                      if (g.ok() && g->key == kKey && g->bidder == bidder)
+                                        last = *g;
+                                    })
+                  .ok());
+  return last;
+}
+
+// A bidder's message, sent at `ts_ms` (the coordinator's clock: the bidders' clocks are its).
 void Send(kafka::Producer& p, LeaseMsgType type, const std::string& bidder,
-          std::vector<LeaseItem> items, int64_t seq = 0, int64_t ts_ms = -1) {
+          std::vector<LeaseItem> items, int64_t seq, int64_t ts_ms) {
   LeaseMessage m;
   m.type = type;
   m.bidder = bidder;
   m.day = 1;
-  m.ts_ms = ts_ms >= 0 ? ts_ms : NowUnixMs();
+  m.ts_ms = ts_ms;
   m.seq = seq;
   m.items = std::move(items);
   ASSERT_TRUE(
@@ -81,12 +113,15 @@ std::unique_ptr<kafka::MockCluster> LeaseCluster(int grants_partitions = 1) {
   return std::move(*mock);
 }
 
-// The market of these tests: advertiser 7, a budget of 10.00, half of it the learned arm's.
-CoordinatorOptions MarketOptions(const std::string& brokers) {
+// The market of these tests: advertiser 7, a budget of 10.00, half of it the learned arm's. The
+// coordinator's time is `clock`'s; a turn of its loop waits at most 10 ms for a message.
+CoordinatorOptions MarketOptions(const std::string& brokers, ManualClock* clock) {
   CoordinatorOptions opt;
   opt.brokers = brokers;
   opt.daily_budget = {{7, Micros::FromUnits(10.0)}};
   opt.learned_share = 0.5;
+  opt.clock = clock;
+  opt.poll_ms = 10;
   return opt;
 }
 
@@ -108,134 +143,71 @@ struct Joiner {
   }
 };
 
-template <typename F>
-bool WaitFor(F f, std::chrono::milliseconds limit) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < end) {
-    if (f()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return f();
-}
-
-TEST(Coordinator, GrantsNeverExceedTheBudgetReclaimsSilentBiddersAndResumesFromItsTopic) {
-  auto mock = LeaseCluster();
-  ASSERT_NE(mock, nullptr);
-  const std::string brokers = mock->bootstrap();
-  CoordinatorOptions opt = MarketOptions(brokers);
-  opt.lease.heartbeat_timeout_ms = 3000;
-  opt.lease.billing_window_ms = 1000;
-  opt.lease.max_pool_share = 1.0;  // first come, first served: the pool empties
-  opt.reclaim_every_ms = 100;
-  auto co = Coordinator::Create(opt);
-  ASSERT_TRUE(co.ok()) << co.status().message();
-  std::atomic<bool> stop{false};
-  std::thread run([&] { EXPECT_TRUE((*co)->Run(stop).ok()); });
-  Joiner join_run{stop, run};
-
-  auto producer = RequestsProducer(brokers);
-  ASSERT_NE(producer, nullptr);
-  kafka::Producer& p = *producer;
-  // Three bidders ask at once, 5 times each, for 0.40 each time: 6.00 asked of 5.00.
-  std::vector<std::thread> bidders;
-  for (int b = 0; b < 3; ++b) {
-    bidders.emplace_back([&, b] {
-      for (int n = 0; n < 5; ++n) {
-        Send(p, LeaseMsgType::kRequest, "b" + std::to_string(b), {{7, 0, 400'000, 0, 0, 0}});
-      }
+// A coordinator starting on a thread of its own: Create waits there for the coordinator serving
+// the market to hand over (a Kafka event), or for the hand-over timeout of its clock.
+class Starting {
+ public:
+  explicit Starting(CoordinatorOptions opt) : opt_(std::move(opt)) {
+    opt_.stop = &give_up_;
+    thread_ = std::thread([this] {
+      result_ = Coordinator::Create(opt_);
+      done_ = true;
     });
   }
-  for (auto& t : bidders) t.join();
-  Send(p, LeaseMsgType::kRequest, "b0", {{999, 0, 5, 0, 0, 0}});  // not in the market
-  ASSERT_TRUE(p.Produce("rtb.lease.requests", kafka::kAnyPartition, "x", "{not json").ok());
-  ASSERT_TRUE(p.Flush(5000).ok());
-  ASSERT_TRUE(WaitFor([&] { return (*co)->counters().messages >= 17; }, 15s));
-  ASSERT_TRUE(WaitFor([&] { return (*co)->ledger().Of(kKey).pool() == 0; }, 5s));
-  EXPECT_EQ((*co)->counters().malformed, 1);
-  EXPECT_EQ((*co)->counters().unknown_budget, 1);
-  std::map<std::string, int64_t> held;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        held = LatestHeld(brokers);
-        int64_t sum = 0;
-        for (const auto& [b, h] : held) sum += h;
-        return sum == kArmBudget;
-      },
-      10s));
-  ASSERT_EQ(held.size(), 3u);
-  for (const auto& [b, h] : held) EXPECT_GT(h, 0) << b;  // everyone got a share
-
-  // b1 reports 0.10 spent and 0.05 reserved, then falls silent; b0 and b2 keep talking.
-  Send(p, LeaseMsgType::kReport, "b1", {{7, 0, 0, 0, 100'000, 50'000}});
-  const auto silent_from = std::chrono::steady_clock::now();
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        Send(p, LeaseMsgType::kHeartbeat, "b0", {});
-        Send(p, LeaseMsgType::kHeartbeat, "b2", {});
-        return LatestHeld(brokers)["b1"] == 100'000;  // only what it spent, in the end
-      },
-      15s));
-  EXPECT_GE(std::chrono::steady_clock::now() - silent_from, 4s);  // timeout + billing window
-  EXPECT_GE((*co)->counters().reclaims, 1);
-  EXPECT_GT((*co)->ledger().Of(kKey).pool(), 0);
-  stop = true;
-  run.join();
-  co->reset();  // its consumer leaves the group
-
-  // A restarted coordinator: every lease as the topic says; the pool is what is not held.
-  const auto before = LatestHeld(brokers);
-  opt.group_id = "rtb-budget";
-  auto co2 = Coordinator::Create(opt);
-  ASSERT_TRUE(co2.ok()) << co2.status().message();
-  EXPECT_EQ((*co2)->counters().restored, 3);
-  int64_t held_before = 0;
-  for (const auto& [b, h] : before) {
-    EXPECT_EQ((*co2)->ledger().Held(b, kKey), h) << b;
-    held_before += h;
+  ~Starting() {
+    give_up_ = true;
+    if (thread_.joinable()) thread_.join();
   }
-  stop = false;
-  std::thread run2([&] { EXPECT_TRUE((*co2)->Run(stop).ok()); });
-  Joiner join_run2{stop, run2};
-  for (int n = 0; n < 20; ++n) Send(p, LeaseMsgType::kRequest, "b3", {{7, 0, 10'000'000, 0, 0, 0}});
-  ASSERT_TRUE(p.Flush(5000).ok());
-  ASSERT_TRUE(WaitFor([&] { return (*co2)->ledger().Of(kKey).pool() == 0; }, 30s))
-      << (*co2)->counters().messages << " messages read";
-  EXPECT_EQ((*co2)->ledger().Held("b3", kKey), kArmBudget - held_before);
-  EXPECT_EQ((*co2)->ledger().Of(kKey).held, kArmBudget);
-  stop = true;
-  run2.join();
-}
+  // Create's result. Until it returns, `clock` (if given) moves on `step_ms` every 10 ms of real
+  // time, so that a wait for the hand-over timeout ends; a start still waiting after `limit` of
+  // real time gives up (and fails).
+  Result<std::unique_ptr<Coordinator>> Finish(ManualClock* clock = nullptr, int64_t step_ms = 0,
+                                              std::chrono::milliseconds limit = 30s) {
+    WaitUntil(
+        [&] {
+          if (done_.load()) return true;
+          if (clock != nullptr) clock->Advance(step_ms);
+          return false;
+        },
+        limit);
+    give_up_ = true;
+    thread_.join();
+    return std::move(result_);
+  }
 
-// The latest holding of one bidder on the grants topic, whole.
-std::optional<LeaseGrant> LatestOf(const std::string& brokers, const std::string& bidder) {
-  std::optional<LeaseGrant> last;
-  EXPECT_TRUE(kafka::ReadWholeTopic({.bootstrap = brokers}, "rtb.lease.grants", 10000,
-                                    [&](int32_t, int64_t, std::string_view v) {
-                                      auto g = DecodeLeaseGrant(v);
-                                      if (g.ok() && g->key == kKey && g->bidder == bidder)
-                                        last = *g;
-                                    })
-                  .ok());
-  return last;
-}
+ private:
+  CoordinatorOptions opt_;
+  std::atomic<bool> give_up_{false}, done_{false};
+  Result<std::unique_ptr<Coordinator>> result_ = Status::Internal("not started");
+  std::thread thread_;
+};
 
-// A coordinator on a fresh mock cluster, serving on its own thread until destroyed, and a
-// producer that sends one bidder message at a time (flushed before Put returns).
+// A coordinator on a fresh mock cluster, serving on its own thread until destroyed, on a clock
+// that the test moves; and a producer that sends one bidder message at a time (flushed before
+// Put returns), at the clock's time.
 struct ServingCoordinator {
   std::unique_ptr<kafka::MockCluster> mock;
   std::string brokers;
+  ManualClock clock;
   std::unique_ptr<Coordinator> co;
   std::atomic<bool> stop{false};
   std::thread run;
   std::unique_ptr<kafka::Producer> producer;
+  std::map<std::string, int64_t> heartbeat_seq;  // per bidder: its last heartbeat's seq
 
   CoordinatorOptions opt;
   int grants_partitions = 1;
+  std::function<void(kafka::MockCluster&)> prepare;  // if set: the cluster, before the start
+  // A coordinator that checks for silent bidders every kStepMs, tuned by `tune`.
   void Start(const std::function<void(CoordinatorOptions&)>& tune) {
     mock = LeaseCluster(grants_partitions);
     ASSERT_NE(mock, nullptr);
+    if (prepare) {
+      ASSERT_NO_FATAL_FAILURE(prepare(*mock));
+    }
     brokers = mock->bootstrap();
-    opt = MarketOptions(brokers);
+    opt = MarketOptions(brokers, &clock);
+    opt.reclaim_every_ms = kStepMs;
     tune(opt);
     auto c = Coordinator::Create(opt);
     ASSERT_TRUE(c.ok()) << c.status().message();
@@ -244,19 +216,18 @@ struct ServingCoordinator {
     producer = RequestsProducer(brokers);
     ASSERT_NE(producer, nullptr);
   }
-  // A coordinator that checks for silent bidders every 100 ms.
+  // A coordinator that takes a bidder silent for longer than `heartbeat_timeout_ms` for dead.
   void StartReclaiming(const std::string& group, int64_t heartbeat_timeout_ms) {
     Start([&](CoordinatorOptions& o) {
       o.group_id = group;
       o.lease.heartbeat_timeout_ms = heartbeat_timeout_ms;
-      o.reclaim_every_ms = 100;
     });
   }
   // The coordinator stops and a new one starts on the same topics (it reads the grants back).
   void Restart() {
     stop = true;
     if (run.joinable()) run.join();
-    co.reset();
+    co.reset();  // its consumer leaves the group
     stop = false;
     auto c = Coordinator::Create(opt);
     ASSERT_TRUE(c.ok()) << c.status().message();
@@ -264,8 +235,74 @@ struct ServingCoordinator {
     run = std::thread([this] { EXPECT_TRUE(co->Run(stop).ok()); });
   }
   void Put(LeaseMsgType type, const std::string& bidder, int64_t seq, const LeaseItem& item) {
-    Send(*producer, type, bidder, {item}, seq);
+    Send(*producer, type, bidder, {item}, seq, clock.UnixMs());
     ASSERT_TRUE(producer->Flush(5000).ok());
+  }
+
+  // Until the turn of the coordinator's loop under way is over.
+  bool AwaitTurnOver() {
+    const int64_t turns = co->counters().turns;
+    return WaitUntil([&] { return co->counters().turns > turns; });
+  }
+  // Until `n` more turns are over, all but the first begun after the call (a fenced
+  // coordinator's turns read and check nothing: they only look for its beats).
+  bool AwaitTurns(int n) {
+    const int64_t turns = co->counters().turns;
+    return WaitUntil([&] { return co->counters().turns >= turns + n; });
+  }
+  // Until the coordinator has read `n` messages in all and the turn that read the last is over.
+  bool AwaitRead(int64_t n, std::chrono::milliseconds limit = 10s) {
+    return WaitUntil([&] { return co->counters().messages >= n; }, limit) && AwaitTurnOver();
+  }
+  // The `bidders` say they are alive: a heartbeat each at the clock's time, read by the
+  // coordinator before this returns.
+  bool Heartbeat(const std::vector<std::string>& bidders) {
+    if (bidders.empty()) return true;
+    const int64_t read = co->counters().messages;
+    for (const std::string& b : bidders) {
+      int64_t& seq = heartbeat_seq.try_emplace(b, 1'000).first->second;  // above the tests' own
+      Send(*producer, LeaseMsgType::kHeartbeat, b, {}, ++seq, clock.UnixMs());
+    }
+    const auto n = static_cast<int64_t>(bidders.size());
+    return producer->Flush(5000).ok() &&
+           WaitUntil([&] { return co->counters().messages >= read + n; });
+  }
+  // A reclaim interval of the coordinator's clock passes; it checks for silent bidders at the new
+  // time and finishes that turn (publishes what the check changed). No check is due before the
+  // clock moves (Run's first is an interval after its start, and each step waits for its own),
+  // so the check it waits for is at the new time.
+  bool Step() {
+    const int64_t checks = co->counters().reclaim_checks;
+    clock.Advance(opt.reclaim_every_ms);
+    return WaitUntil([&] { return co->counters().reclaim_checks > checks; }, 30s) &&
+           AwaitTurnOver();
+  }
+  // `ms` of the coordinator's clock pass, a step at a time; before each step the `alive` bidders
+  // say they are alive.
+  bool Pass(int64_t ms, const std::vector<std::string>& alive = {}) {
+    for (int64_t t = 0; t < ms; t += opt.reclaim_every_ms) {
+      if (!Heartbeat(alive) || !Step()) return false;
+    }
+    return true;
+  }
+  // Steps as Pass does until `done` holds, at most `limit_ms` of the clock.
+  template <typename F>
+  bool PassUntil(F done, const std::vector<std::string>& alive, int64_t limit_ms) {
+    for (int64_t t = 0; !done(); t += opt.reclaim_every_ms) {
+      if (t >= limit_ms || !Heartbeat(alive) || !Step()) return false;
+    }
+    return true;
+  }
+  // `ms` pass with no reclaim check to wait for (a fenced coordinator takes none): in steps of
+  // `step_ms`, each followed by two turns of its loop, the second begun at the new time. An
+  // unfenced coordinator checks at each new time all the same (so Step's rule still holds); a
+  // fenced one checks once it reads its beats back.
+  bool PassInTurns(int64_t ms, int64_t step_ms) {
+    for (int64_t t = 0; t < ms; t += step_ms) {
+      clock.Advance(step_ms);
+      if (!AwaitTurns(2)) return false;
+    }
+    return true;
   }
   ~ServingCoordinator() {
     stop = true;
@@ -273,24 +310,84 @@ struct ServingCoordinator {
   }
 };
 
-// A bidder that only says it is alive, every 100 ms on its own producer, until destroyed.
-struct Heartbeats {
-  Heartbeats(const std::string& brokers, const std::string& bidder, int64_t first_seq)
-      : thread([this, brokers, bidder, first_seq] {
-          auto p = RequestsProducer(brokers);
-          for (int64_t n = first_seq; p != nullptr && !done.load(); ++n) {
-            Send(*p, LeaseMsgType::kHeartbeat, bidder, {}, n);
-            (void)p->Flush(5000);
-            std::this_thread::sleep_for(100ms);
-          }
-        }) {}
-  ~Heartbeats() {
-    done = true;
-    thread.join();
+TEST(Coordinator, GrantsNeverExceedTheBudgetReclaimsSilentBiddersAndResumesFromItsTopic) {
+  ServingCoordinator sc;
+  ASSERT_NO_FATAL_FAILURE(sc.Start([](CoordinatorOptions& o) {
+    o.lease.heartbeat_timeout_ms = 3000;
+    o.lease.billing_window_ms = 1000;
+    o.lease.max_pool_share = 1.0;  // first come, first served: the pool empties
+  }));
+  const std::string& brokers = sc.brokers;
+  kafka::Producer& p = *sc.producer;
+  // Three bidders ask at once, 5 times each, for 0.40 each time: 6.00 asked of 5.00.
+  std::vector<std::thread> bidders;
+  for (int b = 0; b < 3; ++b) {
+    bidders.emplace_back([&, b] {
+      for (int n = 0; n < 5; ++n) {
+        Send(p, LeaseMsgType::kRequest, "b" + std::to_string(b), {{7, 0, 400'000, 0, 0, 0}}, 0,
+             sc.clock.UnixMs());
+      }
+    });
   }
-  std::atomic<bool> done{false};
-  std::thread thread;
-};
+  for (auto& t : bidders) t.join();
+  Send(p, LeaseMsgType::kRequest, "b0", {{999, 0, 5, 0, 0, 0}}, 0, sc.clock.UnixMs());  // not ours
+  ASSERT_TRUE(p.Produce("rtb.lease.requests", kafka::kAnyPartition, "x", "{not json").ok());
+  ASSERT_TRUE(p.Flush(5000).ok());
+  ASSERT_TRUE(sc.AwaitRead(17, 15s));
+  ASSERT_TRUE(WaitUntil([&] { return sc.co->ledger().Of(kKey).pool() == 0; }, 5s));
+  EXPECT_EQ(sc.co->counters().malformed, 1);
+  EXPECT_EQ(sc.co->counters().unknown_budget, 1);
+  std::map<std::string, int64_t> held;
+  ASSERT_TRUE(WaitUntil([&] {
+    held = LatestHeld(brokers);
+    int64_t sum = 0;
+    for (const auto& [b, h] : held) sum += h;
+    return sum == kArmBudget;
+  }));
+  ASSERT_EQ(held.size(), 3u);
+  for (const auto& [b, h] : held) EXPECT_GT(h, 0) << b;  // everyone got a share
+
+  // b1 reports 0.10 spent and 0.05 reserved, then falls silent; b0 and b2 keep talking.
+  sc.Put(LeaseMsgType::kReport, "b1", 0, {7, 0, 0, 0, 100'000, 50'000});
+  ASSERT_TRUE(sc.AwaitRead(18));
+  const int64_t silent_from = sc.clock.UnixMs();
+  const int64_t b1_held = sc.co->ledger().Held("b1", kKey);
+  const std::vector<std::string> talking = {"b0", "b2"};
+  // Silent for the heartbeat timeout, not longer: b1 keeps its lease.
+  ASSERT_TRUE(sc.Pass(3000, talking));
+  EXPECT_EQ(sc.co->counters().reclaims, 0);
+  EXPECT_EQ(sc.co->ledger().Held("b1", kKey), b1_held);
+  // Then what it neither spent nor reserved goes back to the pool; what it reserved stays its own
+  // until the billing window is over too (4 s of silence in all): then only what it spent.
+  ASSERT_TRUE(sc.PassUntil([&] { return sc.co->counters().reclaims >= 1; }, talking, 1000));
+  EXPECT_EQ(sc.co->ledger().Held("b1", kKey), 150'000);
+  ASSERT_TRUE(sc.Pass(silent_from + 4000 - sc.clock.UnixMs(), talking));
+  EXPECT_EQ(sc.co->ledger().Held("b1", kKey), 150'000);
+  ASSERT_TRUE(
+      sc.PassUntil([&] { return sc.co->ledger().Held("b1", kKey) == 100'000; }, talking, 1000));
+  EXPECT_GT(sc.clock.UnixMs() - silent_from, 4000);  // timeout + billing window
+  EXPECT_TRUE(WaitUntil([&] { return LatestHeld(brokers)["b1"] == 100'000; }));  // published
+  EXPECT_EQ(sc.co->counters().reclaims, 1);
+  EXPECT_GT(sc.co->ledger().Of(kKey).pool(), 0);
+
+  // A restarted coordinator: every lease as the topic says; the pool is what is not held.
+  const auto before = LatestHeld(brokers);
+  ASSERT_NO_FATAL_FAILURE(sc.Restart());
+  EXPECT_EQ(sc.co->counters().restored, 3);
+  int64_t held_before = 0;
+  for (const auto& [b, h] : before) {
+    EXPECT_EQ(sc.co->ledger().Held(b, kKey), h) << b;
+    held_before += h;
+  }
+  for (int n = 0; n < 20; ++n) {
+    Send(p, LeaseMsgType::kRequest, "b3", {{7, 0, 10'000'000, 0, 0, 0}}, 0, sc.clock.UnixMs());
+  }
+  ASSERT_TRUE(p.Flush(5000).ok());
+  ASSERT_TRUE(WaitUntil([&] { return sc.co->ledger().Of(kKey).pool() == 0; }, 30s))
+      << sc.co->counters().messages << " messages read";
+  EXPECT_EQ(sc.co->ledger().Held("b3", kKey), kArmBudget - held_before);
+  EXPECT_EQ(sc.co->ledger().Of(kKey).held, kArmBudget);
+}
 
 TEST(Coordinator, AReturnIsConfirmedByAHoldingThatHasSeenItAndItsMoneyGoesToTheNextAsker) {
   ServingCoordinator sc;
@@ -304,42 +401,36 @@ TEST(Coordinator, AReturnIsConfirmedByAHoldingThatHasSeenItAndItsMoneyGoesToTheN
   };
   // a asks for everything: the pool share cap gives it half; a need past the cap is met.
   send(LeaseMsgType::kRequest, "a", 10, {7, 0, kArmBudget, 0, 0, 0});
-  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("a", kKey) == kArmBudget / 2; }, 10s));
+  ASSERT_TRUE(WaitUntil([&] { return sc.co->ledger().Held("a", kKey) == kArmBudget / 2; }));
   send(LeaseMsgType::kRequest, "a", 11, {7, 0, 100, 0, 0, 0, 2'000'000});
-  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("a", kKey) == 4'500'000; }, 10s));
+  ASSERT_TRUE(WaitUntil([&] { return sc.co->ledger().Held("a", kKey) == 4'500'000; }));
   std::optional<LeaseGrant> g;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        g = LatestOf(brokers, "a");
-        return g.has_value() && g->seen >= 11;
-      },
-      10s));
+  ASSERT_TRUE(WaitUntil([&] {
+    g = LatestOf(brokers, "a");
+    return g.has_value() && g->seen >= 11;
+  }));
   EXPECT_EQ(g->pool, 500'000);
   // a returns 3.00 of what it holds (it has spent 0.50 and reserved 0.20): the holding that
   // confirms it has seen the return's seq and holds 1.50.
   send(LeaseMsgType::kReturn, "a", 12, {7, 0, 0, 3'000'000, 500'000, 200'000});
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        g = LatestOf(brokers, "a");
-        return g.has_value() && g->seen >= 12;
-      },
-      10s));
+  ASSERT_TRUE(WaitUntil([&] {
+    g = LatestOf(brokers, "a");
+    return g.has_value() && g->seen >= 12;
+  }));
   EXPECT_EQ(g->held, 1'500'000);
   EXPECT_EQ(g->pool, 3'500'000);
   EXPECT_EQ(g->left, kArmBudget - 500'000);
   // A return of more than is free gives back only what is neither spent nor reserved, and is
   // still answered (the bidder waits for it).
   send(LeaseMsgType::kReturn, "a", 13, {7, 0, 0, 5'000'000, 600'000, 100'000});
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        g = LatestOf(brokers, "a");
-        return g.has_value() && g->seen >= 13;
-      },
-      10s));
+  ASSERT_TRUE(WaitUntil([&] {
+    g = LatestOf(brokers, "a");
+    return g.has_value() && g->seen >= 13;
+  }));
   EXPECT_EQ(g->held, 700'000);
   // b gets the returned money; never more than the budget in all.
   send(LeaseMsgType::kRequest, "b", 1, {7, 0, kArmBudget, 0, 0, 0, kArmBudget});
-  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Of(kKey).pool() == 0; }, 10s));
+  ASSERT_TRUE(WaitUntil([&] { return sc.co->ledger().Of(kKey).pool() == 0; }));
   EXPECT_EQ(sc.co->ledger().Held("b", kKey), kArmBudget - 700'000);
   EXPECT_EQ(sc.co->ledger().Of(kKey).held, kArmBudget);
 }
@@ -349,24 +440,21 @@ TEST(Coordinator, AReturnIsConfirmedByAHoldingThatHasSeenItAndItsMoneyGoesToTheN
 // applied; a copy delivered twice gives nothing back twice; a restarted coordinator keeps it.
 TEST(Coordinator, AReturnSentAgainAfterALaterMessageIsAppliedOnceAndConfirmedByReturned) {
   ServingCoordinator sc;
-  auto tune = [](CoordinatorOptions& o) {
+  ASSERT_NO_FATAL_FAILURE(sc.Start([](CoordinatorOptions& o) {
     o.lease.max_pool_share = 0.5;
     o.group_id = "rtb-budget-lost-return";
-  };
-  ASSERT_NO_FATAL_FAILURE(sc.Start(tune));
+  }));
   // The latest holding of a once its `what` reaches `seq`.
   auto latest = [&](int64_t LeaseGrant::*what, int64_t seq) {
     std::optional<LeaseGrant> g;
-    EXPECT_TRUE(WaitFor(
-        [&] {
-          g = LatestOf(sc.brokers, "a");
-          return g.has_value() && (*g).*what >= seq;
-        },
-        10s));
+    EXPECT_TRUE(WaitUntil([&] {
+      g = LatestOf(sc.brokers, "a");
+      return g.has_value() && (*g).*what >= seq;
+    }));
     return g;
   };
   sc.Put(LeaseMsgType::kRequest, "a", 10, {7, 0, kArmBudget, 0, 0, 0});
-  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("a", kKey) == kArmBudget / 2; }, 10s));
+  ASSERT_TRUE(WaitUntil([&] { return sc.co->ledger().Held("a", kKey) == kArmBudget / 2; }));
   // The return of 1.00 under seq 11 is lost; a request for nothing under seq 12 goes through
   // and is answered: seen 12, but the return is not in (the bidder keeps the amount aside).
   sc.Put(LeaseMsgType::kRequest, "a", 12, {7, 0, 0, 0, 300'000, 0});
@@ -381,19 +469,11 @@ TEST(Coordinator, AReturnSentAgainAfterALaterMessageIsAppliedOnceAndConfirmedByR
   EXPECT_EQ(g->held, 1'500'000);
   // The same copy again (delivered twice): a report, nothing given back twice.
   sc.Put(LeaseMsgType::kReturn, "a", 11, {7, 0, 0, 1'000'000, 300'000, 0});
-  ASSERT_TRUE(WaitFor([&] { return sc.co->counters().messages >= 4; }, 10s));
+  ASSERT_TRUE(sc.AwaitRead(4));
   EXPECT_EQ(sc.co->ledger().Held("a", kKey), 1'500'000);
   // A restarted coordinator reads `returned` back with the holdings: its next answer still
   // confirms the return (a bidder waiting for it lets the amount go).
-  sc.stop = true;
-  sc.run.join();
-  sc.stop = false;
-  CoordinatorOptions opt = MarketOptions(sc.brokers);
-  tune(opt);
-  auto again = Coordinator::Create(opt);
-  ASSERT_TRUE(again.ok()) << again.status().message();
-  sc.co = std::move(*again);
-  sc.run = std::thread([&sc] { EXPECT_TRUE(sc.co->Run(sc.stop).ok()); });
+  ASSERT_NO_FATAL_FAILURE(sc.Restart());
   sc.Put(LeaseMsgType::kRequest, "a", 13, {7, 0, 0, 0, 300'000, 0});
   g = latest(&LeaseGrant::seen, 13);
   ASSERT_TRUE(g.has_value());
@@ -403,61 +483,51 @@ TEST(Coordinator, AReturnSentAgainAfterALaterMessageIsAppliedOnceAndConfirmedByR
   // spent (0.30): then a return of 0.50 gives it back.
   sc.Put(LeaseMsgType::kReport, "a", 14, {7, 0, 0, 0, 300'000, 0});
   sc.Put(LeaseMsgType::kReturn, "a", 15, {7, 0, 0, 500'000, 300'000, 0});
-  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("a", kKey) == 1'000'000; }, 10s));
+  ASSERT_TRUE(WaitUntil([&] { return sc.co->ledger().Held("a", kKey) == 1'000'000; }));
 }
 
 // A need the pool cannot meet is a recall: the other holders' holdings are published with
 // `wanted`, and what one of them gives back goes to the waiting bidder without its asking again.
 TEST(Coordinator, AnUnmetNeedAsksTheOtherHoldersBackAndWhatComesBackGoesToTheWaitingBidder) {
   ServingCoordinator sc;
-  ASSERT_NO_FATAL_FAILURE(sc.Start([](CoordinatorOptions& o) {
-    o.group_id = "rtb-budget-recall";
-    // The need must outlast the test's reads of the grants topic: b's ask and a's return
-    // are 1.9 s apart on an idle machine, against the default 2 s (it failed once in
-    // about 17 runs).
-    o.need_stands_ms = 60'000;
-  }));
+  // The need stands (2 s) throughout: the clock does not move in this test.
+  ASSERT_NO_FATAL_FAILURE(
+      sc.Start([](CoordinatorOptions& o) { o.group_id = "rtb-budget-recall"; }));
   const std::string& brokers = sc.brokers;
   auto send = [&](LeaseMsgType type, const std::string& bidder, int64_t seq, LeaseItem item) {
     sc.Put(type, bidder, seq, item);
   };
   std::optional<LeaseGrant> g;
   auto latest = [&](const std::string& bidder, int64_t seen) {
-    return WaitFor(
-        [&] {
-          g = LatestOf(brokers, bidder);
-          return g.has_value() && g->seen >= seen;
-        },
-        10s);
+    return WaitUntil([&] {
+      g = LatestOf(brokers, bidder);
+      return g.has_value() && g->seen >= seen;
+    });
   };
   // a takes the whole budget (its need); b then needs 1.00 of a dry pool.
   send(LeaseMsgType::kRequest, "a", 1, {7, 0, kArmBudget, 0, 0, 0, kArmBudget});
-  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("a", kKey) == kArmBudget; }, 10s));
+  ASSERT_TRUE(WaitUntil([&] { return sc.co->ledger().Held("a", kKey) == kArmBudget; }));
   send(LeaseMsgType::kRequest, "b", 1, {7, 0, 1'000'000, 0, 0, 0, 1'000'000});
   ASSERT_TRUE(latest("b", 1));
   EXPECT_EQ(g->held, 0);
   EXPECT_EQ(g->wanted, 0);  // its own need is not asked of it
   // a's holding is published again, asking for b's need.
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        g = LatestOf(brokers, "a");
-        return g.has_value() && g->wanted > 0;
-      },
-      10s));
+  ASSERT_TRUE(WaitUntil([&] {
+    g = LatestOf(brokers, "a");
+    return g.has_value() && g->wanted > 0;
+  }));
   EXPECT_EQ(g->wanted, 1'000'000);
   EXPECT_EQ(g->held, kArmBudget);
   // a gives back 1.50: b gets its 1.00 at once, 0.50 stays in the pool, nobody waits any more.
   send(LeaseMsgType::kReturn, "a", 2, {7, 0, 0, 1'500'000, 0, 0});
-  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("b", kKey) == 1'000'000; }, 10s));
+  ASSERT_TRUE(WaitUntil([&] { return sc.co->ledger().Held("b", kKey) == 1'000'000; }));
   EXPECT_EQ(sc.co->ledger().Held("a", kKey), kArmBudget - 1'500'000);
   EXPECT_EQ(sc.co->ledger().Of(kKey).pool(), 500'000);
   ASSERT_TRUE(latest("b", 1));
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        g = LatestOf(brokers, "b");
-        return g.has_value() && g->held == 1'000'000;
-      },
-      10s));
+  ASSERT_TRUE(WaitUntil([&] {
+    g = LatestOf(brokers, "b");
+    return g.has_value() && g->held == 1'000'000;
+  }));
   EXPECT_EQ(g->granted, 1'000'000);
   ASSERT_TRUE(latest("a", 2));
   EXPECT_EQ(g->wanted, 0);
@@ -478,13 +548,13 @@ TEST(Coordinator, AnUnmetNeedLapsesAfterItsTime) {
     o.need_stands_ms = 300;
   }));
   sc.Put(LeaseMsgType::kRequest, "a", 1, {7, 0, kArmBudget, 0, 0, 0, kArmBudget});
-  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("a", kKey) == kArmBudget; }, 10s));
+  ASSERT_TRUE(WaitUntil([&] { return sc.co->ledger().Held("a", kKey) == kArmBudget; }));
   sc.Put(LeaseMsgType::kRequest, "b", 1, {7, 0, 1'000'000, 0, 0, 0, 1'000'000});
-  ASSERT_TRUE(WaitFor([&] { return sc.co->counters().messages >= 2; }, 10s));
-  std::this_thread::sleep_for(800ms);  // the need's 300 ms and then some
+  ASSERT_TRUE(sc.AwaitRead(2));
+  ASSERT_TRUE(sc.Pass(400));  // the need's 300 ms and then some
   sc.Put(LeaseMsgType::kReturn, "a", 2, {7, 0, 0, 1'500'000, 0, 0});
-  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Of(kKey).pool() == 1'500'000; }, 10s));
-  std::this_thread::sleep_for(300ms);  // had the need stood, b would hold 1.00 by now
+  ASSERT_TRUE(sc.AwaitRead(3));  // the return, and whatever its turn gave out
+  // Had the need stood, b would hold 1.00 now.
   EXPECT_EQ(sc.co->ledger().Held("b", kKey), 0);
   EXPECT_EQ(sc.co->ledger().Of(kKey).pool(), 1'500'000);
 }
@@ -499,29 +569,42 @@ void ALiveBidderThatReconnectsLateIsNotTakenForDead(int handover_timeout_ms) {
   ASSERT_NO_FATAL_FAILURE(sc.Start([&](CoordinatorOptions& o) {
     o.group_id = "rtb-budget-own-outage";
     o.lease.heartbeat_timeout_ms = 3000;
-    o.reclaim_every_ms = 100;
     o.handover_timeout_ms = handover_timeout_ms;
   }));
   sc.Put(LeaseMsgType::kRequest, "a", 1, {7, 0, 2'000'000, 0, 0, 0, 2'000'000});
   sc.Put(LeaseMsgType::kRequest, "b", 1, {7, 0, 1'000'000, 0, 0, 0, 1'000'000});
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        return sc.co->ledger().Held("a", kKey) == 2'000'000 &&
-               sc.co->ledger().Held("b", kKey) == 1'000'000;
-      },
-      10s));
+  ASSERT_TRUE(WaitUntil([&] {
+    return sc.co->ledger().Held("a", kKey) == 2'000'000 &&
+           sc.co->ledger().Held("b", kKey) == 1'000'000;
+  }));
+  // 3.5 s of the coordinator's clock without Kafka, half a second at a time. Unfenced, it checks
+  // for silent bidders meanwhile, and once both look silent it cannot ask the brokers where its
+  // reading stands; fenced (its beats are not read back for half the hand-over timeout), it
+  // checks nothing.
+  const bool fenced = handover_timeout_ms / 2 < 3'500;
   for (int b = 1; b <= 3; ++b) sc.mock->SetBrokerDown(b);
-  std::this_thread::sleep_for(5s);
+  ASSERT_TRUE(sc.PassInTurns(3'500, 500));
+  EXPECT_EQ(sc.co->counters().fences > 0, fenced);
+  const int64_t checks = sc.co->counters().reclaim_checks;
   for (int b = 1; b <= 3; ++b) sc.mock->SetBrokerUp(b);
-  std::this_thread::sleep_for(1500ms);  // a's client reconnects late; b's never
-  const Heartbeats alive(sc.brokers, "a", 10);
-  // b is reclaimed once the pause after the outage is over; a never is (what b held may then
-  // top a up: a holds at least what it had).
-  EXPECT_TRUE(WaitFor([&] { return sc.co->ledger().Held("b", kKey) == 0; }, 15s))
+  if (fenced) {  // once it reads its beats back, it checks at the current time
+    ASSERT_TRUE(WaitUntil([&] { return sc.co->counters().reclaim_checks > checks; }, 30s));
+    ASSERT_TRUE(sc.AwaitTurnOver());
+  }
+  // a's client reconnects 1.5 s later; b's never. Nobody is reclaimed meanwhile.
+  ASSERT_TRUE(sc.Pass(1'500));
+  EXPECT_EQ(sc.co->counters().reclaims, 0);
+  EXPECT_EQ(sc.co->ledger().Held("a", kKey), 2'000'000);
+  EXPECT_EQ(sc.co->ledger().Held("b", kKey), 1'000'000);
+  // From then on a says it is alive at every step. b is reclaimed once the pause after the
+  // outage is over; a never is (what b held may then top a up: a holds at least what it had).
+  const std::vector<std::string> a = {"a"};
+  EXPECT_TRUE(sc.PassUntil([&] { return sc.co->ledger().Held("b", kKey) == 0; }, a, 5'000))
       << "b holds " << sc.co->ledger().Held("b", kKey);
   EXPECT_GE(sc.co->ledger().Held("a", kKey), 2'000'000);
-  // The ledger changes before the counter does (a CI run read between the two).
-  EXPECT_TRUE(WaitFor([&] { return sc.co->counters().reclaims >= 1; }, 2s));
+  EXPECT_EQ(sc.co->counters().reclaims, 1);
+  ASSERT_TRUE(sc.Pass(1'000, a));
+  EXPECT_GE(sc.co->ledger().Held("a", kKey), 2'000'000);
   EXPECT_EQ(sc.co->counters().reclaims, 1);
 }
 TEST(Coordinator, AfterAKafkaOutageALiveBidderThatReconnectsLateIsNotTakenForDead) {
@@ -540,52 +623,38 @@ TEST(Coordinator,
 // holds nothing. Before, the money sat in the pool until b's next ask.
 TEST(Coordinator, AReclaimedLeaseGoesToTheWaitingBidderAtOnce) {
   ServingCoordinator sc;
-  // A need stands 5 s; a bidder is dead after 1.5 s of silence (700 ms once took b, which says
-  // it is alive every 20 ms or so, for dead beside other tests).
+  // A need stands 5 s; a bidder is dead after 1.5 s of silence.
   ASSERT_NO_FATAL_FAILURE(sc.Start([](CoordinatorOptions& o) {
     o.group_id = "rtb-budget-reclaim-serves";
     o.lease.heartbeat_timeout_ms = 1'500;
-    o.reclaim_every_ms = 100;
     o.need_stands_ms = 5'000;
   }));
   // a takes the whole budget; b then needs 1.00 of a dry pool, and a falls silent.
   sc.Put(LeaseMsgType::kRequest, "a", 1, {7, 0, kArmBudget, 0, 0, 0, kArmBudget});
-  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("a", kKey) == kArmBudget; }, 10s));
-  const auto asked = std::chrono::steady_clock::now();
+  ASSERT_TRUE(WaitUntil([&] { return sc.co->ledger().Held("a", kKey) == kArmBudget; }));
+  const int64_t asked_ms = sc.clock.UnixMs();
   sc.Put(LeaseMsgType::kRequest, "b", 1, {7, 0, 1'000'000, 0, 0, 0, 1'000'000});
+  ASSERT_TRUE(sc.AwaitRead(2));
   // b only says it is alive (no item, no ask) until it holds its need.
-  int64_t seq = 2;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        Send(*sc.producer, LeaseMsgType::kHeartbeat, "b", {}, seq++);
-        return sc.producer->Flush(5000).ok() && sc.co->ledger().Held("b", kKey) == 1'000'000;
-      },
-      10s))
+  ASSERT_TRUE(
+      sc.PassUntil([&] { return sc.co->ledger().Held("b", kKey) == 1'000'000; }, {"b"}, 5'000))
       << "b holds " << sc.co->ledger().Held("b", kKey);
-  // Within the 5 s the need stands, so the reclaim met it (b never asked again).
-  EXPECT_LT(std::chrono::steady_clock::now() - asked, 5s);
+  // Once a was silent for its timeout, within the 5 s the need stands, so the reclaim met it (b
+  // never asked again).
+  EXPECT_GT(sc.clock.UnixMs() - asked_ms, 1'500);
+  EXPECT_LT(sc.clock.UnixMs() - asked_ms, 5'000);
   EXPECT_EQ(sc.co->ledger().Held("a", kKey), 0);
-  // b stays alive while the grants are read back (a bidder silent past the timeout is dead,
-  // even the last one heard from): its own producer says so every 100 ms.
+  // Both holdings are published (the clock stands while the test reads them back: b stays
+  // alive).
   std::optional<LeaseGrant> g, gb;
-  bool a_published = false, b_published = false;
-  {
-    const Heartbeats alive(sc.brokers, "b", 1'000);
-    a_published = WaitFor(
-        [&] {
-          g = LatestOf(sc.brokers, "a");
-          return g.has_value() && g->held == 0;
-        },
-        10s);
-    b_published = WaitFor(
-        [&] {
-          gb = LatestOf(sc.brokers, "b");
-          return gb.has_value() && gb->held == 1'000'000;
-        },
-        10s);
-  }
-  ASSERT_TRUE(a_published);
-  ASSERT_TRUE(b_published);
+  ASSERT_TRUE(WaitUntil([&] {
+    g = LatestOf(sc.brokers, "a");
+    return g.has_value() && g->held == 0;
+  }));
+  ASSERT_TRUE(WaitUntil([&] {
+    gb = LatestOf(sc.brokers, "b");
+    return gb.has_value() && gb->held == 1'000'000;
+  }));
   EXPECT_EQ(gb->granted, 1'000'000);
   EXPECT_EQ(sc.co->counters().reclaims, 1);
 }
@@ -596,26 +665,26 @@ TEST(Coordinator, AReclaimedLeaseGoesToTheWaitingBidderAtOnce) {
 // speaks later, is served.
 TEST(Coordinator, AnAskSentBeforeTheBiddersDeathAndReadAfterItGetsNothing) {
   ServingCoordinator sc;
-  // b's heartbeats every 100 ms keep it alive.
   ASSERT_NO_FATAL_FAILURE(sc.StartReclaiming("rtb-budget-late-from-dead", 1'000));
-  // b speaks every 100 ms throughout; a takes 0.40 and falls silent.
-  const Heartbeats alive(sc.brokers, "b", 1);
-  const int64_t a_last_ms = NowUnixMs();
+  // b speaks at every step throughout; a takes 0.40 and falls silent.
+  const std::vector<std::string> b = {"b"};
+  ASSERT_TRUE(sc.Heartbeat(b));
+  const int64_t a_last_ms = sc.clock.UnixMs();
   sc.Put(LeaseMsgType::kRequest, "a", 1, {7, 0, 400'000, 0, 0, 0, 400'000});
-  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("a", kKey) == 400'000; }, 10s));
-  ASSERT_TRUE(WaitFor([&] { return sc.co->counters().reclaims == 1; }, 10s));
+  ASSERT_TRUE(WaitUntil([&] { return sc.co->ledger().Held("a", kKey) == 400'000; }));
+  ASSERT_TRUE(sc.PassUntil([&] { return sc.co->counters().reclaims == 1; }, b, 2'000));
   EXPECT_EQ(sc.co->ledger().Held("a", kKey), 0);
   // a's ask sent 50 ms after its first (before it died), read now.
   Send(*sc.producer, LeaseMsgType::kRequest, "a", {{7, 0, 500'000, 0, 0, 0, 500'000}}, 2,
        a_last_ms + 50);
   ASSERT_TRUE(sc.producer->Flush(5000).ok());
-  ASSERT_TRUE(WaitFor([&] { return sc.co->counters().late_from_dead == 1; }, 10s));
-  std::this_thread::sleep_for(400ms);  // four checks
+  ASSERT_TRUE(WaitUntil([&] { return sc.co->counters().late_from_dead == 1; }));
+  ASSERT_TRUE(sc.Pass(400, b));  // four checks
   EXPECT_EQ(sc.co->ledger().Held("a", kKey), 0);
   EXPECT_EQ(sc.co->counters().reclaims, 1);  // nothing granted, nothing to take back
   // The restarted a asks again: served.
   sc.Put(LeaseMsgType::kRequest, "a", 3, {7, 0, 500'000, 0, 0, 0, 500'000});
-  EXPECT_TRUE(WaitFor([&] { return sc.co->ledger().Held("a", kKey) == 500'000; }, 10s))
+  EXPECT_TRUE(WaitUntil([&] { return sc.co->ledger().Held("a", kKey) == 500'000; }))
       << "a holds " << sc.co->ledger().Held("a", kKey);
 }
 
@@ -625,17 +694,17 @@ TEST(Coordinator, AnAskSentBeforeTheBiddersDeathAndReadAfterItGetsNothing) {
 // 0.2 s after the first). A dead bidder's needs are dropped.
 TEST(Coordinator, ANeedOfABidderThatDiedIsNotServedByItsOwnReclaim) {
   ServingCoordinator sc;
-  // b's heartbeats every 100 ms keep it alive.
   ASSERT_NO_FATAL_FAILURE(sc.StartReclaiming("rtb-budget-dead-need", 1'000));
-  const Heartbeats alive(sc.brokers, "b", 10);
+  const std::vector<std::string> b = {"b"};  // b says it is alive at every step
   // a holds 1.00, b the other 4.00; a then needs 1.00 more of a dry pool, and dies.
   sc.Put(LeaseMsgType::kRequest, "a", 1, {7, 0, 1'000'000, 0, 0, 0, 1'000'000});
-  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("a", kKey) == 1'000'000; }, 10s));
+  ASSERT_TRUE(WaitUntil([&] { return sc.co->ledger().Held("a", kKey) == 1'000'000; }));
   sc.Put(LeaseMsgType::kRequest, "b", 1, {7, 0, 4'000'000, 0, 0, 0, 4'000'000});
-  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("b", kKey) == 4'000'000; }, 10s));
+  ASSERT_TRUE(WaitUntil([&] { return sc.co->ledger().Held("b", kKey) == 4'000'000; }));
   sc.Put(LeaseMsgType::kRequest, "a", 2, {7, 0, 1'000'000, 0, 0, 0, 1'000'000});
-  ASSERT_TRUE(WaitFor([&] { return sc.co->counters().reclaims >= 1; }, 10s));
-  std::this_thread::sleep_for(500ms);  // five more checks
+  ASSERT_TRUE(sc.AwaitRead(3));
+  ASSERT_TRUE(sc.PassUntil([&] { return sc.co->counters().reclaims >= 1; }, b, 2'000));
+  ASSERT_TRUE(sc.Pass(500, b));  // five more checks
   EXPECT_EQ(sc.co->counters().reclaims, 1);
   EXPECT_EQ(sc.co->ledger().Held("a", kKey), 0);
   EXPECT_FALSE(sc.co->ledger().IsAlive("a"));
@@ -650,11 +719,8 @@ TEST(Coordinator, ANeedOfABidderThatDiedIsNotServedByItsOwnReclaim) {
 // from nothing, and what i3 spent stays counted as "x~i3".
 TEST(Coordinator, OneLiveProcessPerBidderNameARestartTakesItBackANewcomerOnlyFromTheDead) {
   ServingCoordinator sc;
-  // A timeout long enough for the checks below while x's process lives (reading the grants
-  // topic whole takes up to a second or two on the embedded cluster; 5 s was once too short
-  // for the first four checks in a CI run beside other tests).
-  ASSERT_NO_FATAL_FAILURE(sc.StartReclaiming("rtb-budget-one-process", 12'000));
-  const Heartbeats other(sc.brokers, "other", 1);  // keeps the bidders' clock going
+  ASSERT_NO_FATAL_FAILURE(sc.StartReclaiming("rtb-budget-one-process", 1'000));
+  const std::vector<std::string> other = {"other"};  // speaks at every step
   auto put = [&](LeaseMsgType type, const std::string& instance, std::vector<std::string> lineage,
                  int64_t seq, const LeaseItem& item) {
     LeaseMessage m;
@@ -663,7 +729,7 @@ TEST(Coordinator, OneLiveProcessPerBidderNameARestartTakesItBackANewcomerOnlyFro
     m.instance = instance;
     m.lineage = std::move(lineage);
     m.day = 1;
-    m.ts_ms = NowUnixMs();
+    m.ts_ms = sc.clock.UnixMs();
     m.seq = seq;
     m.items = {item};
     ASSERT_TRUE(
@@ -676,36 +742,40 @@ TEST(Coordinator, OneLiveProcessPerBidderNameARestartTakesItBackANewcomerOnlyFro
     return g.has_value() && g->ts_ms >= after_ms ? g->instance : std::string("-");
   };
   put(LeaseMsgType::kRequest, "i1", {}, 1, {7, 0, 1'000'000, 0, 0, 0, 1'000'000});
-  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("x", kKey) == 1'000'000; }, 10s));
-  EXPECT_TRUE(WaitFor([&] { return latest_instance(0) == "i1"; }, 10s));
+  ASSERT_TRUE(WaitUntil([&] { return sc.co->ledger().Held("x", kKey) == 1'000'000; }));
+  EXPECT_TRUE(WaitUntil([&] { return latest_instance(0) == "i1"; }));
 
-  // i2 asks while i1 lives: refused, and shown i1's holding.
-  int64_t t = NowUnixMs();
+  // i2 asks while i1 lives: refused, and shown i1's holding (published after i1's own).
+  ASSERT_TRUE(sc.Pass(kStepMs, other));
+  int64_t t = sc.clock.UnixMs();
   put(LeaseMsgType::kRequest, "i2", {}, 2, {7, 0, 2'000'000, 0, 0, 0, 2'000'000});
-  ASSERT_TRUE(WaitFor([&] { return sc.co->counters().refused == 1; }, 10s));
-  EXPECT_TRUE(WaitFor([&] { return latest_instance(t) == "i1"; }, 10s));
+  ASSERT_TRUE(WaitUntil([&] { return sc.co->counters().refused == 1; }));
+  EXPECT_TRUE(WaitUntil([&] { return latest_instance(t) == "i1"; }));
   EXPECT_EQ(sc.co->ledger().Held("x", kKey), 1'000'000);
   EXPECT_EQ(sc.co->ledger().Of(kKey).held, 1'000'000);
 
   // i1's restart (i3) takes the name at once, and reports 0.30 spent.
-  t = NowUnixMs();
+  ASSERT_TRUE(sc.Pass(kStepMs, other));
+  t = sc.clock.UnixMs();
   put(LeaseMsgType::kRequest, "i3", {"i1"}, 3, {7, 0, 500'000, 0, 0, 0, 500'000});
-  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("x", kKey) == 1'500'000; }, 10s));
-  EXPECT_TRUE(WaitFor([&] { return latest_instance(t) == "i3"; }, 10s));
+  ASSERT_TRUE(WaitUntil([&] { return sc.co->ledger().Held("x", kKey) == 1'500'000; }));
+  EXPECT_TRUE(WaitUntil([&] { return latest_instance(t) == "i3"; }));
   put(LeaseMsgType::kReport, "i3", {"i1"}, 4, {7, 0, 0, 0, 300'000, 0});
   // i2 again, while i3 lives: refused.
   put(LeaseMsgType::kRequest, "i2", {}, 5, {7, 0, 2'000'000, 0, 0, 0, 2'000'000});
-  ASSERT_TRUE(WaitFor([&] { return sc.co->counters().refused == 2; }, 10s));
+  ASSERT_TRUE(WaitUntil([&] { return sc.co->counters().refused == 2; }));
+  ASSERT_TRUE(sc.Pass(kStepMs, other));
   EXPECT_EQ(sc.co->counters().reclaims, 0);
 
   // i3 falls silent and is reclaimed down to its spend; then i2 takes the name, from nothing.
-  ASSERT_TRUE(WaitFor([&] { return sc.co->counters().reclaims == 1; }, 30s));
+  ASSERT_TRUE(sc.PassUntil([&] { return sc.co->counters().reclaims == 1; }, other, 2'000));
   EXPECT_EQ(sc.co->ledger().Held("x", kKey), 300'000);
-  t = NowUnixMs();
+  ASSERT_TRUE(sc.Pass(kStepMs, other));
+  t = sc.clock.UnixMs();
   put(LeaseMsgType::kRequest, "i2", {}, 6, {7, 0, 500'000, 0, 0, 0, 500'000});
-  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("x", kKey) == 500'000; }, 10s))
+  ASSERT_TRUE(WaitUntil([&] { return sc.co->ledger().Held("x", kKey) == 500'000; }))
       << "x holds " << sc.co->ledger().Held("x", kKey);
-  EXPECT_TRUE(WaitFor([&] { return latest_instance(t) == "i2"; }, 10s));
+  EXPECT_TRUE(WaitUntil([&] { return latest_instance(t) == "i2"; }));
   EXPECT_EQ(sc.co->ledger().Held("x~i3", kKey), 300'000);
   EXPECT_EQ(sc.co->ledger().Of(kKey).held, 800'000);
   EXPECT_EQ(sc.co->ledger().Of(kKey).spent, 300'000);
@@ -713,9 +783,9 @@ TEST(Coordinator, OneLiveProcessPerBidderNameARestartTakesItBackANewcomerOnlyFro
 
   // i2 dies too; a restart of i3's store (i4, lineage i3) takes the name and gets i3's record
   // back (its spend is in that store); i2's goes aside.
-  ASSERT_TRUE(WaitFor([&] { return sc.co->counters().reclaims == 2; }, 30s));
+  ASSERT_TRUE(sc.PassUntil([&] { return sc.co->counters().reclaims == 2; }, other, 2'000));
   put(LeaseMsgType::kReport, "i4", {"i3", "i1"}, 7, {7, 0, 0, 0, 300'000, 0});
-  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("x~i3", kKey) == 0; }, 10s));
+  ASSERT_TRUE(WaitUntil([&] { return sc.co->ledger().Held("x~i3", kKey) == 0; }));
   EXPECT_EQ(sc.co->ledger().Held("x", kKey), 300'000);
   EXPECT_EQ(sc.co->ledger().Held("x~i2", kKey), 0);  // it spent nothing
   EXPECT_EQ(sc.co->ledger().Of(kKey).held, 300'000);
@@ -724,14 +794,14 @@ TEST(Coordinator, OneLiveProcessPerBidderNameARestartTakesItBackANewcomerOnlyFro
   // A restarted coordinator takes each name's owner from the grants topic: while i4 lives, a
   // process of another store (i5) is refused.
   ASSERT_NO_FATAL_FAILURE(sc.Restart());
-  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("x", kKey) == 300'000; }, 10s));
+  ASSERT_TRUE(WaitUntil([&] { return sc.co->ledger().Held("x", kKey) == 300'000; }));
   EXPECT_EQ(sc.co->ledger().Held("x~i3", kKey), 0);
   // The set-aside records are dead processes' from the start: no traffic share.
   EXPECT_FALSE(sc.co->ledger().IsAlive("x~i2"));
   EXPECT_FALSE(sc.co->ledger().IsAlive("x~i3"));
   EXPECT_TRUE(sc.co->ledger().IsAlive("x"));
   put(LeaseMsgType::kRequest, "i5", {}, 8, {7, 0, 500'000, 0, 0, 0, 500'000});
-  ASSERT_TRUE(WaitFor([&] { return sc.co->counters().refused == 1; }, 10s));
+  ASSERT_TRUE(WaitUntil([&] { return sc.co->counters().refused == 1; }));
   EXPECT_EQ(sc.co->ledger().Held("x", kKey), 300'000);
   EXPECT_EQ(sc.co->ledger().Of(kKey).held, 300'000);
 }
@@ -772,44 +842,39 @@ TEST(Coordinator, ShareSizingGivesEachBidderItsTrafficShareAndMovesTheExcessToWh
     LeaseMessage m;
     m.type = type;
     m.bidder = bidder;
-    m.ts_ms = NowUnixMs();
+    m.ts_ms = sc.clock.UnixMs();
     m.seq = seq;
     m.items = {item};
     put(m);
   };
-  const int64_t t0 = NowUnixMs();
+  const int64_t t0 = sc.clock.UnixMs();
   report("a", 1, t0, 0, 0);
   report("b", 1, t0, 0, 0);
   report("a", 2, t0 + 1000, 3000, 0);
   report("b", 2, t0 + 1000, 1000, 0);
   // Both second reports read: a's alone, with b's count not yet rated, gives a share of 1.
-  ASSERT_TRUE(
-      WaitFor([&] { return std::abs(sc.co->ledger().TrafficShare("a") - 0.75) < 1e-9; }, 10s))
+  ASSERT_TRUE(WaitUntil([&] { return std::abs(sc.co->ledger().TrafficShare("a") - 0.75) < 1e-9; }))
       << sc.co->ledger().TrafficShare("a");
   EXPECT_DOUBLE_EQ(sc.co->ledger().TrafficShare("a"), 0.75);
   ask(LeaseMsgType::kRequest, "a", 3, {7, 0, 1, 0, 0, 0});
   ask(LeaseMsgType::kRequest, "b", 3, {7, 0, 1, 0, 0, 0});
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        return sc.co->ledger().Held("a", kKey) == kArmBudget * 3 / 4 &&
-               sc.co->ledger().Held("b", kKey) == kArmBudget / 4;
-      },
-      10s))
-      << "a holds " << sc.co->ledger().Held("a", kKey) << ", b " << sc.co->ledger().Held("b", kKey);
+  ASSERT_TRUE(WaitUntil([&] {
+    return sc.co->ledger().Held("a", kKey) == kArmBudget * 3 / 4 &&
+           sc.co->ledger().Held("b", kKey) == kArmBudget / 4;
+  })) << "a holds "
+      << sc.co->ledger().Held("a", kKey) << ", b " << sc.co->ledger().Held("b", kKey);
   EXPECT_EQ(sc.co->ledger().Of(kKey).pool(), 0);
   // a spent 3.20 of its 3.75: 0.55 unused, below half its target of 3/4 x 1.80.
   report("a", 4, t0 + 1200, 3600, 3'200'000);
   std::optional<LeaseGrant> g;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        g = LatestOf(sc.brokers, "b");
-        return g.has_value() && g->wanted > 0;
-      },
-      10s));
+  ASSERT_TRUE(WaitUntil([&] {
+    g = LatestOf(sc.brokers, "b");
+    return g.has_value() && g->wanted > 0;
+  }));
   EXPECT_EQ(g->wanted, 800'000);  // b holds 1.25 against its 0.45: a misses 0.80 of its 1.35
   EXPECT_EQ(g->held, kArmBudget / 4);
   ask(LeaseMsgType::kReturn, "b", 5, {7, 0, 0, 800'000, 0, 0});
-  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("a", kKey) > kArmBudget * 3 / 4; }, 10s));
+  ASSERT_TRUE(WaitUntil([&] { return sc.co->ledger().Held("a", kKey) > kArmBudget * 3 / 4; }));
   EXPECT_EQ(sc.co->ledger().Held("a", kKey), kArmBudget * 3 / 4 + 800'000);
   EXPECT_EQ(sc.co->ledger().Held("b", kKey), kArmBudget / 4 - 800'000);
   EXPECT_LE(sc.co->ledger().Of(kKey).held, kArmBudget);
@@ -819,7 +884,7 @@ TEST(Coordinator, ShareSizingGivesEachBidderItsTrafficShareAndMovesTheExcessToWh
 // unless `beats`).
 std::vector<CoordinatorRecord> CoordinatorRecords(const std::string& brokers, bool beats = true) {
   std::vector<CoordinatorRecord> out;
-  EXPECT_TRUE(kafka::ReadWholeTopic({.bootstrap = brokers}, "rtb.lease.grants.coordinators", 10000,
+  EXPECT_TRUE(kafka::ReadWholeTopic(Reader(brokers), "rtb.lease.grants.coordinators", 10000,
                                     [&](int32_t, int64_t, std::string_view v) {
                                       auto r = DecodeCoordinatorRecord(v);
                                       ASSERT_TRUE(r.ok()) << r.status().message();
@@ -831,16 +896,17 @@ std::vector<CoordinatorRecord> CoordinatorRecords(const std::string& brokers, bo
   return out;
 }
 
-// A coordinator record written by the test (a coordinator process that is not there).
-void PutRecord(kafka::Producer& p, CoordinatorState state, const std::string& instance,
-               int64_t seq = 0, const std::string& by = "") {
+// A coordinator record written by the test at `clock`'s time (a coordinator process that is not
+// there).
+void PutRecord(kafka::Producer& p, const Clock& clock, CoordinatorState state,
+               const std::string& instance, int64_t seq = 0, const std::string& by = "") {
   CoordinatorRecord r;
   r.state = state;
   r.seq = seq;
   r.by = by;
   r.instance = instance;
   r.host = "elsewhere";
-  r.ts_ms = NowUnixMs();
+  r.ts_ms = clock.UnixMs();
   ASSERT_TRUE(
       p.Produce("rtb.lease.grants.coordinators", 0, instance, EncodeCoordinatorRecord(r)).ok());
   ASSERT_TRUE(p.Flush(5000).ok());
@@ -857,29 +923,43 @@ TEST(Coordinator, ASecondCoordinatorServesOnlyOnceTheFirstHandsOverAndNeverGrant
     o.lease.max_pool_share = 0.25;
   }));
   sc.Put(LeaseMsgType::kRequest, "a", 1, {7, 0, 1'000'000, 0, 0, 0});
-  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("a", kKey) == 1'000'000; }, 10s));
-  // Bidders b and c ask for a little, again and again, through the hand-over: the first is
-  // granting when the second starts (the budget lasts 200 asks, about 5 s).
+  ASSERT_TRUE(WaitUntil([&] { return sc.co->ledger().Held("a", kKey) == 1'000'000; }));
+  // Bidders b and c ask for a little, again and again, through the hand-over, each ask once the
+  // one before it is answered (a holding of b or c that has seen it), whoever answers: the
+  // budget lasts 200 asks.
+  std::atomic<int64_t> answered{0};
+  auto answers = kafka::TopicTail::Start(
+      Reader(sc.brokers), "rtb.lease.grants", 10'000, [&](int32_t, int64_t, std::string_view v) {
+        const auto g = DecodeLeaseGrant(v);
+        if (g.ok() && (g->bidder == "b" || g->bidder == "c") && g->seen > answered.load()) {
+          answered = g->seen;
+        }
+      });
+  ASSERT_TRUE(answers.ok()) << answers.status().message();
   std::atomic<bool> asked_enough{false};
   std::thread askers([&] {
     auto p = RequestsProducer(sc.brokers);
     for (int64_t n = 1; p != nullptr && !asked_enough.load(); ++n) {
-      Send(*p, LeaseMsgType::kRequest, n % 2 ? "b" : "c", {{7, 0, 20'000, 0, 0, 0}}, n);
+      Send(*p, LeaseMsgType::kRequest, n % 2 ? "b" : "c", {{7, 0, 20'000, 0, 0, 0}}, n,
+           sc.clock.UnixMs());
       (void)p->Flush(5000);
-      std::this_thread::sleep_for(20ms);
+      // An ask the first read as it handed over is never answered: the next one after a second.
+      (void)WaitUntil([&] { return answered.load() >= n || asked_enough.load(); }, 1s);
     }
   });
   Joiner stop_asking{asked_enough, askers};
-  std::this_thread::sleep_for(500ms);
+  ASSERT_TRUE(WaitUntil([&] { return answered.load() >= 10; }));  // the first is granting
   const int64_t granted_before = sc.co->counters().grants_published;
-  auto second = Coordinator::Create(sc.opt);
+  // The clock stands: the second waits for the first to hand over, however long that takes.
+  auto second = Starting(sc.opt).Finish();
   ASSERT_TRUE(second.ok()) << second.status().message();
   // The first has handed over: its Run returned, naming the second.
-  EXPECT_TRUE(WaitFor([&] { return !sc.co->counters().handed_over_to.empty(); }, 5s));
+  EXPECT_TRUE(WaitUntil([&] { return !sc.co->counters().handed_over_to.empty(); }, 5s));
   sc.stop = true;
   sc.run.join();
   const std::string second_instance = sc.co->counters().handed_over_to;
   EXPECT_GT(sc.co->counters().grants_published, granted_before);  // it granted meanwhile
+  sc.co.reset();  // its consumer leaves the requests' group, as when its process exits
   EXPECT_EQ((*second)->counters().waited_for, 1);
   EXPECT_EQ((*second)->counters().taken_for_dead, 0);
   // Everything the first granted, to its last grant, is in the second's ledger.
@@ -890,19 +970,16 @@ TEST(Coordinator, ASecondCoordinatorServesOnlyOnceTheFirstHandsOverAndNeverGrant
   std::atomic<bool> stop{false};
   std::thread run([&] { EXPECT_TRUE((*second)->Run(stop).ok()); });
   Joiner join_run{stop, run};
-  ASSERT_TRUE(WaitFor([&] { return (*second)->ledger().Of(kKey).pool() == 0; }, 30s));
+  ASSERT_TRUE(WaitUntil([&] { return (*second)->ledger().Of(kKey).pool() == 0; }, 30s));
   asked_enough = true;
   askers.join();
   // What the bidders were told, over both coordinators: the budget, not more.
   int64_t sum = 0;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        sum = 0;
-        for (const auto& [b, h] : LatestHeld(sc.brokers)) sum += h;
-        return sum == kArmBudget;
-      },
-      10s))
-      << sum;
+  ASSERT_TRUE(WaitUntil([&] {
+    sum = 0;
+    for (const auto& [b, h] : LatestHeld(sc.brokers)) sum += h;
+    return sum == kArmBudget;
+  })) << sum;
   EXPECT_EQ((*second)->ledger().Of(kKey).held, kArmBudget);
   // On the grants topic the first's holdings all come before the second's first: the two never
   // granted at the same time.
@@ -946,26 +1023,32 @@ TEST(Coordinator, AClaimThatNeverHandsOverIsTakenForDeadAndANewerClaimWins) {
   auto mock = LeaseCluster();
   ASSERT_NE(mock, nullptr);
   const std::string brokers = mock->bootstrap();
+  ManualClock clock;
   auto producer = RequestsProducer(brokers);
   ASSERT_NE(producer, nullptr);
-  PutRecord(*producer, CoordinatorState::kClaim, "killed-1");
+  PutRecord(*producer, clock, CoordinatorState::kClaim, "killed-1");
   // Its last record is a beat: it served (a beat stands for its claim).
-  PutRecord(*producer, CoordinatorState::kServing, "killed-1", 3);
-  CoordinatorOptions opt = MarketOptions(brokers);
+  PutRecord(*producer, clock, CoordinatorState::kServing, "killed-1", 3);
+  CoordinatorOptions opt = MarketOptions(brokers, &clock);
   opt.handover_timeout_ms = 1'500;
   {
-    auto co = Coordinator::Create(opt);
+    // Its wait is on its clock, which stands until the claim is on the topic and then moves on
+    // 50 ms every 10 ms of real time (the coordinator reads its claim back about when the test
+    // does: a later read only ends its wait later).
+    Starting start(opt);
+    ASSERT_TRUE(WaitUntil([&] { return CoordinatorRecords(brokers).size() == 3; }));
+    auto co = start.Finish(&clock, 50);
     ASSERT_TRUE(co.ok()) << co.status().message();
     EXPECT_EQ((*co)->counters().waited_for, 1);
     EXPECT_EQ((*co)->counters().taken_for_dead, 1);
-  }                                  // destroyed without Run: hands over
-  opt.handover_timeout_ms = 60'000;  // a wait would fail the 30 s below
+  }  // destroyed without Run: hands over
+  opt.handover_timeout_ms = 60'000;
   {
-    const auto t0 = std::chrono::steady_clock::now();
-    auto co = Coordinator::Create(opt);
+    const int64_t t0 = clock.UnixMs();
+    auto co = Starting(opt).Finish(&clock, 100);
     ASSERT_TRUE(co.ok()) << co.status().message();
     EXPECT_EQ((*co)->counters().waited_for, 0);
-    EXPECT_LT(std::chrono::steady_clock::now() - t0, 30s);
+    EXPECT_LT(clock.UnixMs() - t0, 60'000);  // it did not wait out a timeout
     std::atomic<bool> stop{true};
     EXPECT_TRUE((*co)->Run(stop).ok());
     EXPECT_TRUE((*co)->counters().handed_over_to.empty());
@@ -975,17 +1058,19 @@ TEST(Coordinator, AClaimThatNeverHandsOverIsTakenForDeadAndANewerClaimWins) {
   EXPECT_EQ(records[3].state, CoordinatorState::kGone);
   EXPECT_EQ(records[3].instance, "killed-1");
   EXPECT_EQ(records[3].by, records[2].instance);
+  // Taken for dead a whole timeout of the clock after its claim was read back, not before.
+  EXPECT_GE(records[3].ts_ms - records[2].ts_ms, 1'500);
   EXPECT_EQ(records[4].state, CoordinatorState::kYield);
   EXPECT_EQ(records[6].state, CoordinatorState::kYield);
   EXPECT_EQ(records[6].instance, records[5].instance);
 
-  // Another killed claim; a coordinator waits for it, and a newer claim comes meanwhile.
-  PutRecord(*producer, CoordinatorState::kClaim, "killed-2");
-  Result<std::unique_ptr<Coordinator>> waiting = Status::Internal("not started");
-  std::thread start([&] { waiting = Coordinator::Create(opt); });
-  const bool claimed = WaitFor([&] { return CoordinatorRecords(brokers).size() == 9; }, 20s);
-  PutRecord(*producer, CoordinatorState::kClaim, "newer");  // also ends the wait if not claimed
-  start.join();
+  // Another killed claim; a coordinator waits for it (the clock stands: for as long as it
+  // takes), and a newer claim comes meanwhile.
+  PutRecord(*producer, clock, CoordinatorState::kClaim, "killed-2");
+  Starting start(opt);
+  const bool claimed = WaitUntil([&] { return CoordinatorRecords(brokers).size() == 9; }, 20s);
+  PutRecord(*producer, clock, CoordinatorState::kClaim, "newer");
+  auto waiting = start.Finish();
   ASSERT_TRUE(claimed);
   ASSERT_FALSE(waiting.ok());
   EXPECT_EQ(waiting.status().code(), Status::Code::kFailedPrecondition);
@@ -1007,69 +1092,59 @@ TEST(Coordinator, AClaimThatNeverHandsOverIsTakenForDeadAndANewerClaimWins) {
 // claims the market meanwhile: once the topic is back the first hands over, and the newer one's
 // ledger holds everything granted.
 TEST(Coordinator, ACoordinatorCutOffFromTheCoordinatorsTopicGrantsNothingUntilItReadsItsBeats) {
-  auto mock = LeaseCluster();
-  ASSERT_NE(mock, nullptr);
-  const std::string brokers = mock->bootstrap();
   const std::string control = "rtb.lease.grants.coordinators";
-  ASSERT_TRUE(mock->CreateTopic(control, 1, 3).ok());
-  for (int32_t p = 0; p < 4; ++p) {
-    ASSERT_TRUE(mock->SetPartitionLeader("rtb.lease.requests", p, 1).ok());
-  }
-  ASSERT_TRUE(mock->SetPartitionLeader("rtb.lease.grants", 0, 1).ok());
-  ASSERT_TRUE(mock->SetPartitionLeader(control, 0, 3).ok());
-  ASSERT_TRUE(mock->SetGroupCoordinator("rtb-budget-fence", 1).ok());
-  CoordinatorOptions opt = MarketOptions(brokers);
-  opt.group_id = "rtb-budget-fence";
-  opt.handover_timeout_ms = 4'000;  // fenced 2 s after the last beat it read back
-  auto co = Coordinator::Create(opt);
-  ASSERT_TRUE(co.ok()) << co.status().message();
-  std::atomic<bool> stop{false};
-  std::thread run([&] { EXPECT_TRUE((*co)->Run(stop).ok()); });
-  Joiner join_run{stop, run};
-  auto producer = RequestsProducer(brokers);
-  ASSERT_NE(producer, nullptr);
-  Send(*producer, LeaseMsgType::kRequest, "a", {{7, 0, 500'000, 0, 0, 0}}, 1);
-  ASSERT_TRUE(producer->Flush(5000).ok());
-  ASSERT_TRUE(WaitFor([&] { return (*co)->ledger().Held("a", kKey) == 500'000; }, 10s));
-  EXPECT_EQ((*co)->counters().fences, 0);  // serving, its beats read back
-  mock->SetBrokerDown(3);
-  std::this_thread::sleep_for(3s);
-  Send(*producer, LeaseMsgType::kRequest, "b", {{7, 0, 500'000, 0, 0, 0}}, 1);
-  ASSERT_TRUE(producer->Flush(5000).ok());
-  std::this_thread::sleep_for(2s);
-  EXPECT_EQ((*co)->ledger().Held("b", kKey), 0) << "granted while fenced";
-  EXPECT_GE((*co)->counters().fences, 1);
-  const int64_t published = (*co)->counters().grants_published;
-  mock->SetBrokerUp(3);
-  EXPECT_TRUE(WaitFor([&] { return (*co)->ledger().Held("b", kKey) == 500'000; }, 20s));
-  EXPECT_TRUE(WaitFor([&] { return (*co)->counters().grants_published > published; }, 5s));
-  EXPECT_TRUE((*co)->counters().handed_over_to.empty());
-  const int64_t fences = (*co)->counters().fences;
+  ServingCoordinator sc;
+  sc.prepare = [&](kafka::MockCluster& mock) {
+    ASSERT_TRUE(mock.CreateTopic(control, 1, 3).ok());
+    for (int32_t p = 0; p < 4; ++p) {
+      ASSERT_TRUE(mock.SetPartitionLeader("rtb.lease.requests", p, 1).ok());
+    }
+    ASSERT_TRUE(mock.SetPartitionLeader("rtb.lease.grants", 0, 1).ok());
+    ASSERT_TRUE(mock.SetPartitionLeader(control, 0, 3).ok());
+    ASSERT_TRUE(mock.SetGroupCoordinator("rtb-budget-fence", 1).ok());
+  };
+  ASSERT_NO_FATAL_FAILURE(sc.Start([](CoordinatorOptions& o) {
+    o.group_id = "rtb-budget-fence";
+    o.handover_timeout_ms = 4'000;  // fenced 2 s after the last beat it read back; one in 400 ms
+  }));
+  sc.Put(LeaseMsgType::kRequest, "a", 1, {7, 0, 500'000, 0, 0, 0});
+  ASSERT_TRUE(WaitUntil([&] { return sc.co->ledger().Held("a", kKey) == 500'000; }));
+  EXPECT_EQ(sc.co->counters().fences, 0);  // serving, its beats read back
+  // Cut off for 3.2 s of its clock, a beat's interval at a time.
+  sc.mock->SetBrokerDown(3);
+  ASSERT_TRUE(sc.PassInTurns(3'200, 400));
+  EXPECT_GE(sc.co->counters().fences, 1);
+  sc.Put(LeaseMsgType::kRequest, "b", 1, {7, 0, 500'000, 0, 0, 0});
+  ASSERT_TRUE(sc.AwaitTurns(20));  // an unfenced coordinator would have granted it by now
+  EXPECT_EQ(sc.co->ledger().Held("b", kKey), 0) << "granted while fenced";
+  const int64_t published = sc.co->counters().grants_published;
+  sc.mock->SetBrokerUp(3);
+  EXPECT_TRUE(WaitUntil([&] { return sc.co->ledger().Held("b", kKey) == 500'000; }, 20s));
+  EXPECT_TRUE(WaitUntil([&] { return sc.co->counters().grants_published > published; }, 5s));
+  EXPECT_TRUE(sc.co->counters().handed_over_to.empty());
+  const int64_t fences = sc.co->counters().fences;
 
-  mock->SetBrokerDown(3);
-  std::this_thread::sleep_for(3s);
-  Send(*producer, LeaseMsgType::kRequest, "c", {{7, 0, 500'000, 0, 0, 0}}, 1);
-  ASSERT_TRUE(producer->Flush(5000).ok());
-  Result<std::unique_ptr<Coordinator>> second = Status::Internal("not started");
-  CoordinatorOptions second_opt = opt;
-  second_opt.handover_timeout_ms = 20'000;  // the first hands over well before
-  std::thread start([&] { second = Coordinator::Create(second_opt); });  // its claim waits
-  std::this_thread::sleep_for(1s);
-  EXPECT_EQ((*co)->ledger().Held("c", kKey), 0) << "granted while fenced";
-  EXPECT_GT((*co)->counters().fences, fences);
-  mock->SetBrokerUp(3);
-  start.join();
-  ASSERT_TRUE(second.ok()) << second.status().message();
-  EXPECT_EQ((*second)->counters().waited_for, 1);
-  EXPECT_EQ((*second)->counters().taken_for_dead, 0);
-  EXPECT_TRUE(WaitFor([&] { return !(*co)->counters().handed_over_to.empty(); }, 5s));
+  sc.mock->SetBrokerDown(3);
+  ASSERT_TRUE(sc.PassInTurns(3'200, 400));
+  EXPECT_GT(sc.co->counters().fences, fences);
+  sc.Put(LeaseMsgType::kRequest, "c", 1, {7, 0, 500'000, 0, 0, 0});
+  // Its claim waits for the topic; with the clock standing it waits for the first to hand over.
+  Starting second(sc.opt);
+  ASSERT_TRUE(sc.AwaitTurns(20));
+  EXPECT_EQ(sc.co->ledger().Held("c", kKey), 0) << "granted while fenced";
+  sc.mock->SetBrokerUp(3);
+  auto started = second.Finish();
+  ASSERT_TRUE(started.ok()) << started.status().message();
+  EXPECT_EQ((*started)->counters().waited_for, 1);
+  EXPECT_EQ((*started)->counters().taken_for_dead, 0);
+  EXPECT_TRUE(WaitUntil([&] { return !sc.co->counters().handed_over_to.empty(); }, 5s));
   // Whatever the first granted (c too, if its beats came back before the newer claim), the
   // newer one read it back.
-  for (const auto& [bidder, held] : LatestHeld(brokers)) {
-    EXPECT_EQ((*second)->ledger().Held(bidder, kKey), held) << bidder;
+  for (const auto& [bidder, held] : LatestHeld(sc.brokers)) {
+    EXPECT_EQ((*started)->ledger().Held(bidder, kKey), held) << bidder;
   }
-  EXPECT_EQ((*second)->ledger().Held("a", kKey), 500'000);
-  EXPECT_EQ((*second)->ledger().Held("b", kKey), 500'000);
+  EXPECT_EQ((*started)->ledger().Held("a", kKey), 500'000);
+  EXPECT_EQ((*started)->ledger().Held("b", kKey), 500'000);
 }
 
 // A serving coordinator that reads itself marked gone (a newer one took it for dead, and
@@ -1079,13 +1154,13 @@ TEST(Coordinator, ACoordinatorThatReadsItselfMarkedGoneHandsOver) {
   ServingCoordinator sc;
   ASSERT_NO_FATAL_FAILURE(sc.Start([](CoordinatorOptions& o) { o.group_id = "rtb-budget-gone"; }));
   sc.Put(LeaseMsgType::kRequest, "a", 1, {7, 0, 500'000, 0, 0, 0});
-  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("a", kKey) == 500'000; }, 10s));
+  ASSERT_TRUE(WaitUntil([&] { return sc.co->ledger().Held("a", kKey) == 500'000; }));
   const auto records = CoordinatorRecords(sc.brokers, /*beats=*/false);
   ASSERT_EQ(records.size(), 1u);
   ASSERT_EQ(records[0].state, CoordinatorState::kClaim);
   EXPECT_TRUE(sc.co->counters().handed_over_to.empty());
-  PutRecord(*sc.producer, CoordinatorState::kGone, records[0].instance, 0, "newer");
-  EXPECT_TRUE(WaitFor([&] { return sc.co->counters().handed_over_to == "newer"; }, 10s))
+  PutRecord(*sc.producer, sc.clock, CoordinatorState::kGone, records[0].instance, 0, "newer");
+  EXPECT_TRUE(WaitUntil([&] { return sc.co->counters().handed_over_to == "newer"; }))
       << sc.co->counters().handed_over_to;
 }
 
@@ -1098,7 +1173,7 @@ TEST(Coordinator, AHoldingThatLandsAfterANewerCoordinatorsEpochMarkerIsIgnored) 
   sc.grants_partitions = 2;  // every partition has its marker
   ASSERT_NO_FATAL_FAILURE(sc.Start([](CoordinatorOptions& o) { o.group_id = "rtb-budget-epoch"; }));
   sc.Put(LeaseMsgType::kRequest, "a", 1, {7, 0, 1'000'000, 0, 0, 0});
-  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("a", kKey) == 1'000'000; }, 10s));
+  ASSERT_TRUE(WaitUntil([&] { return sc.co->ledger().Held("a", kKey) == 1'000'000; }));
   const int64_t first = sc.co->counters().epoch;
   EXPECT_GE(first, 1);
   auto a = LatestOf(sc.brokers, "a");
@@ -1135,7 +1210,7 @@ TEST(Coordinator, AHoldingThatLandsAfterANewerCoordinatorsEpochMarkerIsIgnored) 
   EXPECT_EQ(sc.co->ledger().Held("b", kKey), 500'000);
   // What it grants next leaves room for both holdings: a third bidder gets the rest, no more.
   sc.Put(LeaseMsgType::kRequest, "c", 1, {7, 0, kArmBudget, 0, 0, 0});
-  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("c", kKey) > 0; }, 30s));
+  ASSERT_TRUE(WaitUntil([&] { return sc.co->ledger().Held("c", kKey) > 0; }, 30s));
   EXPECT_LE(sc.co->ledger().Held("c", kKey), kArmBudget - 1'500'000);
   EXPECT_EQ(LatestHeld(sc.brokers)["a"], 1'000'000);  // a reader of the topic skips it too
 }
@@ -1152,7 +1227,8 @@ Status StartOnAGrantsTopicWith(const std::string& key, const std::string& record
   if (producer == nullptr) return Status::Internal("no producer");
   RTB_RETURN_IF_ERROR(producer->Produce("rtb.lease.grants", 0, key, record));
   RTB_RETURN_IF_ERROR(producer->Flush(5000));
-  CoordinatorOptions opt = MarketOptions(mock->bootstrap());
+  ManualClock clock;
+  CoordinatorOptions opt = MarketOptions(mock->bootstrap(), &clock);
   opt.group_id = "rtb-budget-taken-epoch";
   auto c = Coordinator::Create(opt);
   return c.ok() ? Status::Ok() : c.status();
@@ -1202,7 +1278,8 @@ TEST(Coordinator, ACoordinatorWhoseEpochMarkerCannotLandDoesNotServe) {
   ASSERT_TRUE(mock->SetPartitionLeader("rtb.lease.grants", 0, 1).ok());
   ASSERT_TRUE(mock->SetPartitionLeader("rtb.lease.grants", 1, 3).ok());
   ASSERT_TRUE(mock->SetGroupCoordinator("rtb-budget-unfenced", 1).ok());
-  CoordinatorOptions opt = MarketOptions(mock->bootstrap());
+  ManualClock clock;
+  CoordinatorOptions opt = MarketOptions(mock->bootstrap(), &clock);
   opt.group_id = "rtb-budget-unfenced";
   opt.handover_timeout_ms = 3'000;
   mock->SetBrokerDown(3);
@@ -1212,7 +1289,9 @@ TEST(Coordinator, ACoordinatorWhoseEpochMarkerCannotLandDoesNotServe) {
   EXPECT_NE(first.status().message().find("cannot fence rtb.lease.grants"), std::string::npos)
       << first.status().message();
   mock->SetBrokerUp(3);
-  auto second = Coordinator::Create(opt);
+  // The clock moves on meanwhile: had the first not handed over, the second would take it for
+  // dead after 3 s of it.
+  auto second = Starting(opt).Finish(&clock, 100);
   ASSERT_TRUE(second.ok()) << second.status().message();
   EXPECT_GT((*second)->counters().epoch, 1);           // the first's claim came before
   EXPECT_EQ((*second)->counters().taken_for_dead, 0);  // the first handed over as it failed
@@ -1226,7 +1305,7 @@ TEST(Coordinator, ACoordinatorRefusesAGrantsTopicThatMayDropADaysHoldingsBeforeI
   ServingCoordinator sc;
   ASSERT_NO_FATAL_FAILURE(sc.Start([](CoordinatorOptions& o) { o.group_id = "rtb-budget-cfg"; }));
   sc.Put(LeaseMsgType::kRequest, "a", 1, {7, 0, 1'000'000, 0, 0, 0});
-  ASSERT_TRUE(WaitFor([&] { return sc.co->ledger().Held("a", kKey) == 1'000'000; }, 10s));
+  ASSERT_TRUE(WaitUntil([&] { return sc.co->ledger().Held("a", kKey) == 1'000'000; }));
   CoordinatorOptions bad = sc.opt;
   bad.describe_topic = [](const std::string& topic) -> Result<std::map<std::string, std::string>> {
     EXPECT_EQ(topic, "rtb.lease.grants");
@@ -1239,16 +1318,16 @@ TEST(Coordinator, ACoordinatorRefusesAGrantsTopicThatMayDropADaysHoldingsBeforeI
             std::string::npos)
       << refused.status().message();
   sc.Put(LeaseMsgType::kRequest, "b", 1, {7, 0, 1'000'000, 0, 0, 0});
-  EXPECT_TRUE(WaitFor([&] { return sc.co->ledger().Held("b", kKey) == 1'000'000; }, 10s));
+  EXPECT_TRUE(WaitUntil([&] { return sc.co->ledger().Held("b", kKey) == 1'000'000; }));
   EXPECT_TRUE(sc.co->counters().handed_over_to.empty());
   CoordinatorOptions good = sc.opt;
   good.describe_topic = [](const std::string&) -> Result<std::map<std::string, std::string>> {
     return std::map<std::string, std::string>{{"cleanup.policy", "compact"},
                                               {"min.compaction.lag.ms", "172800000"}};
   };
-  auto next = Coordinator::Create(good);
+  auto next = Starting(good).Finish();  // the clock stands: it waits for the hand-over
   ASSERT_TRUE(next.ok()) << next.status().message();
-  EXPECT_TRUE(WaitFor([&] { return !sc.co->counters().handed_over_to.empty(); }, 5s));
+  EXPECT_TRUE(WaitUntil([&] { return !sc.co->counters().handed_over_to.empty(); }, 5s));
   EXPECT_EQ((*next)->counters().taken_for_dead, 0);
   EXPECT_EQ((*next)->ledger().Held("b", kKey), 1'000'000);  // read back from the topic
 }
