@@ -232,6 +232,26 @@ TEST(TopicTail, CountsWhatTheBrokersNoLongerHeldWhenItStarted) {
   EXPECT_EQ((*tail)->messages() + (*tail)->missed(), kBefore + kAfter);
 }
 
+TEST(Kafka, AWholeTopicReadBoundsSilenceNotTheWholeRead) {
+  // A reader slower than the bound as a whole (2,000 messages at 1 ms each against 1,000 ms)
+  // reads every message: a big topic on a busy machine is read whole.
+  auto mock = MockCluster::Start(1);
+  ASSERT_TRUE(mock.ok()) << mock.status().message();
+  ASSERT_TRUE((*mock)->CreateTopic("t", 2, 1).ok());
+  ProduceNumbered((*mock)->bootstrap(), 0, 2000, 10);
+  int read = 0;
+  const auto start = std::chrono::steady_clock::now();
+  const Status st = ReadWholeTopic({.bootstrap = (*mock)->bootstrap()}, "t", 1000,
+                                   [&](int32_t, int64_t, std::string_view) {
+                                     ++read;
+                                     std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                                   });
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(read, 2000);
+  EXPECT_GT(took, std::chrono::milliseconds(1500));
+}
+
 TEST(Kafka, BadPropertiesAndMissingTopicsAreErrors) {
   Producer::Options po;
   po.properties = {{"no.such.property", "1"}};

@@ -218,7 +218,8 @@ class MockCluster {
 // Reads a whole topic: every partition from the beginning to its end (the end-of-partition event,
 // at or past its end as of the start; a partition empty at the start is not read).
 // Calls fn(partition, offset, payload) for every message; stops at each partition's end, or
-// after timeout_ms with an error naming how many partitions were not finished.
+// once no message came for timeout_ms, with an error naming how many partitions were not
+// finished (the bound is on silence: a big topic is read whole however long that takes).
 // `not_retained` (if given) receives the number of messages the brokers no longer hold (the
 // sum of the partitions' low watermarks): a dump is complete only when it is 0.
 Status ReadWholeTopic(const ClientOptions& client, const std::string& topic, int timeout_ms,
