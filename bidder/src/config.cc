@@ -1,5 +1,7 @@
 #include "rtb/bidder/config.h"
 
+#include <cstdlib>
+
 #include "rtb/core/config.h"
 #include "rtb/core/log.h"
 #include "rtb/kafka/kafka.h"
@@ -47,6 +49,12 @@ void ReadServer(ConfigMap& root, BidderConfig* cp) {
   root.Get("notice_secret", &c.notice_secret);
   root.Check(c.notice_secret.empty() || c.notice_secret.size() >= 16, "notice_secret",
              "must be empty (generated) or at least 16 characters");
+  root.Get("market_keys", &c.market_keys);
+  if (const char* env = std::getenv("RTB_MARKET_KEYS"); env != nullptr) c.market_keys = env;
+  if (!c.market_keys.empty()) {
+    auto keys = MarketKeys::Parse(c.market_keys);
+    root.Check(keys.ok(), "market_keys", keys.ok() ? "" : keys.status().message());
+  }
   root.Get("notice_retention_hours", &c.notice_retention_hours);
   root.Check(
       c.notice_retention_hours >= 1 && c.notice_retention_hours <= 24 * 366 &&
@@ -202,6 +210,13 @@ Result<BidderConfig> LoadBidderConfig(const std::string& path) {
   for (ConfigMap a : root.List("advertisers")) c.advertisers.push_back(ReadAdvertiser(a, &ids));
   RTB_RETURN_IF_ERROR(file->Finish());
   return c;
+}
+
+std::shared_ptr<const MarketKeys> MarketKeysOf(const BidderConfig& cfg) {
+  if (cfg.market_keys.empty()) return nullptr;
+  auto keys = MarketKeys::Parse(cfg.market_keys);
+  if (!keys.ok()) return nullptr;  // refused when the config was read
+  return std::make_shared<const MarketKeys>(std::move(*keys));
 }
 
 std::vector<AbAdvertiser> AbMarketOf(const BidderConfig& cfg) {

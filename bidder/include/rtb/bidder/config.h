@@ -3,12 +3,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "rtb/budget/lease.h"
 #include "rtb/core/ab_report.h"
+#include "rtb/core/mac.h"
 #include "rtb/core/status.h"
 #include "rtb/core/types.h"
 
@@ -162,6 +164,13 @@ struct BidderConfig {
   // Empty: a random one, made at the first start and kept in the state store. Bidders that
   // take each other's notices set the same one.
   std::string notice_secret;
+  // The market key ring (core/mac.h): "id=secret,id=secret", each secret at least 32
+  // characters; the first key seals, every key opens. Every process of a market (bidders,
+  // `rtb budget`, `rtb learn`, the exchange's step markers) holds the same ring, and seals and
+  // checks the messages they send each other on Kafka (leases, markers, action tables).
+  // The environment variable RTB_MARKET_KEYS, when set, replaces it (the secret need not sit
+  // in a file). Empty: messages go unsealed and are taken unchecked (a warning at start).
+  std::string market_keys;
   // How long a notice's de-duplication key is kept, counted from its bid (hours, at least the
   // billing window). Notices of older bids (a click or conversion days later) are refused
   // ("late", 410) and not logged, so dropping the keys can never book one twice; the keys
@@ -190,6 +199,10 @@ struct BidderConfig {
 };
 
 Result<BidderConfig> LoadBidderConfig(const std::string& path);
+
+// The market's key ring (config `market_keys`, after RTB_MARKET_KEYS); nullptr when none is
+// set. LoadBidderConfig has already refused a bad ring.
+std::shared_ptr<const MarketKeys> MarketKeysOf(const BidderConfig& cfg);
 
 // The market as the A/B report reads it (core/ab_report.h): each advertiser's id, name, agent
 // and daily budget.
