@@ -175,6 +175,13 @@ Advertiser ReadAdvertiser(ConfigMap a, std::set<uint32_t>* ids) {
   a.Get("conversion_value", &value);
   a.Check(value >= 0 && value < 1e9, "conversion_value", "(currency units) must be >= 0");
   adv.conversion_value = Micros::FromUnits(value);
+  double max_value = 0;
+  a.Get("max_conversion_value", &max_value);
+  a.Check(max_value >= 0 && max_value < 1e9 && (max_value == 0 || max_value >= value),
+          "max_conversion_value",
+          "(currency units) must be 0 (default) or in [conversion_value, 1e9)");
+  if (max_value == 0) max_value = value > 0 ? 10 * value : 1000;
+  adv.max_conversion_value = Micros::FromUnits(max_value);
   ConfigMap t = a.Section("targeting");
   t.Get("categories", &adv.targeting.categories);
   t.Get("device_types", &adv.targeting.device_types);

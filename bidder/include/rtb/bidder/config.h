@@ -41,6 +41,11 @@ struct Advertiser {
   // 0 = unknown). A conversion notice without a value= books this value: the revenue of the
   // reports and of the learner's rewards.
   Micros conversion_value;
+  // The most one conversion may be worth (config: max_conversion_value, currency units): a
+  // conversion notice's value= above it is refused, and the learner and the reports refuse a
+  // conversion event above it. Default (0 in the file): ten times conversion_value, or 1,000
+  // currency units when that is 0.
+  Micros max_conversion_value;
   Targeting targeting;
   std::vector<Creative> creatives;  // at least one
 };
