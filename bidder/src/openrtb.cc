@@ -2,6 +2,7 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -215,10 +216,18 @@ inline Status DecodeWhereAndWho(const object& root, const DecodeLimits& limits, 
   return Status::Ok();
 }
 
+constexpr int64_t kMaxTmaxMs = 86'400'000;
+
 // tmax, at, test, cur, the block lists, regs (gdpr) and source (schain).
 inline void DecodeTerms(const object& root, BidRequest* r) {
   int64_t v = 0;
-  if (GetInt(root, "tmax", &v) && v > 0) r->tmax_ms = v;
+  // A tmax beyond a day (1e20 is a valid JSON number) is no time limit to speak of: a day.
+  double tmax = 0;
+  if (GetInt(root, "tmax", &v) && v > 0) {
+    r->tmax_ms = std::min(v, kMaxTmaxMs);
+  } else if (root["tmax"].get_double().get(tmax) == simdjson::SUCCESS && tmax >= 1) {
+    r->tmax_ms = kMaxTmaxMs;
+  }
   if (GetInt(root, "at", &v)) r->at = static_cast<int>(v);
   if (GetInt(root, "test", &v)) r->test = v == 1;
   GetStrings(root, "cur", &r->cur);
@@ -300,6 +309,11 @@ Result<BidRequest> RequestDecoder::Decode(std::string_view body) {
   // The body is copied into padded storage by the parser (realloc_if_needed), so any input,
   // even one that ends at a page boundary, is safe to read.
   const auto err = m.parser.parse(body.data(), body.size(), /*realloc_if_needed=*/true).get(doc);
+  if (err == simdjson::NUMBER_ERROR) {
+    // Valid JSON, but a number no 64-bit integer or double holds (1e400, 10^20 written out).
+    return Status::InvalidArgument("a number out of range (beyond a 64-bit integer or a double): " +
+                                   std::string(simdjson::error_message(err)));
+  }
   if (err)
     return Status::InvalidArgument(std::string("not valid JSON: ") + simdjson::error_message(err));
   object root;

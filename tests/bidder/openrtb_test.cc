@@ -84,6 +84,25 @@ TEST(Decoder, ToleratesUnknownFieldsAndEnumValues) {
   EXPECT_TRUE(r->test);
 }
 
+// A valid JSON number is never "not valid JSON": a huge tmax is clamped to a day; a number no
+// int64 or double can hold is refused as out of range, saying so.
+TEST(Decoder, HugeNumbersAreClampedOrRefusedAsOutOfRangeNotAsInvalidJson) {
+  RequestDecoder dec;
+  const std::string head = R"({"id":"x","imp":[{"id":"1","banner":{"w":1,"h":1}}],"tmax":)";
+  for (const std::string tmax : {"1e20", "1E+20", "9.5e15", "86400001"}) {
+    auto r = dec.Decode(head + tmax + "}");
+    ASSERT_TRUE(r.ok()) << tmax << ": " << r.status().message();
+    EXPECT_EQ(r->tmax_ms, 86'400'000) << tmax;
+  }
+  for (const std::string tmax : {"100000000000000000000", "1e400"}) {
+    auto r = dec.Decode(head + tmax + "}");
+    ASSERT_FALSE(r.ok()) << tmax;
+    EXPECT_EQ(r.status().message().find("not valid JSON"), std::string::npos)
+        << tmax << ": " << r.status().message();
+    EXPECT_NE(r.status().message().find("out of range"), std::string::npos) << r.status().message();
+  }
+}
+
 TEST(Decoder, RefusesMalformedAndHostileBodies) {
   RequestDecoder dec;
   for (const std::string& body :
