@@ -121,6 +121,30 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->body_limit(cfg.max_body_bytes);
     parser_->header_limit(static_cast<std::uint32_t>(cfg.max_header_bytes));
     stream_.expires_after(std::chrono::milliseconds(cfg.read_timeout_ms));
+    // The header first: a client that sent `Expect: 100-continue` waits for an interim answer
+    // before it sends the body (curl waits a second, others forever).
+    http::async_read_header(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
+  }
+
+  void OnHeader(beast::error_code ec) {
+    if (ec || parser_->is_done()) return OnRead(ec);
+    const auto& req = parser_->get();
+    if (beast::iequals(req[http::field::expect], "100-continue")) {
+      auto cont = std::make_shared<http::response<http::empty_body>>(http::status::continue_,
+                                                                     req.version());
+      http::async_write(stream_, *cont,
+                        [self = shared_from_this(), cont](beast::error_code wec, size_t) {
+                          if (wec) return self->Close();
+                          self->ReadBody();
+                        });
+      return;
+    }
+    ReadBody();
+  }
+
+  void ReadBody() {
     http::async_read(
         stream_, buffer_, *parser_,
         [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
