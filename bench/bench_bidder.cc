@@ -36,11 +36,15 @@ std::string Fixture() {
   return "";
 }
 
+constexpr const char* kSecret = "a benchmark secret, long enough";
+
 struct World {
   std::string dir, body;
   std::unique_ptr<Bidder> bidder;
-  World() {
-    std::string name = "bench_bidder_";
+  // leased: a bidder sharing the budgets under the name "bench-a" (on the embedded Kafka,
+  // with no coordinator: enough for the notices of other bidders' bids, which it forwards).
+  explicit World(bool leased = false) {
+    std::string name = leased ? "bench_bidder_leased_" : "bench_bidder_";
     name += std::to_string(::getpid());
     dir = (std::filesystem::temp_directory_path() / name).string();
     std::filesystem::create_directories(dir);
@@ -48,7 +52,10 @@ struct World {
     if (!cfg.ok()) std::abort();
     cfg->state_path = dir + "/state";
     cfg->kafka.spill_path = dir + "/spill.jsonl";
+    cfg->notice_secret = kSecret;
     for (auto& a : cfg->advertisers) a.daily_budget = Micros(int64_t{1'000'000'000'000'000});
+    cfg->leases.enabled = leased;
+    cfg->leases.name = "bench-a";
     auto b = Bidder::Create(*cfg);
     if (!b.ok()) std::abort();
     bidder = std::move(*b);
@@ -62,6 +69,11 @@ struct World {
 
 World& TheWorld() {
   static World w;
+  return w;
+}
+
+World& LeasedWorld() {
+  static World w(true);
   return w;
 }
 
@@ -180,6 +192,41 @@ void BM_NoticeUrls(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_NoticeUrls);
+
+// One billing notice on the notice path (parse, signature, budget, the state store's one
+// WriteBatch, the event), each for a new bid: what an exchange's billing costs the bidder.
+// owner: the bid's owner in its URL ("" = none, as with one bidder).
+void Notices(benchmark::State& state, World& w, const std::string& owner,
+             const std::string& want_body) {
+  auto signer = NoticeSigner::Create(kSecret);
+  const uint32_t adv = w.bidder->config().advertisers[0].id;
+  int64_t n = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    const std::string auction = "bench-notice-" + std::to_string(n++);
+    SignedBid b{auction, "1", adv, Micros(2'500'000), NowUnixMs(), false, 0};
+    b.owner = owner;
+    std::string url = NoticeUrl("", NoticeType::kBilling, SignedNoticeQuery(b, (*signer)->Sign(b)));
+    url.replace(url.find("${AUCTION_PRICE}"), 16, "2.0");
+    state.ResumeTiming();
+    HttpResult r = w.bidder->HandleNotice(url);
+    if (r.status != 200 || r.body != want_body) {
+      state.SkipWithError(("not booked: " + r.body).c_str());
+      break;
+    }
+  }
+}
+
+// A notice of this bidder's own bid, booked here (one bidder, no owner in the URL).
+void BM_HandleNotice(benchmark::State& state) { Notices(state, TheWorld(), "", ""); }
+BENCHMARK(BM_HandleNotice);
+
+// A notice of another bidder's bid: a dedupe key and the notice into the outbox (one state
+// store write), the notice to the owner through Kafka; the owner then books it as above.
+void BM_ForwardNotice(benchmark::State& state) {
+  Notices(state, LeasedWorld(), "bench-b", "forwarded: bench-b\n");
+}
+BENCHMARK(BM_ForwardNotice);
 
 }  // namespace
 

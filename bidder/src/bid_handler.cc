@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "bidder_impl.h"
+#include "lease_client.h"
 #include "rtb/core/auction.h"
 #include "rtb/core/log.h"
 
@@ -189,8 +190,8 @@ inline BidResponse Respond(Bidder::Impl& m, const BidContext& ctx,
     b.w = cr.w;
     b.h = cr.h;
     // Notice URLs signed over this bid's identity and terms (notice_sign.h).
-    const SignedBid signed_bid{req.id,     imp.id,   a.id,      c.price,
-                               ctx.now_ms, req.test, c.cluster, ctx.arm};
+    const SignedBid signed_bid{req.id,   imp.id,    a.id,    c.price, ctx.now_ms,
+                               req.test, c.cluster, ctx.arm, m.name};
     const std::string query = SignedNoticeQuery(signed_bid, m.signer->Sign(signed_bid));
     b.nurl = NoticeUrl(m.cfg.notice_base_url, NoticeType::kWin, query);
     b.burl = NoticeUrl(m.cfg.notice_base_url, NoticeType::kBilling, query);
@@ -246,12 +247,21 @@ HttpResult Bidder::HandleBid(std::string_view body, int64_t received_us, Request
       (NowSteadyUs() - received_us) / 1000 + m.cfg.tmax_network_ms >= req->tmax_ms) {
     return observe(NoBid(m, ctx, NoBidReason::kTmax, -1, 0, false, {}));
   }
+  // A billing could not be booked now (the state store failed a write): no money is bid.
+  if (m.state_down.load(std::memory_order_relaxed) && !req->test) {
+    return observe(NoBid(m, ctx, NoBidReason::kStateUnavailable, -1, 0, false, {}));
+  }
   Decision d = Decide(m, ctx);
   bool budget_limited = false;
   const std::vector<Candidate> sent = Reserve(m, ctx, d, &budget_limited);
   if (sent.empty()) {
-    return observe(NoBid(m, ctx, budget_limited ? NoBidReason::kBudget : d.reason, d.cluster,
-                         d.policy_version, d.manual_fallback, std::move(d.computed)));
+    NoBidReason why = budget_limited ? NoBidReason::kBudget : d.reason;
+    // No lease at all because another live process holds this bidder's name: say so.
+    if (m.leases != nullptr && !req->test && m.leases->GetHealth().name_conflict) {
+      why = NoBidReason::kNameConflict;
+    }
+    return observe(
+        NoBid(m, ctx, why, d.cluster, d.policy_version, d.manual_fallback, std::move(d.computed)));
   }
   HttpResult res;
   res.body = EncodeBidResponse(Respond(m, ctx, sent));

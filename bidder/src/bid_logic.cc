@@ -21,6 +21,10 @@ const char* NoBidReasonName(NoBidReason r) {
       return "budget";
     case NoBidReason::kTmax:
       return "tmax";
+    case NoBidReason::kStateUnavailable:
+      return "state_unavailable";
+    case NoBidReason::kNameConflict:
+      return "name_conflict";
     case NoBidReason::kBlocked:
       return "blocked";
   }

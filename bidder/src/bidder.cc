@@ -12,6 +12,7 @@
 
 #include "bidder_impl.h"
 #include "lease_client.h"
+#include "notice_inbox.h"
 #include "rtb/budget/lease_msg.h"
 #include "rtb/core/host.h"
 #include "rtb/core/log.h"
@@ -72,6 +73,7 @@ Micros Bidder::Spent(size_t k) const { return Spent(k, Arm::kLearned) + Spent(k,
 Micros Bidder::Reserved(size_t k) const {
   return Reserved(k, Arm::kLearned) + Reserved(k, Arm::kManual);
 }
+StateStore& Bidder::state_store() { return *impl_->state; }
 DecodeLimits Bidder::decode_limits() const {
   DecodeLimits d;
   d.max_bytes = impl_->cfg.max_body_bytes;
@@ -82,6 +84,19 @@ DecodeLimits Bidder::decode_limits() const {
 
 namespace {
 
+// This bidder's name in its market: leases.name, or this machine's host name and the listen
+// port.
+Result<std::string> BidderName(const BidderConfig& cfg) {
+  if (!cfg.leases.name.empty()) return cfg.leases.name;
+  const std::string host = HostName();
+  if (host.empty()) {
+    return Status::FailedPrecondition(
+        "leases.name is empty and this machine's host name is unknown: set leases.name");
+  }
+  const size_t colon = cfg.listen.rfind(':');
+  return host + ":" + cfg.listen.substr(colon == std::string::npos ? 0 : colon + 1);
+}
+
 // Who this process is to the lease coordinator: its name (leases.name, or this machine's host
 // name and the listen port), a new instance id (random: containers all start as pid 1), and
 // the earlier processes of the state store, kept in it newest first. Two live processes cannot
@@ -90,16 +105,7 @@ namespace {
 Result<LeaseClient::Identity> LeaseIdentity(const BidderConfig& cfg, StateStore& state,
                                             const std::string& instance) {
   LeaseClient::Identity id;
-  id.name = cfg.leases.name;
-  if (id.name.empty()) {
-    const std::string host = HostName();
-    if (host.empty()) {
-      return Status::FailedPrecondition(
-          "leases.name is empty and this machine's host name is unknown: set leases.name");
-    }
-    const size_t colon = cfg.listen.rfind(':');
-    id.name = host + ":" + cfg.listen.substr(colon == std::string::npos ? 0 : colon + 1);
-  }
+  RTB_ASSIGN_OR_RETURN(id.name, BidderName(cfg));
   RTB_ASSIGN_OR_RETURN(const std::string nonce, RandomSecret());
   id.instance = instance + "-" + nonce.substr(0, 8);
   // The store's earlier processes (NextLeaseLineage), and this one, not yet answered.
@@ -121,11 +127,32 @@ Result<LeaseClient::Identity> LeaseIdentity(const BidderConfig& cfg, StateStore&
   return id;
 }
 
+// The reader of the notices other bidders of the market forward to this one (notice_inbox.h):
+// each is booked as if the exchange had sent it here.
+Status StartInbox(Bidder::Impl& m) {
+  NoticeInbox::Options o;
+  o.client.bootstrap = m.events->bootstrap();
+  o.client.thread_nice = m.cfg.kafka.thread_nice;
+  o.client.properties = m.cfg.kafka.properties;
+  o.topic = m.cfg.leases.notices_topic;
+  o.name = m.name;
+  o.keys = m.keys;
+  o.state = m.state.get();
+  o.thread_nice = m.cfg.kafka.thread_nice;
+  Bidder::Impl* raw = &m;
+  o.apply = [raw](std::string_view target) {
+    return ApplyNotice(*raw, target, true).status != 503;
+  };
+  RTB_ASSIGN_OR_RETURN(m.inbox, NoticeInbox::Start(std::move(o)));
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Bidder>> Bidder::Create(const BidderConfig& cfg, Clock* clock) {
   auto m = std::make_unique<Impl>(cfg);
   m->clock = clock;
+  m->keys = MarketKeysOf(cfg);
   // Real time, not the clock's: an instance id is unique over the machine's processes.
   m->instance = std::to_string(NowUnixMs()) + "-" + std::to_string(::getpid());
   if (!cfg.predictor_path.empty()) {
@@ -195,16 +222,40 @@ Result<std::unique_ptr<Bidder>> Bidder::Create(const BidderConfig& cfg, Clock* c
       // Who serves the market (`rtb budget`'s default --coordinators-topic): one partition.
       RTB_RETURN_IF_ERROR(
           mock->CreateTopic(budget::DefaultCoordinatorsTopic(cfg.leases.grants_topic), 1, rf));
+      RTB_RETURN_IF_ERROR(mock->CreateTopic(cfg.leases.notices_topic, cfg.kafka.partitions, rf));
     }
     RTB_ASSIGN_OR_RETURN(LeaseClient::Identity id, LeaseIdentity(cfg, *m->state, m->instance));
-    RTB_ASSIGN_OR_RETURN(
-        m->leases, LeaseClient::Start(&m->cfg, m->days.get(), m->events->bootstrap(), std::move(id),
-                                      &m->counters.requests_bid, m->clock));
+    m->name = id.name;
+    auto leases = LeaseClient::Start(&m->cfg, m->days.get(), m->events->bootstrap(), std::move(id),
+                                     &m->counters.requests_bid, m->clock);
+    if (!leases.ok()) {
+      // Most often a wrong kafka.brokers: say which address was tried.
+      return Status::Unavailable("leases: Kafka at " + m->events->bootstrap() + ": " +
+                                 leases.status().message());
+    }
+    m->leases = std::move(*leases);
+    RTB_RETURN_IF_ERROR(StartInbox(*m));
   }
   log::Get("bidder").info("instance {}: {} advertisers over {} agents, events to {} at {}",
                           m->instance, cfg.advertisers.size(), m->agents, cfg.kafka.events_topic,
                           m->events->bootstrap());
   return std::unique_ptr<Bidder>(new Bidder(std::move(m)));
+}
+
+void Bidder::Impl::StateFailed(const Status& st) {
+  std::lock_guard<std::mutex> l(state_down_mu);
+  if (state_down.exchange(true)) return;
+  log::Get("bidder").error(
+      "the state store cannot persist billings ({}): not ready, no bids until it can",
+      st.message());
+}
+
+void Bidder::Impl::ProbeState() {
+  std::lock_guard<std::mutex> l(state_down_mu);
+  if (!state_down.load()) return;
+  if (!state->Probe().ok()) return;
+  state_down.store(false);
+  log::Get("bidder").info("the state store persists again: ready, bidding");
 }
 
 // Tick's sweep (every 100 ms) forgets at most this many expired entries per shard: expiry
@@ -216,6 +267,7 @@ void Bidder::Tick() {
   Impl& m = *impl_;
   const int64_t now = m.clock->UnixMs();
   m.days->ExpireBefore(now, kSweepPerShard);
+  if (m.state_down.load()) m.ProbeState();
   // Hourly (and at the first tick): the dedupe keys of bids older than the retention go, a
   // whole hour at a time; notices of those bids are refused from now on (HandleNotice).
   if (now >= m.next_retention_ms) {
@@ -237,6 +289,11 @@ HttpResult Bidder::Readiness() const {
   HttpResult r;
   r.content_type = "text/plain";
   r.body = "ready\n";
+  if (m.state_down.load()) {
+    r.status = 503;
+    r.body = "the state store cannot persist billings (disk full?): not bidding\n";
+    return r;
+  }
   if (m.leases == nullptr) return r;
   const int64_t day = m.days->CurrentDay();
   const auto [today, next] = m.leases->ReadyDays();
@@ -272,6 +329,7 @@ void Bidder::Shutdown() {
   impl_->shut = true;
   impl_->feed.reset();    // stops consuming policies
   impl_->leases.reset();  // and asking for leases
+  impl_->inbox.reset();   // and booking forwarded notices
   impl_->events->Shutdown();
 }
 

@@ -24,6 +24,8 @@
 #include "rtb/bidder/predictor.h"
 #include "rtb/bidder/state_store.h"
 #include "rtb/core/clock.h"
+#include "rtb/core/log.h"
+#include "rtb/core/mac.h"
 
 namespace rtb::bidder {
 
@@ -37,12 +39,15 @@ void BidIdentityInto(std::string_view auction, std::string_view imp, uint32_t ad
 Key128 BidKey(std::string_view auction, std::string_view imp, uint32_t advertiser);
 
 class LeaseClient;  // lease_client.h
+class NoticeInbox;  // notice_inbox.h
 
-constexpr int kNoBidReasons = 7;
+constexpr int kNoBidReasons = 9;
 constexpr int kNoticeTypes = 5;
 // A notice's result (the Prometheus label): applied; a repeat; a price that is not one; a
 // price above the signed bid; the state store failed; a signature that does not match (not a
-// bid of ours, or altered); after the billing window; a charge the budget cannot take.
+// bid of ours, or altered); after the billing window; a charge the budget cannot take; a
+// notice of another bidder's bid, forwarded to it (notice_inbox.h); a conversion value above
+// the advertiser's max_conversion_value.
 enum NoticeResult {
   kApplied,
   kDuplicate,
@@ -52,10 +57,13 @@ enum NoticeResult {
   kForged,
   kLate,
   kOverBudget,
+  kForwarded,
+  kAboveMaxValue,
   kNoticeResults
 };
 inline constexpr const char* kNoticeResultNames[] = {
-    "applied", "duplicate", "invalid_price", "above_bid", "error", "forged", "late", "over_budget"};
+    "applied", "duplicate", "invalid_price", "above_bid", "error",
+    "forged",  "late",      "over_budget",   "forwarded", "above_max_value"};
 
 struct BidderCounters {
   Counter requests_bid, requests_notice, requests_other, bad_requests, bids;
@@ -81,6 +89,18 @@ struct Bidder::Impl {
   std::shared_ptr<const ClusterMap> default_clusters;
   std::unique_ptr<PolicyFeed> feed;
   std::unique_ptr<LeaseClient> leases;  // with leases.enabled: budgets shared with other bidders
+  // With leases.enabled: this bidder's name (leases.name, or host:port), which its notice URLs
+  // carry as the bid's owner, and its reader of the notices other bidders forward to it.
+  std::string name;
+  std::unique_ptr<NoticeInbox> inbox;
+  std::shared_ptr<const MarketKeys> keys;  // the market's key ring (nullptr: none set)
+  // The state store refused a write (a full disk): not ready, no bids (billings could not be
+  // booked) until a probe write in Tick succeeds again. One error line per outage.
+  std::atomic<bool> state_down{false};
+  std::mutex state_down_mu;  // orders the outage's log lines
+  void StateFailed(const Status& st);
+  void ProbeState();
+  log::RateLimit value_refusals{3, std::chrono::seconds(60)};
   std::string instance;
   std::atomic<uint64_t> seq{0};
   std::unique_ptr<NoticeSigner> signer;  // signs and checks notice URLs
@@ -106,5 +126,9 @@ struct Bidder::Impl {
     return p != nullptr && now_ms - BornMs(*p) <= static_cast<int64_t>(cfg.policy_max_age_s) * 1000;
   }
 };
+
+// The notice path (notice_handler.cc): a notice from the exchange (forwarded = false), or one
+// another bidder forwarded to this one (true: never forwarded again).
+HttpResult ApplyNotice(Bidder::Impl& m, std::string_view target, bool forwarded);
 
 }  // namespace rtb::bidder

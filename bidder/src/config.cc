@@ -130,8 +130,9 @@ void ReadLeases(ConfigMap le, LeaseClientConfig* l) {
            "must not contain '~' (the coordinator's mark of a dead process's holdings)");
   le.Get("requests_topic", &l->requests_topic);
   le.Get("grants_topic", &l->grants_topic);
-  le.Check(!l->requests_topic.empty() && !l->grants_topic.empty(), "grants_topic",
-           "and requests_topic must be set");
+  le.Get("notices_topic", &l->notices_topic);
+  le.Check(!l->requests_topic.empty() && !l->grants_topic.empty() && !l->notices_topic.empty(),
+           "grants_topic", "requests_topic and notices_topic must be set");
   le.Get("horizon_ms", &l->horizon_ms);
   le.Check(l->horizon_ms >= 10 && l->horizon_ms <= 86'400'000, "horizon_ms",
            "must be 10 to 86400000");

@@ -172,6 +172,8 @@ Result<Notice> ParseNotice(std::string_view target) {
       n_raw = v, has_n = true;
     else if (k == "ab" && (v == "l" || v == "m"))
       n.arm = v == "l" ? Arm::kLearned : Arm::kManual;
+    else if (k == "o")
+      n.owner = v;
     else if (k == "sig")
       n.sig = v;
   }
@@ -265,7 +267,7 @@ void UrlEncodeInto(std::string_view in, std::string* out) {
 
 std::string SignedNoticeQuery(const SignedBid& bid, std::string_view sig) {
   std::string q;
-  q.reserve(112 + 3 * (bid.auction.size() + bid.imp.size()) + sig.size());
+  q.reserve(112 + 3 * (bid.auction.size() + bid.imp.size() + bid.owner.size()) + sig.size());
   q += "auction=";
   UrlEncodeInto(bid.auction, &q);
   q += "&imp=";
@@ -278,7 +280,12 @@ std::string SignedNoticeQuery(const SignedBid& bid, std::string_view sig) {
   q += std::to_string(bid.bid_unix_ms);
   q += bid.test ? "&x=1&c=" : "&x=0&c=";
   q += std::to_string(bid.cluster);
-  q += bid.arm == Arm::kLearned ? "&ab=l&sig=" : "&ab=m&sig=";
+  q += bid.arm == Arm::kLearned ? "&ab=l" : "&ab=m";
+  if (!bid.owner.empty()) {
+    q += "&o=";
+    UrlEncodeInto(bid.owner, &q);
+  }
+  q += "&sig=";
   q += sig;
   return q;
 }

@@ -11,61 +11,71 @@
 //   - a billing settles the bid's reservation; without one (a restart, or a loss notice that
 //     came first) it is charged only if the budget can still take it ("over_budget"
 //     otherwise).
+//   - a conversion value above the advertiser's max_conversion_value is refused (400,
+//     counted "above_max_value", logged rate-limited);
+//   - a notice of another bidder's bid (its signed owner, `o=`) books nothing here: it is
+//     forwarded to its owner (notice_inbox.h), which books it once for the whole market.
 // So an advertiser's booked spend never exceeds its budget (bidder/README.md states the bound).
 // Each notice is applied once (its de-duplication key, the spend and its event go into the
 // state store in one write, and the event leaves through the store's outbox).
 #include "bidder_impl.h"
+#include "notice_inbox.h"
 
 namespace rtb::bidder {
 
-HttpResult Bidder::HandleNotice(std::string_view target) {
-  Impl& m = *impl_;
-  m.counters.requests_notice.Inc();
+namespace {
+
+HttpResult Answer(int status, std::string body) {
   HttpResult res;
+  res.status = status;
   res.content_type = "text/plain";
-  auto n = ParseNotice(target);
-  if (!n.ok()) {
-    m.counters.bad_requests.Inc();
-    res.status = 400;
-    res.body = n.status().message() + "\n";
-    return res;
+  res.body = std::move(body);
+  return res;
+}
+
+// The most one conversion of advertiser k may be worth (a config built in code leaves 0: the
+// loader's default then).
+Micros MaxConversionValue(const Advertiser& a) {
+  if (a.max_conversion_value.value() > 0) return a.max_conversion_value;
+  return a.conversion_value.value() > 0 ? Micros(10 * a.conversion_value.value())
+                                        : Micros::FromUnits(1000);
+}
+
+// A notice of a bid another bidder of the market made: put on the notices topic for its owner
+// through the state store's outbox (once per bid and type: a retry to this bidder forwards
+// nothing more), and answered at once.
+HttpResult Forward(Bidder::Impl& m, const Notice& n, std::string_view target,
+                   const std::string& once) {
+  const int t = static_cast<int>(n.type);
+  OutboxEntry ob;
+  ob.eid = m.NextEid();
+  ob.topic = m.cfg.leases.notices_topic;
+  ob.key = n.owner;
+  ob.payload = EncodeForwardedNotice(target, ob.topic, m.keys.get());
+  auto applied = m.state->ApplyOnce(n.bid_ms / Bidder::Impl::kHourMs, "forward/" + once,
+                                    n.advertiser, "", Micros(0), &ob);
+  if (!applied.ok()) {
+    m.counters.notices[t][kError].Inc();
+    m.StateFailed(applied.status());
+    return Answer(503, "the bidder's state store cannot take the notice now\n");
   }
-  auto it = m.index_of.find(n->advertiser);
-  if (it == m.index_of.end()) {
-    m.counters.bad_requests.Inc();
-    res.status = 400;
-    res.body = "unknown advertiser\n";
-    return res;
+  if (!*applied) {
+    m.counters.notices[t][kDuplicate].Inc();
+    return Answer(200, "");
   }
-  const size_t k = it->second;
+  m.counters.notices[t][kForwarded].Inc();
+  m.events->LogOutboxed(ob.topic, ob.key, ob.payload, ob.eid);
+  return Answer(200, "forwarded: " + n.owner + "\n");
+}
+
+// Books a notice of this bidder's own bid (signed, within the retention): the event, the
+// budget, once.
+HttpResult BookNotice(Bidder::Impl& m, const Notice& notice, size_t k, const std::string& once) {
+  const Notice* n = &notice;
   const int t = static_cast<int>(n->type);
   auto count = [&](NoticeResult result) { m.counters.notices[t][result].Inc(); };
-
-  // Only for a bid of ours: the signed terms must match.
-  if (!n->bid_price || n->bid_ms < 0 || !n->cluster || !n->arm ||
-      !m.signer->Verify({n->auction_id, n->imp_id, n->advertiser, *n->bid_price, n->bid_ms, n->test,
-                         *n->cluster, *n->arm},
-                        n->sig)) {
-    count(kForged);
-    res.status = 403;
-    res.body = "not a notice for a bid of this bidder (signature)\n";
-    return res;
-  }
-
-  // Past the retention its dedupe key may have been deleted: applying it could count it twice.
-  if (m.clock->UnixMs() - n->bid_ms > m.RetentionMs()) {
-    count(kLate);
-    res.status = 410;
-    res.body = "notice of a bid older than notice_retention_hours\n";
-    return res;
-  }
-
+  HttpResult res = Answer(200, "");
   const Key128 key = BidKey(n->auction_id, n->imp_id, n->advertiser);
-  // Once per bid: (type, auction, imp, advertiser), length-prefixed so that no two bids' keys
-  // meet. Several seats can win one impression on a multi-slot exchange (the simulated GSP
-  // sells 3 slots per request).
-  const std::string once = std::string(NoticeTypeName(n->type)) + "/" +
-                           BidIdentity(n->auction_id, n->imp_id, n->advertiser);
 
   Event e;
   e.type = NoticeTypeName(n->type);
@@ -106,8 +116,8 @@ HttpResult Bidder::HandleNotice(std::string_view target) {
       }
     }
   } else if (n->type == NoticeType::kConversion) {
-    // The order value the exchange or the advertiser reported, else the campaign's value of a
-    // conversion (0 when neither is known).
+    // The order value the exchange or the advertiser reported (at most max_conversion_value),
+    // else the campaign's value of a conversion (0 when neither is known).
     e.price_micros = n->value ? n->value->value() : m.cfg.advertisers[k].conversion_value.value();
     e.count = n->count.value_or(1.0);
   } else if (n->type == NoticeType::kClick) {
@@ -136,12 +146,15 @@ HttpResult Bidder::HandleNotice(std::string_view target) {
   ob.key = e.Key();
   ob.payload = EncodeEvent(e);
   // Refused notices are still de-duplicated, so that a retry is not counted twice.
-  auto applied = m.state->ApplyOnce(n->bid_ms / Impl::kHourMs, once, n->advertiser, day_name,
-                                    charge, &ob, e.arm);
+  auto applied = m.state->ApplyOnce(n->bid_ms / Bidder::Impl::kHourMs, once, n->advertiser,
+                                    day_name, charge, &ob, e.arm);
   if (!applied.ok() || !*applied) {
     if (took_budget) ledger.Release(key);
     count(applied.ok() ? kDuplicate : kError);  // a repeated notice changes nothing
-    if (!applied.ok()) res.status = 503;
+    if (!applied.ok()) {
+      m.StateFailed(applied.status());
+      res.status = 503;
+    }
     return res;
   }
   if (refused != kApplied) {
@@ -159,6 +172,72 @@ HttpResult Bidder::HandleNotice(std::string_view target) {
   }
   m.events->LogOutboxed(ob.topic, ob.key, ob.payload, ob.eid);
   return res;
+}
+
+}  // namespace
+
+HttpResult Bidder::HandleNotice(std::string_view target) {
+  return ApplyNotice(*impl_, target, false);
+}
+
+HttpResult ApplyNotice(Bidder::Impl& m, std::string_view target, bool forwarded) {
+  m.counters.requests_notice.Inc();
+  auto n = ParseNotice(target);
+  if (!n.ok()) {
+    m.counters.bad_requests.Inc();
+    return Answer(400, n.status().message() + "\n");
+  }
+  auto it = m.index_of.find(n->advertiser);
+  if (it == m.index_of.end()) {
+    m.counters.bad_requests.Inc();
+    return Answer(400, "unknown advertiser\n");
+  }
+  const size_t k = it->second;
+  const int t = static_cast<int>(n->type);
+  auto count = [&](NoticeResult result) { m.counters.notices[t][result].Inc(); };
+
+  // Only for a bid of the market's bidders: the signed terms (its owner's name among them) must
+  // match. A forwarded notice must be one of this bidder's bids.
+  if (!n->bid_price || n->bid_ms < 0 || !n->cluster || !n->arm ||
+      (forwarded && n->owner != m.name) ||
+      !m.signer->Verify({n->auction_id, n->imp_id, n->advertiser, *n->bid_price, n->bid_ms, n->test,
+                         *n->cluster, *n->arm, n->owner},
+                        n->sig)) {
+    count(kForged);
+    return Answer(403, "not a notice for a bid of this bidder (signature)\n");
+  }
+
+  // Past the retention its dedupe key may have been deleted: applying it could count it twice.
+  if (m.clock->UnixMs() - n->bid_ms > m.RetentionMs()) {
+    count(kLate);
+    return Answer(410, "notice of a bid older than notice_retention_hours\n");
+  }
+
+  // Once per bid: (type, auction, imp, advertiser), length-prefixed so that no two bids' keys
+  // meet. Several seats can win one impression on a multi-slot exchange (the simulated GSP
+  // sells 3 slots per request).
+  const std::string once = std::string(NoticeTypeName(n->type)) + "/" +
+                           BidIdentity(n->auction_id, n->imp_id, n->advertiser);
+  // Another bidder's bid (it shares this one's notice secret): its owner books it.
+  if (!n->owner.empty() && n->owner != m.name && m.leases != nullptr) {
+    return Forward(m, *n, target, once);
+  }
+
+  // Money from outside is bounded: a conversion is worth at most what the advertiser declared.
+  if (n->type == NoticeType::kConversion && n->value &&
+      *n->value > MaxConversionValue(m.cfg.advertisers[k])) {
+    count(kAboveMaxValue);
+    uint64_t skipped = 0;
+    if (m.value_refusals.Allow(&skipped)) {
+      log::Get("notices").warn(
+          "conversion notice of advertiser {} refused: value {} micros above its "
+          "max_conversion_value {} ({} more since)",
+          n->advertiser, n->value->value(), MaxConversionValue(m.cfg.advertisers[k]).value(),
+          skipped);
+    }
+    return Answer(400, "conversion value above the advertiser's max_conversion_value\n");
+  }
+  return BookNotice(m, *n, k, once);
 }
 
 }  // namespace rtb::bidder

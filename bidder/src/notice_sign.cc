@@ -16,10 +16,11 @@ void PutU64(std::string* out, uint64_t v) {
   for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
 
-// The signed bytes: fixed-width integers and length-prefixed strings, version first.
+// The signed bytes: fixed-width integers and length-prefixed strings, version first (2: no
+// owner, the encoding of earlier versions, whose URLs still verify; 3: the owner last).
 void Encode(const SignedBid& b, std::string* out) {
   out->clear();
-  out->push_back('\x02');
+  out->push_back(b.owner.empty() ? '\x02' : '\x03');
   PutU64(out, b.auction.size());
   out->append(b.auction);
   PutU64(out, b.imp.size());
@@ -30,6 +31,10 @@ void Encode(const SignedBid& b, std::string* out) {
   out->push_back(b.test ? '\x01' : '\x00');
   PutU64(out, static_cast<uint64_t>(static_cast<int64_t>(b.cluster)));
   out->push_back(static_cast<char>(b.arm));
+  if (!b.owner.empty()) {
+    PutU64(out, b.owner.size());
+    out->append(b.owner);
+  }
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <rocksdb/write_batch.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -16,7 +17,11 @@ namespace rtb::bidder {
 
 struct StateStore::Impl {
   std::unique_ptr<rocksdb::DB> db;
-  std::mutex mu;  // serialises check-then-write of one key
+  std::mutex mu;                         // serialises check-then-write of one key
+  std::atomic<bool> fail_writes{false};  // FailWritesForTest
+  Status Injected() const {
+    return Status::IoError("bidder state: IO error: No space left on device (injected)");
+  }
 };
 
 StateStore::StateStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -67,6 +72,7 @@ Result<bool> StateStore::ApplyOnce(int64_t bid_hour, const std::string& key, uin
                                    const std::string& day, Micros spend, const OutboxEntry* outbox,
                                    Arm arm) {
   std::lock_guard<std::mutex> l(impl_->mu);
+  if (impl_->fail_writes.load()) return impl_->Injected();
   std::string v;
   const std::string nk = NoticePrefix(bid_hour) + key;
   auto st = impl_->db->Get(rocksdb::ReadOptions(), nk, &v);
@@ -169,11 +175,31 @@ Result<std::string> StateStore::GetMeta(const std::string& key) const {
 }
 
 Status StateStore::PutMeta(const std::string& key, const std::string& value) {
+  if (impl_->fail_writes.load()) return impl_->Injected();
   rocksdb::WriteOptions wo;
   wo.sync = true;
   const auto st = impl_->db->Put(wo, "meta/" + key, value);
   if (!st.ok()) return Status::IoError("bidder state: " + st.ToString());
   return Status::Ok();
 }
+
+}  // namespace rtb::bidder
+
+namespace rtb::bidder {
+
+Status StateStore::Probe() {
+  if (impl_->fail_writes.load()) return impl_->Injected();
+  // A write that failed for lack of space leaves RocksDB in a background error: every later
+  // write fails until it resumes (which it can once there is room).
+  (void)impl_->db->Resume();
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  auto st = impl_->db->Put(wo, "probe", std::string(4096, 'p'));
+  if (st.ok()) st = impl_->db->Delete(wo, "probe");
+  if (!st.ok()) return Status::IoError("bidder state: " + st.ToString());
+  return Status::Ok();
+}
+
+void StateStore::FailWritesForTest(bool fail) { impl_->fail_writes.store(fail); }
 
 }  // namespace rtb::bidder

@@ -25,6 +25,7 @@
 #include "rtb/bidder/notice.h"
 #include "rtb/bidder/notice_sign.h"
 #include "rtb/bidder/server.h"
+#include "rtb/bidder/state_store.h"
 #include "rtb/budget/coordinator.h"
 #include "rtb/budget/lease_msg.h"
 #include "rtb/core/clock.h"
@@ -2539,6 +2540,220 @@ TEST_F(BidderIntegration, ABidderSilentPastItsTtlBidsAgainOnlyOnceTheCoordinator
   ASSERT_TRUE(coordinator->status().ok()) << coordinator->status().message();
   time.coordinator = coordinator->get();
   EXPECT_TRUE(time.Until(bid)) << "no bid after a coordinator read the bidder again";
+}
+
+// The answer to one bid request on a new connection: its status, and for a no-bid (204) its
+// x-rtb-nobid-reason.
+std::pair<int, std::string> BidAnswer(int port, const std::string& body) {
+  Client c(port);
+  http::request<http::string_body> req{http::verb::post, "/openrtb2/bid", 11};
+  req.set(http::field::host, "127.0.0.1");
+  req.set(http::field::content_type, "application/json");
+  req.body() = body;
+  req.prepare_payload();
+  http::write(c.stream, req);
+  beast::flat_buffer buf;
+  http::response<http::string_body> res;
+  http::read(c.stream, buf, res);
+  return {res.result_int(), std::string(res["x-rtb-nobid-reason"])};
+}
+
+// The CPM price of the first bid of a response, as an exchange writes ${AUCTION_PRICE}.
+std::string FirstPrice(const std::string& body) {
+  const auto j = nlohmann::json::parse(body);
+  char p[32];
+  std::snprintf(p, sizeof p, "%.6f", j["seatbid"][0]["bid"][0]["price"].get<double>());
+  return p;
+}
+
+// What a billing at CPM price `price` (currency units) books: a thousandth, in micros.
+int64_t ChargeOf(const std::string& price) {
+  return (std::llround(std::stod(price) * 1e6) + 500) / 1000;
+}
+
+// A load balancer in front of two bidders of a market may send a notice, or its retry, to
+// either: they share the notice secret, so both can check it. It is booked once, by the bidder
+// that made the bid (named in its signed URL), whichever receives it and however often, also
+// after the receiving bidder restarts.
+TEST_F(BidderIntegration, ANoticeDeliveredToTwoBiddersOfAMarketIsBookedOnceByTheBidsOwner) {
+  BidderConfig cfg = LeasedConfig(dir_, "bidder-a", 10.0, 0.5);
+  cfg.notice_secret = "the market's notice secret, shared by its bidders";
+  cfg.market_keys = "k1=" + std::string(40, 'k');  // the forwarded notices are sealed
+  std::string brokers;
+  SecondBidder other;
+  ASSERT_NO_FATAL_FAILURE(StartPair(cfg, &other, &brokers));
+  budget::CoordinatorOptions co = MarketOf(cfg, brokers);
+  co.reclaim_every_ms = 100;
+  CoordinatorThread coordinator(co);
+  ASSERT_TRUE(coordinator.status().ok()) << coordinator.status().message();
+  // Two bids of bidder a, once it holds a lease.
+  Client a(port_);
+  std::vector<std::pair<std::string, std::string>> bids;  // (auction, price)
+  int n = 0;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        const std::string id = "own-" + std::to_string(n++);
+        auto [status, body] = a.Do(http::verb::post, "/openrtb2/bid", Request(id));
+        if (status == 200) bids.push_back({id, FirstPrice(body)});
+        return bids.size() == 2;
+      },
+      30s, 20ms));
+  const std::string burl = Notice("billing", bids[0].first, 1, bids[0].second);
+  EXPECT_NE(burl.find("&o=bidder-a&"), std::string::npos) << burl;
+  const int64_t charge = ChargeOf(bids[0].second);
+
+  // To bidder b: forwarded to a, answered at once; a books it.
+  Client b(other.port);
+  EXPECT_EQ(b.Do(http::verb::get, burl), std::make_pair(200, std::string("forwarded: bidder-a\n")));
+  ASSERT_TRUE(WaitUntil([&] { return bidder_->Spent(0).value() == charge; }))
+      << bidder_->Spent(0).value() << " booked by a, " << other.bidder->Spent(0).value() << " by b";
+  // The same notice to its owner, and again to b: nothing more.
+  EXPECT_EQ(a.Do(http::verb::get, burl), std::make_pair(200, std::string()));
+  EXPECT_EQ(b.Do(http::verb::get, burl), std::make_pair(200, std::string()));
+  // b restarts: the notice to it once more forwards nothing.
+  other.server->Stop();
+  other.server.reset();
+  other.bidder.reset();
+  ASSERT_NO_FATAL_FAILURE(StartSecond(SecondLeasedConfig(cfg, dir_, brokers, "bidder-b"), &other));
+  Client b2(other.port);
+  EXPECT_EQ(b2.Do(http::verb::get, burl), std::make_pair(200, std::string()));
+  // The second bid's billing through b: once a booked it, a has read all b forwarded before
+  // (one partition per owner, read in order).
+  const std::string burl2 = Notice("billing", bids[1].first, 1, bids[1].second);
+  EXPECT_EQ(b2.Do(http::verb::get, burl2),
+            std::make_pair(200, std::string("forwarded: bidder-a\n")));
+  const int64_t both = charge + ChargeOf(bids[1].second);
+  ASSERT_TRUE(WaitUntil([&] { return bidder_->Spent(0).value() == both; }))
+      << bidder_->Spent(0).value();
+  EXPECT_EQ(other.bidder->Spent(0).value(), 0);
+  const std::string m = bidder_->Metrics().body, mb = other.bidder->Metrics().body;
+  EXPECT_NE(m.find("rtb_notices_total{type=\"billing\",result=\"applied\"} 2\n"), std::string::npos)
+      << m;
+  EXPECT_NE(mb.find("rtb_notices_total{type=\"billing\",result=\"forwarded\"} 1\n"),
+            std::string::npos)
+      << mb;
+  other.server->Stop();
+}
+
+// Money from outside is bounded: a conversion's value above the advertiser's
+// max_conversion_value is refused (400, counted); `n` is in (0, 1e6]; a billing above the
+// signed bid price is not charged.
+TEST_F(BidderIntegration,
+       AConversionValueAboveTheMaxAnOutOfRangeCountAndABillingAboveTheBidAreRefused) {
+  BidderConfig cfg = TestConfig(dir_);
+  for (Advertiser& a : cfg.advertisers) a.conversion_value = Micros::FromUnits(2);  // max 20
+  Start(cfg);
+  Client c(port_);
+  auto [status, body] = c.Do(http::verb::post, "/openrtb2/bid", Request("mv-1"));
+  ASSERT_EQ(status, 200);
+  const uint32_t adv = FirstAdvertiser(body);
+  const std::string conversion = Notice("conversion", "mv-1", adv, "0");
+  EXPECT_EQ(c.Do(http::verb::get, conversion + "&value=9000000000000").first, 400);
+  EXPECT_EQ(c.Do(http::verb::get, conversion + "&value=20.000001").first, 400);
+  const std::string click = Notice("click", "mv-1", adv, "0");
+  EXPECT_EQ(c.Do(http::verb::get, click + "&n=1000001").first, 400);
+  EXPECT_EQ(c.Do(http::verb::get, click + "&n=0").first, 400);
+  EXPECT_EQ(c.Do(http::verb::get, conversion + "&value=20"),
+            std::make_pair(200, std::string()));  // the bound itself is a value
+  EXPECT_EQ(c.Do(http::verb::get, click + "&n=1000000"), std::make_pair(200, std::string()));
+  EXPECT_EQ(c.Do(http::verb::get, Notice("billing", "mv-1", adv, "1000000")),
+            std::make_pair(200, std::string("refused: above_bid\n")));
+  EXPECT_EQ(TotalSpent(*bidder_, cfg.advertisers.size()).value(), 0);
+  const std::string m = bidder_->Metrics().body;
+  EXPECT_NE(m.find("rtb_notices_total{type=\"conversion\",result=\"above_max_value\"} 2\n"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("rtb_notices_total{type=\"conversion\",result=\"applied\"} 1\n"),
+            std::string::npos);
+}
+
+// A state store that cannot persist a billing (its disk full; here the store's failure seam):
+// the bidder says it is not ready at once, bids nothing (a billing could not be booked), and
+// is ready and bidding again once the store takes writes; the billing it refused then books.
+TEST_F(BidderIntegration, AFullStateDiskMakesTheBidderNotReadyAndStopsItsBidsUntilWritesWork) {
+  Start(TestConfig(dir_));
+  Client c(port_);
+  ASSERT_EQ(c.Do(http::verb::get, "/readyz").first, 200);
+  auto [status, body] = c.Do(http::verb::post, "/openrtb2/bid", Request("df-1"));
+  ASSERT_EQ(status, 200);
+  const uint32_t adv = FirstAdvertiser(body);
+  const std::string billing = Notice("billing", "df-1", adv, FirstPrice(body));
+  bidder_->state_store().FailWritesForTest(true);
+  EXPECT_EQ(c.Do(http::verb::get, billing).first, 503);
+  EXPECT_EQ(c.Do(http::verb::get, "/readyz").first, 503);
+  EXPECT_EQ(BidAnswer(port_, Request("df-2")),
+            std::make_pair(204, std::string("state_unavailable")));
+  EXPECT_EQ(BidAnswer(port_, Request("df-3", 1)).first, 200) << "a test request books nothing";
+  bidder_->state_store().FailWritesForTest(false);
+  EXPECT_TRUE(WaitUntil([&] { return c.Do(http::verb::get, "/readyz").first == 200; }));
+  EXPECT_EQ(BidAnswer(port_, Request("df-4")).first, 200);
+  EXPECT_EQ(c.Do(http::verb::get, billing), std::make_pair(200, std::string()));
+  EXPECT_EQ(TotalSpent(*bidder_, 3).value(), ChargeOf(FirstPrice(body)));
+}
+
+// A client that sends `Expect: 100-continue` waits for the interim answer before the body.
+TEST_F(BidderIntegration, AnExpect100ContinueRequestGetsItsInterimAnswerThenItsBid) {
+  Start(TestConfig(dir_));
+  Client c(port_);
+  const std::string body = Request("ex-1");
+  const std::string head =
+      "POST /openrtb2/bid HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "Expect: 100-continue\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n";
+  net::write(c.stream.socket(), net::buffer(head));
+  beast::flat_buffer buf;
+  http::response<http::empty_body> interim;
+  beast::error_code ec;
+  http::read(c.stream, buf, interim, ec);  // the server's read timeout bounds the wait
+  ASSERT_FALSE(ec) << "no interim answer: " << ec.message();
+  EXPECT_EQ(interim.result_int(), 100);
+  net::write(c.stream.socket(), net::buffer(body));
+  http::response<http::string_body> res;
+  http::read(c.stream, buf, res);
+  EXPECT_EQ(res.result_int(), 200);
+}
+
+// A leased bidder pointed at a wrong broker address fails to start, naming the address.
+TEST_F(BidderIntegration, ALeasedBidderWithAWrongBrokerAddressFailsNamingIt) {
+  BidderConfig cfg = LeasedConfig(dir_, "bidder-a", 10.0, 0.5);
+  cfg.kafka.brokers = "127.0.0.1:1";
+  cfg.kafka.flush_timeout_ms = 100;
+  auto b = Bidder::Create(cfg);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("127.0.0.1:1"), std::string::npos) << b.status().message();
+}
+
+// A second process under a bidder's name gets no lease: its no-bids say why.
+TEST_F(BidderIntegration, ABidderWhoseNameAnotherProcessHoldsSaysSoInItsNoBids) {
+  const BidderConfig cfg = LeasedConfig(dir_, "bidder-a", 10.0, 0.5);
+  Start(cfg, &clock_);
+  const std::string brokers = bidder_->events().bootstrap();
+  const BidderConfig first = SecondLeasedConfig(cfg, dir_, brokers, "bidder-x");
+  BidderConfig copy = first;
+  copy.state_path = dir_ + "/state3";
+  copy.kafka.spill_path = dir_ + "/spill3.jsonl";
+  CoordinatorThread coordinator(MarketOf(cfg, brokers, &clock_));
+  ASSERT_TRUE(coordinator.status().ok()) << coordinator.status().message();
+  LeaseTime time{&clock_, 1, coordinator.get()};
+  SecondBidder one, second;
+  ASSERT_NO_FATAL_FAILURE(StartSecond(first, &one, &clock_));
+  time.clients = 2;
+  int n = 0;
+  ASSERT_TRUE(time.Until([&] {
+    return BidAnswer(one.port, Request("nc-" + std::to_string(n++))).first == 200;
+  })) << "the first process got no lease";
+  ASSERT_NO_FATAL_FAILURE(StartSecond(copy, &second, &clock_));
+  time.clients = 3;
+  std::pair<int, std::string> answer;
+  EXPECT_TRUE(time.Until(
+      [&] {
+        answer = BidAnswer(second.port, Request("nc-" + std::to_string(n++)));
+        return answer.second == "name_conflict";
+      },
+      10s))
+      << answer.first << " " << answer.second;
+  one.server->Stop();
+  second.server->Stop();
 }
 
 }  // namespace

@@ -37,6 +37,10 @@ enum class NoBidReason {
   kBudget,
   kTmax,
   kBlocked,
+  // Set by the bid path, not DecideBids: the state store cannot persist a billing (a full
+  // disk); a leased bidder whose name another live process holds (no lease for it).
+  kStateUnavailable,
+  kNameConflict,
 };
 const char* NoBidReasonName(NoBidReason r);
 

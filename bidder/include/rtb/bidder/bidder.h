@@ -25,6 +25,8 @@ struct HttpResult {
   std::vector<std::pair<std::string, std::string>> headers;
 };
 
+class StateStore;  // state_store.h
+
 class Bidder {
  public:
   // `clock`: the wall time of budget days, reservations, notices, policy ages and the lease
@@ -44,7 +46,8 @@ class Bidder {
   // GET /readyz: whether to give this bidder traffic, as a load balancer's readiness check
   // asks. 200 once it can bid on its current budget day: sharing budgets, its leases for that
   // day are answered and capped (a restarted bidder reads its holdings first); 503 with the
-  // reason until then.
+  // reason until then, and while its state store cannot persist a billing (a full disk: it
+  // makes no bid then, and is ready again within a Tick of the store taking writes).
   HttpResult Readiness() const;
   // Routes any request (method, target, body) to the handlers above; 404 / 405 otherwise.
   HttpResult Route(std::string_view method, std::string_view target, std::string_view body,
@@ -64,6 +67,8 @@ class Bidder {
   Micros Spent(size_t k, Arm arm) const;
   Micros Reserved(size_t k, Arm arm) const;
   DecodeLimits decode_limits() const;
+  // The durable state (tests: its failure seam, StateStore::FailWritesForTest).
+  StateStore& state_store();
 
   struct Impl;
 

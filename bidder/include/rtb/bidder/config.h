@@ -103,6 +103,10 @@ struct LeaseClientConfig {
   std::string name;
   std::string requests_topic = "rtb.lease.requests";  // requests, returns, reports (produced)
   std::string grants_topic = "rtb.lease.grants";      // holdings (read, compacted)
+  // Notices that reached a bidder other than the one that made the bid (a load balancer's
+  // choice or retry), keyed by the owner's name: each bidder reads the notices keyed by its own
+  // name and books them, so that a notice is booked once across the market (bidder/README.md).
+  std::string notices_topic = "rtb.notices";
   int horizon_ms = 60'000;   // a lease covers this long at the slot's recent spend rate
   double min_lease = 0.10;   // the least asked for at once, currency units (<= budget / 50)
   int check_every_ms = 200;  // how often the slots' leases are checked

@@ -1,6 +1,6 @@
 // Signed notice URLs: a notice the bidder accepts must name a bid it made. At bid time the bid's
 // identity and terms (auction id, imp id, advertiser, bid price, bid time, test flag, the
-// user's consumer cluster and A/B arm) are signed
+// user's consumer cluster and A/B arm, and the bidder that owns it) are signed
 // with HMAC-SHA-256 under the bidder's secret (config `notice_secret`), and the signature and
 // terms ride in the nurl / burl / lurl query. A notice whose signature does not match what it
 // claims (an altered imp id, a higher bid price, an auction never bid on) is refused (403) and
@@ -32,6 +32,11 @@ struct SignedBid {
   // bidder keeps no per-bid record for its notices.
   int32_t cluster = -1;
   Arm arm = Arm::kLearned;  // the user's A/B arm: whose budget the notice's charge is booked to
+  // The bidder that made the bid (its name, leases.name), when several bidders share the
+  // market's budgets: a notice that reaches another bidder is forwarded to this one, which
+  // alone books it (notice_handler.cc). Empty: not named (one bidder; URLs of earlier
+  // versions), signed as before.
+  std::string_view owner;
 };
 
 class NoticeSigner {

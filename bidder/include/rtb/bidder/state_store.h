@@ -67,6 +67,13 @@ class StateStore {
   // The value of meta key `key` (kNotFound when absent), and setting it (durably).
   Result<std::string> GetMeta(const std::string& key) const;
   Status PutMeta(const std::string& key, const std::string& value);
+  // Whether the store takes writes again after one failed (a full disk): resumes RocksDB from
+  // its background error if it is in one, then writes (synced) and deletes a probe key.
+  Status Probe();
+
+  // Failure seam (tests): while set, every write (ApplyOnce, PutMeta, Probe) fails as on a
+  // full disk ("No space left on device") and changes nothing.
+  void FailWritesForTest(bool fail);
 
  private:
   struct Impl;
