@@ -140,8 +140,8 @@ Status StartInbox(Bidder::Impl& m) {
   o.state = m.state.get();
   o.thread_nice = m.cfg.kafka.thread_nice;
   Bidder::Impl* raw = &m;
-  o.apply = [raw](std::string_view target) {
-    return ApplyNotice(*raw, target, true).status != 503;
+  o.apply = [raw](const ForwardedNotice& n) {
+    return ApplyNotice(*raw, n.target, std::max<int64_t>(0, n.received_ms)).status != 503;
   };
   RTB_ASSIGN_OR_RETURN(m.inbox, NoticeInbox::Start(std::move(o)));
   return Status::Ok();

@@ -127,8 +127,9 @@ struct Bidder::Impl {
   }
 };
 
-// The notice path (notice_handler.cc): a notice from the exchange (forwarded = false), or one
-// another bidder forwarded to this one (true: never forwarded again).
-HttpResult ApplyNotice(Bidder::Impl& m, std::string_view target, bool forwarded);
+// The notice path (notice_handler.cc): a notice from the exchange (received_ms < 0), or one
+// another bidder of the market received at received_ms (Unix ms) and forwarded to this one
+// (never forwarded again; its billing window is judged at its receipt).
+HttpResult ApplyNotice(Bidder::Impl& m, std::string_view target, int64_t received_ms = -1);
 
 }  // namespace rtb::bidder

@@ -4,8 +4,8 @@
 // time (notice_sign.h), and a notice whose signature does not match is refused (403, counted
 // "forged"). The money rules, in the order they are checked:
 //   - a price above the signed bid price, or no valid price, is not charged;
-//   - a win or billing later than the billing window (reservation_timeout_ms after the bid) is
-//     refused ("late"); so is any notice later than notice_retention_hours, whose dedupe key
+//   - a win or billing later than the billing window (reservation_timeout_ms after the bid;
+//     a forwarded one: when the bidder that forwarded it received it) is refused ("late"); so is any notice later than notice_retention_hours, whose dedupe key
 //     may be gone (410, not logged);
 //   - a test=1 bid's notices never touch a budget;
 //   - a billing settles the bid's reservation; without one (a restart, or a loss notice that
@@ -51,7 +51,8 @@ HttpResult Forward(Bidder::Impl& m, const Notice& n, std::string_view target,
   ob.eid = m.NextEid();
   ob.topic = m.cfg.leases.notices_topic;
   ob.key = n.owner;
-  ob.payload = EncodeForwardedNotice(target, ob.topic, m.keys.get());
+  ob.payload =
+      EncodeForwardedNotice({std::string(target), m.clock->UnixMs()}, ob.topic, m.keys.get());
   auto applied = m.state->ApplyOnce(n.bid_ms / Bidder::Impl::kHourMs, "forward/" + once,
                                     n.advertiser, "", Micros(0), &ob);
   if (!applied.ok()) {
@@ -70,7 +71,9 @@ HttpResult Forward(Bidder::Impl& m, const Notice& n, std::string_view target,
 
 // Books a notice of this bidder's own bid (signed, within the retention): the event, the
 // budget, once.
-HttpResult BookNotice(Bidder::Impl& m, const Notice& notice, size_t k, const std::string& once) {
+// received_ms: when the notice reached the market (another bidder that forwarded it), or -1 (now).
+HttpResult BookNotice(Bidder::Impl& m, const Notice& notice, size_t k, const std::string& once,
+                      int64_t received_ms) {
   const Notice* n = &notice;
   const int t = static_cast<int>(n->type);
   auto count = [&](NoticeResult result) { m.counters.notices[t][result].Inc(); };
@@ -106,7 +109,8 @@ HttpResult BookNotice(Bidder::Impl& m, const Notice& notice, size_t k, const std
     } else if (*n->price > *n->bid_price) {
       e.reason = "above_bid";
       refused = kAboveBid;
-    } else if (e.ts_ms - n->bid_ms > m.cfg.reservation_timeout_ms) {
+    } else if ((received_ms >= 0 ? std::min(received_ms, e.ts_ms) : e.ts_ms) - n->bid_ms >
+               m.cfg.reservation_timeout_ms) {
       e.reason = "late";
       refused = kLate;
     } else {
@@ -176,11 +180,10 @@ HttpResult BookNotice(Bidder::Impl& m, const Notice& notice, size_t k, const std
 
 }  // namespace
 
-HttpResult Bidder::HandleNotice(std::string_view target) {
-  return ApplyNotice(*impl_, target, false);
-}
+HttpResult Bidder::HandleNotice(std::string_view target) { return ApplyNotice(*impl_, target); }
 
-HttpResult ApplyNotice(Bidder::Impl& m, std::string_view target, bool forwarded) {
+HttpResult ApplyNotice(Bidder::Impl& m, std::string_view target, int64_t received_ms) {
+  const bool forwarded = received_ms >= 0;
   m.counters.requests_notice.Inc();
   auto n = ParseNotice(target);
   if (!n.ok()) {
@@ -237,7 +240,7 @@ HttpResult ApplyNotice(Bidder::Impl& m, std::string_view target, bool forwarded)
     }
     return Answer(400, "conversion value above the advertiser's max_conversion_value\n");
   }
-  return BookNotice(m, *n, k, once);
+  return BookNotice(m, *n, k, once, received_ms);
 }
 
 }  // namespace rtb::bidder

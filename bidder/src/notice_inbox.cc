@@ -12,30 +12,35 @@
 
 namespace rtb::bidder {
 
-std::string EncodeForwardedNotice(std::string_view target, std::string_view topic,
+std::string EncodeForwardedNotice(const ForwardedNotice& n, std::string_view topic,
                                   const MarketKeys* keys) {
-  JsonWriter w(JsonWriter::Escaped(target) + 16);
+  JsonWriter w(JsonWriter::Escaped(n.target) + 64);
   w.Raw("{\"notice\":");
-  w.Str(target);
+  w.Str(n.target);
+  w.Raw(",\"at\":");
+  w.Int(n.received_ms);
   w.Raw('}');
   std::string json = std::move(w).Take();
   return keys != nullptr ? keys->Seal(topic, json) : json;
 }
 
-Result<std::string> DecodeForwardedNotice(std::string_view payload, std::string_view topic,
-                                          const MarketKeys* keys) {
+Result<ForwardedNotice> DecodeForwardedNotice(std::string_view payload, std::string_view topic,
+                                              const MarketKeys* keys) {
   std::string body(payload);
   if (keys != nullptr) {
     const SealCheck c = keys->Open(topic, payload, &body);
     if (c != SealCheck::kOk) return Status::InvalidArgument(SealCheckName(c));
   }
   const auto j = nlohmann::json::parse(body, nullptr, false);
-  if (!j.is_object() || !j.contains("notice") || !j["notice"].is_string()) {
+  if (!j.is_object() || !j.contains("notice") || !j["notice"].is_string() || !j.contains("at") ||
+      !j["at"].is_number_integer()) {
     return Status::InvalidArgument("not_a_notice");
   }
-  std::string target = j["notice"].get<std::string>();
-  if (target.rfind("/notice/", 0) != 0) return Status::InvalidArgument("not_a_notice");
-  return target;
+  ForwardedNotice n;
+  n.target = j["notice"].get<std::string>();
+  n.received_ms = j["at"].get<int64_t>();
+  if (n.target.rfind("/notice/", 0) != 0) return Status::InvalidArgument("not_a_notice");
+  return n;
 }
 
 struct NoticeInbox::State {
@@ -67,17 +72,17 @@ struct NoticeInbox::State {
   // cannot take it); other bidders' are skipped.
   void Take(const kafka::Message& m) {
     if (m.key() == opt.name) {
-      auto target = DecodeForwardedNotice(m.payload(), opt.topic, opt.keys.get());
-      if (!target.ok()) {
+      auto notice = DecodeForwardedNotice(m.payload(), opt.topic, opt.keys.get());
+      if (!notice.ok()) {
         refused.fetch_add(1);
         uint64_t skipped = 0;
         if (refusals.Allow(&skipped)) {
           log::Get("notices").warn(
               "forwarded notice refused on {} partition {} offset {}: {} ({} more since)",
-              opt.topic, m.partition(), m.offset(), target.status().message(), skipped);
+              opt.topic, m.partition(), m.offset(), notice.status().message(), skipped);
         }
       } else {
-        while (!opt.apply(*target) && !stop.load()) {
+        while (!opt.apply(*notice) && !stop.load()) {
           std::this_thread::sleep_for(std::chrono::milliseconds(100));
         }
         booked.fetch_add(1);

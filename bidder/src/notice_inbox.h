@@ -9,7 +9,8 @@
 // and its budget ledger, so a notice is booked once across the market however many bidders
 // receive it, and always within the owner's reservations and lease.
 //
-// A message is a JSON object {"notice":"<path and query>"}, sealed with the market key ring
+// A message is a JSON object {"notice":"<path and query>","at":<unix ms it was received>},
+// sealed with the market key ring
 // when one is set (core/mac.h); one that fails the seal is dropped, counted and logged. The
 // offsets read are kept in the state store (meta "notice_inbox/<topic>/<partition>", at most
 // once a second), so a restart reads on from about where it stopped; a notice read twice is a
@@ -30,14 +31,17 @@
 
 namespace rtb::bidder {
 
-// The message that forwards one notice (its path and query) on `topic`: sealed when `keys` is
-// set.
-std::string EncodeForwardedNotice(std::string_view target, std::string_view topic,
+struct ForwardedNotice {
+  std::string target;        // the notice's path and query, as the exchange sent it
+  int64_t received_ms = -1;  // when the bidder that forwarded it received it (Unix ms)
+};
+// The message that forwards one notice on `topic`: sealed when `keys` is set.
+std::string EncodeForwardedNotice(const ForwardedNotice& n, std::string_view topic,
                                   const MarketKeys* keys);
-// The notice's path and query from a forwarded message; an error names why it is refused
-// (its seal, or not the message's shape).
-Result<std::string> DecodeForwardedNotice(std::string_view payload, std::string_view topic,
-                                          const MarketKeys* keys);
+// A forwarded message's notice; an error names why it is refused (its seal, or not the
+// message's shape).
+Result<ForwardedNotice> DecodeForwardedNotice(std::string_view payload, std::string_view topic,
+                                              const MarketKeys* keys);
 
 class NoticeInbox {
  public:
@@ -48,9 +52,9 @@ class NoticeInbox {
     std::shared_ptr<const MarketKeys> keys;
     StateStore* state = nullptr;  // where the offsets read are kept
     int thread_nice = 0;
-    // Books one notice (its path and query); false: not now (the state store failed), so
-    // the same notice is tried again a little later.
-    std::function<bool(std::string_view)> apply;
+    // Books one notice; false: not now (the state store failed), so the same notice is tried
+    // again a little later.
+    std::function<bool(const ForwardedNotice&)> apply;
   };
   static Result<std::unique_ptr<NoticeInbox>> Start(Options opt);
   ~NoticeInbox();  // stops the thread, keeps the offsets read

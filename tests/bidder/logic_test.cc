@@ -7,6 +7,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "../../bidder/src/notice_inbox.h"
 #include "rtb/bidder/bid_logic.h"
 #include "rtb/bidder/bidder.h"
 #include "rtb/bidder/budget.h"
@@ -572,6 +573,48 @@ TEST(NoticeSigner, SignsTheBidsIdentityAndTermsAndNothingElseVerifies) {
   ASSERT_TRUE(r1.ok() && r2.ok());
   EXPECT_EQ(r1->size(), 64u);
   EXPECT_NE(*r1, *r2);
+}
+
+// The bid's owner (several bidders in a market) is signed too: it cannot be altered, and a URL
+// stripped of it does not verify (no owner is signed differently); its URL carries it as o=.
+TEST(NoticeSigner, TheBidsOwnerIsSignedAndRidesInTheUrl) {
+  auto s = NoticeSigner::Create("a secret of sixteen+ bytes");
+  ASSERT_TRUE(s.ok());
+  SignedBid b{"auction-1", "1", 7, Micros(2'500'000), 1'700'000'000'000, false, 3};
+  b.owner = "bidder-a";
+  const std::string sig = (*s)->Sign(b);
+  EXPECT_TRUE((*s)->Verify(b, sig));
+  SignedBid x = b;
+  x.owner = "bidder-b";
+  EXPECT_FALSE((*s)->Verify(x, sig));
+  x.owner = "";
+  EXPECT_FALSE((*s)->Verify(x, sig));
+  auto n = ParseNotice("/notice/billing?" + SignedNoticeQuery(b, sig) + "&price=1");
+  ASSERT_TRUE(n.ok()) << n.status().message();
+  EXPECT_EQ(n->owner, "bidder-a");
+  EXPECT_EQ(n->sig, sig);
+}
+
+// A forwarded notice (notice_inbox.h) round-trips, sealed under the market's ring; the ring
+// refuses it altered or unsealed, and a message that is not a notice is refused.
+TEST(ForwardedNotice, RoundTripsSealedAndTheRingRefusesAnAlteredOrUnsealedOne) {
+  auto keys = MarketKeys::Parse("k1=" + std::string(40, 'k'));
+  ASSERT_TRUE(keys.ok()) << keys.status().message();
+  const ForwardedNotice f{"/notice/billing?auction=a%22b&imp=1&o=x", 1'700'000'000'123};
+  const std::string sealed = EncodeForwardedNotice(f, "rtb.notices", &*keys);
+  auto back = DecodeForwardedNotice(sealed, "rtb.notices", &*keys);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->target, f.target);
+  EXPECT_EQ(back->received_ms, f.received_ms);
+  EXPECT_FALSE(DecodeForwardedNotice(sealed, "rtb.other", &*keys).ok());
+  std::string altered = sealed;
+  altered.replace(altered.find("123"), 3, "999");
+  EXPECT_EQ(DecodeForwardedNotice(altered, "rtb.notices", &*keys).status().message(), "bad_mac");
+  const std::string plain = EncodeForwardedNotice(f, "rtb.notices", nullptr);
+  EXPECT_EQ(DecodeForwardedNotice(plain, "rtb.notices", &*keys).status().message(), "unsealed");
+  EXPECT_TRUE(DecodeForwardedNotice(plain, "rtb.notices", nullptr).ok());
+  EXPECT_FALSE(DecodeForwardedNotice(R"({"notice":"/metrics","at":1})", "t", nullptr).ok());
+  EXPECT_FALSE(DecodeForwardedNotice("not json", "t", nullptr).ok());
 }
 
 TEST(Notice, IdsMustBeUtf8AndShort) {
