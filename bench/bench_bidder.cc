@@ -200,7 +200,9 @@ void Notices(benchmark::State& state, World& w, const std::string& owner,
              const std::string& want_body) {
   auto signer = NoticeSigner::Create(kSecret);
   const uint32_t adv = w.bidder->config().advertisers[0].id;
-  int64_t n = 0;
+  // Across the runs google-benchmark makes of this function: every notice is for a new bid
+  // (a repeated one would measure the duplicate path).
+  static int64_t n = 0;
   for (auto _ : state) {
     state.PauseTiming();
     const std::string auction = "bench-notice-" + std::to_string(n++);
@@ -211,7 +213,7 @@ void Notices(benchmark::State& state, World& w, const std::string& owner,
     state.ResumeTiming();
     HttpResult r = w.bidder->HandleNotice(url);
     if (r.status != 200 || r.body != want_body) {
-      state.SkipWithError(("not booked: " + r.body).c_str());
+      state.SkipWithError(("not booked: " + std::to_string(r.status) + " " + r.body).c_str());
       break;
     }
   }
