@@ -122,6 +122,14 @@ HttpResult Bidder::Metrics() const {
          "one (landed after its epoch marker on the grants topic): ignored.\n"
          "# TYPE rtb_lease_stale_holdings_total counter\n";
     line("rtb_lease_stale_holdings_total %lld\n", static_cast<long long>(h.stale));
+    o += "# HELP rtb_lease_refused_total Records of the grants topic refused, by reason (a seal "
+         "that does not open, an implausible epoch or day, a holding not newer than the last "
+         "applied).\n"
+         "# TYPE rtb_lease_refused_total counter\n";
+    for (const auto& [reason, count] : h.refused) {
+      line("rtb_lease_refused_total{reason=\"%s\"} %lld\n", reason.c_str(),
+           static_cast<long long>(count));
+    }
   }
   o += "# HELP rtb_policy_version Version of the action table in use (0 = none).\n"
        "# TYPE rtb_policy_version gauge\n";
