@@ -20,6 +20,7 @@
 #include <optional>
 #include <thread>
 
+#include "../common/resident.h"
 #include "../common/wait.h"
 #include "rtb/budget/lease_msg.h"
 #include "rtb/core/ab.h"
@@ -1857,17 +1858,6 @@ TEST(Coordinator, WithAKeyRingOnlySealedMessagesAreServedAndEverythingItWritesIs
   EXPECT_EQ(sc.co->ledger().Held("a", kKey), 1'000'000);
 }
 
-// Resident memory of this process (bytes).
-int64_t ResidentBytes() {
-  std::FILE* f = std::fopen("/proc/self/statm", "r");
-  long size = 0, resident = 0;
-  if (f != nullptr) {
-    if (std::fscanf(f, "%ld %ld", &size, &resident) != 2) resident = 0;
-    std::fclose(f);
-  }
-  return static_cast<int64_t>(resident) * sysconf(_SC_PAGESIZE);
-}
-
 // 20,000 messages for far-future days (each a day of its own) grew the coordinator by 27 MB:
 // refused now, and no state is kept for them.
 TEST(Coordinator, TwentyThousandFarFutureDaysLeaveTheCoordinatorsMemoryFlat) {
@@ -1876,7 +1866,7 @@ TEST(Coordinator, TwentyThousandFarFutureDaysLeaveTheCoordinatorsMemoryFlat) {
   sc.Put(LeaseMsgType::kRequest, "a", 1, {7, 0, 1'000'000, 0, 0, 0});
   ASSERT_TRUE(sc.AwaitRead(1));
   constexpr int kDays = 20'000;
-  const int64_t before = ResidentBytes();
+  const int64_t before = test::ResidentBytes();
   const int64_t now = sc.clock.UnixMs();
   int64_t bytes = 0;
   for (int d = 0; d < kDays; ++d) {
@@ -1888,7 +1878,7 @@ TEST(Coordinator, TwentyThousandFarFutureDaysLeaveTheCoordinatorsMemoryFlat) {
   }
   ASSERT_TRUE(sc.producer->Flush(30000).ok());
   ASSERT_TRUE(sc.AwaitRead(1 + kDays, 120s));
-  const int64_t after = ResidentBytes();
+  const int64_t after = test::ResidentBytes();
   std::printf(
       "coordinator: resident %lld -> %lld bytes (+%lld) over %d far-future days "
       "(%lld bytes of messages held by the in-process mock cluster)\n",

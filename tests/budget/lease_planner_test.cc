@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "../common/resident.h"
+
 namespace rtb::budget {
 namespace {
 
@@ -443,30 +445,19 @@ TEST(LeasePlanner, AnEarlierHoldingSentAgainChangesNothing) {
   EXPECT_EQ(t.p.View(kDay, 0).held, 2'000'000);
 }
 
-// Resident memory of this process (bytes).
-int64_t ResidentBytes() {
-  std::FILE* f = std::fopen("/proc/self/statm", "r");
-  long size = 0, resident = 0;
-  if (f != nullptr) {
-    if (std::fscanf(f, "%ld %ld", &size, &resident) != 2) resident = 0;
-    std::fclose(f);
-  }
-  return static_cast<int64_t>(resident) * sysconf(_SC_PAGESIZE);
-}
-
 // Holdings for 20,000 far-future days (each a day of its own) grew each bidder by 10 MB: refused
 // now, before the first request too (the window is then the clock's today +-1).
 TEST(LeasePlanner, TwentyThousandFarFutureDaysLeaveTheBiddersMemoryFlat) {
   for (const int64_t day : {kDay, int64_t{-1}}) {
     Planner t;
-    const int64_t before = ResidentBytes();
+    const int64_t before = test::ResidentBytes();
     for (int d = 0; d < 20'000; ++d) {
       LeaseGrant g = Holding(1'000, 0);
       g.key.day = (day >= 0 ? day : BudgetDayOf(kT0, -1)) + 2 + d;
       g.bidder = d % 2 ? "b1" : "other";
       t.p.Apply(0, EncodeLeaseGrant(g), d, kT0, day, &t.ledger);
     }
-    const int64_t after = ResidentBytes();
+    const int64_t after = test::ResidentBytes();
     std::printf(
         "bidder (current day %lld): resident %lld -> %lld bytes (+%lld) over 20000 "
         "far-future days\n",
