@@ -404,7 +404,7 @@ int64_t Refusals::total() const {
 bool DayWindow::Admit(int64_t day, int64_t now_ms) {
   if (day >= kSimDay) {
     if (!sim_days_) return false;
-    if (sim_high_ >= 0 && (day > sim_high_ + 1 || day < sim_high_ - 2)) return false;
+    if (sim_high_ >= 0 && (day > sim_high_ + kMaxSimDayJump || day < sim_high_ - 2)) return false;
     sim_high_ = std::max(sim_high_, day);
     return true;
   }

@@ -162,11 +162,14 @@ class Refusals {
 
 // Which budget days a lease message or holding may name: the day of the wall clock (of the
 // process's Clock) +-1; and, where simulated days are allowed (a market with
-// simulation_hooks), a simulated day (>= kSimDay) at most one above the highest accepted so
-// far (the first any), down to two below it. Anything else is refused, so that state kept per
-// day (the coordinator's ledger, a bidder's slots) stays bounded whatever arrives.
+// simulation_hooks), a simulated day (>= kSimDay) at most kMaxSimDayJump above the highest
+// accepted so far (the first any: a simulation plays days on while the brokers are down, so
+// the next message heard may be many days on), down to two below it. Anything else is
+// refused, and state of days behind the window is forgotten, so that state kept per day (the
+// coordinator's ledger, a bidder's slots) stays bounded whatever arrives.
 class DayWindow {
  public:
+  static constexpr int64_t kMaxSimDayJump = 1000;
   explicit DayWindow(bool sim_days = false) : sim_days_(sim_days) {}
   // Whether `day` is in the window at `now_ms`; a simulated day accepted moves the window on.
   bool Admit(int64_t day, int64_t now_ms);
