@@ -3,8 +3,10 @@
 # quorum) on free loopback ports, for trying the engine on real brokers and for the `kafka` test
 # tier (tests/kafka_real/).
 #
-#   scripts/kafka_cluster.sh start          install what is missing, fetch Kafka, start, create
+#   scripts/kafka_cluster.sh start          install what is missing, fetch Kafka, start a new
+#                                           cluster (stopping the run folder's old one), create
 #                                           the engine's topics, print the bootstrap addresses
+#   scripts/kafka_cluster.sh fetch          only install what is missing and fetch Kafka
 #   scripts/kafka_cluster.sh stop           stop every node (SIGTERM, then SIGKILL after 30 s)
 #   scripts/kafka_cluster.sh kill N         SIGKILL node N (1-3)
 #   scripts/kafka_cluster.sh pause N        SIGSTOP node N;  resume N: SIGCONT
@@ -45,11 +47,12 @@ die() {
 }
 say() { echo "kafka_cluster: $*" >&2; }
 
-# A JRE and Maven, with apt, where missing (as root, or with sudo).
+# A JRE, Maven and kcat (readiness, leaders), with apt, where missing (as root, or with sudo).
 install_tools() {
   local missing=()
   command -v java >/dev/null && command -v keytool >/dev/null || missing+=(openjdk-17-jre-headless)
   command -v mvn >/dev/null || missing+=(maven)
+  command -v kcat >/dev/null || missing+=(kcat)
   ((${#missing[@]})) || return 0
   say "installing ${missing[*]}"
   local sudo=""
@@ -245,13 +248,21 @@ start_node() {  # N: starts node N in the background (its data already formatted
   alive "$n" && return 0
   mkdir -p "$RUN/node-$n/logs"
   # setsid: the node outlives the shell that started it, and a terminal's ^C does not reach it.
-  # shellcheck disable=SC2086
-  setsid java -Xms"$HEAP" -Xmx"$HEAP" -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
-    -XX:MaxMetaspaceSize=160m -XX:ReservedCodeCacheSize=64m -Xss512k \
-    -Djava.awt.headless=true -Dkafka.logs.dir="$RUN/node-$n/logs" \
-    -Dlog4j2.configurationFile="$RUN/log4j2.properties" ${KAFKA_JAVA_OPTS:-} \
-    -cp "$JARS/*" kafka.Kafka "$RUN/node-$n/server.properties" \
-    > "$RUN/node-$n/logs/stdout.log" 2>&1 < /dev/null &
+  # It keeps none of the caller's descriptors beyond 0-2: a lock the caller runs under (flock
+  # hands its lock down to its command) would be held as long as the node runs.
+  (
+    for fd in /proc/$BASHPID/fd/*; do
+      fd=${fd##*/}
+      if ((fd > 2)); then eval "exec $fd>&-" 2>/dev/null || true; fi
+    done
+    # shellcheck disable=SC2086
+    exec setsid java -Xms"$HEAP" -Xmx"$HEAP" -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
+      -XX:MaxMetaspaceSize=160m -XX:ReservedCodeCacheSize=64m -Xss512k \
+      -Djava.awt.headless=true -Dkafka.logs.dir="$RUN/node-$n/logs" \
+      -Dlog4j2.configurationFile="$RUN/log4j2.properties" ${KAFKA_JAVA_OPTS:-} \
+      -cp "$JARS/*" kafka.Kafka "$RUN/node-$n/server.properties" \
+      > "$RUN/node-$n/logs/stdout.log" 2>&1 < /dev/null
+  ) &
   echo $! > "$RUN/node-$n/pid"
 }
 
@@ -328,7 +339,10 @@ cmd_start() {
     load_state
     local n up=0
     for n in "${NODES[@]}"; do alive "$n" && up=$((up + 1)); done
-    ((up == 0)) || die "a cluster is running from $RUN ($up nodes): '$0 stop' first"
+    if ((up > 0)); then
+      say "a cluster was running from $RUN ($up nodes): stopping it first"
+      stop_nodes "${NODES[@]}"
+    fi
   fi
   local t0=$SECONDS
   # A fresh cluster each start: new ports, new data, new users.
@@ -421,6 +435,7 @@ print(next(q["leader"] for t in m["topics"] for q in t["partitions"] if q["parti
 
 case ${1:-} in
   start) cmd_start ;;
+  fetch) install_tools; fetch ;;
   stop)
     [[ -f $STATE ]] || { say "no cluster in $RUN"; exit 0; }
     load_state
