@@ -10,7 +10,8 @@
 #   scripts/kafka_cluster.sh stop           stop every node (SIGTERM, then SIGKILL after 30 s)
 #   scripts/kafka_cluster.sh kill N         SIGKILL node N (1-3)
 #   scripts/kafka_cluster.sh pause N        SIGSTOP node N;  resume N: SIGCONT
-#   scripts/kafka_cluster.sh restart N      start node N again (after kill or stop)
+#   scripts/kafka_cluster.sh restart N      start node N again if it is down (after kill), and
+#                                           wait until it answers
 #   scripts/kafka_cluster.sh status         each node's state, and the addresses
 #   scripts/kafka_cluster.sh leader TOPIC P the node leading partition P of TOPIC
 #   scripts/kafka_cluster.sh env            the state file (shell assignments, see below)
@@ -460,7 +461,6 @@ case ${1:-} in
   restart)
     check_node "${2:-}"
     load_state
-    stop_nodes "$2"
     start_node "$2"
     wait_nodes "$2"
     say "node $2 up again" ;;
