@@ -36,9 +36,9 @@ cleanup() {
   [[ -n ${KEEP:-} ]] || rm -rf "$OUT"
 }
 trap cleanup EXIT
-fail() {
-  echo "events_faults: $*" >&2
-  tail -5 "$OUT"/*.log >&2 || true
+fail() {  # the bidder's last lines say what it saw of the brokers
+  echo "events_faults: $*; the bidder's log ends:" >&2
+  tail -n 15 "$OUT/serve.log" >&2 || true
   exit 1
 }
 t0=$SECONDS
