@@ -131,3 +131,4 @@ assert read == logged, ("events read back", read, "logged", logged)
 print("events_faults: %d events logged, %d spilled and re-sent, all %d read back once" % (
     logged, spilled, read))
 PY
+"$CLUSTER" status | sed -n 's/^node/events_faults: after the load, node/p'
