@@ -60,7 +60,8 @@ Status PolicyFeed::Apply(std::string_view payload) {
                               " is above " + std::to_string(kMaxPolicyVersion));
   }
   if (const PolicySnapshot* cur = holder_->Current();
-      cur != nullptr && msg->table.version > cur->table.version + kMaxVersionJump) {
+      cur != nullptr && cur->table.version > 1 &&
+      msg->table.version > cur->table.version + kMaxVersionJump) {
     rejected_invalid_.fetch_add(1);
     return Status::Corruption("policy version " + std::to_string(msg->table.version) +
                               " is more than " + std::to_string(kMaxVersionJump) +

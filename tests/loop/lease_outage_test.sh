@@ -37,8 +37,10 @@ M=configs/markets/metro
 source "$SRC/scripts/serve_lib.sh"
 PA=$(free_port)
 PB=$(free_port)
-A= B= BUD= BUD2= LG= KAFKA=
+A= B= BUD= BUD2= LG= KAFKA= EX=
 cleanup() {
+  touch "$OUT/stop"  # the traffic loop ends after its day
+  [[ -z ${EX:-} ]] || kill "$EX" 2>/dev/null || true
   [[ -z $BUD ]] || kill -CONT "$BUD" 2>/dev/null || true
   for p in $LG $BUD $BUD2 $A $B; do kill "$p" 2>/dev/null || true; done
   # The cluster's host last, once its clients have gone.

@@ -42,7 +42,9 @@ class PolicyFeed {
   static constexpr int64_t kMaxClockSkewMs = 10 * 60 * 1000;
   // A version more than this above the one in use is from the far future: refused (a forged
   // table of day 10^9 would otherwise block every genuine later table). The learner's versions
-  // grow by one a step: 2^20 steps is 119 years of hourly steps, two of one-minute steps.
+  // grow by one a step: 2^20 steps is 119 years of hourly steps, two of one-minute steps. Not
+  // applied above a learner's cold-start table (version 1): its first step's table is numbered
+  // from the day and step (1 + day x steps_per_day + step), far above 1 on a wall clock.
   static constexpr uint64_t kMaxVersionJump = uint64_t{1} << 20;
 
   // Starts the thread. `holder` and `default_clusters` must outlive the feed.
