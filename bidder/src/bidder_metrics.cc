@@ -140,13 +140,16 @@ HttpResult Bidder::Metrics() const {
   o += "# HELP rtb_policy_fallback 1 when bidding manual bids (no policy, or too old).\n"
        "# TYPE rtb_policy_fallback gauge\n";
   line("rtb_policy_fallback %d\n", m.PolicyUsable(p, now) ? 0 : 1);
-  o += "# HELP rtb_policy_rejected_total Policy messages refused: older than the one in use, or "
-       "invalid (not decodable, or a field out of range).\n"
+  o += "# HELP rtb_policy_rejected_total Policy messages refused: older than the one in use, "
+       "invalid (not decodable, a field out of range, a version from the far future), or not "
+       "sealed with the market's key ring (seal).\n"
        "# TYPE rtb_policy_rejected_total counter\n";
   line("rtb_policy_rejected_total{reason=\"older\"} %llu\n",
        (unsigned long long)m.policy.rejected());
   line("rtb_policy_rejected_total{reason=\"invalid\"} %llu\n",
        (unsigned long long)(m.feed ? m.feed->rejected_invalid() : 0));
+  line("rtb_policy_rejected_total{reason=\"seal\"} %llu\n",
+       (unsigned long long)(m.feed ? m.feed->rejected_seal() : 0));
   o += "# HELP rtb_fallback_requests_total Requests bid with manual bids for want of a policy.\n"
        "# TYPE rtb_fallback_requests_total counter\n";
   line("rtb_fallback_requests_total %llu\n", (unsigned long long)n.fallback_requests.Get());
