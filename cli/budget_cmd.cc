@@ -3,6 +3,8 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <map>
+#include <string>
 #include <thread>
 
 #include "common.h"
@@ -45,10 +47,30 @@ CLI::App* AddBudgetCommand(CLI::App* app, BudgetArgs* a) {
                  "asked of the other holders, for this long")
       ->check(CLI::Range(100, 600'000))
       ->capture_default_str();
+  bu->add_flag("--take-over", a->c.take_over,
+               "Take over a market whose grants topic carries an epoch above this coordinator's "
+               "(a marker no coordinator wrote): fence the topic above it and serve");
+  bu->add_option("--max-epoch-jump", a->c.max_epoch_jump,
+                 "A marker or holding more than this above the highest epoch read is refused")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
+      ->capture_default_str();
   bu->add_option("--leases-out", a->c.leases_out,
                  "On stop, write every lease (budget, held, spent per bidder) to this CSV");
   return bu;
 }
+
+namespace {
+// "none", or "3 (unsealed 2, day 1)".
+std::string RefusalsLine(const std::map<std::string, int64_t>& by_reason) {
+  int64_t total = 0;
+  std::string parts;
+  for (const auto& [reason, n] : by_reason) {
+    total += n;
+    parts += (parts.empty() ? "" : ", ") + reason + " " + std::to_string(n);
+  }
+  return total == 0 ? "none" : std::to_string(total) + " (" + parts + ")";
+}
+}  // namespace
 
 // `rtb budget`: the lease coordinator, until SIGINT or SIGTERM.
 int RunBudget(BudgetArgs a) {
@@ -63,6 +85,8 @@ int RunBudget(BudgetArgs a) {
   for (const auto& adv : cfg->advertisers) a.c.daily_budget[adv.id] = adv.daily_budget;
   a.c.learned_share = cfg->ab.learned_share;
   a.c.lease.sizing = cfg->leases.sizing;
+  a.c.keys = rtb::bidder::MarketKeysOf(*cfg);
+  a.c.sim_days = cfg->simulation_hooks;
   if (a.c.lease.billing_window_ms <= 0) a.c.lease.billing_window_ms = cfg->reservation_timeout_ms;
   static std::atomic<bool> stop{false};
   std::signal(SIGINT, [](int) { stop = true; });
@@ -88,9 +112,10 @@ int RunBudget(BudgetArgs a) {
   rtb::log::Get("budget").info(
       "stopped; {} messages ({} malformed, {} for unknown budgets) with {} budget items, {} "
       "holdings published, {} leases reclaimed, {} messages of reclaimed bidders sent before "
-      "they died, {} refused (a second process under a bidder's name)",
+      "they died, {} refused (a second process under a bidder's name); refused as not "
+      "authentic or not plausible: {}",
       n.messages, n.malformed, n.unknown_budget, n.items, n.grants_published, n.reclaims,
-      n.late_from_dead, n.refused);
+      n.late_from_dead, n.refused, RefusalsLine(n.refusals));
   if (!st.ok()) return Fail(st);
   if (!n.handed_over_to.empty()) {
     co->reset();  // leaves the requests topic's group

@@ -64,6 +64,7 @@ int RunTrafficExchange(ExchangeArgs a) {
   if (!bidder_cfg.ok()) return Fail(bidder_cfg.status());
   a.x.kafka_properties.insert(a.x.kafka_properties.begin(), bidder_cfg->kafka.properties.begin(),
                               bidder_cfg->kafka.properties.end());
+  a.x.market_keys = rtb::bidder::MarketKeysOf(*bidder_cfg);
   auto ex = rtb::exchange::Exchange::Create(a.x, *market);
   if (!ex.ok()) return Fail(ex.status());
   for (int d = 0; d < a.days; ++d) {

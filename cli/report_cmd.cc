@@ -1,7 +1,6 @@
 #include "report_cmd.h"
 
 #include <cstdio>
-#include <fstream>
 
 #include "common.h"
 #include "kafka_cmd.h"
@@ -57,11 +56,15 @@ int RunReport(const ReportArgs& a) {
   info.currency = cfg->currency;
   std::string first_error;
   if (!a.events.empty()) {
-    std::ifstream in(a.events, std::ios::binary);
-    if (!in) return fail("cannot read " + a.events);
     const Status st =
-        AddEventStream(in, a.events, a.skip_malformed, &tally, &info.malformed, &first_error);
-    if (!st.ok()) return fail(st.message() + " (--skip-malformed skips and counts such lines)");
+        AddEventFile(a.events, a.skip_malformed, &tally, &info.malformed, &first_error);
+    if (!st.ok()) {
+      // A line that is not an event, or whose money is refused, can be skipped (an invalid
+      // argument); an unreadable file, a directory or a line over the limit cannot.
+      return fail(st.code() == Status::Code::kInvalidArgument
+                      ? st.message() + " (--skip-malformed skips and counts such lines)"
+                      : st.message());
+    }
     // A report never carries a machine's absolute path (doc::ShownPath).
     info.source = doc::ShownPath(a.events);
     info.rerun = "rtb report --events " + doc::ShownPath(a.events) + " --bidder-config " +
@@ -75,13 +78,11 @@ int RunReport(const ReportArgs& a) {
         {.bootstrap = a.brokers, .properties = props}, a.topic, 30000,
         [&](int32_t p, int64_t off, std::string_view payload) {
           auto e = DecodeEvent(payload);
-          if (e.ok()) {
-            tally.Add(*e);
-            return;
-          }
+          const Status added = e.ok() ? tally.Add(*e) : e.status();
+          if (added.ok()) return;
           if (offset_errors++ == 0) {
             bad = a.topic + "[" + std::to_string(p) + "]@" + std::to_string(off) + ": " +
-                  e.status().message();
+                  added.message();
           }
         },
         &not_retained);

@@ -13,6 +13,7 @@ PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libssl-dev libjemalloc-dev kcat wrk python3-torch
   chromium fonts-dejavu-core
+  openjdk-17-jre-headless maven
 )
 
 missing=()

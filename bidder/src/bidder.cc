@@ -212,6 +212,7 @@ Result<std::unique_ptr<Bidder>> Bidder::Create(const BidderConfig& cfg, Clock* c
   fo.group_id = "rtb-bidder-" + m->instance;
   fo.thread_nice = cfg.kafka.thread_nice;
   fo.clock = m->clock;
+  fo.keys = MarketKeysOf(cfg);
   RTB_ASSIGN_OR_RETURN(m->feed, PolicyFeed::Start(fo, &m->policy, m->default_clusters));
   if (cfg.leases.enabled) {
     if (kafka::MockCluster* mock = m->events->mock_cluster(); mock != nullptr) {

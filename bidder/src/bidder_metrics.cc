@@ -122,6 +122,14 @@ HttpResult Bidder::Metrics() const {
          "one (landed after its epoch marker on the grants topic): ignored.\n"
          "# TYPE rtb_lease_stale_holdings_total counter\n";
     line("rtb_lease_stale_holdings_total %lld\n", static_cast<long long>(h.stale));
+    o += "# HELP rtb_lease_refused_total Records of the grants topic refused, by reason (a seal "
+         "that does not open, an implausible epoch or day, a holding not newer than the last "
+         "applied).\n"
+         "# TYPE rtb_lease_refused_total counter\n";
+    for (const auto& [reason, count] : h.refused) {
+      line("rtb_lease_refused_total{reason=\"%s\"} %lld\n", reason.c_str(),
+           static_cast<long long>(count));
+    }
   }
   o += "# HELP rtb_policy_version Version of the action table in use (0 = none).\n"
        "# TYPE rtb_policy_version gauge\n";
@@ -132,13 +140,16 @@ HttpResult Bidder::Metrics() const {
   o += "# HELP rtb_policy_fallback 1 when bidding manual bids (no policy, or too old).\n"
        "# TYPE rtb_policy_fallback gauge\n";
   line("rtb_policy_fallback %d\n", m.PolicyUsable(p, now) ? 0 : 1);
-  o += "# HELP rtb_policy_rejected_total Policy messages refused: older than the one in use, or "
-       "invalid (not decodable, or a field out of range).\n"
+  o += "# HELP rtb_policy_rejected_total Policy messages refused: older than the one in use, "
+       "invalid (not decodable, a field out of range, a version from the far future), or not "
+       "sealed with the market's key ring (seal).\n"
        "# TYPE rtb_policy_rejected_total counter\n";
   line("rtb_policy_rejected_total{reason=\"older\"} %llu\n",
        (unsigned long long)m.policy.rejected());
   line("rtb_policy_rejected_total{reason=\"invalid\"} %llu\n",
        (unsigned long long)(m.feed ? m.feed->rejected_invalid() : 0));
+  line("rtb_policy_rejected_total{reason=\"seal\"} %llu\n",
+       (unsigned long long)(m.feed ? m.feed->rejected_seal() : 0));
   o += "# HELP rtb_fallback_requests_total Requests bid with manual bids for want of a policy.\n"
        "# TYPE rtb_fallback_requests_total counter\n";
   line("rtb_fallback_requests_total %llu\n", (unsigned long long)n.fallback_requests.Get());

@@ -230,7 +230,7 @@ std::shared_ptr<const MarketKeys> MarketKeysOf(const BidderConfig& cfg) {
 std::vector<AbAdvertiser> AbMarketOf(const BidderConfig& cfg) {
   std::vector<AbAdvertiser> market;
   for (const Advertiser& a : cfg.advertisers) {
-    market.push_back({a.id, a.name, a.agent, a.daily_budget});
+    market.push_back({a.id, a.name, a.agent, a.daily_budget, a.max_conversion_value});
   }
   return market;
 }

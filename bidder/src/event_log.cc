@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "rtb/core/log.h"
 
@@ -26,6 +28,9 @@ struct EventLog::Impl {
   std::atomic<uint64_t> logged{0}, acked{0}, spilled{0}, resent{0}, dropped{0}, spill_pending{0},
       dead_lettered{0};
   std::function<void(const std::string&)> settled;  // outbox hook (set before traffic)
+  // Tests only (RTB_EVENTS_ACKED_FILE): every event the brokers acknowledged, "key<TAB>event"
+  // per line in the order of the acknowledgements, for a checker that reads the topic back.
+  FILE* acked_file = nullptr;
   // Spilling happens per event on the bid path: a few lines a minute, the rest counted.
   log::RateLimit spill_warnings{3, std::chrono::seconds(60)};
   log::RateLimit drop_errors{3, std::chrono::seconds(60)};
@@ -113,6 +118,10 @@ struct EventLog::Impl {
   void Delivered(const kafka::Delivery& d) {
     if (d.ok) {
       acked.fetch_add(1);
+      if (acked_file != nullptr && d.topic == cfg.events_topic) {
+        std::fprintf(acked_file, "%.*s\t%.*s\n", static_cast<int>(d.key.size()), d.key.data(),
+                     static_cast<int>(d.payload.size()), d.payload.data());
+      }
     } else if (d.permanent) {
       DeadLetter(std::string(d.error), std::string(d.topic), std::string(d.key), d.payload.data(),
                  d.payload.size());
@@ -239,6 +248,9 @@ Result<std::unique_ptr<EventLog>> EventLog::Open(const KafkaConfig& cfg) {
           waiting, cfg.spill_path, cfg.spill_path);
     }
   }
+  if (const char* acks = std::getenv("RTB_EVENTS_ACKED_FILE"); acks != nullptr && *acks) {
+    impl->acked_file = std::fopen(acks, "a");
+  }
   Impl* raw = impl.get();
   impl->poller = std::thread([raw] {
     // Delivery reports come in bursts (a batch of events per broker per linger); served at
@@ -321,6 +333,7 @@ void EventLog::Shutdown() {
       impl_->spill = nullptr;
     }
   }
+  if (impl_->acked_file != nullptr) std::fclose(std::exchange(impl_->acked_file, nullptr));
   impl_->mock.reset();
 }
 

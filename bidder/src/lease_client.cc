@@ -47,6 +47,9 @@ budget::LeasePlannerOptions PlannerOptions(const BidderConfig& cfg, LeaseClient:
   o.report_every_ms = cfg.leases.report_every_ms;
   o.full_report_every = cfg.leases.full_report_every;
   o.ttl_ms = cfg.leases.ttl_ms;
+  o.keys = MarketKeysOf(cfg);
+  o.grants_topic = cfg.leases.grants_topic;
+  o.sim_days = cfg.simulation_hooks;
   for (const Advertiser& a : cfg.advertisers) o.advertisers.push_back(a.id);
   for (const Arm arm : {Arm::kLearned, Arm::kManual}) {  // ArmSlot order
     for (const Advertiser& a : cfg.advertisers) {
@@ -60,13 +63,19 @@ budget::LeasePlannerOptions PlannerOptions(const BidderConfig& cfg, LeaseClient:
 
 struct LeaseClient::Impl {
   Impl(const BidderConfig* c, DayLedgers* d, const Counter* r, Clock* k, Identity& id)
-      : cfg(c), days(d), requests(r), clock(k), planner(PlannerOptions(*c, id), k->UnixMs()) {}
+      : cfg(c),
+        days(d),
+        requests(r),
+        clock(k),
+        planner(PlannerOptions(*c, id), k->UnixMs()),
+        keys(MarketKeysOf(*c)) {}
 
   const BidderConfig* cfg;
   DayLedgers* days;
   const Counter* requests;  // bid requests answered: the traffic share's measure
   Clock* clock;
   budget::LeasePlanner planner;
+  std::shared_ptr<const MarketKeys> keys;  // seals every message (null: none set)
   std::unique_ptr<kafka::Producer> producer;
   std::unique_ptr<kafka::Consumer> grants;
   std::atomic<bool> stop{false};
@@ -74,8 +83,9 @@ struct LeaseClient::Impl {
 
   bool Send(const budget::LeaseMessage& m) {
     return producer
-        ->Produce(cfg->leases.requests_topic, kafka::kAnyPartition, m.bidder,
-                  budget::EncodeLeaseMessage(m))
+        ->Produce(
+            cfg->leases.requests_topic, kafka::kAnyPartition, m.bidder,
+            budget::SealFor(keys.get(), cfg->leases.requests_topic, budget::EncodeLeaseMessage(m)))
         .ok();
   }
 
@@ -178,7 +188,8 @@ LeaseClient::Health LeaseClient::GetHealth() const {
           .reports = h.reports,
           .resyncs = h.resyncs,
           .stale = h.stale,
-          .name_conflict = h.name_conflict};
+          .name_conflict = h.name_conflict,
+          .refused = h.refused};
 }
 
 LeaseClient::~LeaseClient() {
@@ -191,6 +202,12 @@ Result<std::unique_ptr<LeaseClient>> LeaseClient::Start(const BidderConfig* cfg,
                                                         const std::string& bootstrap, Identity id,
                                                         const Counter* requests, Clock* clock) {
   auto m = std::make_unique<Impl>(cfg, days, requests, clock, id);
+  if (m->keys == nullptr) {
+    log::Get("lease").warn(
+        "lease client: market_keys not set: messages on {} and {} are not "
+        "authenticated",
+        cfg->leases.requests_topic, cfg->leases.grants_topic);
+  }
   m->planner.OnAnswered(std::move(id.on_answered));
   kafka::Producer::Options po;
   po.bootstrap = bootstrap;

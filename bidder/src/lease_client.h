@@ -7,6 +7,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -58,6 +59,8 @@ class LeaseClient {
     // Holdings a coordinator fenced off by a newer one's epoch had queued, landed late: ignored.
     int64_t stale = 0;
     bool name_conflict = false;  // another live process holds this bidder name: no lease here
+    // Records of the grants topic refused, by reason (budget::LeasePlanner::Health::refused).
+    std::map<std::string, int64_t> refused;
   };
   Health GetHealth() const;
 

@@ -19,7 +19,11 @@ Result<std::unique_ptr<PolicyFeed>> PolicyFeed::Start(
   co.properties.insert(co.properties.begin(), {"fetch.wait.max.ms", "50"});  // the site's win
   RTB_ASSIGN_OR_RETURN(auto consumer, kafka::Consumer::Create(std::move(co)));
   RTB_RETURN_IF_ERROR(consumer->Assign({{opt.topic, 0, kafka::kOffsetBeginning}}));
-  std::unique_ptr<PolicyFeed> feed(new PolicyFeed(holder, std::move(default_clusters), opt.clock));
+  if (opt.keys == nullptr) {
+    log::Get("policy").warn("market_keys not set: messages on {} are not authenticated", opt.topic);
+  }
+  std::unique_ptr<PolicyFeed> feed(
+      new PolicyFeed(holder, std::move(default_clusters), opt.clock, opt.topic, opt.keys));
   PolicyFeed* raw = feed.get();
   feed->thread_ = std::thread([raw, c = std::move(consumer), nice = opt.thread_nice]() mutable {
     raw->Run(std::move(c), nice);
@@ -33,6 +37,15 @@ PolicyFeed::~PolicyFeed() {
 }
 
 Status PolicyFeed::Apply(std::string_view payload) {
+  std::string body;
+  if (keys_ != nullptr) {
+    const SealCheck c = keys_->Open(topic_, payload, &body);
+    if (c != SealCheck::kOk) {
+      rejected_seal_.fetch_add(1);
+      return Status::Corruption(std::string("policy message: ") + SealCheckName(c));
+    }
+    payload = body;
+  }
   auto msg = DecodePolicyMessage(payload, "policy topic");
   if (!msg.ok()) {
     rejected_invalid_.fetch_add(1);
@@ -45,6 +58,15 @@ Status PolicyFeed::Apply(std::string_view payload) {
     rejected_invalid_.fetch_add(1);
     return Status::Corruption("policy version " + std::to_string(msg->table.version) +
                               " is above " + std::to_string(kMaxPolicyVersion));
+  }
+  if (const PolicySnapshot* cur = holder_->Current();
+      cur != nullptr && cur->table.version > 1 &&
+      msg->table.version > cur->table.version + kMaxVersionJump) {
+    rejected_invalid_.fetch_add(1);
+    return Status::Corruption("policy version " + std::to_string(msg->table.version) +
+                              " is more than " + std::to_string(kMaxVersionJump) +
+                              " above the one in use (" + std::to_string(cur->table.version) +
+                              "): from the far future");
   }
   if (msg->table.created_unix_ms > now + kMaxClockSkewMs) {
     rejected_invalid_.fetch_add(1);
@@ -83,8 +105,8 @@ void PolicyFeed::Run(std::unique_ptr<kafka::Consumer> consumer, int thread_nice)
       lg.info("installed policy version {} (offset {})", holder_->Current()->table.version,
               m->offset());
     } else if (limit.Allow(&skipped)) {
-      lg.warn("rejected the policy message at offset {}: {} ({} more not logged)", m->offset(),
-              st.message(), skipped);
+      lg.warn("rejected the policy message at {}/0/{}: {} ({} more not logged)", topic_,
+              m->offset(), st.message(), skipped);
     }
   }
   // The last message is released (m goes out of scope) before the consumer is destroyed.

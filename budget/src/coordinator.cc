@@ -173,7 +173,8 @@ struct Coordinator::Impl {
       : opt(std::move(o)),
         clock(opt.clock != nullptr ? opt.clock : SystemClock()),
         ledger(opt.lease),
-        last_contact_ms(clock->UnixMs()) {}
+        last_contact_ms(clock->UnixMs()),
+        refusals("budget", "coordinator", clock) {}
 
   // Sets the budget of a (day, advertiser, arm) the first time it is seen; false when the
   // advertiser is not in the market.
@@ -213,8 +214,10 @@ struct Coordinator::Impl {
         recalls.erase(r);
       }
       g.target = ledger.TargetOf(bidder, key);
-      RTB_RETURN_IF_ERROR(producer->Produce(opt.grants_topic, kafka::kAnyPartition,
-                                            LeaseGrantKey(key, bidder), EncodeLeaseGrant(g)));
+      g.n = ++grant_n[id];
+      RTB_RETURN_IF_ERROR(
+          producer->Produce(opt.grants_topic, kafka::kAnyPartition, LeaseGrantKey(key, bidder),
+                            SealFor(opt.keys.get(), opt.grants_topic, EncodeLeaseGrant(g))));
       std::lock_guard<std::mutex> lk(counters_mu);
       ++counters.grants_published;
     }
@@ -339,7 +342,14 @@ struct Coordinator::Impl {
     }
     // The bidder's own send time: messages arrive in batches, so arrival times would make a
     // rate of noise.
-    if (m.requests >= 0 && m.ts_ms > 0) ledger.Traffic(m.bidder, m.requests, m.ts_ms);
+    if (m.requests >= 0 && m.ts_ms > 0) {
+      if (PlausibleCount(m, now)) {
+        ledger.Traffic(m.bidder, m.requests, m.ts_ms);
+      } else {
+        refusals.Refuse("requests", fmt::format("the traffic count {} of bidder {} (instance {})",
+                                                m.requests, m.bidder, m.instance));
+      }
+    }
     int64_t& seen_of = seen_seq[m.bidder];
     seen_of = std::max(seen_of, m.seq);
     for (const LeaseItem& i : m.items) {
@@ -423,7 +433,11 @@ struct Coordinator::Impl {
       int n = 0;
       const LeaseLedger::Totals t = ledger.OfDay(d, &n);
       if (t.budget <= 0) continue;
-      auto pct = [&](int64_t x) { return 100.0 * static_cast<double>(x) / t.budget; };
+      // Of sums that saturate (LeaseLedger::Totals): within 0..100% whatever the reports said.
+      auto pct = [&](int64_t x) {
+        return 100.0 * static_cast<double>(std::clamp<int64_t>(x, 0, t.budget)) /
+               static_cast<double>(t.budget);
+      };
       log::Get("budget").info(
           "coordinator: day {}: {} budgets, {:.2f} in all: {:.1f}% spent, {:.1f}% leased and not "
           "spent, {:.1f}% in the pool",
@@ -509,6 +523,7 @@ struct Coordinator::Impl {
       next_status_ms = now + kStatusEveryMs;
     }
     if (now >= next_reclaim_ms) {
+      ForgetOldDays(now);
       ReclaimSilent(now, &granted);
       next_reclaim_ms = now + opt.reclaim_every_ms;
     }
@@ -535,14 +550,32 @@ struct Coordinator::Impl {
       if (!msg->ok()) continue;
       last_contact_ms = now;
       next_offset[msg->partition()] = msg->offset() + 1;
-      auto lm = DecodeLeaseMessage(msg->payload());
+      std::string body;
+      const SealCheck sealed = OpenFrom(opt.keys.get(), opt.requests_topic, msg->payload(), &body);
+      auto lm = sealed == SealCheck::kOk ? DecodeLeaseMessage(body)
+                                         : Result<LeaseMessage>(Status::InvalidArgument("sealed"));
       {
         std::lock_guard<std::mutex> lk(counters_mu);
         ++counters.messages;
-        if (!lm.ok()) ++counters.malformed;
+        if (sealed == SealCheck::kOk && !lm.ok()) ++counters.malformed;
         if (lm.ok()) counters.items += static_cast<int64_t>(lm->items.size());
       }
+      const auto where = [&] {
+        return fmt::format("a message on {} {}/{}{}", opt.requests_topic, msg->partition(),
+                           msg->offset(),
+                           lm.ok() ? " from bidder " + lm->bidder + " (instance " +
+                                         (lm->instance.empty() ? "unsaid" : lm->instance) + ")"
+                                   : std::string());
+      };
+      if (sealed != SealCheck::kOk) {
+        refusals.Refuse(SealCheckName(sealed), where());
+        continue;
+      }
       if (!lm.ok()) continue;
+      if (const char* why = Vet(*lm, now); why != nullptr) {
+        refusals.Refuse(why, where());
+        continue;
+      }
       if (lm->ts_ms > 0) {  // a message without its send time says nothing of the lag
         const int64_t lag = std::max<int64_t>(0, now - lm->ts_ms);
         lag_sum_ms += lag;
@@ -551,6 +584,89 @@ struct Coordinator::Impl {
       }
       Apply(*lm, now, granted);
     }
+  }
+
+  // Reads the grants topic back into `latest` (the last holding per budget and bidder): holdings
+  // of days behind the window are left out, those of days ahead of it refused, as is whatever
+  // does not open or carries an implausible epoch (GrantsReader).
+  Status ReadGrants(GrantsReader* reader,
+                    std::map<std::pair<LeaseKey, std::string>, LeaseGrant>* latest, int64_t* bad,
+                    int64_t* stale) {
+    const int64_t now = clock->UnixMs();
+    return kafka::ReadWholeTopic(
+        {.bootstrap = opt.brokers, .properties = opt.kafka_properties}, opt.grants_topic, 30000,
+        [&](int32_t p, int64_t o, std::string_view v) {
+          GrantsReader::Record r = reader->Take(p, v, o);
+          const auto where = [&] {
+            return fmt::format("a record on {} {}/{}", opt.grants_topic, p, o);
+          };
+          if (r.kind == GrantsReader::Kind::kHolding) {
+            if (day_window.Behind(r.grant.key.day, now)) return;
+            if (!day_window.Admit(r.grant.key.day, now)) return refusals.Refuse("day", where());
+            (*latest)[{r.grant.key, r.grant.bidder}] = std::move(r.grant);
+          } else if (r.kind == GrantsReader::Kind::kStale) {
+            ++*stale;
+          } else if (r.kind == GrantsReader::Kind::kMalformed) {
+            ++*bad;
+          } else if (r.kind == GrantsReader::Kind::kRefused) {
+            refusals.Refuse(r.error, where());
+          }
+        });
+  }
+
+  // Why a message that opened may not be applied (nullptr: it may): CoordinatorOptions::keys has
+  // the rules. A return sent again carries its first copy's seq: its budget's returns order it
+  // (returned_seq), not the instance's messages.
+  const char* Vet(const LeaseMessage& m, int64_t now) {
+    if (m.instance.empty()) return "no_instance";
+    if (!day_window.Admit(m.day, now)) return "day";
+    for (const LeaseItem& i : m.items) {
+      const auto b = opt.daily_budget.find(i.advertiser);
+      if (b == opt.daily_budget.end() || i.arm > 1) continue;  // an unknown budget (counted)
+      const int64_t budget =
+          ArmBudget(b->second, static_cast<Arm>(i.arm), opt.learned_share).value();
+      for (const int64_t x : {i.want, i.need, i.amount, i.spent, i.reserved, i.cap, i.unit}) {
+        if (x > budget) return "amount";
+      }
+    }
+    // Seqs are microseconds of the bidder's clock (LeasePlanner::NextSeq): one a day ahead of
+    // this clock would hold the instance's next messages back for that day.
+    if (m.seq / 1000 > now + kDayMs) return "seq";
+    if (m.type != LeaseMsgType::kReturn && m.seq > 0) {
+      int64_t& last = applied_seq[m.instance];
+      if (m.seq <= last) return "replay";
+      last = m.seq;
+    }
+    return nullptr;
+  }
+
+  // Whether a bidder's traffic count is plausible: at most max_requests_per_s more than its last
+  // one over the time since (this clock's, plus 10 s for a batch read late); a first count, or
+  // one that goes down (a restarted process), sets where the next is measured from.
+  bool PlausibleCount(const LeaseMessage& m, int64_t now) {
+    const auto [it, first] = traffic_seen.try_emplace(m.bidder);
+    TrafficSeen& c = it->second;
+    const double since_s = static_cast<double>(std::max<int64_t>(0, now - c.at_ms) + 10'000) / 1e3;
+    const bool ok = first || m.requests <= c.requests ||
+                    static_cast<double>(m.requests - c.requests) <=
+                        static_cast<double>(opt.max_requests_per_s) * since_s;
+    c = {m.requests, now};
+    return ok;
+  }
+
+  // Forgets what is kept per day for the days behind the window (the ledger's budgets, the
+  // returns, needs, recalls and holding numbers of those days).
+  void ForgetOldDays(int64_t now) {
+    auto behind = [&](int64_t day) { return day_window.Behind(day, now); };
+    const size_t n = ledger.ForgetDays(behind);
+    if (n == 0) return;
+    std::erase_if(seen, [&](const LeaseKey& k) { return behind(k.day); });
+    std::erase_if(returned_seq, [&](const auto& e) { return behind(e.first.first.day); });
+    std::erase_if(grant_n, [&](const auto& e) { return behind(e.first.first.day); });
+    std::erase_if(recalls, [&](const auto& e) { return behind(e.first.first.day); });
+    std::erase_if(wanted, [&](const auto& e) { return behind(e.first.day); });
+    std::lock_guard<std::mutex> lk(counters_mu);
+    counters.days_forgotten += static_cast<int64_t>(n);
   }
 
   // Only a death needs the topic read to its end (already dead bidders' reservations are
@@ -615,6 +731,17 @@ struct Coordinator::Impl {
   std::map<std::string, int64_t> seen_seq;  // per bidder: the highest message seq processed
   // Per (budget, bidder): the seq of the last return applied (LeaseGrant::returned).
   std::map<std::pair<LeaseKey, std::string>, int64_t> returned_seq;
+  // Per (budget, bidder): the number of its last holding published (LeaseGrant::n).
+  std::map<std::pair<LeaseKey, std::string>, int64_t> grant_n;
+  // Trust (CoordinatorOptions::keys): refusals by reason, the days messages may name, per
+  // instance the highest seq applied (returns apart), per bidder its last traffic count.
+  Refusals refusals;
+  DayWindow day_window{opt.sim_days};
+  std::map<std::string, int64_t> applied_seq;
+  struct TrafficSeen {
+    int64_t requests = -1, at_ms = 0;
+  };
+  std::map<std::string, TrafficSeen> traffic_seen;
 };
 
 Coordinator::Coordinator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -649,31 +776,44 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions opt)
                      .group_id = m->opt.group_id,
                      .handover_timeout_ms = m->opt.handover_timeout_ms,
                      .stop = m->opt.stop,
-                     .describe_topic = m->opt.describe_topic};
+                     .describe_topic = m->opt.describe_topic,
+                     .keys = m->opt.keys};
   RTB_ASSIGN_OR_RETURN(m->handover, Handover::Create(std::move(ho), m->clock, m->instance, m->host,
                                                      m->producer.get()));
   // One coordinator serves a market: the one before this hands over (its last grants are on
   // the grants topic) before this one reads them back.
   RTB_RETURN_IF_ERROR(m->handover->AwaitTurn());  // on failure ~Handover hands over
   RTB_RETURN_IF_ERROR(m->handover->FenceGrants());
-  const int64_t epoch = m->handover->epoch();
+  int64_t epoch = m->handover->epoch();
+  if (m->opt.keys == nullptr) {
+    log::Get("budget").warn(
+        "coordinator: market_keys not set: messages on {} and {} are not "
+        "authenticated",
+        m->opt.requests_topic, m->opt.grants_topic);
+  }
   // Every lease as the grants topic last said it: the latest total per (budget, bidder), the
   // holdings that landed after a newer epoch's marker left out (GrantsReader).
   std::map<std::pair<LeaseKey, std::string>, LeaseGrant> latest;
   int64_t bad = 0, stale = 0;
-  GrantsReader reader;
-  RTB_RETURN_IF_ERROR(
-      kafka::ReadWholeTopic({.bootstrap = m->opt.brokers, .properties = site}, m->opt.grants_topic,
-                            30000, [&](int32_t p, int64_t o, std::string_view v) {
-                              GrantsReader::Record r = reader.Take(p, v, o);
-                              if (r.kind == GrantsReader::Kind::kHolding) {
-                                latest[{r.grant.key, r.grant.bidder}] = std::move(r.grant);
-                              } else if (r.kind == GrantsReader::Kind::kStale) {
-                                ++stale;
-                              } else if (r.kind == GrantsReader::Kind::kMalformed) {
-                                ++bad;
-                              }
-                            }));
+  GrantsReader reader(m->opt.keys.get(), m->opt.grants_topic, m->opt.max_epoch_jump);
+  if (m->opt.take_over) reader.SetCeiling(m->handover->epoch());
+  RTB_RETURN_IF_ERROR(m->ReadGrants(&reader, &latest, &bad, &stale));
+  if (m->opt.take_over && reader.AboveCeiling() > 0) {
+    // What is above this coordinator's epoch was not written by a coordinator before it (their
+    // epochs are below): fenced off by markers above it, and the topic read again.
+    const int64_t above = reader.AboveCeiling() + 1;
+    log::Get("budget").warn(
+        "coordinator: {} carries epoch {}, above this coordinator's {}: taking the market over "
+        "with epoch {} (--take-over)",
+        m->opt.grants_topic, reader.AboveCeiling(), epoch, above);
+    RTB_RETURN_IF_ERROR(m->handover->FenceGrants(above));
+    epoch = above;
+    latest.clear();
+    bad = stale = 0;
+    reader = GrantsReader(m->opt.keys.get(), m->opt.grants_topic, m->opt.max_epoch_jump);
+    reader.SetCeiling(epoch);
+    RTB_RETURN_IF_ERROR(m->ReadGrants(&reader, &latest, &bad, &stale));
+  }
   // A flush returns once nothing is queued, delivered or not: each marker must be read back.
   if (const Status st = reader.Fenced(m->handover->grants_partitions(), epoch); !st.ok()) {
     return Status::Unavailable("cannot fence " + m->opt.grants_topic + ": " + st.message());
@@ -712,6 +852,7 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions opt)
   for (const auto& [id, g] : latest) {
     if (id.second.find('~') != std::string::npos && g.held > 0) m->retired.insert(id.second);
     if (!m->EnsureBudget(id.first)) continue;
+    m->grant_n[id] = g.n;
     m->ledger.Restore(id.second, id.first, g.held, now, g.seen);
     // The returns that holding includes: one delivered again after the restart is not applied.
     m->returned_seq[id] = g.returned;
@@ -783,6 +924,7 @@ Coordinator::Counters Coordinator::counters() const {
     c.taken_for_dead = h.taken_for_dead;
     c.fences = h.fences;
   }
+  c.refusals = impl_->refusals.counts();
   return c;
 }
 

@@ -218,8 +218,8 @@ Status Handover::AwaitTurn() {
   return Status::Ok();
 }
 
-Status Handover::FenceGrants() {
-  epoch_ = claim_offset_ + 1;
+Status Handover::FenceGrants(int64_t epoch) {
+  epoch_ = epoch > 0 ? epoch : claim_offset_ + 1;
   auto parts = control_->PartitionCount(opt_.grants_topic, 10'000);
   if (!parts.ok()) {
     return Status::Unavailable("cannot fence " + opt_.grants_topic + ": " +
@@ -229,7 +229,7 @@ Status Handover::FenceGrants() {
   Status st;
   for (int32_t p = 0; p < *parts && st.ok(); ++p) {
     st = grants_->Produce(opt_.grants_topic, p, EpochMarkerKey(p, epoch_),
-                          EncodeEpochMarker(marker));
+                          SealFor(opt_.keys.get(), opt_.grants_topic, EncodeEpochMarker(marker)));
   }
   if (st.ok()) st = grants_->Flush(10'000);
   if (!st.ok()) {

@@ -4,6 +4,13 @@
 #include <cmath>
 
 namespace rtb::budget {
+namespace {
+// Sums of non-negative money: at INT64_MAX rather than wrapped.
+int64_t SatAdd(int64_t a, int64_t b) {
+  int64_t r = 0;
+  return __builtin_add_overflow(a, b, &r) ? (b < 0 ? INT64_MIN : INT64_MAX) : r;
+}
+}  // namespace
 
 int64_t LeaseWant(double spend_micros_per_s, int64_t horizon_ms, int64_t min_micros,
                   int64_t unspent_micros) {
@@ -510,6 +517,20 @@ std::vector<LeaseKey> LeaseLedger::Retire(const std::string& bidder, const std::
   return moved;
 }
 
+size_t LeaseLedger::ForgetDays(const std::function<bool(int64_t day)>& behind) {
+  std::lock_guard<std::mutex> l(mu_);
+  size_t n = 0;
+  for (auto it = budgets_.begin(); it != budgets_.end();) {
+    if (behind(it->first.day)) {
+      it = budgets_.erase(it);
+      ++n;
+    } else {
+      ++it;
+    }
+  }
+  return n;
+}
+
 std::vector<LeaseLedger::Lease> LeaseLedger::Leases() const {
   std::lock_guard<std::mutex> l(mu_);
   std::vector<Lease> out;
@@ -527,7 +548,7 @@ LeaseLedger::Totals LeaseLedger::Of(const LeaseKey& key) const {
   if (it == budgets_.end()) return t;
   t.budget = it->second.budget;
   t.held = it->second.held;
-  for (const auto& [name, h] : it->second.by_bidder) t.spent += h.spent;
+  for (const auto& [name, h] : it->second.by_bidder) t.spent = SatAdd(t.spent, h.spent);
   return t;
 }
 
@@ -537,9 +558,9 @@ LeaseLedger::Totals LeaseLedger::OfDay(int64_t day, int* budgets) const {
   int n = 0;
   for (auto it = budgets_.lower_bound(LeaseKey{day, 0, 0});
        it != budgets_.end() && it->first.day == day; ++it, ++n) {
-    t.budget += it->second.budget;
-    t.held += it->second.held;
-    for (const auto& [name, h] : it->second.by_bidder) t.spent += h.spent;
+    t.budget = SatAdd(t.budget, it->second.budget);
+    t.held = SatAdd(t.held, it->second.held);
+    for (const auto& [name, h] : it->second.by_bidder) t.spent = SatAdd(t.spent, h.spent);
   }
   if (budgets != nullptr) *budgets = n;
   return t;

@@ -1,6 +1,7 @@
 #include "rtb/budget/lease_msg.h"
 
 #include <algorithm>
+#include <chrono>
 #include <nlohmann/json.hpp>
 
 #include "rtb/core/ab.h"
@@ -160,6 +161,7 @@ std::string EncodeLeaseGrant(const LeaseGrant& g) {
   if (!g.instance.empty()) j["instance"] = g.instance;
   if (!g.coordinator.empty()) j["coordinator"] = g.coordinator;
   if (g.epoch > 0) j["epoch"] = g.epoch;
+  if (g.n > 0) j["n"] = g.n;
   return j.dump();
 }
 
@@ -210,6 +212,12 @@ static Result<LeaseGrant> LeaseGrantOf(const json& j) {
       return Status::InvalidArgument("lease grant: epoch must be an integer >= 1");
     }
     g.epoch = j["epoch"].get<int64_t>();
+  }
+  if (j.contains("n")) {
+    if (!j["n"].is_number_integer() || j["n"].get<int64_t>() < 1) {
+      return Status::InvalidArgument("lease grant: n must be an integer >= 1");
+    }
+    g.n = j["n"].get<int64_t>();
   }
   return g;
 }
@@ -348,6 +356,67 @@ Result<EpochMarker> DecodeEpochMarker(std::string_view text) {
   return Guarded("epoch marker", [&] { return EpochMarkerOf(json::parse(text, nullptr, false)); });
 }
 
+std::string SealFor(const MarketKeys* keys, std::string_view topic, std::string json) {
+  return keys == nullptr ? json : keys->Seal(topic, json);
+}
+
+SealCheck OpenFrom(const MarketKeys* keys, std::string_view topic, std::string_view payload,
+                   std::string* body) {
+  if (keys == nullptr) {
+    body->assign(payload);
+    return SealCheck::kOk;
+  }
+  return keys->Open(topic, payload, body);
+}
+
+Refusals::Refusals(std::string component, std::string who, const Clock* clock)
+    : component_(std::move(component)),
+      who_(std::move(who)),
+      limit_(5, std::chrono::milliseconds(10'000), clock) {}
+
+void Refusals::Refuse(std::string_view reason, std::string_view what) {
+  int64_t n = 0;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = counts_.find(reason);
+    if (it == counts_.end()) it = counts_.emplace(std::string(reason), 0).first;
+    n = ++it->second;
+  }
+  if (uint64_t skipped = 0; limit_.Allow(&skipped)) {
+    log::Get(component_)
+        .warn("{}: refused {} ({}): {} so far for this reason{}", who_, what, reason, n,
+              skipped > 0 ? fmt::format(", {} lines skipped", skipped) : "");
+  }
+}
+
+std::map<std::string, int64_t> Refusals::counts() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return {counts_.begin(), counts_.end()};
+}
+
+int64_t Refusals::total() const {
+  std::lock_guard<std::mutex> l(mu_);
+  int64_t t = 0;
+  for (const auto& [reason, n] : counts_) t += n;
+  return t;
+}
+
+bool DayWindow::Admit(int64_t day, int64_t now_ms) {
+  if (day >= kSimDay) {
+    if (!sim_days_) return false;
+    if (sim_high_ >= 0 && (day > sim_high_ + kMaxSimDayJump || day < sim_high_ - 2)) return false;
+    sim_high_ = std::max(sim_high_, day);
+    return true;
+  }
+  const int64_t today = BudgetDayOf(now_ms, -1);
+  return day >= today - 1 && day <= today + 1;
+}
+
+bool DayWindow::Behind(int64_t day, int64_t now_ms) const {
+  if (day >= kSimDay) return sim_high_ >= 0 && day < sim_high_ - 2;
+  return day < BudgetDayOf(now_ms, -1) - 1;
+}
+
 int64_t GrantsReader::Epoch(int32_t partition) const {
   const auto it = epoch_.find(partition);
   return it == epoch_.end() ? 0 : it->second;
@@ -373,6 +442,21 @@ std::string GrantsReader::OtherAt(int64_t epoch, std::string_view instance) cons
   return {};
 }
 
+bool GrantsReader::Plausible(int64_t epoch, Record* r) {
+  if (ceiling_ > 0 && epoch > ceiling_) {
+    above_ceiling_ = std::max(above_ceiling_, epoch);
+    r->kind = Kind::kRefused;
+    r->error = "epoch_above";
+    return false;
+  }
+  if (epoch - max_epoch_ > max_epoch_jump_) {  // both >= 0: never wraps
+    r->kind = Kind::kRefused;
+    r->error = "epoch_jump";
+    return false;
+  }
+  return true;
+}
+
 GrantsReader::Record GrantsReader::Take(int32_t partition, std::string_view payload,
                                         int64_t offset) {
   Record r;
@@ -382,14 +466,22 @@ GrantsReader::Record GrantsReader::Take(int32_t partition, std::string_view payl
     if (!first && offset <= last->second) fence = 0;  // read again from an earlier offset
     last->second = offset;
   }
+  std::string body;
+  if (const SealCheck c = OpenFrom(keys_, topic_, payload, &body); c != SealCheck::kOk) {
+    r.kind = Kind::kRefused;
+    r.error = SealCheckName(c);
+    return r;
+  }
   auto raise = [&](int64_t epoch, const std::string& coordinator) {
     fence = std::max(fence, epoch);
     max_epoch_ = std::max(max_epoch_, epoch);
     if (epoch > 0 && !coordinator.empty()) {
       writers_[epoch].insert(coordinator);
+      // Bounded: a starting coordinator asks only of its own epoch, the newest.
+      if (writers_.size() > 64) writers_.erase(writers_.begin());
     }
   };
-  const json j = json::parse(payload, nullptr, false);
+  const json j = json::parse(body, nullptr, false);
   const auto format = j.is_object() ? j.find("format") : j.end();
   if (format != j.end() && format->is_string() && *format == "rtb.lease_epoch") {
     auto m = Guarded("epoch marker", [&] { return EpochMarkerOf(j); });
@@ -399,6 +491,7 @@ GrantsReader::Record GrantsReader::Take(int32_t partition, std::string_view payl
     }
     r.kind = Kind::kMarker;
     r.epoch = m->epoch;
+    if (!Plausible(m->epoch, &r)) return r;
     raise(m->epoch, m->coordinator);
     return r;
   }
@@ -409,6 +502,7 @@ GrantsReader::Record GrantsReader::Take(int32_t partition, std::string_view payl
   }
   r.grant = std::move(*g);
   r.epoch = r.grant.epoch;
+  if (!Plausible(r.grant.epoch, &r)) return r;
   if (r.grant.epoch < fence) {
     r.kind = Kind::kStale;
     return r;

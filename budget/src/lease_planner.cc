@@ -10,7 +10,13 @@
 namespace rtb::budget {
 
 LeasePlanner::LeasePlanner(LeasePlannerOptions opt, int64_t now)
-    : opt_(std::move(opt)), started_ms_(now), report_ok_ms_(now), last_report_ok_ms_(now) {
+    : opt_(std::move(opt)),
+      started_ms_(now),
+      report_ok_ms_(now),
+      reader_(opt_.keys.get(), opt_.grants_topic, opt_.max_epoch_jump),
+      refusals_("lease", "lease client " + opt_.name),
+      days_(opt_.sim_days),
+      last_report_ok_ms_(now) {
   for (size_t k = 0; k < opt_.advertisers.size(); ++k) index_of_[opt_.advertisers[k]] = k;
   charge_.assign(Slots(), 0);
   unit_mean_.assign(Slots(), 0);
@@ -73,7 +79,8 @@ LeasePlanner::Health LeasePlanner::GetHealth() const {
           .reports = total_reports_.load(),
           .resyncs = total_resyncs_.load(),
           .stale = total_stale_.load(),
-          .name_conflict = name_conflict_.load()};
+          .name_conflict = name_conflict_.load(),
+          .refused = refusals_.counts()};
 }
 
 // Message numbers grow across restarts: microseconds of the clock, or one more.
@@ -155,7 +162,34 @@ void LeasePlanner::Apply(int32_t partition, std::string_view payload, int64_t of
     }
     return;
   }
-  if (r.kind == GrantsReader::Kind::kHolding) ApplyHolding(r.grant, now, day, current);
+  const auto where = [&] {
+    return fmt::format("a record on {} {}/{}", opt_.grants_topic, partition, offset);
+  };
+  if (r.kind == GrantsReader::Kind::kRefused) return refusals_.Refuse(r.error, where());
+  if (r.kind != GrantsReader::Kind::kHolding || !InWindow(r.grant, day, now, where())) return;
+  if (r.grant.bidder == opt_.name && r.grant.n > 0) {
+    // Applied once, in order: a genuine holding sent again (or an older one) changes nothing.
+    const auto it = index_of_.find(r.grant.key.advertiser);
+    if (it != index_of_.end() && r.grant.key.arm <= 1) {
+      Slot& s = slots_[{r.grant.key.day, r.grant.key.arm * opt_.advertisers.size() + it->second}];
+      if (std::pair{r.grant.epoch, r.grant.n} <= std::pair{s.applied_epoch, s.applied_n}) {
+        return refusals_.Refuse("replay", where() + " (holding " + std::to_string(r.grant.n) +
+                                              " of " + std::to_string(s.applied_n) + " applied)");
+      }
+      s.applied_epoch = r.grant.epoch;
+      s.applied_n = r.grant.n;
+    }
+  }
+  ApplyHolding(r.grant, now, day, current);
+}
+
+bool LeasePlanner::InWindow(const LeaseGrant& g, int64_t day, int64_t now, std::string_view where) {
+  const int64_t d = g.key.day;
+  const bool behind = day >= 0 ? d < day - kKeptDays : days_.Behind(d, now);
+  if (behind) return false;  // history: a start reads the whole topic
+  if (day >= 0 ? d <= day + 1 : days_.Admit(d, now)) return true;
+  refusals_.Refuse("day", std::string(where) + " (day " + std::to_string(d) + ")");
+  return false;
 }
 
 void LeasePlanner::ApplyHolding(const LeaseGrant& g, int64_t now, int64_t day,

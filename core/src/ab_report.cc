@@ -4,19 +4,46 @@
 #include <cmath>
 #include <ctime>
 #include <filesystem>
+#include <limits>
+#include <new>
 #include <nlohmann/json.hpp>
 
 #include "rtb/core/clock.h"
+#include "rtb/core/line_reader.h"
 #include "rtb/core/metrics.h"
 #include "rtb/core/report.h"
 #include "rtb/core/rng.h"
+#include "rtb/core/text.h"
 
 namespace rtb {
 
+namespace {
+
+// a + b, held at the int64 range instead of wrapping. AbTally::Add keeps every sum of spend and
+// revenue in range; budgets are the config's, summed over the days of the events.
+Micros SaturatingAdd(Micros a, Micros b) {
+  int64_t sum = 0;
+  if (!__builtin_add_overflow(a.value(), b.value(), &sum)) return Micros(sum);
+  return b.value() > 0 ? Micros::Max() : Micros(std::numeric_limits<int64_t>::min());
+}
+
+// Why an event's money is refused, or empty: a negative price or value (bid, win and billing
+// prices are CPMs, a conversion's is its order value).
+std::string NegativeMoney(const Event& e) {
+  if (e.price_micros >= 0) return "";
+  if (e.type == "bid" || e.type == "win" || e.type == "billing" || e.type == "conversion") {
+    return "event: negative " + std::string(e.type == "conversion" ? "conversion value" : "price") +
+           " (" + std::to_string(e.price_micros) + " micros) refused";
+  }
+  return "";
+}
+
+}  // namespace
+
 ArmTotals& ArmTotals::operator+=(const ArmTotals& o) {
-  budget += o.budget;
-  spend += o.spend;
-  revenue += o.revenue;
+  budget = SaturatingAdd(budget, o.budget);
+  spend = SaturatingAdd(spend, o.spend);
+  revenue = SaturatingAdd(revenue, o.revenue);
   impressions += o.impressions;
   clicks += o.clicks;
   conversions += o.conversions;
@@ -42,22 +69,62 @@ AbTally::AbTally(std::vector<AbAdvertiser> advertisers, double learned_share, in
   }
 }
 
-void AbTally::Add(const Event& e) {
+Status AbTally::Booking(const Event& e, Micros* charge, Micros* value) const {
+  if (std::string why = NegativeMoney(e); !why.empty()) return Status::InvalidArgument(why);
+  const bool charged = e.type == "billing" && e.charged;
+  // As the bidder books a CPM price: price / 1000, rounded half up (without price + 500's
+  // overflow).
+  *charge = Micros(charged ? e.price_micros / 1000 + (e.price_micros % 1000 >= 500 ? 1 : 0) : 0);
+  *value = Micros(e.type == "conversion" ? e.price_micros : 0);
+  auto units = [](Micros m) { return MicrosDecimal(m.value(), MicrosFraction::kTrimmed); };
+  if (const auto it = index_of_.find(e.advertiser); it != index_of_.end()) {
+    const AbAdvertiser& adv = advertisers_[it->second];
+    if (adv.daily_budget.value() > 0 && *charge > adv.daily_budget) {
+      return Status::InvalidArgument("event: billing charges " + units(*charge) +
+                                     ", more than advertiser " + std::to_string(adv.id) +
+                                     "'s whole daily budget (" + units(adv.daily_budget) +
+                                     "): refused");
+    }
+    const double most = static_cast<double>(adv.max_conversion_value.value()) *
+                        std::max(1.0, e.type == "conversion" ? e.count : 1.0);
+    if (adv.max_conversion_value.value() > 0 && static_cast<double>(value->value()) > most) {
+      return Status::InvalidArgument("event: conversion value " + units(*value) +
+                                     " above advertiser " + std::to_string(adv.id) +
+                                     "'s max_conversion_value (" + units(adv.max_conversion_value) +
+                                     (e.count > 1 ? " per conversion" : "") + "): refused");
+    }
+  }
+  int64_t sum = 0;
+  if (__builtin_add_overflow(spend_total_, charge->value(), &sum) ||
+      __builtin_add_overflow(revenue_total_, value->value(), &sum)) {
+    return Status::InvalidArgument("event: " + e.type + " of " + std::to_string(e.price_micros) +
+                                   " micros would take the booked " +
+                                   (charged ? "spend" : "revenue") +
+                                   " past the int64 range of micros: refused");
+  }
+  return Status::Ok();
+}
+
+Status AbTally::Add(const Event& e) {
   if (e.test) {
     ++test_;
-    return;
+    return Status::Ok();
   }
+  Micros charge, value;
+  RTB_RETURN_IF_ERROR(Booking(e, &charge, &value));
   if (!e.eid.empty() && !eids_.insert(e.eid).second) {
     ++duplicates_;
-    return;
+    return Status::Ok();
   }
   ++events_;
-  if (e.type == "nobid") return;
+  if (e.type == "nobid") return Status::Ok();
   auto it = index_of_.find(e.advertiser);
   if (it == index_of_.end()) {
     ++unknown_;
-    return;
+    return Status::Ok();
   }
+  spend_total_ += charge.value();  // in range: Booking checked it
+  revenue_total_ += value.value();
   const size_t k = it->second;
   const int64_t t = e.sim_ms >= 0 ? e.sim_ms : e.ts_ms;
   const int64_t day = t / kDayMs;
@@ -67,7 +134,6 @@ void AbTally::Add(const Event& e) {
   if (e.type == "bid") {
     ++c.bids;
   } else if (e.type == "billing" && e.charged) {
-    const Micros charge((e.price_micros + 500) / 1000);  // as the bidder books it
     c.spend += charge;
     ++c.impressions;
     b.spend[arm] += charge;
@@ -77,9 +143,10 @@ void AbTally::Add(const Event& e) {
     c.clicks += e.count;
   } else if (e.type == "conversion") {
     c.conversions += e.count;
-    c.revenue += Micros(e.price_micros);
-    b.revenue[arm] += Micros(e.price_micros);
+    c.revenue += value;
+    b.revenue[arm] += value;
   }
+  return Status::Ok();
 }
 
 std::vector<int64_t> AbTally::Days() const {
@@ -196,43 +263,52 @@ Status AddEventLine(std::string_view line, int64_t line_no, const std::string& n
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   if (line.find_first_not_of(" \t") == std::string_view::npos) return Status::Ok();
   auto e = DecodeEvent(line);
-  if (!e.ok()) {
-    const std::string where = name + ":" + std::to_string(line_no) + ": " + e.status().message();
+  const Status st = e.ok() ? tally->Add(*e) : e.status();
+  if (!st.ok()) {
+    const std::string where = name + ":" + std::to_string(line_no) + ": " + st.message();
     if (!skip_malformed) return Status::InvalidArgument(where);
     if (malformed != nullptr && (*malformed)++ == 0 && first_error != nullptr) {
       *first_error = where;
     }
-    return Status::Ok();
   }
-  tally->Add(*e);
   return Status::Ok();
+}
+
+// Every line of in, in bounded memory; running out of memory (the tally's eids and cells grow
+// with the events) is an error, not an exception.
+Status AddEvents(LineReader& in, bool skip_malformed, AbTally* tally, int64_t* malformed,
+                 std::string* first_error) {
+  try {
+    std::string_view line;
+    while (in.Next(&line)) {
+      RTB_RETURN_IF_ERROR(AddEventLine(line, in.line_no(), in.name(), skip_malformed, tally,
+                                       malformed, first_error));
+    }
+    return in.status();
+  } catch (const std::bad_alloc&) {
+    return Status::Unavailable(in.name() + ":" + std::to_string(in.line_no()) +
+                               ": out of memory holding the events read so far");
+  }
 }
 
 }  // namespace
 
 Status AddEventLines(std::string_view text, const std::string& name, bool skip_malformed,
                      AbTally* tally, int64_t* malformed, std::string* first_error) {
-  int64_t line_no = 0;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    RTB_RETURN_IF_ERROR(AddEventLine(text.substr(pos, end - pos), ++line_no, name, skip_malformed,
-                                     tally, malformed, first_error));
-    pos = end + 1;
-  }
-  return Status::Ok();
+  LineReader in(text, name);
+  return AddEvents(in, skip_malformed, tally, malformed, first_error);
 }
 
 Status AddEventStream(std::istream& in, const std::string& name, bool skip_malformed,
                       AbTally* tally, int64_t* malformed, std::string* first_error) {
-  int64_t line_no = 0;
-  for (std::string line; std::getline(in, line);) {
-    RTB_RETURN_IF_ERROR(
-        AddEventLine(line, ++line_no, name, skip_malformed, tally, malformed, first_error));
-  }
-  if (in.bad()) return Status::IoError(name + ": read error");
-  return Status::Ok();
+  LineReader lines(in, name);
+  return AddEvents(lines, skip_malformed, tally, malformed, first_error);
+}
+
+Status AddEventFile(const std::string& path, bool skip_malformed, AbTally* tally,
+                    int64_t* malformed, std::string* first_error) {
+  LineReader in(path, "events dump");
+  return AddEvents(in, skip_malformed, tally, malformed, first_error);
 }
 
 namespace {

@@ -1,6 +1,7 @@
 #include "rtb/core/events.h"
 
 #include <charconv>
+#include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -162,6 +163,38 @@ Result<Event> DecodeEvent(std::string_view json) {
   } catch (const std::exception& ex) {
     return Status::Corruption(std::string("event: ") + ex.what());
   }
+}
+
+namespace {
+
+bool Within(double x, double lo, double hi) { return x >= lo && x <= hi; }  // false for NaN
+
+}  // namespace
+
+std::optional<EventRefusal> CheckEventMoney(const Event& e, const EventMoneyBounds& b) {
+  if (!Within(e.pctr, 0, 1) || !Within(e.pcvr, 0, 1) || !Within(e.alpha, -1, 1)) {
+    return EventRefusal{"probability_out_of_range"};
+  }
+  if (!Within(e.count, 0, b.max_count)) return EventRefusal{"count_out_of_range"};
+  for (int c : e.computed) {
+    if (c < 0 || c > b.max_computed) return EventRefusal{"computed_out_of_range"};
+  }
+  if (e.price_micros < 0) return EventRefusal{"negative_price"};
+  if (e.cpc_micros < 0) return EventRefusal{"negative_cpc"};
+  if (e.advertiser < 0 || b.advertisers.empty()) return std::nullopt;
+  const auto it = b.advertisers.find(e.advertiser);
+  if (it == b.advertisers.end()) return EventRefusal{"unknown_advertiser"};
+  const AdvertiserMoneyBounds& a = it->second;
+  if (e.type == "conversion") {
+    if (e.price_micros > a.max_conversion_value_micros) {
+      return EventRefusal{"conversion_value_out_of_range"};
+    }
+  } else if (e.price_micros > a.max_price_micros) {
+    return EventRefusal{"price_above_bid"};
+  }
+  // The CPC bid: at most the CPM bound's (x 1000 at pCTR 1).
+  if (e.cpc_micros > a.max_price_micros / 1000 + 1) return EventRefusal{"cpc_above_bid"};
+  return std::nullopt;
 }
 
 }  // namespace rtb

@@ -51,4 +51,13 @@ Result<StepMarker> DecodeStepMarker(std::string_view json) {
   }
 }
 
+std::optional<int64_t> StepIndex(int64_t day, int64_t step, int64_t steps_per_day) {
+  int64_t index = 0;
+  if (__builtin_mul_overflow(day, steps_per_day, &index) ||
+      __builtin_add_overflow(index, step, &index)) {
+    return std::nullopt;
+  }
+  return index;
+}
+
 }  // namespace rtb

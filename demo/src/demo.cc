@@ -407,6 +407,7 @@ Result<std::unique_ptr<Services>> StartServices(const Setup& s, const std::strin
                        bidder::LoadBidderConfig(s.out + "/bidder/bidder.yaml"));
   svc->xc.learned_share = bcfg.ab.learned_share;
   svc->xc.ab_salt = bcfg.ab.salt;
+  svc->xc.market_keys = bidder::MarketKeysOf(bcfg);  // the learner opens the step markers
   svc->xc.bidder = svc->listens[0];
   if (s.cfg.bidders > 1) {
     svc->xc.bidders = svc->listens;

@@ -493,6 +493,10 @@ Result<std::unique_ptr<Exchange>> Exchange::Create(std::unique_ptr<Impl> m) {
     auto p = kafka::Producer::Create(std::move(po));
     if (!p.ok()) return Status::Unavailable("exchange: " + p.status().message());
     m->producer = std::move(*p);
+    if (cfg.market_keys == nullptr) {
+      log::Get("exchange")
+          .warn("market_keys not set: messages on {} are not authenticated", cfg.clock_topic);
+    }
   }
   return std::unique_ptr<Exchange>(new Exchange(std::move(m)));
 }
@@ -913,7 +917,9 @@ Result<DayAccount> Exchange::Impl::PlaySteps(
     }
     if (m.producer != nullptr) {
       mk.sent_unix_ms = NowUnixMs();
-      const std::string msg = EncodeStepMarker(mk);
+      const std::string msg = m.cfg.market_keys != nullptr
+                                  ? m.cfg.market_keys->Seal(m.cfg.clock_topic, EncodeStepMarker(mk))
+                                  : EncodeStepMarker(mk);
       const auto sent = SteadyClock::now();
       if (auto st = m.producer->Produce(m.cfg.clock_topic, 0, "", msg); !st.ok()) {
         return Status::Unavailable("step marker: " + st.message());

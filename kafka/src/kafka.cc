@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -247,6 +248,7 @@ Result<std::pair<int64_t, int64_t>> Producer::Watermarks(const std::string& topi
 struct Consumer::State {
   std::function<void(std::vector<TopicPartition>&)> on_assign;
   std::function<void(const std::vector<TopicPartition>&)> on_revoke;
+  std::function<void(int, const std::string&)> on_error;
 };
 
 namespace {
@@ -268,6 +270,9 @@ void Rebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition
   rd_kafka_assign(rk, l);
   rd_kafka_topic_partition_list_destroy(l);
 }
+void OnError(rd_kafka_t*, int err, const char* reason, void* opaque) {
+  static_cast<Consumer::State*>(opaque)->on_error(err, reason);
+}
 }  // namespace
 
 Result<std::unique_ptr<Consumer>> Consumer::Create(Options opt) {
@@ -285,6 +290,8 @@ Result<std::unique_ptr<Consumer>> Consumer::Create(Options opt) {
   c->state_ = std::make_unique<State>();
   c->state_->on_assign = std::move(opt.on_assign);
   c->state_->on_revoke = std::move(opt.on_revoke);
+  c->state_->on_error = std::move(opt.on_error);
+  if (c->state_->on_error) rd_kafka_conf_set_error_cb(conf, OnError);
   rd_kafka_conf_set_rebalance_cb(conf, Rebalance);
   rd_kafka_conf_set_opaque(conf, c->state_.get());
   char errstr[512];
@@ -497,19 +504,62 @@ void MockCluster::RefuseNextProduceRequests(int count) {
 
 namespace {
 
+// What librdkafka said of a reader's brokers while it opened (OnError, on the opening thread).
+struct OpenErrors {
+  std::mutex mu;
+  std::string refused;  // the brokers refused the credentials or the TLS handshake
+  std::string down;     // every broker is down (a wrong address, no broker listening)
+};
+// How long a reader waits for a broker while every one it knows of is down.
+constexpr auto kNoBrokerBound = std::chrono::seconds(5);
+
 // A consumer that reads `topic` by assignment (group `group`, no commits, these properties),
-// and the topic's partition count.
+// and the topic's partition count. quiet: its failures are the Status alone (no librdkafka log
+// line below critical); refused credentials or TLS fail at once, every broker down for 5 s fails.
 Result<std::pair<std::unique_ptr<Consumer>, int>> OpenTopicReader(
     const ClientOptions& client, const std::string& topic, const std::string& group,
-    std::vector<std::pair<std::string, std::string>> properties, int timeout_ms) {
+    std::vector<std::pair<std::string, std::string>> properties, int timeout_ms,
+    bool quiet = false) {
   Consumer::Options o;
   static_cast<ClientOptions&>(o) = client;
   o.group_id = group;
   for (auto& p : properties) o.properties.push_back(std::move(p));
+  auto errors = std::make_shared<OpenErrors>();
+  if (quiet) {
+    o.log_level = std::min(o.log_level, 2);
+    o.on_error = [errors](int code, const std::string& reason) {
+      std::lock_guard<std::mutex> l(errors->mu);
+      if (code == RD_KAFKA_RESP_ERR__AUTHENTICATION || code == RD_KAFKA_RESP_ERR__SSL) {
+        errors->refused = reason;
+      } else if (code == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) {
+        errors->down = reason;
+      }
+    };
+  }
   RTB_ASSIGN_OR_RETURN(auto c, Consumer::Create(std::move(o)));
-  auto n = c->PartitionCount(topic, timeout_ms);
-  if (!n.ok()) return Status::Unavailable(n.status().message() + " at " + client.bootstrap);
-  return std::make_pair(std::move(c), *n);
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    // Asked in slices, so that what the brokers said in between can end the wait.
+    auto n = c->PartitionCount(
+        topic, quiet ? static_cast<int>(std::clamp<int64_t>(left.count(), 1, 500)) : timeout_ms);
+    if (n.ok()) return std::make_pair(std::move(c), *n);
+    const bool local = n.status().message().find("Local: ") != std::string::npos;
+    if (!quiet || !local || std::chrono::steady_clock::now() >= deadline) {
+      return Status::Unavailable(n.status().message() + " at " + client.bootstrap);
+    }
+    (void)c->Poll(0);  // serves OnError
+    std::lock_guard<std::mutex> l(errors->mu);
+    if (!errors->refused.empty()) {
+      return Status::Unavailable("the brokers at " + client.bootstrap +
+                                 " refused the connection: " + errors->refused);
+    }
+    if (!errors->down.empty() && std::chrono::steady_clock::now() - start >= kNoBrokerBound) {
+      return Status::Unavailable("no broker answers at " + client.bootstrap + ": " + errors->down);
+    }
+  }
 }
 
 }  // namespace
@@ -520,7 +570,7 @@ Status ReadWholeTopic(const ClientOptions& client, const std::string& topic, int
   if (not_retained != nullptr) *not_retained = 0;
   RTB_ASSIGN_OR_RETURN(auto reader,
                        OpenTopicReader(client, topic, "rtb-read-" + topic,
-                                       {{"enable.partition.eof", "true"}}, timeout_ms));
+                                       {{"enable.partition.eof", "true"}}, timeout_ms, true));
   auto& [c, n] = reader;
   std::vector<TopicPartition> parts;
   std::set<int32_t> open;

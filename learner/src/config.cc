@@ -114,6 +114,11 @@ Result<LearnerConfig> LoadLearnerConfig(const std::string& path) {
     o.Get("cold_start_range", &on.cold_start_range);
     o.Check(on.cold_start_range >= 0 && on.cold_start_range <= 1, "cold_start_range",
             "must be between 0 and 1");
+    o.Get("max_table_move", &on.max_table_move);
+    o.Check(on.max_table_move > 0 && on.max_table_move <= 2, "max_table_move",
+            "must be above 0 and at most 2");
+    o.Get("max_steps_ahead", &on.max_steps_ahead);
+    o.Check(on.max_steps_ahead >= 1, "max_steps_ahead", "must be >= 1");
     o.Get("progress_every_ms", &on.progress_every_ms);
     o.Check(on.progress_every_ms >= 0, "progress_every_ms", "must be >= 0");
     o.Get("market", &on.market);

@@ -1,6 +1,8 @@
 #include "rtb/learner/market.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "rtb/bidder/config.h"
 #include "rtb/core/ab.h"
@@ -52,6 +54,18 @@ Result<LiveMarket> LoadLiveMarket(const std::string& path) {
   }
   m.step_ms = int64_t{cfg.market.step_seconds} * 1000;
   m.alpha_range = cfg.market.alpha_range;
+  m.keys = bidder::MarketKeysOf(cfg);
+  // The highest CPM a bid can carry: the manual CPC bid x (1 + alpha_range) (AdjustedBid,
+  // rounded up, plus its rounding's half micro) x 1000 (pCTR <= 1), saturated at int64's end.
+  constexpr auto kMax = static_cast<double>(std::numeric_limits<int64_t>::max());
+  for (const auto& a : cfg.advertisers) {
+    const double cpm =
+        (std::ceil(static_cast<double>(a.bid.value()) * (1 + m.alpha_range)) + 1) * 1000;
+    m.money.advertisers[a.id] = {.max_price_micros = cpm >= kMax
+                                                         ? std::numeric_limits<int64_t>::max()
+                                                         : static_cast<int64_t>(cpm),
+                                 .max_conversion_value_micros = a.max_conversion_value.value()};
+  }
   return m;
 }
 

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdarg>
 #include <cstdio>
 #include <deque>
@@ -49,6 +50,7 @@ struct LoopState {
   std::vector<float> s, a;                   // state before `playing`, its actions
   uint64_t version = 0;                      // of the published table
   int64_t steps_closed = 0;
+  int steps_per_day = 0;  // of the markers accepted so far (0: none yet)
   // x_j's history from the events ([T*L], currency units, whole-market scale): the current
   // day's so far, and the one in use (empty: the market's prior).
   std::vector<double> day_rev, day_cost, hist_rev, hist_cost;
@@ -68,6 +70,7 @@ nlohmann::json ToJson(const LoopState& st, const StepMerger& merger) {
   j["a"] = st.a;
   j["version"] = st.version;
   j["steps_closed"] = st.steps_closed;
+  j["steps_per_day"] = st.steps_per_day;
   j["day_rev"] = st.day_rev;
   j["day_cost"] = st.day_cost;
   j["hist_rev"] = st.hist_rev;
@@ -89,6 +92,7 @@ Status FromJson(const std::string& text, LoopState* st, std::optional<StepMerger
     st->a = j.at("a").get<std::vector<float>>();
     st->version = j.at("version").get<uint64_t>();
     st->steps_closed = j.at("steps_closed").get<int64_t>();
+    st->steps_per_day = j.value("steps_per_day", 0);
     for (const auto& [k, v] :
          {std::pair{"day_rev", &st->day_rev}, std::pair{"day_cost", &st->day_cost},
           std::pair{"hist_rev", &st->hist_rev}, std::pair{"hist_cost", &st->hist_cost}}) {
@@ -100,6 +104,16 @@ Status FromJson(const std::string& text, LoopState* st, std::optional<StepMerger
   } catch (const std::exception& e) {
     return Status::Corruption(std::string("learner state u:online: ") + e.what());
   }
+}
+
+// Whether every number of the transition is finite.
+bool Finite(const Transition& t) {
+  for (const std::vector<float>* v : {&t.s, &t.d, &t.a, &t.r, &t.s2, &t.d2}) {
+    for (float x : *v) {
+      if (!std::isfinite(x)) return false;
+    }
+  }
+  return true;
 }
 
 class OnlineLearner {
@@ -146,6 +160,16 @@ class OnlineLearner {
   Status CloseStep(const StepMarker& marker, int64_t marker_offset, bool timed_out);
   Status Checkpoint();
   void Consume(const kafka::Message& m);
+  void ConsumeMarker(const kafka::Message& m);
+  // Why a marker is not plausible (more than max_steps_ahead steps after the last accepted
+  // one, or of another day length), or nullptr.
+  const char* Implausible(const StepMarker& mk) const;
+  // Counts a refused message by `kind` and `reason` and logs it (rate-limited per reason).
+  void Refuse(const char* kind, const std::string& reason, const kafka::Message& m,
+              const std::string& detail);
+  // Clips the table to play (st_.a) to within max_table_move of the last published one, and
+  // says so when it did.
+  void LimitMove(const std::vector<float>& last);
   Status CommitOffsets();
   void Log(const char* fmt, ...) const;
   log::RateLimit consumer_errors_{3, std::chrono::seconds(60)};
@@ -175,6 +199,10 @@ class OnlineLearner {
   std::unique_ptr<kafka::Producer> producer_;
   std::string bootstrap_;
   int64_t decode_errors_ = 0;
+  // Refused messages since start by "<kind>:<reason>" (in every step's summary), and one rate
+  // limit of their log lines per key.
+  std::map<std::string, int64_t> refused_;
+  std::map<std::string, std::unique_ptr<log::RateLimit>> refusal_logs_;
   bool assigned_ = false;     // the consumer group gave us the partitions
   bool published_ = false;    // the table of st_.playing went out since (re)start
   bool cold_ = false;         // started with no checkpoint: actions within cold_start_range
@@ -401,6 +429,10 @@ Status OnlineLearner::Start() {
         parts.size());
   };
   RTB_ASSIGN_OR_RETURN(consumer_, kafka::Consumer::Create(std::move(co)));
+  if (market_.keys == nullptr) {
+    log::Get("learner").warn("market_keys not set: messages on {} and {} are not authenticated",
+                             on_.clock_topic, on_.policy_topic);
+  }
   RTB_RETURN_IF_ERROR(consumer_->Subscribe({on_.events_topic, on_.clock_topic}));
   // The first table goes out once the events partitions are assigned (Run), so that traffic
   // starts when this learner is already reading it.
@@ -422,32 +454,99 @@ Status OnlineLearner::Publish() {
   msg.alpha_range = market_.alpha_range;
   msg.for_day = st_.playing ? st_.playing->day : 0;
   msg.for_step = st_.playing ? st_.playing->step : 0;
-  RTB_RETURN_IF_ERROR(producer_->Produce(on_.policy_topic, 0, "", EncodePolicyMessage(msg)));
+  const std::string text = EncodePolicyMessage(msg);
+  RTB_RETURN_IF_ERROR(producer_->Produce(
+      on_.policy_topic, 0, "",
+      market_.keys != nullptr ? market_.keys->Seal(on_.policy_topic, text) : text));
   producer_->Poll(0);
   return Status::Ok();
 }
 
+void OnlineLearner::Refuse(const char* kind, const std::string& reason, const kafka::Message& m,
+                           const std::string& detail) {
+  const std::string key = std::string(kind) + ":" + reason;
+  const int64_t n = ++refused_[key];
+  auto& limit = refusal_logs_[key];
+  if (limit == nullptr) limit = std::make_unique<log::RateLimit>(5, std::chrono::seconds(60));
+  uint64_t skipped = 0;
+  if (limit->Allow(&skipped)) {
+    log::Get("learner").warn(
+        "refused {} at {}/{}/{}: {}{}{} ({} refused so far; {} more not logged)", kind, m.topic(),
+        m.partition(), m.offset(), reason, detail.empty() ? "" : ": ", detail, n, skipped);
+  }
+}
+
+const char* OnlineLearner::Implausible(const StepMarker& mk) const {
+  // The last accepted step: the furthest of the last marker waiting and the last closed step;
+  // on a fresh start, the step before the one playing.
+  int64_t spd = st_.steps_per_day > 0 ? st_.steps_per_day : mk.steps_per_day;
+  if (!markers_.empty()) spd = markers_.back().marker.steps_per_day;
+  if (mk.steps_per_day != spd) return "steps_per_day_changed";
+  std::optional<int64_t> last;
+  const auto further = [&last](std::optional<int64_t> x) {
+    if (x && (!last || *x > *last)) last = x;
+  };
+  if (!markers_.empty())
+    further(StepIndex(markers_.back().marker.day, markers_.back().marker.step, spd));
+  const auto closed = merger_->closed_through();
+  if (closed) further(StepIndex(closed->day, closed->step, spd));
+  if (!closed && markers_.empty() && st_.playing) {
+    further(StepIndex(st_.playing->day, st_.playing->step - 1, spd));
+  }
+  const std::optional<int64_t> at = StepIndex(mk.day, mk.step, spd);
+  if (!at) return "step_out_of_range";
+  if (last && *at - *last > on_.max_steps_ahead) return "step_too_far_ahead";
+  return nullptr;
+}
+
+void OnlineLearner::ConsumeMarker(const kafka::Message& m) {
+  std::string body;
+  std::string_view text = m.payload();
+  if (market_.keys != nullptr) {
+    const SealCheck c = market_.keys->Open(on_.clock_topic, text, &body);
+    if (c != SealCheck::kOk) return Refuse("step marker", SealCheckName(c), m, "");
+    text = body;
+  }
+  auto mk = DecodeStepMarker(text);
+  if (!mk.ok()) {
+    st_.clock_offset = m.offset() + 1;
+    ++decode_errors_;
+    return Refuse("step marker", "undecodable", m, mk.status().message());
+  }
+  const auto closed = merger_->closed_through();
+  if (closed && StepKey{mk->day, mk->step} <= *closed) {
+    return Refuse(
+        "step marker", "behind", m,
+        "day " + std::to_string(mk->day) + " step " + std::to_string(mk->step) + " is closed");
+  }
+  if (const char* why = Implausible(*mk)) {
+    return Refuse("step marker", why, m,
+                  "day " + std::to_string(mk->day) + " step " + std::to_string(mk->step));
+  }
+  markers_.push_back({*mk, clock_->SteadyMs(), m.offset()});
+}
+
 void OnlineLearner::Consume(const kafka::Message& m) {
-  const std::string_view payload = m.payload();
-  if (m.topic() == on_.clock_topic) {
-    auto mk = DecodeStepMarker(payload);
-    if (mk.ok()) {
-      markers_.push_back({*mk, clock_->SteadyMs(), m.offset()});
-    } else {
-      st_.clock_offset = m.offset() + 1;
-      ++decode_errors_;
-      Log("skipping a malformed step marker at offset %lld: %s", static_cast<long long>(m.offset()),
-          mk.status().message().c_str());
-    }
-    return;
-  }
+  if (m.topic() == on_.clock_topic) return ConsumeMarker(m);
   st_.offsets[m.partition()] = m.offset() + 1;
-  auto e = DecodeEvent(payload);
+  auto e = DecodeEvent(m.payload());
   if (!e.ok()) {
-    ++decode_errors_;  // counted; the event cannot be attributed to a step
-    return;
+    ++decode_errors_;  // the event cannot be attributed to a step
+    return Refuse("event", "undecodable", m, e.status().message());
   }
-  merger_->Add(*e);
+  if (const auto r = CheckEventMoney(*e, market_.money)) {
+    return Refuse("event", r->reason, m,
+                  e->type + " " + e->eid + " of advertiser " + std::to_string(e->advertiser) +
+                      ", price_micros " + std::to_string(e->price_micros));
+  }
+  switch (merger_->Add(*e)) {
+    case MergeResult::kDuplicate:
+      return Refuse("event", "duplicate", m, e->eid);
+    case MergeResult::kLate:
+      return Refuse("event", "late", m, e->eid + " of a closed step");
+    default:
+      return;
+  }
 }
 
 Status OnlineLearner::CommitOffsets() {
@@ -464,6 +563,7 @@ Status OnlineLearner::CloseStep(const StepMarker& marker, int64_t marker_offset,
   const int steps_per_day = marker.steps_per_day;
   const StepKey key{marker.day, marker.step};
   const StepTotals tot = merger_->Close(key);
+  st_.steps_per_day = steps_per_day;
   const size_t pairs = static_cast<size_t>(N_) * L_;
   // The transition starts from the state the published table was computed from; a day the
   // learner joined late starts fresh.
@@ -477,6 +577,7 @@ Status OnlineLearner::CloseStep(const StepMarker& marker, int64_t marker_offset,
   }
   const sim::Observation before =
       sim::MakeObservation(market_.shape, key.step, st_.g_cost, st_.g_revenue, st_.d);
+  const std::vector<double> g_cost0 = st_.g_cost, g_revenue0 = st_.g_revenue, d0 = st_.d;
   // g accumulates the step's cost and revenue; d is the step's share of bid computations.
   std::vector<double> rewards(static_cast<size_t>(N_), 0.0);
   int64_t computations = 0;
@@ -506,8 +607,24 @@ Status OnlineLearner::CloseStep(const StepMarker& marker, int64_t marker_offset,
                                          .step = static_cast<uint32_t>(key.step)},
                                         budgets_, spec_.coordinated, delivery_);
 
+  // A transition of totals that overflowed, or of values that are not finite, is not learned.
+  // The day goes on as if the step had brought nothing.
+  const bool flagged = tot.overflow || !Finite(tr);
+  if (flagged) {
+    ++refused_["transition:flagged"];
+    log::Get("learner").warn(
+        "day {} step {}: refused its transition ({}): not stored, not learned from", key.day,
+        key.step, tot.overflow ? "a total above int64" : "a value that is not finite");
+    st_.g_cost = g_cost0;
+    st_.g_revenue = g_revenue0;
+    st_.d = d0;
+  }
+
   // x_j's history for the days after this one (what the next state reads).
-  RecordHistory(key, tot, !same_day, done);
+  StepTotals none = tot;
+  none.cost_micros.assign(pairs, 0);
+  none.revenue_micros.assign(pairs, 0);
+  RecordHistory(key, flagged ? none : tot, !same_day, done);
 
   // 1. The transition, the consumer position after it, and the step's totals: one write.
   st_.clock_offset = marker_offset + 1;
@@ -519,15 +636,25 @@ Status OnlineLearner::CloseStep(const StepMarker& marker, int64_t marker_offset,
   summary["late_events"] = merger_->late();
   summary["duplicate_events"] = merger_->duplicates();
   summary["undecodable_messages"] = decode_errors_;
+  summary["refused"] = refused_;
+  summary["transition_refused"] = flagged;
   const std::string step_key = "step:" + std::to_string(key.day) + ":" + std::to_string(key.step);
-  RTB_ASSIGN_OR_RETURN(
-      const uint64_t seq,
-      replay_->Append(tr, {{"online", ToJson(st_, *merger_).dump()}, {step_key, summary.dump()}}));
+  const std::vector<std::pair<std::string, std::string>> meta = {
+      {"online", ToJson(st_, *merger_).dump()}, {step_key, summary.dump()}};
+  uint64_t seq = replay_->NextSeq();
+  if (flagged) {
+    RTB_RETURN_IF_ERROR(replay_->PutMeta(meta));
+  } else {
+    RTB_ASSIGN_OR_RETURN(seq, replay_->Append(tr, meta));
+  }
   CommitOffsets();  // only now: the events up to here are in a durable transition
 
   // 2. Algorithm 1, lines 10-15: K updates of every agent on minibatches from the replay.
-  RTB_ASSIGN_OR_RETURN(const UpdateStats us, UpdateFromReplay(learner_, *replay_, cfg_.hp,
-                                                              on_.updates_per_step, sample_rng_));
+  UpdateStats us;
+  if (!flagged) {
+    RTB_ASSIGN_OR_RETURN(
+        us, UpdateFromReplay(learner_, *replay_, cfg_.hp, on_.updates_per_step, sample_rng_));
+  }
   if (done) learner_.EndEpisode();
 
   // 3. The next step's table a[i][j] = mu_i([g, x_j]) from the state now (plus noise); a new
@@ -539,10 +666,12 @@ Status OnlineLearner::CloseStep(const StepMarker& marker, int64_t marker_offset,
     st_.g_revenue.assign(pairs, 0.0);
     st_.d.assign(pairs, 0.0);
   }
-  st_.s = done ? StateAt(0, true) : tr.s2;
+  st_.s = done ? StateAt(0, true) : flagged ? StateAt(next.step, false) : tr.s2;
+  const std::vector<float> last = std::move(st_.a);
   st_.a = Play(st_.s);
   st_.version = 1 + static_cast<uint64_t>(next.day) * static_cast<uint64_t>(steps_per_day) +
                 static_cast<uint64_t>(next.step);
+  LimitMove(last);
   RTB_RETURN_IF_ERROR(replay_->PutMeta({{"online", ToJson(st_, *merger_).dump()}}));
   RTB_RETURN_IF_ERROR(Publish());
   if (st_.steps_closed % on_.checkpoint_every == 0) RTB_RETURN_IF_ERROR(Checkpoint());
@@ -554,6 +683,28 @@ Status OnlineLearner::CloseStep(const StepMarker& marker, int64_t marker_offset,
       static_cast<unsigned long long>(seq), us.critic_loss,
       static_cast<unsigned long long>(st_.version));
   return Status::Ok();
+}
+
+void OnlineLearner::LimitMove(const std::vector<float>& last) {
+  if (last.size() != st_.a.size()) return;
+  const auto limit = static_cast<float>(on_.max_table_move);
+  int clipped = 0;
+  float largest = 0;
+  for (size_t q = 0; q < st_.a.size(); ++q) {
+    const float move = std::abs(st_.a[q] - last[q]);
+    if (!(move <= limit)) {  // a NaN too: it stays where it was
+      ++clipped;
+      if (move > largest) largest = move;
+      st_.a[q] = std::isfinite(st_.a[q]) ? std::clamp(st_.a[q], last[q] - limit, last[q] + limit)
+                                         : last[q];
+    }
+  }
+  if (clipped == 0) return;
+  ++refused_["table:clipped"];
+  log::Get("learner").warn(
+      "table v{}: {} of {} actions would move more than online.max_table_move {:.2f} from the "
+      "last table (largest move {:.3f}): clipped to within it",
+      st_.version, clipped, st_.a.size(), on_.max_table_move, largest);
 }
 
 Status OnlineLearner::Checkpoint() {

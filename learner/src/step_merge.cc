@@ -1,5 +1,6 @@
 #include "rtb/learner/step_merge.h"
 
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "rtb/core/clock.h"
@@ -19,25 +20,31 @@ nlohmann::json TotalsJson(const StepTotals& t, bool with_eids) {
   j["events"] = t.events;
   j["unattributed"] = t.unattributed;
   j["manual_arm"] = t.manual_arm;
+  if (t.overflow) j["overflow"] = true;
   j["total_cost_micros"] = t.TotalCost();
   j["total_revenue_micros"] = t.TotalRevenue();
   if (with_eids) j["eids"] = t.eids;
   return j;
 }
 
+// *sum += x, saturating at int64's ends; says whether it did.
+bool AddSaturating(int64_t* sum, int64_t x) {
+  if (!__builtin_add_overflow(*sum, x, sum)) return false;
+  *sum = x < 0 ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
+  return true;
+}
+
+int64_t SumSaturating(const std::vector<int64_t>& v) {
+  int64_t s = 0;
+  for (int64_t x : v) AddSaturating(&s, x);
+  return s;
+}
+
 }  // namespace
 
-int64_t StepTotals::TotalCost() const {
-  int64_t s = 0;
-  for (int64_t v : cost_micros) s += v;
-  return s;
-}
+int64_t StepTotals::TotalCost() const { return SumSaturating(cost_micros); }
 
-int64_t StepTotals::TotalRevenue() const {
-  int64_t s = 0;
-  for (int64_t v : revenue_micros) s += v;
-  return s;
-}
+int64_t StepTotals::TotalRevenue() const { return SumSaturating(revenue_micros); }
 
 std::string StepTotals::SummaryJson() const { return TotalsJson(*this, false).dump(); }
 
@@ -88,14 +95,16 @@ MergeResult StepMerger::Add(const Event& e) {
   }
   // Bid computations: per agent, in the request's cluster.
   for (size_t i = 0; i < e.computed.size() && i < static_cast<size_t>(agents_); ++i) {
-    t.computed[i * clusters_ + j] += e.computed[i];
+    t.overflow |= AddSaturating(&t.computed[i * clusters_ + j], e.computed[i]);
   }
   if (e.agent < 0 || e.agent >= agents_) return MergeResult::kMerged;
   const size_t p = static_cast<size_t>(e.agent) * clusters_ + j;
   if (e.type == "billing" && e.charged) {
-    t.cost_micros[p] += (e.price_micros + 500) / 1000;  // one impression at the CPM price
+    // One impression at the CPM price (price_micros / 1000 rounded, without overflowing).
+    const int64_t cost = e.price_micros / 1000 + (e.price_micros % 1000 >= 500 ? 1 : 0);
+    t.overflow |= AddSaturating(&t.cost_micros[p], cost);
   } else if (e.type == "conversion") {
-    t.revenue_micros[p] += e.price_micros;
+    t.overflow |= AddSaturating(&t.revenue_micros[p], e.price_micros);
   } else if (e.type == "click") {
     t.clicks[p] += e.count;
   }
@@ -146,6 +155,7 @@ Result<StepMerger> StepMerger::FromJson(const std::string& json) {
       t.events = o.at("events").get<int64_t>();
       t.unattributed = o.at("unattributed").get<int64_t>();
       t.manual_arm = o.value("manual_arm", int64_t{0});
+      t.overflow = o.value("overflow", false);
       t.eids = o.at("eids").get<std::set<std::string>>();
     }
     return m;

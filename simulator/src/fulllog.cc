@@ -5,6 +5,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "rtb/core/line_reader.h"
 #include "rtb/core/report.h"
 #include "rtb/core/text.h"
 
@@ -72,25 +73,25 @@ Status WriteFullLog(const Day& day, const std::string& path) {
   return WriteFileAtomic(path, SerializeFullLog(day));
 }
 
-Result<Day> ParseFullLog(const std::string& text, const std::string& name) {
+namespace {
+
+// The log's lines, read from `in` one at a time.
+Result<Day> ParseFullLines(LineReader& in) {
   Day day;
-  size_t pos = 0;
+  const std::string& name = in.name();
   int64_t line_no = 0;
   auto err = [&](const std::string& what) {
     return Status::InvalidArgument(name + ":" + std::to_string(line_no) + ": " + what);
   };
   auto next_line = [&](std::string_view* line) {
-    if (pos >= text.size()) return false;
-    size_t end = text.find('\n', pos);
-    if (end == std::string::npos) end = text.size();
-    *line = std::string_view(text).substr(pos, end - pos);
+    if (!in.Next(line)) return false;
     if (!line->empty() && line->back() == '\r') line->remove_suffix(1);
-    pos = end + 1;
-    ++line_no;
+    line_no = in.line_no();
     return true;
   };
   std::string_view line;
   if (!next_line(&line) || line.substr(0, std::strlen(kMagic)) != kMagic) {
+    RTB_RETURN_IF_ERROR(in.status());  // cannot open, a directory, a line over the limit
     line_no = 1;
     return err("not a full-information log (first line must start with \"" + std::string(kMagic) +
                "\")");
@@ -132,6 +133,7 @@ Result<Day> ParseFullLog(const std::string& text, const std::string& name) {
     day.num_consumers = static_cast<uint32_t>(consumers);
   }
   if (!next_line(&line) || line != kColumns) {
+    RTB_RETURN_IF_ERROR(in.status());
     return err("second line must be the column header: " + std::string(kColumns));
   }
   day.begin.push_back(0);
@@ -214,6 +216,7 @@ Result<Day> ParseFullLog(const std::string& text, const std::string& name) {
     day.pcvr.push_back(pv[1]);
     day.ppb.push_back(iv[8]);
   }
+  RTB_RETURN_IF_ERROR(in.status());
   if (current < 0) {
     return Status::InvalidArgument(name + ": the log has no requests");
   }
@@ -221,9 +224,16 @@ Result<Day> ParseFullLog(const std::string& text, const std::string& name) {
   return day;
 }
 
+}  // namespace
+
+Result<Day> ParseFullLog(const std::string& text, const std::string& name) {
+  LineReader in(std::string_view(text), name);
+  return ParseFullLines(in);
+}
+
 Result<Day> ReadFullLog(const std::string& path) {
-  RTB_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(path, "log file"));
-  return ParseFullLog(text, path);
+  LineReader in(path, "log file");
+  return ParseFullLines(in);
 }
 
 }  // namespace rtb::sim

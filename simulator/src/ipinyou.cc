@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "rtb/core/line_reader.h"
 #include "rtb/core/rng.h"
 #include "rtb/core/text.h"
 
@@ -62,12 +63,16 @@ CampaignInfo IpinyouLog::Totals() const {
   return c;
 }
 
-Result<IpinyouLog> ParseIpinyouLog(std::string_view text, const std::string& name,
-                                   const IpinyouReadOptions& opt) {
+namespace {
+
+// The log's lines, read from `in` one at a time: the header, then one auction per line.
+Result<IpinyouLog> ParseIpinyouLines(LineReader& in, const IpinyouReadOptions& opt) {
   IpinyouLog log;
-  size_t pos = text.find('\n');
-  const std::string_view header_line = text.substr(0, pos);
-  pos = pos == std::string_view::npos ? text.size() : pos + 1;
+  const std::string& name = in.name();
+  std::string_view first;
+  const bool has_header = in.Next(&first);
+  RTB_RETURN_IF_ERROR(in.status());
+  const std::string header_line(has_header ? first : std::string_view());  // kept: views below
   std::vector<std::string_view> header;
   SplitTabs(header_line, &header);
   auto column = [&header](std::string_view n) -> int {
@@ -102,12 +107,11 @@ Result<IpinyouLog> ParseIpinyouLog(std::string_view text, const std::string& nam
   }
   log.feature_count = static_cast<int>(feat_cols.size());
   const uint32_t mask = (1u << std::clamp(opt.hash_bits, 4, 28)) - 1;
-  log.auctions.reserve(text.size() / 200 + 1);
+  log.auctions.reserve(in.ReserveHint(200));
   std::vector<std::string_view> f;
-  int64_t line_no = 1;
   std::string_view line;
-  while (NextLine(text, &pos, &line)) {
-    ++line_no;
+  while (in.Next(&line)) {
+    const int64_t line_no = in.line_no();
     SplitTabs(line, &f);
     std::string why;
     LoggedAuction a;
@@ -146,12 +150,21 @@ Result<IpinyouLog> ParseIpinyouLog(std::string_view text, const std::string& nam
       log.features.push_back(HashFeature(log.feature_names[k], field(feat_cols[k]), mask));
     }
   }
+  RTB_RETURN_IF_ERROR(in.status());
   return log;
 }
 
+}  // namespace
+
+Result<IpinyouLog> ParseIpinyouLog(std::string_view text, const std::string& name,
+                                   const IpinyouReadOptions& opt) {
+  LineReader in(text, name);
+  return ParseIpinyouLines(in, opt);
+}
+
 Result<IpinyouLog> ReadIpinyouLog(const std::string& path, const IpinyouReadOptions& opt) {
-  RTB_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(path, "log"));
-  return ParseIpinyouLog(text, path, opt);
+  LineReader in(path, "log");
+  return ParseIpinyouLines(in, opt);
 }
 
 void SortByTime(IpinyouLog* log) {

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "rtb/core/bid.h"
+#include "rtb/core/line_reader.h"
 #include "rtb/core/text.h"
 
 namespace rtb::sim {
@@ -28,19 +29,37 @@ void ApplyNotice(const Event& e, LoggedBid* b) {
 
 }  // namespace
 
-void OutcomeLogBuilder::Add(const Event& e) {
+Status OutcomeLogBuilder::Add(const Event& e) {
+  const bool priced = e.type == "bid" || e.type == "win" || e.type == "billing";
+  if ((priced || e.type == "conversion") && e.price_micros < 0) {
+    return Status::InvalidArgument("event: negative " +
+                                   std::string(priced ? "price" : "conversion value") + " (" +
+                                   std::to_string(e.price_micros) + " micros) refused");
+  }
+  const int64_t cost = e.type == "win" || e.type == "billing" ? e.price_micros / 1000 : 0;
+  const int64_t value = e.type == "conversion" ? e.price_micros : 0;
+  int64_t cost_total = 0, value_total = 0;
+  if (__builtin_add_overflow(cost_total_, cost, &cost_total) ||
+      __builtin_add_overflow(value_total_, value, &value_total)) {
+    return Status::InvalidArgument(
+        "event: " + e.type + " of " + std::to_string(e.price_micros) + " micros would take the " +
+        (value > 0 ? "value" : "cost") +
+        " of the log past the int64 range of micros (9223372036854.775807): refused");
+  }
+  cost_total_ = cost_total;
+  value_total_ = value_total;
   ++log_.events;
   if (!e.eid.empty() && !seen_eids_.emplace(e.eid, true).second) {
     ++log_.duplicates;
-    return;
+    return Status::Ok();
   }
   if (e.type == "nobid" || e.test) {
     ++log_.other;
-    return;
+    return Status::Ok();
   }
   if (e.type == "bid") {
     const std::string key = BidKey(e);
-    if (index_.count(key) != 0) return;  // the same bid logged twice (another eid)
+    if (index_.count(key) != 0) return Status::Ok();  // the same bid logged twice (another eid)
     LoggedBid b;
     b.auction_id = e.auction_id;
     b.imp_id = e.imp_id;
@@ -54,14 +73,15 @@ void OutcomeLogBuilder::Add(const Event& e) {
     b.alpha = e.alpha;
     index_.emplace(key, log_.bids.size());
     log_.bids.push_back(std::move(b));
-    return;
+    return Status::Ok();
   }
   const auto it = index_.find(BidKey(e));
   if (it == index_.end()) {
     early_.push_back(e);  // may precede its bid (another partition); joined at Finish
-    return;
+    return Status::Ok();
   }
   ApplyNotice(e, &log_.bids[it->second]);
+  return Status::Ok();
 }
 
 void OutcomeLogBuilder::AddMalformed(const std::string& where) {
@@ -89,25 +109,38 @@ OutcomeLog OutcomeLogBuilder::Finish() {
   return std::move(log_);
 }
 
-Result<OutcomeLog> ParseOutcomeDump(std::string_view text, const std::string& name,
-                                    bool skip_malformed) {
+namespace {
+
+// The dump's lines, read from `in` one at a time.
+Result<OutcomeLog> ParseOutcomeLines(LineReader& in, bool skip_malformed) {
   OutcomeLogBuilder b;
-  int64_t line_no = 0;
-  size_t pos = 0;
   std::string_view line;
-  while (NextLine(text, &pos, &line)) {
-    ++line_no;
+  while (in.Next(&line)) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     auto e = DecodeEvent(line);
-    if (!e.ok()) {
-      const std::string where = name + ":" + std::to_string(line_no) + ": " + e.status().message();
+    const Status st = e.ok() ? b.Add(*e) : e.status();
+    if (!st.ok()) {
+      const std::string where =
+          in.name() + ":" + std::to_string(in.line_no()) + ": " + st.message();
       if (!skip_malformed) return Status::InvalidArgument(where);
       b.AddMalformed(where);
-      continue;
     }
-    b.Add(*e);
   }
+  RTB_RETURN_IF_ERROR(in.status());
   return b.Finish();
+}
+
+}  // namespace
+
+Result<OutcomeLog> ParseOutcomeDump(std::string_view text, const std::string& name,
+                                    bool skip_malformed) {
+  LineReader in(text, name);
+  return ParseOutcomeLines(in, skip_malformed);
+}
+
+Result<OutcomeLog> ReadOutcomeDump(const std::string& path, bool skip_malformed) {
+  LineReader in(path, "events dump");
+  return ParseOutcomeLines(in, skip_malformed);
 }
 
 OutcomeReplayResult ReplayOutcomes(const OutcomeLog& log, const OutcomeBid& bid,

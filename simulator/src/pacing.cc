@@ -4,6 +4,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "rtb/core/line_reader.h"
 #include "rtb/core/text.h"
 #include "rtb/simulator/rlb_dp.h"
 
@@ -120,7 +121,7 @@ Result<PacingTable> PacingTable::FromJson(const std::string& json, const std::st
 }
 
 Result<PacingTable> ReadPacingTable(const std::string& path) {
-  RTB_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(path, "pacing table"));
+  RTB_ASSIGN_OR_RETURN(std::string text, ReadBoundedFile(path, "pacing table"));
   return PacingTable::FromJson(text, path);
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "rtb/core/line_reader.h"
 #include "rtb/core/text.h"
 
 namespace rtb::sim {
@@ -86,18 +87,15 @@ class Rand : public BidStrategy {
 
 }  // namespace
 
-Result<CompactLog> ParseCompactLog(std::string_view text, const std::string& name,
-                                   const ReadOptions& opt) {
+namespace {
+
+// The compact log's lines, read from `in` one at a time.
+Result<CompactLog> ParseCompactLines(LineReader& in, const ReadOptions& opt) {
   CompactLog log;
-  log.auctions.reserve(text.size() / 24 + 1);
-  int64_t line_no = 0;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    const std::string_view line = text.substr(pos, end - pos);
-    pos = end + 1;
-    ++line_no;
+  log.auctions.reserve(in.ReserveHint(24));
+  std::string_view line;
+  while (in.Next(&line)) {
+    const int64_t line_no = in.line_no();
     std::string_view f[4];
     const int n = Fields(line, f, 4);
     std::string why;
@@ -115,16 +113,25 @@ Result<CompactLog> ParseCompactLog(std::string_view text, const std::string& nam
       log.auctions.push_back(a);
       continue;
     }
-    const std::string where = name + ":" + std::to_string(line_no) + ": " + why;
+    const std::string where = in.name() + ":" + std::to_string(line_no) + ": " + why;
     if (!opt.skip_malformed) return Status::InvalidArgument(where);
     if (log.skipped++ == 0) log.first_skipped = where;
   }
+  RTB_RETURN_IF_ERROR(in.status());
   return log;
 }
 
+}  // namespace
+
+Result<CompactLog> ParseCompactLog(std::string_view text, const std::string& name,
+                                   const ReadOptions& opt) {
+  LineReader in(text, name);
+  return ParseCompactLines(in, opt);
+}
+
 Result<CompactLog> ReadCompactLog(const std::string& path, const ReadOptions& opt) {
-  RTB_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(path, "log"));
-  return ParseCompactLog(text, path, opt);
+  LineReader in(path, "log");
+  return ParseCompactLines(in, opt);
 }
 
 Result<CampaignInfo> ParseCampaignInfo(const std::string& json, const std::string& name) {
@@ -166,7 +173,7 @@ Result<CampaignInfo> ParseCampaignInfo(const std::string& json, const std::strin
 }
 
 Result<CampaignInfo> ReadCampaignInfo(const std::string& path) {
-  RTB_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(path, "campaign info"));
+  RTB_ASSIGN_OR_RETURN(std::string text, ReadBoundedFile(path, "campaign info"));
   return ParseCampaignInfo(text, path);
 }
 

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <new>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
@@ -499,12 +500,10 @@ Result<OutcomeLog> ReadTopicEvents(const ReplayJob& a, const TopicReader& topic,
       [&](int32_t p, int64_t off, std::string_view payload) {
         if (dump) *dump << payload << '\n';
         auto e = DecodeEvent(payload);
-        if (e.ok()) {
-          b.Add(*e);
-          return;
-        }
-        const std::string where = a.topic + "[" + std::to_string(p) + "]@" + std::to_string(off) +
-                                  ": " + e.status().message();
+        const Status added = e.ok() ? b.Add(*e) : e.status();
+        if (added.ok()) return;
+        const std::string where =
+            a.topic + "[" + std::to_string(p) + "]@" + std::to_string(off) + ": " + added.message();
         if (!skip && bad.ok()) bad = Status::InvalidArgument(where);
         b.AddMalformed(where);
       },
@@ -527,9 +526,7 @@ Result<OutcomeLog> ReadOutcomeEvents(const ReplayJob& a, const TopicReader& topi
     RTB_ASSIGN_OR_RETURN(log, ReadTopicEvents(a, topic, source, warnings));
   } else {
     *source = a.log;
-    auto text = ReadWholeFile(a.log, "events dump");
-    if (!text.ok()) return text.status();
-    RTB_ASSIGN_OR_RETURN(log, ParseOutcomeDump(*text, a.log, a.on_error == "skip"));
+    RTB_ASSIGN_OR_RETURN(log, ReadOutcomeDump(a.log, a.on_error == "skip"));
   }
   if (log.skipped > 0) {
     warnings->push_back("skipped " + std::to_string(log.skipped) +
@@ -671,9 +668,7 @@ Result<ReplayOutput> RunEvents(const ReplayJob& a, const TopicReader& topic) {
   return out;
 }
 
-}  // namespace
-
-Result<ReplayOutput> RunReplayJob(const ReplayJob& a, const TopicReader& topic) {
+Result<ReplayOutput> RunJob(const ReplayJob& a, const TopicReader& topic) {
   if (a.format == "events") {
     if (a.log.empty() == a.brokers.empty()) {
       return Status::InvalidArgument("--format events needs --log <dump> or --brokers");
@@ -683,6 +678,21 @@ Result<ReplayOutput> RunReplayJob(const ReplayJob& a, const TopicReader& topic) 
   if (a.log.empty()) return Status::InvalidArgument("--log is required");
   if (a.format == "full") return RunFull(a);
   return RunSingle(a);
+}
+
+}  // namespace
+
+Result<ReplayOutput> RunReplayJob(const ReplayJob& a, const TopicReader& topic) {
+  // The logs are read line by line (core/line_reader.h), but what a log holds is kept for the
+  // strategies to replay: a log with more of it than the memory (or address-space limit) allows
+  // ends the run with an error, not an uncaught exception.
+  try {
+    return RunJob(a, topic);
+  } catch (const std::bad_alloc&) {
+    return Status::Unavailable("out of memory holding " +
+                               (a.log.empty() ? "topic " + a.topic : a.log) +
+                               ": the log holds more than fits in memory");
+  }
 }
 
 }  // namespace rtb::sim

@@ -1603,6 +1603,8 @@ budget::CoordinatorOptions MarketOf(const BidderConfig& cfg, const std::string& 
   co.lease.sizing = cfg.leases.sizing;
   co.clock = clock;
   co.poll_ms = 10;
+  co.sim_days = cfg.simulation_hooks;  // as `rtb budget --market` sets them
+  co.keys = MarketKeysOf(cfg);
   return co;
 }
 

@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
@@ -642,9 +643,14 @@ Result<BidderConfig> LoadDefaultWith(const std::string& from, const std::string&
     if (at == std::string::npos) return Status::NotFound("no line " + from);
     text.replace(at, from.size(), to);
   }
-  const std::string path = ::testing::TempDir() + "/bidder_config_test.yaml";
+  // One file per process and call: ctest runs this file's tests as processes side by side.
+  static int calls = 0;
+  const std::string path = ::testing::TempDir() + "/bidder_config_test." +
+                           std::to_string(::getpid()) + "." + std::to_string(++calls) + ".yaml";
   std::ofstream(path) << text;
-  return LoadBidderConfig(path);
+  auto cfg = LoadBidderConfig(path);
+  std::remove(path.c_str());
+  return cfg;
 }
 
 TEST(BidderConfig, DefaultLoadsAndThreadSettingsAreChecked) {

@@ -4,10 +4,15 @@
 #include "rtb/budget/lease_planner.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "../common/resident.h"
 
 namespace rtb::budget {
 namespace {
@@ -342,6 +347,125 @@ TEST(LeasePlanner, PeriodicReportsCarryEverySlotOnlyEveryNth) {
   EXPECT_EQ(r.messages[0].items.size(), 1u);
   EXPECT_EQ(t.Report(kT0 + 3'020).messages[0].items.size(), 2u);  // the third: full again
   EXPECT_EQ(t.Report(kT0 + 4'020).messages.size(), 1u);
+}
+
+// ---- Trust: holdings written by anyone but the coordinator move no money ----
+
+std::shared_ptr<const MarketKeys> Ring() {
+  auto keys = MarketKeys::Parse("k1=" + std::string(32, 's'));
+  EXPECT_TRUE(keys.ok());
+  return std::make_shared<const MarketKeys>(std::move(*keys));
+}
+
+// `k` bidders share the learned arm's budget, each holding budget / k (its genuine holding, number
+// 1). Each then reads what a writer of the grants topic without the market's ring can publish:
+// its holding again with `held` raised to the whole budget (same epoch and number), one with a
+// later number (with a ring: unsealed, or under a wrong key), and its genuine holding once more.
+// Then each spends all it may, a report a second, for two minutes. Returns the spend over the
+// budget (micros); *refused: the records the bidders refused.
+int64_t OverspendUnderForgedHoldings(int k, bool ring, int64_t* refused) {
+  const std::shared_ptr<const MarketKeys> keys = ring ? Ring() : nullptr;
+  const std::string topic = "rtb.lease.grants";
+  auto seal = [&](const LeaseGrant& g) { return SealFor(keys.get(), topic, EncodeLeaseGrant(g)); };
+  int64_t spent = 0;
+  *refused = 0;
+  for (int i = 0; i < k; ++i) {
+    LeasePlannerOptions o = Options(/*share=*/true);
+    o.name = "b" + std::to_string(i);
+    o.instance = "i" + std::to_string(i);
+    o.lineage = {};
+    o.keys = keys;
+    LeasePlanner p(o, kT0);
+    FakeLedger ledger;
+    int64_t offset = 0, seq = INT64_MAX;
+    for (const auto& m : p.Check(kDay, ledger, kT0)) seq = std::min(seq, m.seq);
+    LeaseGrant g = Holding(kArm / k, seq, o.instance);
+    g.bidder = o.name;
+    g.epoch = 1;
+    g.n = 1;
+    p.Apply(0, seal(g), offset++, kT0 + 10, kDay, &ledger);
+    LeaseGrant raised = g;
+    raised.held = kArm;
+    p.Apply(0, ring ? EncodeLeaseGrant(raised) : seal(raised), offset++, kT0 + 20, kDay, &ledger);
+    if (ring) {
+      raised.n = 2;
+      p.Apply(0, EncodeLeaseGrant(raised), offset++, kT0 + 30, kDay, &ledger);
+      auto wrong = MarketKeys::Parse("k1=" + std::string(32, 'w'));
+      p.Apply(0, wrong->Seal(topic, EncodeLeaseGrant(raised)), offset++, kT0 + 40, kDay, &ledger);
+    }
+    p.Apply(0, seal(g), offset++, kT0 + 50, kDay, &ledger);  // the genuine one, again
+    int64_t mine = 0;
+    for (int64_t t = kT0 + 1'000; t < kT0 + 121'000; t += 1'000) {
+      p.Check(kDay, ledger, t);
+      while (ledger.Reserve(0, 10'000)) mine += 10'000;
+      ledger.s[0].spent = ledger.s[0].committed;
+      const LeasePlanner::Report r = p.PlanReport(kDay, &ledger, t, true, 0);
+      p.Reported(r, true, t, 1);
+    }
+    spent += mine;
+    for (const auto& [reason, n] : p.GetHealth().refused) *refused += n;
+  }
+  return std::max<int64_t>(0, spent - kArm);
+}
+
+TEST(LeasePlanner, ForgedHoldingsWithARaisedAmountAndAReplayedOneGiveNoOverspend) {
+  for (const int k : {2, 3}) {
+    int64_t refused = 0;
+    EXPECT_EQ(OverspendUnderForgedHoldings(k, /*ring=*/false, &refused), 0) << k << " bidders";
+    EXPECT_EQ(refused, 2 * k) << k << " bidders";  // the raised copy and the replay, each
+    EXPECT_EQ(OverspendUnderForgedHoldings(k, /*ring=*/true, &refused), 0) << k << " bidders";
+    EXPECT_EQ(refused, 4 * k) << k << " bidders";  // and the two that do not open
+  }
+}
+
+// A genuine earlier holding sent again (it held more before a return) does not take the slot
+// back to it; a later one applies.
+TEST(LeasePlanner, AnEarlierHoldingSentAgainChangesNothing) {
+  Planner t;
+  const int64_t first = t.FirstSeq(t.Check(kT0));
+  LeaseGrant g1 = Holding(3'000'000, first);
+  g1.epoch = 1;
+  g1.n = 1;
+  LeaseGrant g2 = g1;
+  g2.held = 1'000'000;
+  g2.n = 2;
+  t.Read(g1, kT0 + 10);
+  t.Read(g2, kT0 + 20);
+  t.Report(kT0 + 30);
+  t.Read(g1, kT0 + 40);
+  t.Check(kT0 + 50);
+  EXPECT_LE(t.ledger.s[0].limit, 1'000'000);
+  EXPECT_EQ(t.p.View(kDay, 0).held, 1'000'000);
+  EXPECT_EQ(t.p.GetHealth().refused["replay"], 1);
+  LeaseGrant g3 = g1;  // a newer coordinator (a higher epoch) numbers on from the topic's
+  g3.epoch = 2;
+  g3.n = 3;
+  g3.held = 2'000'000;
+  t.Read(g3, kT0 + 60);
+  EXPECT_EQ(t.p.View(kDay, 0).held, 2'000'000);
+}
+
+// Holdings for 20,000 far-future days (each a day of its own) grew each bidder by 10 MB: refused
+// now, before the first request too (the window is then the clock's today +-1).
+TEST(LeasePlanner, TwentyThousandFarFutureDaysLeaveTheBiddersMemoryFlat) {
+  for (const int64_t day : {kDay, int64_t{-1}}) {
+    Planner t;
+    const int64_t before = test::ResidentBytes();
+    for (int d = 0; d < 20'000; ++d) {
+      LeaseGrant g = Holding(1'000, 0);
+      g.key.day = (day >= 0 ? day : BudgetDayOf(kT0, -1)) + 2 + d;
+      g.bidder = d % 2 ? "b1" : "other";
+      t.p.Apply(0, EncodeLeaseGrant(g), d, kT0, day, &t.ledger);
+    }
+    const int64_t after = test::ResidentBytes();
+    std::printf(
+        "bidder (current day %lld): resident %lld -> %lld bytes (+%lld) over 20000 "
+        "far-future days\n",
+        static_cast<long long>(day), static_cast<long long>(before), static_cast<long long>(after),
+        static_cast<long long>(after - before));
+    EXPECT_LT(after - before, 5 << 20);
+    EXPECT_EQ(t.p.GetHealth().refused["day"], 20'000);
+  }
 }
 
 }  // namespace

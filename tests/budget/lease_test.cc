@@ -595,5 +595,18 @@ TEST(Lease, WantCoversTheHorizonAtTheSpendRateMinusWhatIsHeld) {
   EXPECT_EQ(LeaseWant(1'000.0, 30'000, 5'000, 40'000), 0);
 }
 
+// The coordinator's status line said "-130827972153.9% spent" after reports of INT64_MAX: the
+// ledger's sums saturate instead of wrapping (the coordinator refuses such reports besides).
+TEST(LeaseLedger, SumsOfReportsSaturateInsteadOfWrapping) {
+  LeaseLedger l;
+  const LeaseKey key{1, 7, 0};
+  l.SetBudget(key, Micros(5'000'000));
+  l.Report("a", key, INT64_MAX, 0, 0);
+  l.Report("b", key, INT64_MAX, 0, 0);
+  EXPECT_EQ(l.Of(key).spent, INT64_MAX);
+  EXPECT_EQ(l.OfDay(1).spent, INT64_MAX);
+  EXPECT_LE(l.Of(key).left(), 0);
+}
+
 }  // namespace
 }  // namespace rtb::budget

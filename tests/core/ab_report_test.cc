@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rtb/core/clock.h"
+#include "rtb/core/line_reader.h"
 
 namespace rtb {
 namespace {
@@ -25,7 +26,8 @@ Event Ev(const std::string& type, int64_t adv, Arm arm, int64_t sim_ms, int64_t 
 }
 
 std::vector<AbAdvertiser> Market() {
-  return {{1, "one", 0, Micros::FromUnits(10)}, {2, "two", 1, Micros::FromUnits(20)}};
+  return {{1, "one", 0, Micros::FromUnits(10), Micros::FromUnits(100)},
+          {2, "two", 1, Micros::FromUnits(20), Micros::FromUnits(100)}};
 }
 
 TEST(AbTally, BooksEachEventToItsDayArmAndAdvertiserAsTheBidderDoes) {
@@ -143,6 +145,65 @@ TEST(AbTally, MalformedLinesNameFileAndLineOrAreSkippedAndCounted) {
   EXPECT_EQ(first.rfind("dump.jsonl:3: ", 0), 0u) << first;
   EXPECT_EQ(lenient.Of(0, Arm::kManual, 0).spend.value(), 1'000);  // the repeat counted once
   EXPECT_EQ(lenient.duplicates(), 1);
+}
+
+TEST(AbTally, MoneyThatCannotBeBookedIsRefusedAndChangesNothing) {
+  // Each refused event returns why and leaves the tally as it was (no wrap, no negative spend).
+  AbTally t(Market(), 0.5, kHourMs);
+  ASSERT_TRUE(t.Add(Ev("billing", 1, Arm::kLearned, 10, 2'000'000)).ok());
+  const Status negative = t.Add(Ev("billing", 1, Arm::kLearned, 11, -5'000'000));
+  EXPECT_EQ(negative.message(), "event: negative price (-5000000 micros) refused");
+  const Status negative_value = t.Add(Ev("conversion", 1, Arm::kLearned, 12, -1));
+  EXPECT_EQ(negative_value.message(), "event: negative conversion value (-1 micros) refused");
+  // Two billings of 9e18 micros CPM: each charges 9e9 units, above the whole daily budget.
+  const Status extreme = t.Add(Ev("billing", 1, Arm::kLearned, 13, 9'000'000'000'000'000'000));
+  EXPECT_EQ(extreme.message(),
+            "event: billing charges 9000000000.0, more than advertiser 1's whole daily budget "
+            "(10.0): refused");
+  EXPECT_FALSE(t.Add(Ev("billing", 1, Arm::kLearned, 14, INT64_MAX)).ok());  // no price + 500
+  const Status value = t.Add(Ev("conversion", 2, Arm::kManual, 15, 100'000'001));
+  EXPECT_EQ(value.message(),
+            "event: conversion value 100.000001 above advertiser 2's max_conversion_value "
+            "(100.0): refused");
+  Event three = Ev("conversion", 2, Arm::kManual, 16, 300'000'000);  // 3 conversions of 100
+  three.count = 3;
+  EXPECT_TRUE(t.Add(three).ok());
+  const ArmTotals l = t.OfArm(Arm::kLearned);
+  EXPECT_EQ(l.spend.value(), 2'000);
+  EXPECT_EQ(l.impressions, 1);
+  EXPECT_EQ(t.OfArm(Arm::kManual).revenue.value(), 300'000'000);
+  EXPECT_EQ(t.events(), 2);
+}
+
+TEST(AbTally, SumsPastTheInt64RangeAreRefusedNeverWrapped) {
+  // No bound of the market applies (no budget, no max value): checked arithmetic still does.
+  AbTally t({{1, "open", 0, Micros(0), Micros(0)}}, 0.5, kHourMs);
+  ASSERT_TRUE(t.Add(Ev("conversion", 1, Arm::kLearned, 1, 9'000'000'000'000'000'000)).ok());
+  const Status st = t.Add(Ev("conversion", 1, Arm::kManual, 2, 9'000'000'000'000'000'000));
+  EXPECT_EQ(st.message(),
+            "event: conversion of 9000000000000000000 micros would take the booked revenue past "
+            "the int64 range of micros: refused");
+  EXPECT_EQ(t.OfArm(Arm::kLearned).revenue.value(), 9'000'000'000'000'000'000);
+  EXPECT_EQ(t.OfArm(Arm::kManual).revenue.value(), 0);
+  // In a dump: the line is named, or skipped and counted with the malformed ones.
+  const std::string text = EncodeEvent(Ev("billing", 1, Arm::kLearned, 3, -1)) + "\n";
+  const Status line = AddEventLines(text, "dump.jsonl", false, &t, nullptr, nullptr);
+  EXPECT_EQ(line.message(), "dump.jsonl:1: event: negative price (-1 micros) refused");
+  int64_t skipped = 0;
+  std::string first;
+  EXPECT_TRUE(AddEventLines(text, "dump.jsonl", true, &t, &skipped, &first).ok());
+  EXPECT_EQ(skipped, 1);
+}
+
+TEST(AbTally, ADumpIsReadInBoundedLinesAndAFolderIsNotADump) {
+  AbTally t(Market(), 0.5, kHourMs);
+  const std::string huge(kMaxLineBytes + 1, ' ');
+  const Status st = AddEventLines(huge, "dump.jsonl", true, &t, nullptr, nullptr);
+  EXPECT_EQ(st.message(),
+            "dump.jsonl:1: a line longer than 1 MiB (1048576 bytes), the most a line may hold (is "
+            "this the right file?)");
+  const Status dir = AddEventFile("/tmp", false, &t, nullptr, nullptr);
+  EXPECT_EQ(dir.message(), "/tmp: is a directory; the events dump must be a file");
 }
 
 TEST(AbReport, JsonCarriesBothArmsTotalsAndTheDocumentRenders) {

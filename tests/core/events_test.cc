@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "rtb/core/step_marker.h"
 
 namespace rtb {
@@ -121,6 +124,59 @@ TEST(Events, OutOfRangeOrFloatIntegersAreRefused) {
        }) {
     EXPECT_FALSE(DecodeEvent(bad).ok()) << bad.substr(0, 80);
   }
+}
+
+// The one range check of an event's money (the learner's and the reports'): each refusal names
+// its reason; what is within the declared ranges passes.
+TEST(Events, MoneyOutsideTheDeclaredRangesIsRefusedWithItsReason) {
+  EventMoneyBounds b;
+  b.advertisers[1] = {.max_price_micros = 1'520'000'000,
+                      .max_conversion_value_micros = 600'000'000};
+  auto reason = [&](const Event& e) -> std::string {
+    const auto r = CheckEventMoney(e, b);
+    return r ? r->reason : "ok";
+  };
+  Event e;
+  e.type = "billing";
+  e.advertiser = 1;
+  e.price_micros = 1'520'000'000;
+  EXPECT_EQ(reason(e), "ok");
+  e.price_micros = 1'520'000'001;
+  EXPECT_EQ(reason(e), "price_above_bid");
+  e.price_micros = -9'000'000'000'000'000'000;
+  EXPECT_EQ(reason(e), "negative_price");
+  e.type = "conversion";
+  e.price_micros = 600'000'000;
+  EXPECT_EQ(reason(e), "ok");
+  for (int64_t v : {int64_t{9'000'000'000'000}, int64_t{9'000'000'000'000'000'000}}) {
+    e.price_micros = v;
+    EXPECT_EQ(reason(e), "conversion_value_out_of_range") << v;
+  }
+  e.price_micros = 0;
+  e.count = std::nan("");
+  EXPECT_EQ(reason(e), "count_out_of_range");
+  e.count = 2e6;
+  EXPECT_EQ(reason(e), "count_out_of_range");
+  e.count = 1;
+  for (double p : {1e300, -0.1, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    e.pctr = p;
+    EXPECT_EQ(reason(e), "probability_out_of_range") << p;
+  }
+  e.pctr = 0.5;
+  e.computed = {1, -1};
+  EXPECT_EQ(reason(e), "computed_out_of_range");
+  e.computed.clear();
+  e.advertiser = 7;
+  EXPECT_EQ(reason(e), "unknown_advertiser");
+  e.advertiser = -1;  // a no-bid carries no money
+  EXPECT_EQ(reason(e), "ok");
+}
+
+TEST(StepMarkers, StepIndexRefusesWhatOverflows) {
+  EXPECT_EQ(StepIndex(2, 1, 3), 7);
+  EXPECT_EQ(StepIndex(0, -1, 24), -1);
+  EXPECT_EQ(StepIndex(int64_t{1} << 62, 0, 24), std::nullopt);
+  EXPECT_EQ(StepIndex(std::numeric_limits<int64_t>::max() / 3, 3, 3), std::nullopt);
 }
 
 }  // namespace

@@ -21,7 +21,10 @@
 
 #include "../common/wait.h"
 #include "rtb/core/clock.h"
+#include "rtb/core/mac.h"
+#include "rtb/core/step_marker.h"
 #include "rtb/exchange/exchange.h"
+#include "rtb/kafka/kafka.h"
 #include "rtb/simulator/simulate.h"
 
 namespace rtb::exchange {
@@ -403,6 +406,38 @@ TEST(ExchangeRotation, TheNoticesOfADeadBiddersLastBidGoToAnotherBidder) {
   EXPECT_EQ(Sum(*day, &StepAccount::lost_requests), 0);
   EXPECT_GT(a.notices(), 0);  // its earlier bids' notices reached it
   EXPECT_GT(day->total.cost.value(), 0);
+}
+
+// With the market's key ring every step marker the exchange writes is sealed (the learner drops
+// one that is not): each opens with the ring, for the clock topic, and decodes.
+TEST(ExchangeMarkers, WithAKeyRingEveryStepMarkerIsSealed) {
+  auto sc = SmallWorld(300);
+  ASSERT_NE(sc, nullptr);
+  auto mock = kafka::MockCluster::Start(1);
+  ASSERT_TRUE(mock.ok());
+  ASSERT_TRUE((*mock)->CreateTopic("rtb.clock", 1, 1).ok());
+  auto keys = MarketKeys::Parse("k1=0123456789abcdef0123456789abcdef");
+  ASSERT_TRUE(keys.ok());
+  StandInBidder a, b;
+  ExchangeConfig cfg = TwoBidders(a, b);
+  cfg.brokers = (*mock)->bootstrap();
+  cfg.market_keys = std::make_shared<const MarketKeys>(std::move(*keys));
+  auto ex = Exchange::Create(cfg, *sc);
+  ASSERT_TRUE(ex.ok()) << ex.status().message();
+  ASSERT_TRUE((*ex)->PlayDay(sc->test, 0).ok());
+  int markers = 0;
+  ASSERT_TRUE(kafka::ReadWholeTopic(
+                  {.bootstrap = (*mock)->bootstrap()}, "rtb.clock", 10000,
+                  [&](int, int64_t, std::string_view v) {
+                    std::string body;
+                    ASSERT_EQ(cfg.market_keys->Open("rtb.clock", v, &body), SealCheck::kOk) << v;
+                    auto m = DecodeStepMarker(body);
+                    ASSERT_TRUE(m.ok()) << m.status().message();
+                    EXPECT_EQ(m->step, markers);
+                    ++markers;
+                  })
+                  .ok());
+  EXPECT_EQ(markers, sc->test.steps);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <limits>
 
 #include "rtb/learner/replay_store.h"
 
@@ -117,6 +118,25 @@ TEST(ReplayMetadata, WrittenWithTheTransitionAndReadBack) {
   auto mem = NewMemoryReplayStore();
   ASSERT_TRUE(mem->Append(Transition{}, {{"k", "v"}}).ok());
   EXPECT_EQ(*mem->GetMeta("k"), "v");
+}
+
+// Sums saturate at int64's end instead of wrapping, and the step says so (its transition is
+// then not learned from).
+TEST(StepMerger, ASumAboveInt64SaturatesAndFlagsTheStep) {
+  StepMerger m(/*agents=*/1, /*clusters=*/1, kHour);
+  const int64_t big = std::numeric_limits<int64_t>::max() - 10;
+  EXPECT_EQ(m.Add(Ev("conversion", "c-1", 10, 0, 0, big)), MergeResult::kMerged);
+  EXPECT_EQ(m.Add(Ev("conversion", "c-2", 10, 0, 0, big)), MergeResult::kMerged);
+  const StepTotals t = m.Close({0, 0});
+  EXPECT_TRUE(t.overflow);
+  EXPECT_EQ(t.revenue_micros[0], std::numeric_limits<int64_t>::max());
+  auto back = StepMerger::FromJson(m.ToJson());
+  ASSERT_TRUE(back.ok());
+  StepMerger clean(1, 1, kHour);
+  EXPECT_EQ(clean.Add(Ev("billing", "b-1", 10, 0, 0, 1'499)), MergeResult::kMerged);
+  const StepTotals c = clean.Close({0, 0});
+  EXPECT_FALSE(c.overflow);
+  EXPECT_EQ(c.cost_micros[0], 1);  // (1499 + 500) / 1000, as before
 }
 
 }  // namespace

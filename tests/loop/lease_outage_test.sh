@@ -15,7 +15,7 @@
 #     the bidders' producer queues are small, so their events spill to disk and are re-sent.
 # Checks:
 #   the bidders answered every request of the exchange and of the probe (p99 under 100 ms, the
-#   default tmax) throughout;
+#   default tmax) throughout, and a day played after the fault spent (the market recovered);
 #   no (day, arm, advertiser) spent more than its part of the budget (rtb report on the topic);
 #   no event lost: each bidder's events logged = acked + spilled - resent, nothing left in the
 #   spill file, none dropped (kafka: some spilled, all of them re-sent);
@@ -37,8 +37,10 @@ M=configs/markets/metro
 source "$SRC/scripts/serve_lib.sh"
 PA=$(free_port)
 PB=$(free_port)
-A= B= BUD= BUD2= LG= KAFKA=
+A= B= BUD= BUD2= LG= KAFKA= EX=
 cleanup() {
+  touch "$OUT/stop"  # the traffic loop ends after its day
+  [[ -z ${EX:-} ]] || kill "$EX" 2>/dev/null || true
   [[ -z $BUD ]] || kill -CONT "$BUD" 2>/dev/null || true
   for p in $LG $BUD $BUD2 $A $B; do kill "$p" 2>/dev/null || true; done
   # The cluster's host last, once its clients have gone.
@@ -108,17 +110,16 @@ done
 # the load starts on a market that answers.
 wait_until 15 grep -q "coordinator: reads [0-9]* partitions of" "$OUT/budget-1.log" ||
   fail "the coordinator was not given the requests topic"
-# Load: short days of traffic over both bidders, one after the other for 45 s, and a paced
-# probe of bidder a.
+# Load: short days of traffic over both bidders, one after the other until the fault is over
+# and a day played after it has spent (the market recovered), and a paced probe of bidder a.
 sed -e "s#^requests_per_day: .*#requests_per_day: 10000#" "$M/traffic.yaml" > "$OUT/traffic.yaml"
 # The exchange writes step markers for a learner and waits for each (there is none here): in the
 # Kafka outage it plays without them, as the outside world would go on sending requests.
 EXB=(--brokers "$BROKERS")
 [[ $MODE != kafka ]] || EXB=()
 (
-  end=$((SECONDS + 45))
   d=0
-  while ((SECONDS < end)); do
+  while [[ ! -e $OUT/stop ]]; do
     "$RTB" exchange --traffic "$OUT/traffic.yaml" --market "$OUT/a.yaml" --concurrency 2 \
       --bidders "127.0.0.1:$PA,127.0.0.1:$PB" "${EXB[@]}" --days 1 --first-day $d \
       --no-wait >> "$OUT/exchange.jsonl" 2>> "$OUT/exchange.log" || exit 1
@@ -165,6 +166,14 @@ sleep "$FIRST"  # the fault's length is real time: the processes under test keep
 fault_mid
 sleep "$SECOND"
 fault_end
+played() { grep -c '^{' "$OUT/exchange.jsonl" || true; }
+spent_after() {  # N: a day after the first N days spent something
+  python3 -c 'import json,sys; d=[json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+sys.exit(0 if any(x["cost"] > 0 for x in d[int(sys.argv[2]):]) else 1)' "$OUT/exchange.jsonl" "$1"
+}
+AT_END=$(played)
+wait_until 120 spent_after "$AT_END" || fail "no day played after the fault spent anything"
+touch "$OUT/stop"
 wait "$LG" || fail "the load generator failed"
 LG=
 wait "$EX" || fail "rtb exchange failed"
@@ -203,11 +212,10 @@ assert m and float(m.group(1)) < 100, lg
 codes = re.findall(r"\b(\d{3})[:=](\d+)", lg)
 assert codes and all(c in ("200", "204") for c, _ in codes), lg
 days = [json.loads(l) for l in open(out + "/exchange.jsonl") if l.startswith("{")]
-# The count says the load went on through the fault, not how well: days that open while no
-# coordinator serves wait for their leases (the frozen coordinator's consumer holds its
-# partitions of the requests topic until its session times out), and the suite runs other tests
-# beside this one (14 days in 45 s in such a run, 15-20 alone).
-assert len(days) >= 8, len(days)
+# The traffic ran until a day played after the fault spent: the market served on. How
+# many days fit in the fault says little (days that open while no coordinator serves wait for
+# their leases, and the suite runs other tests beside this one).
+assert len(days) >= 3, len(days)
 assert all(d["lost_requests"] == 0 and d["failed_notices"] == 0 for d in days), days
 print("lease_outage: %d days played, %d requests, none lost; spend per day: %s" % (
     len(days), sum(d["requests"] for d in days), " ".join("%.1f" % d["cost"] for d in days)))

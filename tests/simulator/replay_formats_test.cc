@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "rtb/core/events.h"
+#include "rtb/simulator/fulllog.h"
 #include "rtb/simulator/ipinyou.h"
 #include "rtb/simulator/outcome_replay.h"
 #include "rtb/simulator/pacing.h"
@@ -292,6 +293,50 @@ TEST(OutcomeReplay, MalformedEventsStopWithTheLineOrAreCounted) {
   ASSERT_TRUE(skip.ok());
   EXPECT_EQ(skip->skipped, 1);
   EXPECT_EQ(ReplayOutcomes(*skip, *OutcomeStrategy("logged")).total.impressions, 1);
+}
+
+TEST(OutcomeReplay, NegativeOrOverflowingMoneyIsRefusedWithItsLineOrSkippedAndCounted) {
+  const std::string negative =
+      Ev("bid", "e1", "a1", 7, 1'000'000) + Ev("billing", "e2", "a1", 7, -900'000);
+  auto stop = ParseOutcomeDump(negative, "ev.jsonl", false);
+  ASSERT_FALSE(stop.ok());
+  EXPECT_EQ(stop.status().message(), "ev.jsonl:2: event: negative price (-900000 micros) refused");
+  auto skip = ParseOutcomeDump(negative, "ev.jsonl", true);
+  ASSERT_TRUE(skip.ok());
+  EXPECT_EQ(skip->skipped, 1);
+  EXPECT_EQ(ReplayOutcomes(*skip, *OutcomeStrategy("logged")).total.cost.value(), 0);
+  // Two conversions of 9e18 micros: the second would wrap the revenue.
+  const std::string big = Ev("bid", "e1", "a1", 7, 1'000'000) +
+                          Ev("billing", "e2", "a1", 7, 900'000) +
+                          Ev("conversion", "e3", "a1", 7, 9'000'000'000'000'000'000) +
+                          Ev("conversion", "e4", "a1", 7, 9'000'000'000'000'000'000);
+  auto wrap = ParseOutcomeDump(big, "ev.jsonl", false);
+  ASSERT_FALSE(wrap.ok());
+  EXPECT_EQ(wrap.status().message(),
+            "ev.jsonl:4: event: conversion of 9000000000000000000 micros would take the value of "
+            "the log past the int64 range of micros (9223372036854.775807): refused");
+  auto kept = ParseOutcomeDump(big, "ev.jsonl", true);
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(ReplayOutcomes(*kept, *OutcomeStrategy("logged")).total.revenue.value(),
+            9'000'000'000'000'000'000);
+}
+
+TEST(ReplayReaders, AFolderOrAnEndlessLineIsAnErrorNamingTheFile) {
+  const std::string dir = ::testing::TempDir();
+  auto where = [](const Status& st) { return st.message(); };
+  EXPECT_NE(where(ReadCompactLog(dir, {}).status()).find("is a directory"), std::string::npos);
+  EXPECT_NE(where(ReadIpinyouLog(dir, {}).status()).find("is a directory"), std::string::npos);
+  EXPECT_NE(where(ReadFullLog(dir).status()).find("is a directory"), std::string::npos);
+  EXPECT_NE(where(ReadOutcomeDump(dir, true).status()).find("is a directory"), std::string::npos);
+  EXPECT_NE(where(ReadCampaignInfo(dir).status()).find("is a directory"), std::string::npos);
+  // /dev/zero never ends a line: the first line's limit stops every reader, in bounded memory.
+  const std::string limit = "/dev/zero:1: a line longer than 1 MiB (1048576 bytes)";
+  EXPECT_EQ(where(ReadCompactLog("/dev/zero", {}).status()).rfind(limit, 0), 0u);
+  EXPECT_EQ(where(ReadIpinyouLog("/dev/zero", {}).status()).rfind(limit, 0), 0u);
+  EXPECT_EQ(where(ReadFullLog("/dev/zero").status()).rfind(limit, 0), 0u);
+  EXPECT_EQ(where(ReadOutcomeDump("/dev/zero", true).status()).rfind(limit, 0), 0u);
+  EXPECT_NE(where(ReadCampaignInfo("/dev/zero").status()).find("larger than 64 MiB"),
+            std::string::npos);
 }
 
 }  // namespace

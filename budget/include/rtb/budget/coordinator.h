@@ -19,6 +19,7 @@
 #include "rtb/budget/handover.h"
 #include "rtb/budget/lease.h"
 #include "rtb/core/clock.h"
+#include "rtb/core/mac.h"
 #include "rtb/core/status.h"
 #include "rtb/core/types.h"
 
@@ -65,6 +66,30 @@ struct CoordinatorOptions {
   // brokers (kafka::Consumer::TopicConfig); tests set it, as the embedded cluster describes none.
   std::function<Result<std::map<std::string, std::string>>(const std::string& topic)>
       describe_topic;
+
+  // Trust (docs/reliability.md, "Trust"). The market key ring (bidder config `market_keys`;
+  // null: none). With it, every message read from the requests topic, and every holding and
+  // epoch marker read back from the grants topic, must open under it (else it is refused,
+  // counted in counters().refusals and logged), and everything this coordinator writes there is
+  // sealed. Without it, messages go unsealed and the start logs a warning.
+  std::shared_ptr<const MarketKeys> keys;
+  // Whatever is sealed, a message is refused unless it says its `instance`, names a day in the
+  // window (DayWindow: today +-1 by `clock`; simulated days only with `sim_days`, a market with
+  // simulation_hooks), carries a seq above the last applied from its instance (a return: above
+  // its budget's last return), and amounts (want, need, amount, spent, reserved, cap, unit) of
+  // at most the arm's budget. A traffic count (`requests`) that grows faster than
+  // `max_requests_per_s` over the time since the last (by this coordinator's clock, plus 10 s)
+  // is not taken (the rest of the message is).
+  bool sim_days = false;
+  int64_t max_requests_per_s = 1'000'000;
+  // A marker or holding on the grants topic more than this above the highest epoch read so far
+  // is refused (GrantsReader).
+  int64_t max_epoch_jump = kMaxEpochJump;
+  // Takes a market whose grants topic carries an epoch above this coordinator's (a marker
+  // written by something else than a coordinator): the read-back refuses what is above its own
+  // epoch, and it fences the topic again with an epoch above that. Every later start needs it
+  // too until the coordinators' topic's offsets pass that epoch (or both topics are recreated).
+  bool take_over = false;
 };
 
 class Coordinator {
@@ -106,6 +131,14 @@ class Coordinator {
     // Turns of Run's loop done, and reclaim checks among them (a test that moves the clock
     // waits for a turn at the new time before it asserts).
     int64_t turns = 0, reclaim_checks = 0;
+    // Messages and records refused, by reason (CoordinatorOptions::keys and below): "unsealed",
+    // "unknown_key", "bad_mac" (the seal); "no_instance", "day", "amount", "seq" (a seq far
+    // ahead of the clock), "replay" (not above the last applied), "requests" (an implausible
+    // traffic count: only the count is dropped); on the grants topic "epoch_jump",
+    // "epoch_above" (a take-over) and "day".
+    std::map<std::string, int64_t> refusals;
+    // Budgets of days behind the window forgotten so far.
+    int64_t days_forgotten = 0;
   };
   Counters counters() const;
   const LeaseLedger& ledger() const;

@@ -40,6 +40,7 @@ struct HandoverOptions {
   // Where the grants topic's configuration comes from (unset: the brokers).
   std::function<Result<std::map<std::string, std::string>>(const std::string& topic)>
       describe_topic;
+  std::shared_ptr<const MarketKeys> keys;  // seals the epoch markers (null: unsealed)
 };
 
 // Whether a grants topic's configuration (as the brokers describe it) keeps every holding
@@ -72,7 +73,8 @@ class Handover {
   // this one's epoch on each partition, flushed before the topic is read back (the read-back
   // checks that each is there). A holding an earlier coordinator had queued and that lands later
   // is ignored by every reader.
-  Status FenceGrants();
+  // `epoch` (0: this claim's, its offset + 1): a take-over fences again above a bad marker.
+  Status FenceGrants(int64_t epoch = 0);
   int64_t epoch() const { return epoch_; }
   int grants_partitions() const { return grants_partitions_; }
 

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -224,6 +225,10 @@ class LeaseLedger {
   // publishes both names' holdings); none if `bidder` is alive or unknown.
   std::vector<LeaseKey> Retire(const std::string& bidder, const std::string& as);
 
+  // Forgets every budget of a day that `behind(day)` says is over (a coordinator runs for months:
+  // its state stays a window of days). Returns how many budgets it forgot.
+  size_t ForgetDays(const std::function<bool(int64_t day)>& behind);
+
   // Every lease: what each bidder holds of each budget (for publishing changes).
   struct Lease {
     LeaseKey key;
@@ -233,6 +238,7 @@ class LeaseLedger {
   };
   std::vector<Lease> Leases() const;
 
+  // Sums saturate at INT64_MAX (never wrap).
   struct Totals {
     int64_t budget = 0;
     int64_t held = 0;   // sum over bidders of granted - returned - reclaimed

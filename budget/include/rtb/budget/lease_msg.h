@@ -4,12 +4,18 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "rtb/budget/lease.h"
+#include "rtb/core/clock.h"
+#include "rtb/core/log.h"
+#include "rtb/core/mac.h"
 #include "rtb/core/status.h"
 
 namespace rtb::budget {
@@ -91,6 +97,11 @@ struct LeaseGrant {
   std::string coordinator;
   // That coordinator's epoch (EpochMarker; 0: not said, as from a coordinator before epochs).
   int64_t epoch = 0;
+  // The number of this holding among those of its (budget, bidder) (its compaction key): it
+  // grows with every one published, and a restarted coordinator goes on from the topic's. A
+  // bidder applies a holding only if (epoch, n) is above the last it applied of that budget, so
+  // a genuine holding sent again changes nothing. 0: not said (a coordinator before numbers).
+  int64_t n = 0;
 };
 
 std::string EncodeLeaseGrant(const LeaseGrant& g);
@@ -116,15 +127,77 @@ Result<EpochMarker> DecodeEpochMarker(std::string_view json);
 // earlier coordinator's marker with a later one's (a holding between the two would lose its fence).
 std::string EpochMarkerKey(int32_t partition, int64_t epoch);
 
+// How far above the highest epoch read so far a marker or holding may be (epochs are offsets on
+// the coordinators' topic, which grows by about one beat a second: 2^32 is over a century).
+inline constexpr int64_t kMaxEpochJump = int64_t{1} << 32;
+
+// ---- Trust (docs/reliability.md, "Trust") ----
+
+// With the market key ring (`keys` set), `json` sealed for `topic` (MarketKeys::Seal); without
+// one, `json` as it is.
+std::string SealFor(const MarketKeys* keys, std::string_view topic, std::string json);
+// A message read from `topic`: with a ring, opened (kOk and *body without its mac, or why not);
+// without one, kOk and *body the whole payload.
+SealCheck OpenFrom(const MarketKeys* keys, std::string_view topic, std::string_view payload,
+                   std::string* body);
+
+// Messages refused, by reason ("unsealed", "bad_mac", "day", "amount", ...): a counter per reason
+// and a warning per refusal, at most 5 lines every 10 s of the clock (the rest counted in the
+// next). Thread-safe.
+class Refusals {
+ public:
+  // `who`: the logger's component and the lines' first words ("coordinator", "lease client x").
+  Refusals(std::string component, std::string who, const Clock* clock = SystemClock());
+  // Counts one refusal of `reason`; `what` says which message (topic, partition/offset, sender).
+  void Refuse(std::string_view reason, std::string_view what);
+  std::map<std::string, int64_t> counts() const;
+  int64_t total() const;
+
+ private:
+  const std::string component_, who_;
+  log::RateLimit limit_;
+  mutable std::mutex mu_;
+  std::map<std::string, int64_t, std::less<>> counts_;  // GUARDED_BY(mu_)
+};
+
+// Which budget days a lease message or holding may name: the day of the wall clock (of the
+// process's Clock) +-1; and, where simulated days are allowed (a market with
+// simulation_hooks), a simulated day (>= kSimDay) at most kMaxSimDayJump above the highest
+// accepted so far (the first any: a simulation plays days on while the brokers are down, so
+// the next message heard may be many days on), down to two below it. Anything else is
+// refused, and state of days behind the window is forgotten, so that state kept per day (the
+// coordinator's ledger, a bidder's slots) stays bounded whatever arrives.
+class DayWindow {
+ public:
+  static constexpr int64_t kMaxSimDayJump = 1000;
+  explicit DayWindow(bool sim_days = false) : sim_days_(sim_days) {}
+  // Whether `day` is in the window at `now_ms`; a simulated day accepted moves the window on.
+  bool Admit(int64_t day, int64_t now_ms);
+  // Whether state of `day` is behind the window at `now_ms` (may be forgotten).
+  bool Behind(int64_t day, int64_t now_ms) const;
+
+ private:
+  bool sim_days_;
+  int64_t sim_high_ = -1;  // the highest simulated day accepted (-1: none)
+};
+
 // Reads the grants topic as every reader must: records of a partition in their order, each
-// holding checked against the highest epoch that partition has shown so far.
+// holding checked against the highest epoch that partition has shown so far. With the market key
+// ring, each record is opened first; a marker or holding whose epoch is more than
+// `max_epoch_jump` above the highest read so far (a forged 2^62 would fence every later holding
+// off) is refused.
 class GrantsReader {
  public:
+  // `keys` (may be null: records are taken unsealed) must outlive the reader.
+  explicit GrantsReader(const MarketKeys* keys = nullptr, std::string topic = "rtb.lease.grants",
+                        int64_t max_epoch_jump = kMaxEpochJump)
+      : keys_(keys), topic_(std::move(topic)), max_epoch_jump_(max_epoch_jump) {}
   enum class Kind {
     kHolding,    // a holding to apply (`grant`)
     kMarker,     // a coordinator's epoch marker (`epoch`): nothing to apply
     kStale,      // a holding below its partition's epoch (`grant`): ignored
     kMalformed,  // neither (`error`)
+    kRefused,    // not opened, or an implausible epoch (`error`: the reason, `epoch`)
   };
   struct Record {
     Kind kind = Kind::kMalformed;
@@ -146,8 +219,19 @@ class GrantsReader {
   // topic was recreated (its offsets started again) while the grants topic kept the earlier
   // epochs: a starting coordinator that finds its own epoch taken does not serve.
   std::string OtherAt(int64_t epoch, std::string_view instance) const;
+  // Refuses ("epoch_above") every marker and holding of an epoch above `epoch` from now on (0:
+  // none): a coordinator told to take a market over reads its grants topic this way.
+  void SetCeiling(int64_t epoch) { ceiling_ = epoch; }
+  // The highest epoch refused as above the ceiling (0: none).
+  int64_t AboveCeiling() const { return above_ceiling_; }
 
  private:
+  const MarketKeys* keys_;
+  std::string topic_;
+  int64_t max_epoch_jump_;
+  int64_t ceiling_ = 0, above_ceiling_ = 0;
+  // Whether `epoch` may raise a fence; else r->kind = kRefused with the reason.
+  bool Plausible(int64_t epoch, Record* r);
   std::map<int32_t, int64_t> epoch_;  // per partition: the highest epoch read there
   std::map<int64_t, std::set<std::string, std::less<>>> writers_;  // per epoch: its coordinators
   std::map<int32_t, int64_t> last_offset_;  // per partition: the last offset taken

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -85,6 +86,16 @@ struct LeasePlannerOptions {
   // (slot k: advertiser k % n in arm k / n, learned first), micros.
   std::vector<uint32_t> advertisers;
   std::vector<int64_t> arm_budget;
+  // Trust (docs/reliability.md, "Trust"): the market key ring (null: none) every record of the
+  // grants topic (`grants_topic`) must open under; an epoch more than `max_epoch_jump` above the
+  // highest read is refused (GrantsReader); a holding of a day ahead of the window (the current
+  // day + 1; before the first request, DayWindow with simulated days if `sim_days`) is refused,
+  // one behind it ignored; a holding of this bidder is applied only if its (epoch, n) is above
+  // the last applied of its budget (LeaseGrant::n). Refusals are counted by reason (Health).
+  std::shared_ptr<const MarketKeys> keys;
+  std::string grants_topic = "rtb.lease.grants";
+  int64_t max_epoch_jump = kMaxEpochJump;
+  bool sim_days = false;
 };
 
 class LeasePlanner {
@@ -148,6 +159,9 @@ class LeasePlanner {
     int64_t resyncs = 0;         // reports after a silence past the TTL
     int64_t stale = 0;           // holdings of a fenced-off coordinator, landed late: ignored
     bool name_conflict = false;  // another live process holds this bidder name
+    // Records of the grants topic refused, by reason (LeasePlannerOptions::keys): "unsealed",
+    // "unknown_key", "bad_mac", "epoch_jump", "day", "replay".
+    std::map<std::string, int64_t> refused;
   };
   Health GetHealth() const;
 
@@ -194,8 +208,9 @@ class LeasePlanner {
     int64_t aside_ms = 0;   // when it was sent (resent after kResendMs without an answer)
     int64_t wanted = 0;     // others' unmet needs, from the last holding (a recall)
     int64_t target = -1;    // what the coordinator means it to hold unused (-1: not said)
-    int64_t charge_sum = 0, charge_n = 0;  // the ledger's charge totals at the last check
-    int64_t last_blocked_ms = -1;          // when a reservation was last refused
+    int64_t charge_sum = 0, charge_n = 0;      // the ledger's charge totals at the last check
+    int64_t last_blocked_ms = -1;              // when a reservation was last refused
+    int64_t applied_epoch = 0, applied_n = 0;  // the last holding applied (LeaseGrant::n)
   };
   using SlotId = std::pair<int64_t, size_t>;  // (day, slot)
   // What one check of a slot finds of its demand.
@@ -219,6 +234,9 @@ class LeasePlanner {
   // Whose the holding is (this process's, an earlier one's of its state store, or another live
   // process's under the same name); false when it is not this process's to apply.
   bool Owns(const LeaseGrant& g, bool* earlier);
+  // Whether a holding's day is in the window of the current day `day` (-1: none yet); one ahead
+  // of it is refused (counted), one behind it ignored.
+  bool InWindow(const LeaseGrant& g, int64_t day, int64_t now, std::string_view where);
   void ApplyHolding(const LeaseGrant& g, int64_t now, int64_t day, SlotLedger* current);
   void ApplyReturn(size_t slot, Slot& s, SlotLedger* current);
   void SendReturn(int64_t day, size_t k, const SlotLedger& ledger, Slot& s, int64_t now, bool again,
@@ -260,6 +278,8 @@ class LeasePlanner {
   std::atomic<int64_t> report_ok_ms_;
   int64_t next_stale_log_ms_ = 0;
   GrantsReader reader_;  // the grants topic's epochs, per partition
+  Refusals refusals_;
+  DayWindow days_;
   // What else happened since the last stats line (every kStatsEveryMs, when there were asks).
   struct Stats {
     int64_t asks = 0, answers = 0, returns = 0, resyncs = 0;  // the totals at the last line

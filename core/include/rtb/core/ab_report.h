@@ -34,6 +34,9 @@ struct AbAdvertiser {
   std::string name;
   int agent = 0;
   Micros daily_budget;
+  // The most one conversion may be worth (the bidder config's max_conversion_value); 0 = no
+  // bound. A conversion event above it (times its count, when that is above 1) is refused.
+  Micros max_conversion_value;
 };
 
 struct ArmTotals {
@@ -63,8 +66,14 @@ class AbTally {
   AbTally(std::vector<AbAdvertiser> advertisers, double learned_share, int64_t bucket_ms);
 
   // Adds one event. Test events and repeats (same eid) are skipped and counted; an event of an
-  // advertiser the market does not have is counted as unknown.
-  void Add(const Event& e);
+  // advertiser the market does not have is counted as unknown. An event whose money cannot be
+  // booked is refused (an error saying why; the tally is unchanged): a negative price (bid, win,
+  // billing) or conversion value; a billing that charges more than its advertiser's whole daily
+  // budget; a conversion worth more than its advertiser's max_conversion_value; or one that would
+  // take the booked spend or revenue past the int64 range of micros (checked arithmetic:
+  // refused, never wrapped). Every sum the report shows is part of those two totals, so none of
+  // them can overflow.
+  Status Add(const Event& e);
 
   const std::vector<AbAdvertiser>& advertisers() const { return advertisers_; }
   int agents() const { return agents_; }
@@ -95,6 +104,9 @@ class AbTally {
     Micros spend[kArms], revenue[kArms];
   };
   RatioCi Bootstrap(bool roi, int resamples, uint64_t seed) const;
+  // The money e would book (*charge: a charged billing's, *value: a conversion's), or why it is
+  // refused (Add's rules).
+  Status Booking(const Event& e, Micros* charge, Micros* value) const;
 
   std::vector<AbAdvertiser> advertisers_;
   std::map<int64_t, size_t> index_of_;
@@ -107,17 +119,22 @@ class AbTally {
   std::map<int64_t, Bucket> buckets_;  // absolute bucket -> both arms' spend and revenue
   std::set<std::string> eids_;
   int64_t events_ = 0, test_ = 0, duplicates_ = 0, unknown_ = 0;
+  int64_t spend_total_ = 0, revenue_total_ = 0;  // micros booked over every cell (checked)
 };
 
 // Adds the events of a JSON-lines text (one event per line; blank lines skipped). A line that
-// is not an event is an error naming `name:line: why`, or, with skip_malformed, counted in
-// *malformed (and its first error kept in *first_error).
+// is not an event, or an event the tally refuses (AbTally::Add), is an error naming
+// `name:line: why`, or, with skip_malformed, counted in *malformed (and its first error kept in
+// *first_error). A line longer than kMaxLineBytes (core/line_reader.h) is always an error.
 Status AddEventLines(std::string_view text, const std::string& name, bool skip_malformed,
                      AbTally* tally, int64_t* malformed, std::string* first_error);
-// The same, read line by line from a stream (a file of any size in constant memory, besides
-// the tally's own).
+// The same, read line by line from a stream or a file (of any size, in constant memory besides
+// the tally's own: never more than one line of it held). A directory or an unreadable file is
+// an error naming it.
 Status AddEventStream(std::istream& in, const std::string& name, bool skip_malformed,
                       AbTally* tally, int64_t* malformed, std::string* first_error);
+Status AddEventFile(const std::string& path, bool skip_malformed, AbTally* tally,
+                    int64_t* malformed, std::string* first_error);
 
 // What the report says besides the tally.
 struct AbReportInfo {

@@ -5,8 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "rtb/core/ab.h"
@@ -49,5 +51,36 @@ inline constexpr double kMaxEventCount = 1e6;
 
 std::string EncodeEvent(const Event& e);
 Result<Event> DecodeEvent(std::string_view json);
+
+// The money one advertiser's events may carry, from the market's declared values (the bidder
+// config): what CheckEventMoney holds an event to.
+struct AdvertiserMoneyBounds {
+  // The highest CPM price any of its bids can carry (its manual CPC bid x (1 + alpha_range) x
+  // 1000, at pCTR 1): a bid's price, and the price a win or billing bills (never above the
+  // bid). Micros.
+  int64_t max_price_micros = 0;
+  int64_t max_conversion_value_micros = 0;  // Advertiser::max_conversion_value
+};
+
+struct EventMoneyBounds {
+  // By advertiser id. An event of an advertiser not here is refused when this is not empty.
+  std::unordered_map<int64_t, AdvertiserMoneyBounds> advertisers;
+  double max_count = kMaxEventCount;  // click, conversion: `count`
+  int64_t max_computed = 1'000'000;   // bid computations of one agent on one event
+};
+
+// Why an event's money or counts were refused. `reason` is a static snake_case label (a
+// metric label and a log word): negative_price, price_above_bid, negative_cpc, cpc_above_bid,
+// conversion_value_out_of_range, count_out_of_range, probability_out_of_range,
+// computed_out_of_range, unknown_advertiser.
+struct EventRefusal {
+  const char* reason;
+};
+
+// The range check of an event's money, the one both the learner and the reports run: prices
+// 0 <= x <= the advertiser's highest bid, a conversion's value within [0, its
+// max_conversion_value], counts within [0, max_count], pCTR and pCVR within [0, 1], alpha
+// within [-1, 1] (a NaN or an infinity is out of every range). nullopt: the event may be used.
+std::optional<EventRefusal> CheckEventMoney(const Event& e, const EventMoneyBounds& b);
 
 }  // namespace rtb

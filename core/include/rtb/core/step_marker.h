@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -30,5 +31,9 @@ struct StepMarker {
 
 std::string EncodeStepMarker(const StepMarker& m);
 Result<StepMarker> DecodeStepMarker(std::string_view json);
+
+// The step's index on a clock of `steps_per_day` steps a day: day x steps_per_day + step;
+// nullopt when that overflows int64 (a forged day).
+std::optional<int64_t> StepIndex(int64_t day, int64_t step, int64_t steps_per_day);
 
 }  // namespace rtb

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "rtb/core/clock.h"
+#include "rtb/core/mac.h"
 #include "rtb/core/status.h"
 #include "rtb/core/step_marker.h"
 #include "rtb/exchange/traffic.h"
@@ -63,6 +64,10 @@ struct ExchangeConfig {
   // the market's kafka.properties first).
   std::vector<std::pair<std::string, std::string>> kafka_properties;
   std::string clock_topic = "rtb.clock";
+  // The market's key ring (bidder config market_keys; `rtb exchange --market`): step markers
+  // are sealed with it (core/mac.h) and the learner drops one that is not. nullptr: unsealed
+  // (the exchange says so once when it has brokers).
+  std::shared_ptr<const MarketKeys> market_keys;
   // After each step: wait (up to policy_wait_ms) until the bidder serves the next table (and
   // before each day, for its leases: open_days).
   bool wait_for_policy = true;

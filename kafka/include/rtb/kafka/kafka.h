@@ -155,6 +155,10 @@ class Consumer {
     // Group subscriptions only: called once the group has taken partitions back (a rebalance,
     // or this consumer's session lapsed), after they are unassigned.
     std::function<void(const std::vector<TopicPartition>&)> on_revoke;
+    // Errors of the client as a whole (librdkafka's code and reason: the brokers refused the
+    // credentials or the TLS handshake, every broker is down...), from Poll and the metadata
+    // calls, instead of librdkafka's error line in the log. Optional.
+    std::function<void(int code, const std::string& reason)> on_error;
   };
   static Result<std::unique_ptr<Consumer>> Create(Options opt);
   ~Consumer();  // closes the consumer (leaves the group)
@@ -216,7 +220,10 @@ class MockCluster {
 };
 
 // Reads a whole topic: every partition from the beginning to its end (the end-of-partition event,
-// at or past its end as of the start; a partition empty at the start is not read).
+// at or past its end as of the start; a partition empty at the start is not read). Its failures
+// are its Status alone (librdkafka logs nothing below critical): brokers that refuse the
+// credentials or the TLS handshake fail it at once, an address where no broker answers within
+// 5 s, a missing topic at once.
 // Calls fn(partition, offset, payload) for every message; stops at each partition's end, or
 // once no message came for timeout_ms, with an error naming how many partitions were not
 // finished (the bound is on silence: a big topic is read whole however long that takes).

@@ -78,6 +78,17 @@ struct OnlineConfig {
   // bids (a = 0) and every later one stays within a = 0 +- this, while the agents learn from
   // the transitions of what was played. A learner resumed from its own state keeps the range.
   double cold_start_range = 0.2;
+  // The most any action a_ij of a published table may move from the table published before it
+  // (actions are in [-1, 1]; 2 = no limit). A table that would move further is clipped to
+  // within this of the last one, and the learner logs that it did, how many actions and the
+  // largest move it wanted: poisoned experience that slipped past the range checks can steer
+  // the bids only this far per step. The clipped table is the one played and learned from.
+  double max_table_move = 1.0;
+  // A step marker more than this many steps after the last accepted one (the last closed step,
+  // or the step before the one playing on a fresh start) is refused, counted and logged, and
+  // the learner goes on with the next plausible one: one forged marker of a far-future day
+  // cannot end learning. Raise it to join a market whose clock is far ahead of the state dir.
+  int max_steps_ahead = 1;
   // A progress line this often while a step waits for its events or its marker (0 = none).
   int progress_every_ms = 10000;
 };

@@ -9,12 +9,18 @@
 //   x_j history   = the cluster map's `history` ([T][L] revenue and cost per step): the prior
 //                   until the learner has seen a day of events; none: zeros
 //   T, step clock = market.steps_per_day, market.step_seconds; alpha range = market.alpha_range
+//   money bounds  = per advertiser, the highest CPM its bids can carry and max_conversion_value:
+//                   what an event's money is checked against (CheckEventMoney, core/events.h)
+//   key ring      = market_keys: step markers and tables are sealed with it (core/mac.h)
 #pragma once
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "rtb/core/events.h"
+#include "rtb/core/mac.h"
 #include "rtb/core/policy.h"
 #include "rtb/core/status.h"
 #include "rtb/simulator/market.h"
@@ -31,7 +37,9 @@ struct LiveMarket {
   double alpha_range = 0.9;
   double learned_share = 1.0;
   int advertisers = 0;
-  std::string source;  // the bidder config it came from
+  EventMoneyBounds money;
+  std::shared_ptr<const MarketKeys> keys;  // nullptr: market_keys not set
+  std::string source;                      // the bidder config it came from
   // Its kafka.properties: librdkafka properties of the learner's clients, after their own.
   std::vector<std::pair<std::string, std::string>> kafka_properties;
 };

@@ -40,6 +40,8 @@ struct StepTotals {
   // Events of the A/B test's manual arm: counted (the step's marker counts them) but not in
   // the totals above, which are the learned arm's alone.
   int64_t manual_arm = 0;
+  // A sum above int64 (it saturates there): the step's totals are not to be learned from.
+  bool overflow = false;
   std::set<std::string> eids;  // for dedupe while the step is open
 
   int64_t TotalCost() const;

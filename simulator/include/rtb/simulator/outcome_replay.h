@@ -57,7 +57,11 @@ struct OutcomeLog {
 // Joins events into bids. Events may come in any order across partitions.
 class OutcomeLogBuilder {
  public:
-  void Add(const Event& e);
+  // Adds one event, or refuses it (an error saying why; nothing changes) when its money cannot
+  // be replayed: a negative price (bid, win, billing) or conversion value, or one that would take
+  // the log's total of prices or of values past the int64 range of micros. Every sum a replay
+  // makes is part of those totals (checked arithmetic: refused, never wrapped).
+  Status Add(const Event& e);
   void AddMalformed(const std::string& where);
   OutcomeLog Finish();
 
@@ -66,12 +70,17 @@ class OutcomeLogBuilder {
   std::unordered_map<std::string, bool> seen_eids_;
   std::unordered_map<std::string, size_t> index_;  // auction \x1f imp \x1f adv -> bid
   std::vector<Event> early_;                       // outcome events before their bid
+  int64_t cost_total_ = 0, value_total_ = 0;       // micros: every won CPM / 1000, every value
 };
 
-// Reads a dump (one events-v1 JSON object per line). Malformed lines stop with file:line, or
-// are skipped and counted.
+// Reads a dump (one events-v1 JSON object per line). Malformed lines and refused events stop
+// with file:line, or are skipped and counted. A line longer than kMaxLineBytes
+// (core/line_reader.h) is always an error.
 Result<OutcomeLog> ParseOutcomeDump(std::string_view text, const std::string& name,
                                     bool skip_malformed);
+// The same from a file, line by line (never more than one line of it held); a directory or an
+// unreadable file is an error naming it.
+Result<OutcomeLog> ReadOutcomeDump(const std::string& path, bool skip_malformed);
 
 struct OutcomeReplayResult {
   std::map<int64_t, Outcome> by_advertiser;
