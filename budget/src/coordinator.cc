@@ -617,17 +617,23 @@ struct Coordinator::Impl {
   // Why a message that opened may not be applied (nullptr: it may): CoordinatorOptions::keys has
   // the rules. A return sent again carries its first copy's seq: its budget's returns order it
   // (returned_seq), not the instance's messages.
-  const char* Vet(const LeaseMessage& m, int64_t now) {
+  // A bidder's bounds (cap, unit) are brought down to the arm's budget: a genuine bidder's bid
+  // unit may be above a small budget, and refusing its report would lose the spend it carries (a
+  // reclaim would then hand out money already spent). A bidder never asks (want, need) or states
+  // (amount, spent, reserved) more than the budget: such a message is refused.
+  const char* Vet(LeaseMessage& m, int64_t now) {
     if (m.instance.empty()) return "no_instance";
     if (!day_window.Admit(m.day, now)) return "day";
-    for (const LeaseItem& i : m.items) {
+    for (LeaseItem& i : m.items) {
       const auto b = opt.daily_budget.find(i.advertiser);
       if (b == opt.daily_budget.end() || i.arm > 1) continue;  // an unknown budget (counted)
       const int64_t budget =
           ArmBudget(b->second, static_cast<Arm>(i.arm), opt.learned_share).value();
-      for (const int64_t x : {i.want, i.need, i.amount, i.spent, i.reserved, i.cap, i.unit}) {
+      for (const int64_t x : {i.want, i.need, i.amount, i.spent, i.reserved}) {
         if (x > budget) return "amount";
       }
+      i.cap = std::min(i.cap, budget);
+      i.unit = std::min(i.unit, budget);
     }
     // Seqs are microseconds of the bidder's clock (LeasePlanner::NextSeq): one a day ahead of
     // this clock would hold the instance's next messages back for that day.

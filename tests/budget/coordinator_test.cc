@@ -1745,6 +1745,24 @@ TEST(Coordinator, AMadeUpBiddersRequestAReportOfInt64MaxAReturnInAnothersNameAnd
   EXPECT_EQ(Refused(*sc.co, "replay"), 1);
 }
 
+// A genuine report whose bid unit and cap are above a small arm budget (one bid can cost more
+// than the whole budget of a tiny world) is applied, its spend taken: refused, the spend it
+// carried was lost, and a reclaim after that bidder died handed out money it had spent.
+TEST(Coordinator, AReportWithAUnitAboveTheBudgetIsTakenWithItsSpend) {
+  ServingCoordinator sc;
+  ASSERT_NO_FATAL_FAILURE(sc.Start([](CoordinatorOptions& o) { o.group_id = "rtb-budget-unit"; }));
+  sc.Put(LeaseMsgType::kRequest, "a", 1, {7, 0, 1'000'000, 0, 0, 0});
+  ASSERT_TRUE(sc.AwaitRead(1));
+  ASSERT_EQ(sc.co->ledger().Held("a", kKey), 1'000'000);
+  LeaseItem report{7, 0, 0, 0, 600'000, 0};
+  report.cap = 2 * kArmBudget;
+  report.unit = kArmBudget + 1;
+  sc.Put(LeaseMsgType::kReport, "a", 2, report);
+  ASSERT_TRUE(sc.AwaitRead(2));
+  EXPECT_EQ(sc.co->ledger().Of(kKey).spent, 600'000);
+  EXPECT_EQ(Refused(*sc.co, "amount"), 0);
+}
+
 // A traffic count of 10^12 (it recalled every real bidder's lease): not taken, the shares stand.
 TEST(Coordinator, ATrafficCountFarAboveAPlausibleRateIsNotTaken) {
   ServingCoordinator sc;

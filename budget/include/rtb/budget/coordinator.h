@@ -76,8 +76,8 @@ struct CoordinatorOptions {
   // Whatever is sealed, a message is refused unless it says its `instance`, names a day in the
   // window (DayWindow: today +-1 by `clock`; simulated days only with `sim_days`, a market with
   // simulation_hooks), carries a seq above the last applied from its instance (a return: above
-  // its budget's last return), and amounts (want, need, amount, spent, reserved, cap, unit) of
-  // at most the arm's budget. A traffic count (`requests`) that grows faster than
+  // its budget's last return), and a want, need, amount, spent or reserved of at most the arm's
+  // budget (a cap or unit above it is taken as the budget). A traffic count (`requests`) that grows faster than
   // `max_requests_per_s` over the time since the last (by this coordinator's clock, plus 10 s)
   // is not taken (the rest of the message is).
   bool sim_days = false;
