@@ -80,6 +80,7 @@ int RunKafka(const KafkaArgs& a) {
                                  {k.policy_topic, 1},
                                  {cfg->leases.requests_topic, k.partitions},
                                  {cfg->leases.grants_topic, 1},
+                                 {cfg->leases.notices_topic, k.partitions},
                                  {budget::DefaultCoordinatorsTopic(cfg->leases.grants_topic), 1}});
   }
   auto mock = kafka::MockCluster::Start(a.brokers);

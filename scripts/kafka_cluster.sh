@@ -309,6 +309,7 @@ create_topics() {
     "rtb.policy 1"
     "rtb.clock 1"
     "rtb.lease.requests 4"
+    "rtb.notices 4"
     "rtb.lease.grants 4 cleanup.policy=compact min.compaction.lag.ms=172800000"
     "rtb.lease.grants.coordinators 1 cleanup.policy=compact"
   )

@@ -347,6 +347,7 @@ Result<std::unique_ptr<Services>> StartServices(const Setup& s, const std::strin
   if (s.cfg.bidders > 1) {
     RTB_RETURN_IF_ERROR(svc->kafka->CreateTopic("rtb.lease.requests", 4, 3));
     RTB_RETURN_IF_ERROR(svc->kafka->CreateTopic("rtb.lease.grants", 1, 3));
+    RTB_RETURN_IF_ERROR(svc->kafka->CreateTopic("rtb.notices", 4, 3));
   }
   s.Say("embedded Kafka (mock cluster) at " + svc->bootstrap);
   svc->events_dump.open(s.out + "/events.jsonl", std::ios::trunc | std::ios::binary);
