@@ -28,6 +28,7 @@
 #include "rtb/bidder/state_store.h"
 #include "rtb/budget/coordinator.h"
 #include "rtb/budget/lease_msg.h"
+#include "rtb/core/ab.h"
 #include "rtb/core/clock.h"
 #include "rtb/core/events.h"
 #include "rtb/kafka/kafka.h"
@@ -1739,6 +1740,171 @@ TEST_F(BidderIntegration, TwoBiddersSharingBudgetsThroughLeasesNeverSpendMoreTha
   EXPECT_GT(bids_b.load(), 0);
   const auto t = coordinator->ledger().Of({NowUnixMs() / kDayMs, 1, 0});
   EXPECT_LE(t.held, budget);
+}
+
+// rtb_lease_refused_total{reason="<reason>"} from /metrics (0 when it has none).
+int64_t LeaseRefused(Bidder& b, const std::string& reason) {
+  const std::string body = b.Metrics().body;
+  const std::string key = "rtb_lease_refused_total{reason=\"" + reason + "\"} ";
+  const size_t p = body.find(key);
+  return p == std::string::npos ? 0 : std::stoll(body.substr(p + key.size()));
+}
+
+// A writer of the grants topic without the market's ring, as the probe that took a budget to
+// 200%: every genuine holding it reads is published again with `held` raised to the whole arm
+// budget (same epoch, number, instance and coordinator), and each bidder's first holding is
+// published once more, unchanged, after its later ones. Counts what it sent per bidder.
+class HoldingForger {
+ public:
+  HoldingForger(const std::string& brokers, const std::string& topic, Micros budget,
+                double learned_share)
+      : topic_(topic), budget_(budget), learned_share_(learned_share) {
+    kafka::Producer::Options po;
+    po.bootstrap = brokers;
+    auto p = kafka::Producer::Create(po);
+    EXPECT_TRUE(p.ok()) << p.status().message();
+    if (p.ok()) producer_ = std::move(*p);
+    auto t = kafka::TopicTail::Start(
+        {.bootstrap = brokers}, topic, 10'000,
+        [this](int32_t partition, int64_t, std::string_view v) { Take(partition, v); });
+    EXPECT_TRUE(t.ok()) << t.status().message();
+    if (t.ok()) tail_ = std::move(*t);
+  }
+  ~HoldingForger() { tail_.reset(); }
+  // Sends each bidder's first holding once more (a replay of a genuine record).
+  void ReplayFirsts() {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const auto& [bidder, first] : first_) Send(first.first, first.second, bidder);
+  }
+  std::map<std::string, int64_t> Sent() {
+    std::lock_guard<std::mutex> l(mu_);
+    return sent_;
+  }
+
+ private:
+  void Take(int32_t partition, std::string_view v) {
+    auto g = budget::DecodeLeaseGrant(v);
+    if (!g.ok() || g->bidder.empty()) return;  // an epoch marker, or not a holding
+    std::lock_guard<std::mutex> l(mu_);
+    if (forged_.count(std::string(v)) > 0) return;  // one of ours, read back
+    first_.try_emplace(g->bidder, partition, std::string(v));
+    const int64_t arm = ArmBudget(budget_, static_cast<Arm>(g->key.arm), learned_share_).value();
+    if (g->held >= arm) return;
+    budget::LeaseGrant raised = *g;
+    raised.held = arm;
+    Send(partition, budget::EncodeLeaseGrant(raised), g->bidder);
+  }
+  void Send(int32_t partition, const std::string& v, const std::string& bidder) {
+    forged_.insert(v);
+    if (producer_ == nullptr) return;
+    auto g = budget::DecodeLeaseGrant(v);
+    EXPECT_TRUE(
+        producer_->Produce(topic_, partition, budget::LeaseGrantKey(g->key, g->bidder), v).ok());
+    ++sent_[bidder];
+  }
+
+  const std::string topic_;
+  const Micros budget_;
+  const double learned_share_;
+  std::mutex mu_;
+  std::set<std::string> forged_;
+  std::map<std::string, std::pair<int32_t, std::string>> first_;  // per bidder
+  std::map<std::string, int64_t> sent_;                           // per bidder
+  std::unique_ptr<kafka::Producer> producer_;
+  std::unique_ptr<kafka::TopicTail> tail_;
+};
+
+// K bidders behind one load balancer share a budget through leases while a writer of the grants
+// topic republishes every holding with its amount raised to the whole budget, and replays each
+// bidder's first holding: together they still spend at most the budget (the probe's 200% with 2
+// bidders), and each bidder refuses and counts every forged record sent under its name.
+void ForgedHoldingsGiveNoOverspend(const BidderConfig& cfg, const std::string& dir,
+                                   const std::string& brokers, int k, Bidder& first_bidder,
+                                   int first_port) {
+  std::vector<SecondBidder> others(k - 1);
+  for (int i = 0; i + 1 < k; ++i) {
+    BidderConfig c = SecondLeasedConfig(cfg, dir, brokers, "bidder-" + std::string(1, 'b' + i));
+    c.state_path = dir + "/state-" + c.leases.name;
+    c.kafka.spill_path = dir + "/spill-" + c.leases.name + ".jsonl";
+    ASSERT_NO_FATAL_FAILURE(StartSecond(c, &others[i]));
+  }
+  std::vector<std::pair<Bidder*, int>> all = {{&first_bidder, first_port}};
+  for (auto& o : others) all.push_back({o.bidder.get(), o.port});
+  const int64_t budget = cfg.advertisers[0].daily_budget.value();
+  budget::CoordinatorOptions co = MarketOf(cfg, brokers);
+  co.reclaim_every_ms = 100;
+  CoordinatorThread coordinator(co);
+  ASSERT_TRUE(coordinator.status().ok()) << coordinator.status().message();
+  HoldingForger forger(brokers, cfg.leases.grants_topic, cfg.advertisers[0].daily_budget,
+                       cfg.ab.learned_share);
+  for (auto& [b, port] : all) {
+    ASSERT_TRUE(WaitUntil([&, b = b] { return BudgetMetric(*b, "budget") > 0; }, 30s, 20ms));
+  }
+  // Traffic to every bidder, each bid won and billed at its price, until none has bid for 5 s.
+  std::atomic<int64_t> billed{0};
+  auto traffic = [&](int port, const std::string& tag) {
+    Client c(port);
+    int n = 0;
+    std::string id, body;
+    auto next_bid = [&] {
+      id = tag + std::to_string(n++);
+      auto [status, b] = c.Do(http::verb::post, "/openrtb2/bid", Request(id));
+      body = std::move(b);
+      return status == 200;
+    };
+    for (auto limit = 60s; WaitUntil(next_bid, limit, 5ms); limit = 5s) {
+      const auto j = nlohmann::json::parse(body);
+      const double price = j["seatbid"][0]["bid"][0]["price"].get<double>();
+      char p[32];
+      std::snprintf(p, sizeof p, "%.6f", price);
+      if (c.Do(http::verb::get, Notice("billing", id, 1, p)).first == 200) {
+        billed += std::llround(price * 1000);
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < all.size(); ++i) {
+    threads.emplace_back(traffic, all[i].second, "k" + std::to_string(i) + "-");
+  }
+  for (auto& t : threads) t.join();
+  forger.ReplayFirsts();
+  int64_t spent = 0;
+  for (auto& [b, port] : all) spent += b->Spent(0).value();
+  EXPECT_LE(spent, budget) << k << " bidders";
+  EXPECT_GE(spent, budget * 8 / 10) << k << " bidders: leases left the budget unspent";
+  // Every forged record under a bidder's name refused by it (as a replay of its number) and
+  // counted; none refused for any other reason.
+  const auto sent = forger.Sent();
+  int64_t forged_all = 0;
+  for (const auto& [bidder, n] : sent) forged_all += n;
+  EXPECT_GT(forged_all, 2 * k) << "the forger sent too little to mean anything";
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        int64_t refused = 0;
+        for (auto& [b, port] : all) refused += LeaseRefused(*b, "replay");
+        return refused == forged_all;
+      },
+      10s))
+      << k << " bidders: forged " << forged_all;
+  std::printf(
+      "%d bidders: spent %lld of a budget of %lld micros (%.1f%%), %lld forged holdings "
+      "refused\n",
+      k, static_cast<long long>(spent), static_cast<long long>(budget),
+      100.0 * static_cast<double>(spent) / static_cast<double>(budget),
+      static_cast<long long>(forged_all));
+  for (auto& o : others) o.server->Stop();
+}
+
+TEST_F(BidderIntegration, ForgedHoldingsWithARaisedAmountAndAReplayedOneGiveNoOverspendOverTwo) {
+  const BidderConfig cfg = LeasedConfig(dir_, "bidder-a", 3.0, 0.05);
+  Start(cfg);
+  ForgedHoldingsGiveNoOverspend(cfg, dir_, bidder_->events().bootstrap(), 2, *bidder_, port_);
+}
+
+TEST_F(BidderIntegration, ForgedHoldingsWithARaisedAmountAndAReplayedOneGiveNoOverspendOverThree) {
+  const BidderConfig cfg = LeasedConfig(dir_, "bidder-a", 3.0, 0.05);
+  Start(cfg);
+  ForgedHoldingsGiveNoOverspend(cfg, dir_, bidder_->events().bootstrap(), 3, *bidder_, port_);
 }
 
 // The value of a metric's line in a /metrics body (-1 when it has none).
