@@ -96,6 +96,8 @@ void ReadKafka(ConfigMap k, KafkaConfig* kc) {
           "compression", "must be none, gzip, snappy, lz4 or zstd");
   k.Get("spill_path", &kc->spill_path);
   k.Get("flush_timeout_ms", &kc->flush_timeout_ms);
+  k.Get("start_check_ms", &kc->start_check_ms);
+  k.Check(kc->start_check_ms >= 0, "start_check_ms", "must be 0 or more");
   k.Get("thread_nice", &kc->thread_nice);
   k.Check(kc->thread_nice >= 0 && kc->thread_nice <= 19, "thread_nice", "must be 0..19");
   k.Get("properties", &kc->properties);

@@ -210,6 +210,12 @@ Result<std::unique_ptr<EventLog>> EventLog::Open(const KafkaConfig& cfg) {
     }
     log::Get("kafka").info("embedded Kafka (mock cluster, {} brokers) at {}", cfg.mock_brokers,
                            impl->bootstrap);
+  } else if (cfg.start_check_ms > 0) {
+    // A wrong address, refused credentials or a missing topic is a configuration error: said
+    // at start, in one line. Once serving, an outage is ridden out (the spill file).
+    RTB_RETURN_IF_ERROR(kafka::CheckTopics(
+        {.bootstrap = cfg.brokers, .properties = cfg.properties, .thread_nice = cfg.thread_nice},
+        {cfg.events_topic, cfg.policy_topic}, cfg.start_check_ms));
   }
   kafka::Producer::Options po;
   po.bootstrap = impl->bootstrap;

@@ -564,6 +564,19 @@ Result<std::pair<std::unique_ptr<Consumer>, int>> OpenTopicReader(
 
 }  // namespace
 
+Status CheckTopics(const ClientOptions& client, const std::vector<std::string>& topics,
+                   int timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (const std::string& topic : topics) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    auto reader = OpenTopicReader(client, topic, "rtb-check-" + topic, {},
+                                  static_cast<int>(std::max<int64_t>(1, left.count())), true);
+    if (!reader.ok()) return reader.status();
+  }
+  return Status::Ok();
+}
+
 Status ReadWholeTopic(const ClientOptions& client, const std::string& topic, int timeout_ms,
                       const std::function<void(int32_t, int64_t, std::string_view)>& fn,
                       int64_t* not_retained) {

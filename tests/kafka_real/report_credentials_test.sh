@@ -2,8 +2,10 @@
 # `rtb report --brokers` on the real cluster's SASL_SSL listener (scripts/kafka_cluster.sh, started
 # by the tier's fixture), with the SASL and TLS settings as --kafka-property flags:
 #   the right user and password read the events topic;
-#   a wrong password, and an address where no broker listens, each give one error line and a
-#   non-zero exit within 10 s, never a hang.
+#   a wrong password, an address where no broker listens and a missing topic each give one
+#   error line and a non-zero exit within 10 s, never a hang;
+# and `rtb serve` there: the same three stop its start the same way; the right credentials
+# serve, and the brokers acknowledge its events.
 # Usage: report_credentials_test.sh RTB SRC   (KAFKA_RUN_DIR: the cluster's)
 set -euo pipefail
 RTB=$1
@@ -60,3 +62,56 @@ nobody=$(free_port)
 # shellcheck disable=SC2046
 report unreachable "127.0.0.1:$nobody" $(sasl "$KAFKA_SASL_PASSWORD")
 refused unreachable "an address where no broker listens"
+# shellcheck disable=SC2046
+report missing_topic "$KAFKA_SASL_BOOTSTRAP" $(sasl "$KAFKA_SASL_PASSWORD") --topic rtb.no-such-topic
+refused missing_topic "a topic the cluster does not hold"
+grep -q "rtb.no-such-topic" "$OUT/missing_topic.err" ||
+  fail "missing_topic: the error does not name the topic: $(cat "$OUT/missing_topic.err")"
+
+# `rtb serve` on the SASL_SSL listener (its kafka.brokers and kafka.properties): with the right
+# credentials it serves and the brokers acknowledge its events; a wrong password, an address
+# where no broker listens and a missing topic each stop its start with one line naming what is
+# wrong, non-zero, within 10 s.
+PORT=$(free_port)
+serve_config() {  # NAME BROKERS PASSWORD [SED...]: a bidder config on the SASL listener
+  local name=$1 brokers=$2 password=$3
+  shift 3
+  local_bidder_config configs/bidder/default.yaml "$OUT/$name.yaml" "$PORT" "$OUT/$name" \
+    -e "s#^  brokers: .*#  brokers: \"$brokers\"#" \
+    -e "s#^  properties: .*#  properties: {security.protocol: SASL_SSL, sasl.mechanism: $KAFKA_SASL_MECHANISM, sasl.username: $KAFKA_SASL_USER, sasl.password: $password, ssl.ca.location: $KAFKA_CA_PEM}#" \
+    "$@"
+}
+serve_refused() {  # NAME WHAT: rtb serve with OUT/NAME.yaml stops at start
+  local t0
+  t0=$(date +%s.%N)
+  set +e
+  timeout 60 "$RTB" serve --config "$OUT/$1.yaml" > "$OUT/$1.out" 2> "$OUT/$1.err"
+  RC=$?
+  set -e
+  SECS=$(python3 -c "import sys; print('%.1f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$t0" "$(date +%s.%N)")
+  echo "report_credentials: serve $1: exit $RC after $SECS s: $(head -3 "$OUT/$1.err")"
+  refused "$1" "$2"
+}
+serve_config serve_wrong_password "$KAFKA_SASL_BOOTSTRAP" not-the-password
+serve_refused serve_wrong_password "a wrong password"
+grep -qi "auth" "$OUT/serve_wrong_password.err" || fail "serve_wrong_password: not said: $(cat "$OUT/serve_wrong_password.err")"
+serve_config serve_unreachable "127.0.0.1:$nobody" "$KAFKA_SASL_PASSWORD"
+serve_refused serve_unreachable "an address where no broker listens"
+grep -q "127.0.0.1:$nobody" "$OUT/serve_unreachable.err" || fail "serve_unreachable: the address is not named"
+serve_config serve_missing_topic "$KAFKA_SASL_BOOTSTRAP" "$KAFKA_SASL_PASSWORD" \
+  -e "s#^  events_topic: .*#  events_topic: rtb.no-such-topic#"
+serve_refused serve_missing_topic "a topic the cluster does not hold"
+grep -q "rtb.no-such-topic" "$OUT/serve_missing_topic.err" || fail "serve_missing_topic: the topic is not named"
+
+serve_config serve_right "$KAFKA_SASL_BOOTSTRAP" "$KAFKA_SASL_PASSWORD"
+serve_start "$OUT/serve_right.yaml" "$PORT" "$OUT/serve_right.log" || true  # no embedded cluster
+trap 'kill $SERVE 2>/dev/null; wait $SERVE 2>/dev/null; rm -rf "$OUT"' EXIT
+curl -sf "http://127.0.0.1:$PORT/readyz" -o /dev/null || fail "serve_right: not ready: $(tail -5 "$OUT/serve_right.log")"
+for i in $(seq 1 20); do
+  curl -s -o /dev/null -H 'Content-Type: application/json' "http://127.0.0.1:$PORT/openrtb2/bid" \
+    -d "{\"id\":\"sasl-$i\",\"imp\":[{\"id\":\"1\",\"banner\":{\"w\":300,\"h\":250}}],\"site\":{\"domain\":\"news.example\"},\"user\":{\"id\":\"u$i\"},\"tmax\":500}"
+done
+metric() { curl -s "http://127.0.0.1:$PORT/metrics" | sed -nE "s/^rtb_kafka_events\{state=\"$1\"\} ([0-9]+)$/\1/p"; }
+acked_all() { [[ $(metric logged) -ge 20 && $(metric acked) == "$(metric logged)" ]]; }
+wait_until 20 acked_all || fail "serve_right: events logged $(metric logged), acked $(metric acked)"
+echo "report_credentials: serve over SASL_SSL: $(metric acked) events acknowledged"

@@ -61,6 +61,10 @@ struct KafkaConfig {
   std::string compression = "lz4";          // batch compression: none | gzip | snappy | lz4 | zstd
   std::string spill_path = "out/bidder/spill.jsonl";  // local spill file, replayed later
   int flush_timeout_ms = 5000;  // on shutdown: wait this long, then spill the rest
+  // At start, with brokers set: the longest wait for the brokers to answer, take the
+  // credentials and hold both topics; any of these failing stops the start with one line naming
+  // it (kafka::CheckTopics). 0 = start without checking (events spill until Kafka answers).
+  int start_check_ms = 10000;
   // Nice value (0..19) of librdkafka's threads (producer, policy consumer, embedded brokers)
   // and of the bidder's own Kafka threads (delivery reports, policy feed), which also run with
   // SCHED_BATCH: their batching and compression then never preempt a

@@ -219,6 +219,12 @@ class MockCluster {
   std::string bootstrap_;
 };
 
+// Whether the brokers at client.bootstrap answer, take the credentials and hold every one of
+// `topics`, within timeout_ms. Its failures are its Status alone, one line naming what is wrong:
+// refused credentials or TLS at once, no broker answering for 5 s, a missing topic at once.
+Status CheckTopics(const ClientOptions& client, const std::vector<std::string>& topics,
+                   int timeout_ms);
+
 // Reads a whole topic: every partition from the beginning to its end (the end-of-partition event,
 // at or past its end as of the start; a partition empty at the start is not read). Its failures
 // are its Status alone (librdkafka logs nothing below critical): brokers that refuse the
