@@ -4,7 +4,8 @@
 # bid path against the bare server, and p99 at half the full path's peak), and the medians over
 # the invocations are compared. Typical use: the previous commit's build against this one.
 # OLD_CONFIG: the old binary's base bidder config (default: this tree's), for a version that
-# does not know every key of today's.
+# does not know every key of today's; NEW_CONFIG (environment): the new side's (default: this
+# tree's), e.g. one whose kafka.brokers is a real cluster, against the embedded one.
 # The latency runs of both are paced at one rate, RATE (default 20000 req/s): each binary's own
 # half peak would pace the faster one harder.
 # Usage: bench/run_load_ab.sh OLD_RTB NEW_RTB [PAIRS=3] [SECONDS=5] [ROUNDS=3] [OLD_CONFIG]
@@ -17,7 +18,7 @@ trap 'rm -rf "$LOG"' EXIT
 for p in $(seq "$PAIRS"); do
   for side in old new; do
     bin=$OLD config=$OLD_CONFIG
-    [[ $side == new ]] && bin=$NEW config=configs/bidder/default.yaml
+    [[ $side == new ]] && bin=$NEW config=${NEW_CONFIG:-configs/bidder/default.yaml}
     RATE=${RATE:-20000} RTB=$bin BIDDER_CONFIG=$config bench/run_load_bench.sh "$SECS" 16 "$ROUNDS" >"$LOG/$side.$p" 2>&1
     ratio=$(sed -nE 's/^ratio full \/ bare \(medians\): ([0-9.]+)/\1/p' "$LOG/$side.$p")
     peak=$(sed -nE 's/^peak, full bid path.*: +([0-9.]+) req\/s/\1/p' "$LOG/$side.$p")
