@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -374,6 +375,54 @@ TEST(Kafka, TheEmbeddedClusterNeitherFencesNorHidesUncommittedMessages) {
   ASSERT_TRUE(second->Flush(10000).ok());
   EXPECT_EQ(ReadCommitted(**mock, "t"), (std::vector<std::string>{"older", "open"}));
   EXPECT_TRUE(second->AbortTransaction(10000).ok());
+}
+
+// On a real cluster (the `kafka` tier: tests/kafka/real_fencing_test.sh gives the cluster and a
+// fresh one-partition topic in RTB_REAL_KAFKA_BOOTSTRAP and RTB_REAL_KAFKA_TOPIC; skipped
+// without them): a second producer of a transactional.id fences the first, whose open
+// transaction is aborted and whose commit fails as fenced; a read_committed reader sees the
+// committed messages of both and never the fenced one's.
+TEST(RealKafka, ASecondTransactionalProducerFencesTheFirstWhoseMessageNoReaderSees) {
+  const char* bootstrap = std::getenv("RTB_REAL_KAFKA_BOOTSTRAP");
+  const char* topic = std::getenv("RTB_REAL_KAFKA_TOPIC");
+  if (bootstrap == nullptr || topic == nullptr) GTEST_SKIP() << "no real cluster given";
+  auto producer = [&] {
+    Producer::Options po;
+    po.bootstrap = bootstrap;
+    po.transactional_id = std::string(topic) + ".policy";
+    auto p = Producer::Create(std::move(po));
+    EXPECT_TRUE(p.ok()) << p.status().message();
+    if (!p.ok()) return std::unique_ptr<Producer>();
+    const Status init = (*p)->InitTransactions(30000);
+    EXPECT_TRUE(init.ok()) << init.message();
+    return std::move(*p);
+  };
+  std::unique_ptr<Producer> first = producer();
+  ASSERT_NE(first, nullptr);
+  ASSERT_TRUE(first->BeginTransaction().ok());
+  ASSERT_TRUE(first->Produce(topic, 0, "", "first, committed").ok());
+  ASSERT_TRUE(first->CommitTransaction(30000).ok());
+  ASSERT_TRUE(first->BeginTransaction().ok());
+  ASSERT_TRUE(first->Produce(topic, 0, "", "first, fenced").ok());
+  ASSERT_TRUE(first->Flush(30000).ok());  // on the brokers, in a transaction still open
+
+  std::unique_ptr<Producer> second = producer();  // aborts the first's open transaction
+  ASSERT_NE(second, nullptr);
+  const Status late = first->CommitTransaction(30000);
+  EXPECT_FALSE(late.ok());
+  EXPECT_TRUE(first->Fenced()) << late.message();
+  EXPECT_EQ(late.code(), Status::Code::kInternal) << late.message();
+  ASSERT_TRUE(second->BeginTransaction().ok());
+  ASSERT_TRUE(second->Produce(topic, 0, "", "second, committed").ok());
+  ASSERT_TRUE(second->CommitTransaction(30000).ok());
+  EXPECT_FALSE(second->Fenced());
+
+  std::vector<std::string> seen;
+  const Status st = ReadWholeTopic(
+      {.bootstrap = bootstrap, .properties = {{"isolation.level", "read_committed"}}}, topic, 30000,
+      [&](int32_t, int64_t, std::string_view v) { seen.emplace_back(v); });
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(seen, (std::vector<std::string>{"first, committed", "second, committed"}));
 }
 
 // Offsets committed with metadata by consumers that read by assignment (no group member): the

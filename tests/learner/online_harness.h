@@ -29,13 +29,25 @@
 
 namespace rtb::learn {
 
-// A fresh mock cluster with the learner's topics (events with `events_partitions` partitions,
-// policy and clock with one each), and the loop's learner config on it with a state dir of its
-// own (`name`) and a short grace.
-inline void LearnerOnMock(const std::string& name, std::unique_ptr<kafka::MockCluster>* mock,
-                          LearnerConfig* cfg, std::string* dir, int events_partitions = 1) {
+// The loop's learner config on the cluster at `bootstrap`, with a fresh state dir of its own
+// (`name`, under the test's temporary dir) and a short grace.
+inline void LoopLearnerConfig(const std::string& bootstrap, const std::string& name,
+                              LearnerConfig* cfg, std::string* dir) {
   *dir = ::testing::TempDir() + "/" + name + "_" + std::to_string(::getpid());
   std::filesystem::remove_all(*dir);
+  auto c = LoadLearnerConfig(RTB_SOURCE_DIR "/tests/loop/learner.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  *cfg = std::move(*c);
+  cfg->online.brokers = bootstrap;
+  cfg->online.market = RTB_SOURCE_DIR "/configs/bidder/default.yaml";
+  cfg->online.state_dir = *dir;
+  cfg->online.step_grace_ms = 100;
+}
+
+// A fresh mock cluster with the learner's topics (events with `events_partitions` partitions,
+// policy and clock with one each), and LoopLearnerConfig on it.
+inline void LearnerOnMock(const std::string& name, std::unique_ptr<kafka::MockCluster>* mock,
+                          LearnerConfig* cfg, std::string* dir, int events_partitions = 1) {
   auto m = kafka::MockCluster::Start(3);
   ASSERT_TRUE(m.ok()) << m.status().message();
   *mock = std::move(*m);
@@ -43,13 +55,7 @@ inline void LearnerOnMock(const std::string& name, std::unique_ptr<kafka::MockCl
   for (const char* t : {"rtb.policy", "rtb.clock"}) {
     ASSERT_TRUE((*mock)->CreateTopic(t, 1, 3).ok());
   }
-  auto c = LoadLearnerConfig(RTB_SOURCE_DIR "/tests/loop/learner.yaml");
-  ASSERT_TRUE(c.ok()) << c.status().message();
-  *cfg = std::move(*c);
-  cfg->online.brokers = (*mock)->bootstrap();
-  cfg->online.market = RTB_SOURCE_DIR "/configs/bidder/default.yaml";
-  cfg->online.state_dir = *dir;
-  cfg->online.step_grace_ms = 100;
+  ASSERT_NO_FATAL_FAILURE(LoopLearnerConfig((*mock)->bootstrap(), name, cfg, dir));
 }
 
 // RunOnline for `max_steps` steps on a thread of its own, its log (a line per closed step and
@@ -148,17 +154,22 @@ inline std::vector<std::string> CleanEvents(int k) {
   return out;
 }
 
-// How many tables of each version the policy topic holds (undecodable messages: version 0).
-inline std::map<uint64_t, int> PolicyVersions(const kafka::MockCluster& mock) {
+// How many tables of each version a policy topic holds as the bidders read it (committed;
+// undecodable messages: version 0).
+inline std::map<uint64_t, int> PolicyVersions(const std::string& bootstrap,
+                                              const std::string& topic = "rtb.policy") {
   std::map<uint64_t, int> seen;
   const Status st = kafka::ReadWholeTopic(
-      {.bootstrap = mock.bootstrap(), .properties = {{"isolation.level", "read_committed"}}},
-      "rtb.policy", 10000, [&](int, int64_t, std::string_view v) {
+      {.bootstrap = bootstrap, .properties = {{"isolation.level", "read_committed"}}}, topic, 10000,
+      [&](int, int64_t, std::string_view v) {
         auto m = DecodePolicyMessage(v, "policy topic");
         ++seen[m.ok() ? m->table.version : 0];
       });
   EXPECT_TRUE(st.ok()) << st.message();
   return seen;
+}
+inline std::map<uint64_t, int> PolicyVersions(const kafka::MockCluster& mock) {
+  return PolicyVersions(mock.bootstrap());
 }
 
 }  // namespace rtb::learn
