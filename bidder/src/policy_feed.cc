@@ -17,6 +17,11 @@ Result<std::unique_ptr<PolicyFeed>> PolicyFeed::Start(
   // 500 ms a table waited 0-500 ms more. The topic is one small partition: a fetch every 50 ms
   // when idle costs nothing.
   co.properties.insert(co.properties.begin(), {"fetch.wait.max.ms", "50"});  // the site's win
+  // Only committed tables: the learner publishes each in a transaction, and a table whose
+  // learner was fenced off by a newer one is aborted (learner/README.md, "Fencing"). It is
+  // librdkafka's default, set here so that no default can change it (the property is the
+  // engine's: kafka.properties cannot set it).
+  co.properties.emplace_back("isolation.level", "read_committed");
   RTB_ASSIGN_OR_RETURN(auto consumer, kafka::Consumer::Create(std::move(co)));
   RTB_RETURN_IF_ERROR(consumer->Assign({{opt.topic, 0, kafka::kOffsetBeginning}}));
   if (opt.keys == nullptr) {

@@ -11,6 +11,8 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -19,6 +21,8 @@
 #include "rtb/core/log.h"
 
 namespace rtb::kafka {
+
+static_assert(kOffsetNone == RD_KAFKA_OFFSET_INVALID);
 
 namespace {
 
@@ -86,9 +90,41 @@ rd_kafka_topic_partition_list_t* ToList(const std::vector<TopicPartition>& parts
   rd_kafka_topic_partition_list_t* l =
       rd_kafka_topic_partition_list_new(static_cast<int>(parts.size()));
   for (const TopicPartition& p : parts) {
-    rd_kafka_topic_partition_list_add(l, p.topic.c_str(), p.partition)->offset = p.offset;
+    rd_kafka_topic_partition_t* e =
+        rd_kafka_topic_partition_list_add(l, p.topic.c_str(), p.partition);
+    e->offset = p.offset;
+    if (!p.metadata.empty()) {  // freed by rd_kafka_topic_partition_list_destroy
+      e->metadata = std::malloc(p.metadata.size());
+      std::memcpy(e->metadata, p.metadata.data(), p.metadata.size());
+      e->metadata_size = p.metadata.size();
+    }
   }
   return l;
+}
+
+std::vector<TopicPartition> FromList(const rd_kafka_topic_partition_list_t* l) {
+  std::vector<TopicPartition> v;
+  for (int i = 0; i < l->cnt; ++i) {
+    const rd_kafka_topic_partition_t& p = l->elems[i];
+    v.push_back({p.topic, p.partition, p.offset,
+                 p.metadata != nullptr
+                     ? std::string(static_cast<const char*>(p.metadata), p.metadata_size)
+                     : std::string()});
+  }
+  return v;
+}
+
+// A transactional call's error as the Status the header promises (and the error released).
+Status TxnStatus(rd_kafka_error_t* e, const char* what) {
+  if (e == nullptr) return Status::Ok();
+  const std::string why = std::string("kafka ") + what + ": " + rd_kafka_error_string(e);
+  const Status s = rd_kafka_error_is_fatal(e)       ? Status::Internal(why)
+                   : rd_kafka_error_is_retriable(e) ? Status::Unavailable(why)
+                   : rd_kafka_error_code(e) == RD_KAFKA_RESP_ERR__NOT_CONFIGURED
+                       ? Status::InvalidArgument(why)
+                       : Status::FailedPrecondition(why);  // requires abort, or out of turn
+  rd_kafka_error_destroy(e);
+  return s;
 }
 
 Result<std::pair<int64_t, int64_t>> QueryWatermarks(rd_kafka_t* rk, const std::string& topic,
@@ -123,7 +159,9 @@ bool EngineOwnedProperty(std::string_view name) {
                                                 "compression.codec",
                                                 "session.timeout.ms",
                                                 "heartbeat.interval.ms",
-                                                "partition.assignment.strategy"};
+                                                "partition.assignment.strategy",
+                                                "transactional.id",
+                                                "isolation.level"};
   return std::find(std::begin(kOwned), std::end(kOwned), name) != std::end(kOwned);
 }
 
@@ -190,6 +228,9 @@ void DeliveryReport(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
 }  // namespace
 
 Result<std::unique_ptr<Producer>> Producer::Create(Options opt) {
+  if (!opt.transactional_id.empty()) {
+    opt.properties.emplace_back("transactional.id", opt.transactional_id);
+  }
   Status err;
   rd_kafka_conf_t* conf = MakeConf(opt, &err);
   if (conf == nullptr) return err;
@@ -243,6 +284,26 @@ Result<std::pair<int64_t, int64_t>> Producer::Watermarks(const std::string& topi
   return QueryWatermarks(rk_, topic, partition, timeout_ms);
 }
 
+Status Producer::InitTransactions(int timeout_ms) {
+  return TxnStatus(rd_kafka_init_transactions(rk_, timeout_ms), "init transactions");
+}
+Status Producer::BeginTransaction() {
+  return TxnStatus(rd_kafka_begin_transaction(rk_), "begin transaction");
+}
+Status Producer::CommitTransaction(int timeout_ms) {
+  return TxnStatus(rd_kafka_commit_transaction(rk_, timeout_ms), "commit transaction");
+}
+Status Producer::AbortTransaction(int timeout_ms) {
+  return TxnStatus(rd_kafka_abort_transaction(rk_, timeout_ms), "abort transaction");
+}
+
+bool Producer::Fenced() const {
+  char why[256];
+  const rd_kafka_resp_err_t e = rd_kafka_fatal_error(rk_, why, sizeof why);
+  return e == RD_KAFKA_RESP_ERR__FENCED || e == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
+         e == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH;
+}
+
 // ---- Consumer ----
 
 struct Consumer::State {
@@ -255,11 +316,7 @@ namespace {
 void Rebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts,
                void* opaque) {
   auto* st = static_cast<Consumer::State*>(opaque);
-  std::vector<TopicPartition> v;
-  for (int i = 0; i < parts->cnt; ++i) {
-    const rd_kafka_topic_partition_t& p = parts->elems[i];
-    v.push_back({p.topic, p.partition, p.offset});
-  }
+  std::vector<TopicPartition> v = FromList(parts);
   if (err != RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
     rd_kafka_assign(rk, nullptr);
     if (st->on_revoke) st->on_revoke(v);
@@ -317,6 +374,18 @@ Status Consumer::Assign(const std::vector<TopicPartition>& parts) {
   return Status::Ok();
 }
 
+Status Consumer::AddAssignment(const std::vector<TopicPartition>& parts) {
+  rd_kafka_topic_partition_list_t* l = ToList(parts);
+  rd_kafka_error_t* e = rd_kafka_incremental_assign(rk_, l);
+  rd_kafka_topic_partition_list_destroy(l);
+  if (e != nullptr) {
+    const std::string why = rd_kafka_error_string(e);
+    rd_kafka_error_destroy(e);
+    return Status::Unavailable("kafka assign: " + why);
+  }
+  return Status::Ok();
+}
+
 Status Consumer::Subscribe(const std::vector<std::string>& topics) {
   rd_kafka_topic_partition_list_t* l =
       rd_kafka_topic_partition_list_new(static_cast<int>(topics.size()));
@@ -344,6 +413,23 @@ Status Consumer::Commit(const std::vector<TopicPartition>& offsets, bool async) 
     return Status::Unavailable(std::string("kafka commit: ") + rd_kafka_err2str(e));
   }
   return Status::Ok();
+}
+
+Result<std::vector<TopicPartition>> Consumer::Committed(const std::vector<TopicPartition>& parts,
+                                                        int timeout_ms) {
+  rd_kafka_topic_partition_list_t* l = ToList(parts);
+  const rd_kafka_resp_err_t e = rd_kafka_committed(rk_, l, timeout_ms);
+  std::vector<TopicPartition> out = FromList(l);
+  rd_kafka_resp_err_t part_err = RD_KAFKA_RESP_ERR_NO_ERROR;
+  for (int i = 0; i < l->cnt && part_err == RD_KAFKA_RESP_ERR_NO_ERROR; ++i) {
+    part_err = l->elems[i].err;
+  }
+  rd_kafka_topic_partition_list_destroy(l);
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR || part_err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return Status::Unavailable(std::string("kafka committed offsets: ") +
+                               rd_kafka_err2str(e != RD_KAFKA_RESP_ERR_NO_ERROR ? e : part_err));
+  }
+  return out;
 }
 
 Result<int> Consumer::PartitionCount(const std::string& topic, int timeout_ms) {
@@ -491,6 +577,13 @@ void MockCluster::FailNextProduceRequests(int count) {
   for (int i = 0; i < count; ++i) errors.push_back(kFailover[i % 4]);
   constexpr int16_t kProduceApiKey = 0;  // the Kafka protocol's ProduceRequest
   rd_kafka_mock_push_request_errors_array(mock_, kProduceApiKey, errors.size(), errors.data());
+}
+
+void MockCluster::FenceNextTransactionCommits(int count) {
+  const std::vector<rd_kafka_resp_err_t> errors(static_cast<size_t>(count),
+                                                RD_KAFKA_RESP_ERR_PRODUCER_FENCED);
+  constexpr int16_t kEndTxnApiKey = 26;  // the Kafka protocol's EndTxnRequest
+  rd_kafka_mock_push_request_errors_array(mock_, kEndTxnApiKey, errors.size(), errors.data());
 }
 
 void MockCluster::RefuseNextProduceRequests(int count) {

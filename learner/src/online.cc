@@ -9,7 +9,15 @@
 //                         the exchange's accounting)
 // The checkpoint (networks, optimizers, noise, RNG) is written after the updates; a crash
 // between the two costs at most that step's updates, never a transition or an event.
+//
+// One learner publishes a group's tables (learner/README.md, "Fencing"): it reads its input by
+// assignment (every events partition and the clock's, from the stored position: no group to
+// split them), publishes each table in a Kafka transaction of the group's transactional.id
+// (a newer learner's start fences it: its next commit fails), never publishes a version the
+// policy topic holds already, and stops once the group's claim names another learner.
 #include "rtb/learner/online.h"
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -20,6 +28,7 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <thread>
 
 #include "rtb/core/action_table.h"
@@ -106,6 +115,17 @@ Status FromJson(const std::string& text, LoopState* st, std::optional<StepMerger
   }
 }
 
+// This start's name in the group's claim: host, process and a random part (two starts of one
+// process, or of one pid on two hosts, differ).
+std::string InstanceName() {
+  char host[256] = "";
+  (void)::gethostname(host, sizeof host - 1);
+  std::random_device rd;
+  char name[320];
+  std::snprintf(name, sizeof name, "%s/%d/%08x", host, static_cast<int>(::getpid()), rd());
+  return name;
+}
+
 // Whether every number of the transition is finite.
 bool Finite(const Transition& t) {
   for (const std::vector<float>* v : {&t.s, &t.d, &t.a, &t.r, &t.s2, &t.d2}) {
@@ -139,6 +159,9 @@ class OnlineLearner {
 
   ~OnlineLearner() {
     consumer_.reset();
+    // A transaction left open would hold the policy's read_committed readers at it until the
+    // brokers time it out.
+    if (producer_ != nullptr && in_txn_) (void)producer_->AbortTransaction(2000);
     if (producer_ != nullptr) (void)producer_->Flush(5000);
   }
 
@@ -146,7 +169,27 @@ class OnlineLearner {
   Status Run();
 
  private:
-  void OnAssign(std::vector<kafka::TopicPartition>& parts);
+  // Reads every partition of the events topic and the clock's partition 0 by assignment, from
+  // the stored position; a later call adds the events partitions that appeared since.
+  // kUnavailable: not yet (no brokers, no topic).
+  Status AssignInput();
+  // Takes the group's tables over: Kafka fences every older producer of the group's
+  // transactional.id, the policy topic's highest version is noted (never published again), and
+  // the group's claim names this learner. kUnavailable: not yet; a fenced error: stop.
+  Status TakeOver();
+  // A fenced error (another learner publishes the group's tables now) if the group's claim
+  // names another learner; OK when it names this one or the brokers do not say (a claim the
+  // brokers dropped is made again).
+  Status CheckClaim();
+  Status Fenced(const std::string& how) const;
+  // The Kafka side of a turn of Run: the input assigned and the tables taken over once the
+  // brokers answer (a try a second), then the claim read back every 2 s and the events
+  // topic's partitions counted every 10 s. An error: stop (fenced, or what no retry cures).
+  Status KeepUp();
+  // One try at publishing `payload` in a transaction: OK once committed; kUnavailable when the
+  // commit may still go through (try again); otherwise the transaction is aborted (next try).
+  Status PublishOnce(const std::string& payload);
+  bool Stopping() const { return opt_.stop != nullptr && opt_.stop->load(); }
   std::vector<float> StateAt(int step, bool fresh_day) const;
   // The table to play from state s: the actor's (with exploration noise), kept within
   // a = 0 +- cold_start_range after a cold start.
@@ -196,14 +239,24 @@ class OnlineLearner {
   };
   std::deque<Pending> markers_;  // read, not yet closed
   std::unique_ptr<kafka::Consumer> consumer_;
-  std::unique_ptr<kafka::Producer> producer_;
+  std::unique_ptr<kafka::Producer> producer_;  // transactional: the group's transactional.id
   std::string bootstrap_;
+  // Fencing: this start's name in the group's claim; Kafka's transactions ready; the takeover
+  // done; the highest version on the policy topic at the takeover and published since (no
+  // table at or below it goes out); a transaction begun and not ended; one to abort first.
+  std::string instance_;
+  bool txn_ready_ = false, taken_over_ = false, in_txn_ = false, must_abort_ = false;
+  uint64_t published_through_ = 0;
+  int64_t claim_offset_ = 0;   // the claim's offset: the policy topic's end at the takeover
+  int events_partitions_ = 0;  // assigned so far
+  std::chrono::steady_clock::time_point next_try_, next_claim_check_, next_partition_check_;
+  log::RateLimit kafka_waits_{3, std::chrono::seconds(60)};
   int64_t decode_errors_ = 0;
   // Refused messages since start by "<kind>:<reason>" (in every step's summary), and one rate
   // limit of their log lines per key.
   std::map<std::string, int64_t> refused_;
   std::map<std::string, std::unique_ptr<log::RateLimit>> refusal_logs_;
-  bool assigned_ = false;     // the consumer group gave us the partitions
+  bool assigned_ = false;     // the input partitions are assigned
   bool published_ = false;    // the table of st_.playing went out since (re)start
   bool cold_ = false;         // started with no checkpoint: actions within cold_start_range
   int64_t wall_next_ = -1;    // clock: wall: the index of the next wall-clock step to close
@@ -285,27 +338,6 @@ std::vector<float> OnlineLearner::StateAt(int step, bool fresh_day) const {
       fresh_day ? std::vector<double>(pairs, 0.0) : st_.g_revenue,
       fresh_day ? std::vector<double>(pairs, 0.0) : st_.d);
   return norm_.EncodeState(o, budgets_);
-}
-
-void OnlineLearner::OnAssign(std::vector<kafka::TopicPartition>& parts) {
-  // Start where the last durable transition left off, not at the committed offsets (they
-  // may lag the store by one step).
-  for (kafka::TopicPartition& p : parts) {
-    if (p.topic == on_.clock_topic) {
-      p.offset = st_.clock_offset;
-    } else {
-      auto it = st_.offsets.find(p.partition);
-      p.offset = it == st_.offsets.end() ? kafka::kOffsetBeginning : it->second;
-    }
-  }
-  if (assigned_) {
-    // The group took the partitions away and gave them back (a session that lapsed while the
-    // brokers were away, or a member that joined): reading on from where it was.
-    // Said even with --quiet: an operator looking into an outage wants it.
-    log::Get("learner").info("events partitions assigned again ({}): reading on from where it was",
-                             parts.size());
-  }
-  assigned_ = true;
 }
 
 Status OnlineLearner::Start() {
@@ -406,41 +438,155 @@ Status OnlineLearner::Start() {
   }
 
   bootstrap_ = on_.brokers;
+  instance_ = InstanceName();
   kafka::Producer::Options po;
   po.bootstrap = bootstrap_;
   po.properties = {{"enable.idempotence", "true"}, {"linger.ms", "0"}};
   const auto& site = market_.kafka_properties;
   po.properties.insert(po.properties.end(), site.begin(), site.end());
+  po.transactional_id = on_.group_id + ".policy";
   RTB_ASSIGN_OR_RETURN(producer_, kafka::Producer::Create(std::move(po)));
+  // No group subscription: a second member would take some of the partitions. The group names
+  // the learner's commits (best effort) and its claim (TakeOver).
   kafka::Consumer::Options co;
   co.bootstrap = bootstrap_;
   co.group_id = on_.group_id;
-  co.properties = {
-      {"auto.offset.reset", "earliest"},
-      {"fetch.wait.max.ms", "10"},
-      {"session.timeout.ms", std::to_string(on_.session_timeout_ms)},
-      {"heartbeat.interval.ms", std::to_string(std::max(250, on_.session_timeout_ms / 5))}};
+  co.properties = {{"auto.offset.reset", "earliest"}, {"fetch.wait.max.ms", "10"}};
   co.properties.insert(co.properties.end(), site.begin(), site.end());
-  co.on_assign = [this](std::vector<kafka::TopicPartition>& parts) { OnAssign(parts); };
-  co.on_revoke = [](const std::vector<kafka::TopicPartition>& parts) {
-    log::Get("learner").info(
-        "events partitions taken back by the consumer group ({}): it reads on once they are "
-        "assigned again",
-        parts.size());
-  };
   RTB_ASSIGN_OR_RETURN(consumer_, kafka::Consumer::Create(std::move(co)));
   if (market_.keys == nullptr) {
     log::Get("learner").warn("market_keys not set: messages on {} and {} are not authenticated",
                              on_.clock_topic, on_.policy_topic);
   }
-  RTB_RETURN_IF_ERROR(consumer_->Subscribe({on_.events_topic, on_.clock_topic}));
-  // The first table goes out once the events partitions are assigned (Run), so that traffic
-  // starts when this learner is already reading it.
+  // The input is assigned and the tables taken over in Run, once the brokers answer; the
+  // first table goes out after both, so that traffic starts when this learner reads it.
   return Status::Ok();
 }
 
-// Publishes the table for st_.playing with the cluster map (schemas/events-v1.md, policy).
+Status OnlineLearner::AssignInput() {
+  RTB_ASSIGN_OR_RETURN(const int n, consumer_->PartitionCount(on_.events_topic, 1000));
+  if (n <= events_partitions_) return Status::Ok();
+  std::vector<kafka::TopicPartition> parts;
+  for (int32_t p = events_partitions_; p < n; ++p) {
+    const auto it = st_.offsets.find(p);
+    parts.push_back(
+        {on_.events_topic, p, it == st_.offsets.end() ? kafka::kOffsetBeginning : it->second});
+  }
+  if (events_partitions_ == 0) {
+    parts.push_back({on_.clock_topic, 0, st_.clock_offset});
+    RTB_RETURN_IF_ERROR(consumer_->Assign(parts));
+  } else {
+    RTB_RETURN_IF_ERROR(consumer_->AddAssignment(parts));
+    log::Get("learner").info("{} has {} partitions now (was {}): reading the new ones too",
+                             on_.events_topic, n, events_partitions_);
+  }
+  events_partitions_ = n;
+  assigned_ = true;
+  return Status::Ok();
+}
+
+Status OnlineLearner::Fenced(const std::string& how) const {
+  return Status::FailedPrecondition(
+      "another learner took over the group's tables (fenced): " + how + "; this learner (" +
+      instance_ + ", group " + on_.group_id + ") publishes nothing more and stops");
+}
+
+Status OnlineLearner::TakeOver() {
+  if (!txn_ready_) {
+    const Status init = producer_->InitTransactions(5000);
+    if (producer_->Fenced()) return Fenced(init.message());
+    RTB_RETURN_IF_ERROR(init);
+    txn_ready_ = true;
+  }
+  // After Kafka's fencing: whatever an older learner left open is aborted, and what it
+  // committed is there to read.
+  RTB_ASSIGN_OR_RETURN(const auto ends, producer_->Watermarks(on_.policy_topic, 0, 5000));
+  kafka::ClientOptions reader{.bootstrap = bootstrap_, .properties = market_.kafka_properties};
+  reader.properties.emplace_back("isolation.level", "read_committed");
+  uint64_t highest = 0;
+  const Status read = kafka::ReadWholeTopic(
+      reader, on_.policy_topic, 10000, [&](int32_t, int64_t, std::string_view v) {
+        std::string body;
+        if (market_.keys != nullptr) {
+          if (market_.keys->Open(on_.policy_topic, v, &body) != SealCheck::kOk) return;
+          v = body;
+        }
+        if (auto m = DecodePolicyMessage(v, "policy topic"); m.ok()) {
+          highest = std::max(highest, m->table.version);
+        }
+      });
+  if (!read.ok()) return Status::Unavailable(read.message());
+  claim_offset_ = ends.second;
+  RTB_RETURN_IF_ERROR(
+      consumer_->Commit({{on_.policy_topic, 0, claim_offset_, instance_}}, /*async=*/false));
+  published_through_ = highest;
+  taken_over_ = true;
+  log::Get("learner").info(
+      "took over group {}'s tables as {} (transactional id {}.policy): {} holds up to table "
+      "v{}, which are not published again",
+      on_.group_id, instance_, on_.group_id, on_.policy_topic, highest);
+  return Status::Ok();
+}
+
+Status OnlineLearner::KeepUp() {
+  using std::chrono::seconds;
+  const auto now = std::chrono::steady_clock::now();
+  if (!assigned_ || !taken_over_) {
+    if (now < next_try_) return Status::Ok();
+    next_try_ = now + seconds(1);
+    for (const bool assign : {true, false}) {
+      if (assign ? assigned_ : taken_over_) continue;
+      const Status st = assign ? AssignInput() : TakeOver();
+      if (!st.ok() && st.code() != Status::Code::kUnavailable) return st;
+      uint64_t skipped = 0;
+      if (!st.ok() && kafka_waits_.Allow(&skipped)) {
+        log::Get("learner").warn("waiting for Kafka to {}: {} ({} more since)",
+                                 assign ? "assign the input" : "take the tables over", st.message(),
+                                 skipped);
+      }
+    }
+    next_claim_check_ = now + seconds(2);
+    next_partition_check_ = now + seconds(10);
+    return Status::Ok();
+  }
+  if (now >= next_claim_check_) {
+    next_claim_check_ = now + seconds(2);
+    RTB_RETURN_IF_ERROR(CheckClaim());
+  }
+  if (now >= next_partition_check_) {
+    next_partition_check_ = now + seconds(10);
+    (void)AssignInput();  // brokers away: asked again next time
+  }
+  return Status::Ok();
+}
+
+Status OnlineLearner::CheckClaim() {
+  const auto claim = consumer_->Committed({{on_.policy_topic, 0}}, 2000);
+  uint64_t skipped = 0;
+  if (!claim.ok() && kafka_waits_.Allow(&skipped)) {
+    log::Get("learner").warn("could not read group {}'s claim back ({}); going on ({} more since)",
+                             on_.group_id, claim.status().message(), skipped);
+  }
+  if (!claim.ok() || claim->empty() || (*claim)[0].metadata == instance_) return Status::Ok();
+  if ((*claim)[0].offset == kafka::kOffsetNone) {
+    // The brokers dropped it: a group without members keeps its offsets for
+    // offsets.retention.minutes (7 days by default) after they were committed.
+    log::Get("learner").info("group {}'s claim expired: claimed again as {}", on_.group_id,
+                             instance_);
+    return consumer_->Commit({{on_.policy_topic, 0, claim_offset_, instance_}}, /*async=*/false);
+  }
+  return Fenced("the group's claim names " + (*claim)[0].metadata);
+}
+
+// Publishes the table for st_.playing with the cluster map (schemas/events-v1.md, policy), in a
+// transaction of its own; a version the policy topic holds already is not published again.
 Status OnlineLearner::Publish() {
+  if (st_.version <= published_through_) {
+    Log("table v%llu is on %s already: not published again",
+        static_cast<unsigned long long>(st_.version), on_.policy_topic.c_str());
+    return Status::Ok();
+  }
+  RTB_RETURN_IF_ERROR(CheckClaim());
   ActionTable t(N_, L_);
   for (int i = 0; i < N_; ++i) {
     for (int j = 0; j < L_; ++j) t.set(i, j, st_.a[static_cast<size_t>(i * L_ + j)]);
@@ -455,11 +601,63 @@ Status OnlineLearner::Publish() {
   msg.for_day = st_.playing ? st_.playing->day : 0;
   msg.for_step = st_.playing ? st_.playing->step : 0;
   const std::string text = EncodePolicyMessage(msg);
-  RTB_RETURN_IF_ERROR(producer_->Produce(
-      on_.policy_topic, 0, "",
-      market_.keys != nullptr ? market_.keys->Seal(on_.policy_topic, text) : text));
-  producer_->Poll(0);
-  return Status::Ok();
+  const std::string payload =
+      market_.keys != nullptr ? market_.keys->Seal(on_.policy_topic, text) : text;
+  // Until it is committed, the learner is fenced, or it is told to stop (the next start
+  // publishes it then: its version is not on the topic).
+  for (;;) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const Status st = PublishOnce(payload);
+    if (st.ok()) {
+      published_through_ = st_.version;
+      return Status::Ok();
+    }
+    if (producer_->Fenced()) return Fenced("Kafka refused its transaction: " + st.message());
+    if (st.code() == Status::Code::kInternal || st.code() == Status::Code::kInvalidArgument) {
+      return st;
+    }
+    if (Stopping()) {
+      log::Get("learner").warn("table v{} not published ({}): stopping", st_.version, st.message());
+      return Status::Ok();
+    }
+    uint64_t skipped = 0;
+    if (kafka_waits_.Allow(&skipped)) {
+      log::Get("learner").warn("table v{} not published yet ({}): trying again ({} more since)",
+                               st_.version, st.message(), skipped);
+    }
+    // A try that failed at once (not a commit that waited out its timeout) is not repeated
+    // at once.
+    if (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(200)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
+}
+
+Status OnlineLearner::PublishOnce(const std::string& payload) {
+  if (must_abort_) {
+    RTB_RETURN_IF_ERROR(producer_->AbortTransaction(5000));
+    must_abort_ = in_txn_ = false;
+  }
+  if (!in_txn_) {
+    if (const Status begin = producer_->BeginTransaction(); !begin.ok()) {
+      must_abort_ = true;  // out of turn: a transaction is open
+      return begin;
+    }
+    in_txn_ = true;
+    if (const Status produce = producer_->Produce(on_.policy_topic, 0, "", payload);
+        !produce.ok()) {
+      must_abort_ = true;
+      return produce;
+    }
+  }
+  // A commit that ran out of time may still go through: it is asked again as it is.
+  const Status commit = producer_->CommitTransaction(5000);
+  if (commit.ok()) {
+    in_txn_ = false;
+  } else if (commit.code() != Status::Code::kUnavailable) {
+    must_abort_ = true;
+  }
+  return commit;
 }
 
 void OnlineLearner::Refuse(const char* kind, const std::string& reason, const kafka::Message& m,
@@ -553,7 +751,7 @@ Status OnlineLearner::CommitOffsets() {
   std::vector<kafka::TopicPartition> parts;
   for (const auto& [p, o] : st_.offsets) parts.push_back({on_.events_topic, p, o});
   parts.push_back({on_.clock_topic, 0, st_.clock_offset});
-  // Best effort: the durable position is the replay store's (OnAssign), not the group's.
+  // Best effort: the durable position is the replay store's (AssignInput), not the group's.
   (void)consumer_->Commit(parts, /*async=*/true);
   return Status::Ok();
 }
@@ -723,8 +921,8 @@ Status OnlineLearner::Checkpoint() {
 
 Status OnlineLearner::Run() {
   int64_t closed_here = 0;
-  while (!(opt_.stop != nullptr && opt_.stop->load()) &&
-         (opt_.max_steps < 0 || closed_here < opt_.max_steps)) {
+  while (!Stopping() && (opt_.max_steps < 0 || closed_here < opt_.max_steps)) {
+    RTB_RETURN_IF_ERROR(KeepUp());
     // Up to 5001 messages per turn: the first waits up to 20 ms, the rest are what is there.
     std::optional<kafka::Message> m = consumer_->Poll(20);
     uint64_t skipped = 0;
@@ -739,7 +937,7 @@ Status OnlineLearner::Run() {
       if (n < 5000) m = consumer_->Poll(0);
     }
     producer_->Poll(0);
-    if (assigned_ && !published_) {
+    if (assigned_ && taken_over_ && !published_) {
       // (Again, after a restart: the bidders keep the highest version.)
       RTB_RETURN_IF_ERROR(Publish());
       published_ = true;
@@ -776,12 +974,14 @@ Status OnlineLearner::Run() {
           static_cast<long long>(st_.playing->day), st_.playing->step,
           static_cast<long long>(merger_->EventsIn(*st_.playing)),
           !assigned_               ? "the events topic is not assigned yet"
+          : !taken_over_           ? "the policy topic is not taken over yet"
           : !markers_.empty()      ? "its end is seen, waiting for the rest of its events"
           : on_.clock == "markers" ? "no step-end marker yet (clock: markers, from the exchange)"
                                    : "its wall-clock end not reached yet");
     }
-    // A step closes only once the events topic is ours: before that its events are unread.
-    while (assigned_ && !markers_.empty()) {
+    // A step closes only once the events topic is ours (before that its events are unread)
+    // and the tables are.
+    while (assigned_ && taken_over_ && !markers_.empty()) {
       const Pending& p = markers_.front();
       const StepKey key{p.marker.day, p.marker.step};
       const auto closed = merger_->closed_through();

@@ -47,14 +47,21 @@ struct TopicPartition {
   std::string topic;
   int32_t partition = 0;
   int64_t offset = kOffsetBeginning;
+  // Committed with the offset (Consumer::Commit) and read back with it (Consumer::Committed);
+  // at most the brokers' offset.metadata.max.bytes (4096 by default).
+  std::string metadata;
 };
 
 // Whether a librdkafka property is one the engine sets on its clients itself, or one a config
 // key owns, so that a user's properties (kafka.properties, --kafka-property) may not set it:
 // bootstrap.servers (kafka.brokers, --brokers), group ids, commits and offsets, idempotence, the
 // delivery timeout, the producer queue and batching delay, compression, group session and
-// heartbeat, partition assignment, and librdkafka's aliases of these.
+// heartbeat, partition assignment, transactional ids, the isolation level (the policy's readers
+// read committed tables only), and librdkafka's aliases of these.
 bool EngineOwnedProperty(std::string_view name);
+
+// No offset committed yet (librdkafka's RD_KAFKA_OFFSET_INVALID), as Consumer::Committed says.
+constexpr int64_t kOffsetNone = -1001;
 
 // Sets the calling thread's priority and names it (at most 15 characters; nullptr keeps the
 // name). Best effort. nice > 0: lower (SCHED_BATCH and that nice value); 0: unchanged; < 0:
@@ -112,6 +119,9 @@ class Producer {
   struct Options : ClientOptions {
     // Called for every message's delivery report, from Poll()/Flush(). Optional.
     std::function<void(const Delivery&)> on_delivery;
+    // Non-empty: a transactional producer (transactional.id), whose messages go out in the
+    // transactions below, and only in them.
+    std::string transactional_id;
   };
   static Result<std::unique_ptr<Producer>> Create(Options opt);
   ~Producer();
@@ -133,6 +143,31 @@ class Producer {
   // The low and high watermark offsets of a partition, asked of the brokers.
   Result<std::pair<int64_t, int64_t>> Watermarks(const std::string& topic, int32_t partition,
                                                  int timeout_ms);
+
+  // ---- Transactions (Options::transactional_id) ----
+  // Kafka's zombie fencing: InitTransactions gives this producer its transactional.id's next
+  // epoch, and from then on the brokers refuse every older producer of that id (its open
+  // transaction is aborted, its next commit fails as fenced); a read_committed consumer never
+  // sees a message of a transaction that was aborted or fenced. librdkafka 2.0.2's embedded
+  // cluster does neither: each producer gets an id of its own, and every reader is served
+  // every message, committed or not (tests/kafka: Kafka.TheEmbeddedClusterNeitherFences...).
+  //
+  // Each call returns OK, or
+  //   kUnavailable: not done within timeout_ms (brokers away): call it again;
+  //   kFailedPrecondition: this transaction cannot commit, or the call came out of turn:
+  //     AbortTransaction, then begin again;
+  //   kInternal: this producer can do nothing more; Fenced() says whether that is because a
+  //     newer producer with the same transactional.id took over;
+  //   kInvalidArgument: the producer is not transactional.
+  // A Produce() that fails inside a transaction: Fenced() too, else abort and begin again.
+  // REQUIRES: InitTransactions once before the first BeginTransaction.
+  Status InitTransactions(int timeout_ms);
+  Status BeginTransaction();
+  // Delivers the transaction's messages and commits them (blocks up to timeout_ms).
+  Status CommitTransaction(int timeout_ms);
+  Status AbortTransaction(int timeout_ms);
+  // Whether a newer producer with this transactional.id fenced this one off (for good).
+  bool Fenced() const;
 
  private:
   Producer() = default;
@@ -165,12 +200,20 @@ class Consumer {
 
   // Reads exactly these partitions from these offsets (no group join).
   Status Assign(const std::vector<TopicPartition>& parts);
+  // Adds these partitions, from these offsets, to what Assign gave, the others reading on
+  // where they are (a topic's partitions that appeared since).
+  Status AddAssignment(const std::vector<TopicPartition>& parts);
   // Joins the group and reads the topics' partitions it is given (Options::on_assign).
   Status Subscribe(const std::vector<std::string>& topics);
   // The next message or error within timeout_ms, or nothing.
   std::optional<Message> Poll(int timeout_ms);
-  // Commits these offsets (the next offset to read) for the group.
+  // Commits these offsets (the next offset to read), with their metadata, for the group. A
+  // consumer that reads by Assign commits as the group's only writer (no generation).
   Status Commit(const std::vector<TopicPartition>& offsets, bool async);
+  // The group's committed offsets and metadata of these partitions (offset kOffsetNone: none),
+  // asked of the group's coordinator within timeout_ms; kUnavailable if it did not answer.
+  Result<std::vector<TopicPartition>> Committed(const std::vector<TopicPartition>& parts,
+                                                int timeout_ms);
   // The number of partitions of a topic (kNotFound if it does not exist).
   Result<int> PartitionCount(const std::string& topic, int timeout_ms);
   Result<std::pair<int64_t, int64_t>> Watermarks(const std::string& topic, int32_t partition,
@@ -211,6 +254,10 @@ class MockCluster {
   // The next `count` produce requests are refused for good (message too large), as by a broker
   // whose max.message.bytes is below the batch: the batch's messages are not delivered.
   void RefuseNextProduceRequests(int count);
+  // The next `count` transaction commits (EndTxn requests, of any producer) are refused as
+  // fenced (PRODUCER_FENCED), as a real cluster refuses an older producer's once a newer one
+  // with its transactional.id has started (this cluster never fences by itself).
+  void FenceNextTransactionCommits(int count);
 
  private:
   MockCluster() = default;

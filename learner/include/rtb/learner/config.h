@@ -54,9 +54,11 @@ struct OnlineConfig {
   std::string events_topic = "rtb.events";  // the bidders' outcome events (consumed)
   std::string policy_topic = "rtb.policy";  // action tables + cluster map (published)
   std::string clock_topic = "rtb.clock";    // step-end markers from the exchange (consumed)
-  std::string group_id = "rtb-learner";     // consumer group (offsets committed after the
-                                            // transitions they produced are durable)
-  std::string state_dir = "out/learner";    // replay store, checkpoint, learner log
+  // The learner's group: its offsets (committed after the transitions they produced are
+  // durable), its claim, and its tables' transactional.id `<group_id>.policy`. One learner
+  // publishes a group's tables: a newer one started against the group fences the older off.
+  std::string group_id = "rtb-learner";
+  std::string state_dir = "out/learner";  // replay store, checkpoint, learner log
   std::string clock = "markers";  // markers: a step closes on the exchange's marker (simulated
                                   // clock) | wall: on the wall clock, step_grace_ms after its end
   int64_t step_grace_ms = 3000;   // wait this long for a step's stragglers once its marker
@@ -64,8 +66,8 @@ struct OnlineConfig {
   bool explore = true;            // add the (decayed) exploration noise to published actions
   int updates_per_step = 8;       // gradient steps per closed step
   int checkpoint_every = 1;       // closed steps between checkpoints
-  int session_timeout_ms = 6000;  // consumer group session: how soon a killed learner's
-                                  // partitions go to its restarted self (or another member)
+  int session_timeout_ms = 6000;  // unused: the learner reads by assignment and joins no
+                                  // consumer group's session (kept so that configs load)
   // The market: the bidders' config (bidder/include/rtb/bidder/config.h: advertisers, agents,
   // budgets, ab.learned_share, market.steps_per_day / step_seconds / alpha_range) and its
   // cluster map. Relative paths in it are the bidders'. --market overrides.
