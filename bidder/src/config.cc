@@ -80,6 +80,7 @@ void ReadServer(ConfigMap& root, BidderConfig* cp) {
 
 void ReadKafka(ConfigMap k, KafkaConfig* kc) {
   k.Get("brokers", &kc->brokers);
+  k.Check(!kc->brokers.empty(), "brokers", kBrokersChoices);
   k.Get("mock_brokers", &kc->mock_brokers);
   k.Check(kc->mock_brokers >= 1 && kc->mock_brokers <= 16, "mock_brokers",
           "must be between 1 and 16");

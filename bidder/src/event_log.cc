@@ -15,7 +15,7 @@ namespace rtb::bidder {
 
 struct EventLog::Impl {
   KafkaConfig cfg;
-  std::unique_ptr<kafka::MockCluster> mock;  // the embedded cluster, when no brokers are set
+  std::unique_ptr<kafka::MockCluster> mock;  // the embedded cluster (kafka.brokers: embedded)
   std::unique_ptr<kafka::Producer> producer;
   std::string bootstrap;
   std::thread poller;
@@ -201,15 +201,20 @@ Result<std::unique_ptr<EventLog>> EventLog::Open(const KafkaConfig& cfg) {
   impl->cfg = cfg;
   impl->bootstrap = cfg.brokers;
   if (cfg.brokers.empty()) {
-    // Embedded default: an in-process mock cluster speaking the real protocol over TCP.
+    return Status::InvalidArgument(std::string("kafka.brokers ") + kBrokersChoices);
+  }
+  if (cfg.brokers == kEmbeddedBrokers) {
+    // An in-process mock cluster speaking the real protocol over TCP.
     RTB_ASSIGN_OR_RETURN(impl->mock, kafka::MockCluster::Start(cfg.mock_brokers, cfg.thread_nice));
     impl->bootstrap = impl->mock->bootstrap();
     for (const auto& t : {cfg.events_topic, cfg.policy_topic}) {
       RTB_RETURN_IF_ERROR(impl->mock->CreateTopic(t, t == cfg.policy_topic ? 1 : cfg.partitions,
                                                   std::min(3, cfg.mock_brokers)));
     }
-    log::Get("kafka").info("embedded Kafka (mock cluster, {} brokers) at {}", cfg.mock_brokers,
-                           impl->bootstrap);
+    log::Get("kafka").info(
+        "embedded Kafka (mock cluster, {} brokers) at {} (kafka.brokers: embedded: in memory, "
+        "every event is lost when this process ends)",
+        cfg.mock_brokers, impl->bootstrap);
   } else if (cfg.start_check_ms > 0) {
     // A wrong address, refused credentials or a missing topic is a configuration error: said
     // at start, in one line. Once serving, an outage is ridden out (the spill file).

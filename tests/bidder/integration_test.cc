@@ -97,6 +97,7 @@ BidderConfig TestConfig(const std::string& dir) {
   c.listen = "127.0.0.1:0";
   c.threads = 2;
   c.state_path = dir + "/state";
+  c.kafka.brokers = kEmbeddedBrokers;
   c.kafka.spill_path = dir + "/spill.jsonl";
   c.kafka.partitions = 4;
   c.kafka.flush_timeout_ms = 3000;
@@ -1081,6 +1082,7 @@ KafkaConfig SpillDirConfig(const std::string& name, std::string* dir) {
   std::filesystem::remove_all(*dir);
   std::filesystem::create_directories(*dir);
   KafkaConfig k;
+  k.brokers = kEmbeddedBrokers;
   k.spill_path = *dir + "/spill.jsonl";
   return k;
 }

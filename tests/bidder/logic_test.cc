@@ -13,6 +13,7 @@
 #include "rtb/bidder/bidder.h"
 #include "rtb/bidder/budget.h"
 #include "rtb/bidder/config.h"
+#include "rtb/bidder/event_log.h"
 #include "rtb/bidder/notice.h"
 #include "rtb/bidder/notice_sign.h"
 #include "rtb/bidder/predictor.h"
@@ -697,6 +698,44 @@ TEST(BidderConfig, KafkaPropertiesAreReadAndTheEnginesOwnRefused) {
     EXPECT_NE(b.status().message().find("kafka.properties' may not set"), std::string::npos)
         << b.status().message();
   }
+}
+
+// kafka.brokers is a choice the operator makes: a cluster's bootstrap servers, or embedded (an
+// in-memory cluster that loses its events when the process ends). Empty or missing, the
+// config does not load, and the error names the key and both choices.
+TEST(BidderConfig, KafkaBrokersMustBeChosen) {
+  auto def = LoadDefaultWith("", "");
+  ASSERT_TRUE(def.ok()) << def.status().message();
+  EXPECT_EQ(def->kafka.brokers, kEmbeddedBrokers);
+  auto real = LoadDefaultWith("  brokers: embedded", "  brokers: kafka-1:9092,kafka-2:9092");
+  ASSERT_TRUE(real.ok()) << real.status().message();
+  EXPECT_EQ(real->kafka.brokers, "kafka-1:9092,kafka-2:9092");
+  for (const char* unset : {"  brokers: \"\"", "  brokers: ''", ""}) {  // "": no key
+    auto b = LoadDefaultWith("  brokers: embedded", unset);
+    ASSERT_FALSE(b.ok()) << unset;
+    const std::string& msg = b.status().message();
+    EXPECT_NE(msg.find("key 'kafka.brokers' must be set"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("bootstrap servers (host:port,...)"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("or embedded (an in-memory cluster"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("loses every event when the process ends"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;  // one line
+  }
+  // A config without its kafka section at all: the same error.
+  const std::string path =
+      ::testing::TempDir() + "/no_kafka." + std::to_string(::getpid()) + ".yaml";
+  std::ofstream(path) << "listen: 127.0.0.1:8080\n";
+  auto none = LoadBidderConfig(path);
+  std::remove(path.c_str());
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("key 'kafka.brokers' must be set"), std::string::npos)
+      << none.status().message();
+  // A config built in code (tests, tools) with no brokers: the event log refuses it too.
+  KafkaConfig k;
+  k.spill_path = ::testing::TempDir() + "/no_brokers_spill.jsonl";
+  auto log = EventLog::Open(k);
+  ASSERT_FALSE(log.ok());
+  EXPECT_NE(log.status().message().find("kafka.brokers must be set"), std::string::npos)
+      << log.status().message();
 }
 
 TEST(BidderConfig, TheAbSectionIsReadAndChecked) {

@@ -12,8 +12,9 @@
 // purges what is left into the spill file. Every event ends acked, spilled (and re-sent later) or
 // counted as dropped (only if the spill file cannot be written).
 //
-// With no brokers configured it starts librdkafka's mock cluster in-process (real Kafka
-// protocol over TCP on 127.0.0.1; bootstrap() tells kcat where).
+// With kafka.brokers "embedded" it starts librdkafka's mock cluster in-process (real Kafka
+// protocol over TCP on 127.0.0.1; bootstrap() tells kcat where), which loses every event when
+// the process ends. Empty brokers are an error (kInvalidArgument).
 #pragma once
 
 #include <atomic>
