@@ -2926,5 +2926,45 @@ TEST_F(BidderIntegration, ABidderWhoseNameAnotherProcessHoldsSaysSoInItsNoBids) 
   second.server->Stop();
 }
 
+// No-bids spread over the events topic's partitions: keyed by their auction (Event::Key), not
+// all by one "nobid" key, which put every one on one partition. Each key stays on one
+// partition, so the events of a key keep their order.
+TEST(EventLogKeys, NoBidsSpreadOverThePartitions) {
+  std::string dir;
+  KafkaConfig k = SpillDirConfig("nobid_keys", &dir);
+  k.partitions = 4;
+  auto log = EventLog::Open(k);
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  constexpr int kNoBids = 64;
+  for (int i = 0; i < kNoBids; ++i) {
+    Event e;
+    e.type = "nobid";
+    e.eid = "nk-" + std::to_string(i);
+    e.auction_id = "auction-" + std::to_string(i);
+    e.reason = "no_candidate";
+    (*log)->Log(e);
+  }
+  ASSERT_TRUE(WaitUntil([&] { return (*log)->Stats().acked == kNoBids; }));
+  std::map<int32_t, int> per_partition;
+  std::map<std::string, std::set<int32_t>> partitions_of_key;
+  ASSERT_TRUE(kafka::ReadWholeTopic({.bootstrap = (*log)->bootstrap()}, k.events_topic, 10'000,
+                                    [&](int32_t p, int64_t, std::string_view payload) {
+                                      auto e = DecodeEvent(payload);
+                                      ASSERT_TRUE(e.ok());
+                                      ++per_partition[p];
+                                      partitions_of_key[e->Key()].insert(p);
+                                    })
+                  .ok());
+  int read = 0;
+  for (const auto& [p, n] : per_partition) read += n;
+  EXPECT_EQ(read, kNoBids);
+  // 64 no-bids over 4 partitions: every partition has some (one "nobid" key: one had all).
+  EXPECT_EQ(per_partition.size(), 4u);
+  EXPECT_GT(partitions_of_key.size(), 1u);
+  for (const auto& [key, parts] : partitions_of_key) EXPECT_EQ(parts.size(), 1u) << key;
+  (*log)->Shutdown();
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace rtb::bidder

@@ -64,8 +64,9 @@ struct KafkaConfig {
   //   protocol over TCP on 127.0.0.1, topics created at start), for trying the bidder and for
   //   tests. It keeps every event in memory: they are all lost when the process ends.
   std::string brokers;
-  int mock_brokers = 3;                     // brokers of the embedded mock cluster
-  std::string events_topic = "rtb.events";  // every bid, no-bid and notice, keyed by advertiser
+  int mock_brokers = 3;  // brokers of the embedded mock cluster
+  // Every bid, no-bid and notice; keyed by advertiser, no-bids by auction (Event::Key).
+  std::string events_topic = "rtb.events";
   std::string policy_topic = "rtb.policy";  // action tables published by the learner
   int partitions = 4;                       // partitions created on the mock cluster
   int queue_max_messages = 100000;          // librdkafka local queue; beyond it events spill
