@@ -99,6 +99,9 @@ void ReadKafka(ConfigMap k, KafkaConfig* kc) {
   k.Get("flush_timeout_ms", &kc->flush_timeout_ms);
   k.Get("start_check_ms", &kc->start_check_ms);
   k.Check(kc->start_check_ms >= 0, "start_check_ms", "must be 0 or more");
+  k.Get("stats_interval_ms", &kc->stats_interval_ms);
+  k.Check(kc->stats_interval_ms >= 0 && kc->stats_interval_ms <= 86'400'000, "stats_interval_ms",
+          "must be 0 (off) to 86400000");
   k.Get("thread_nice", &kc->thread_nice);
   k.Check(kc->thread_nice >= 0 && kc->thread_nice <= 19, "thread_nice", "must be 0..19");
   k.Get("properties", &kc->properties);

@@ -28,6 +28,8 @@ struct EventLog::Impl {
   std::atomic<uint64_t> logged{0}, acked{0}, spilled{0}, resent{0}, dropped{0}, spill_pending{0},
       dead_lettered{0};
   std::function<void(const std::string&)> settled;  // outbox hook (set before traffic)
+  mutable std::mutex stats_mu;
+  std::optional<kafka::Statistics> stats;  // GUARDED_BY(stats_mu): the latest of the producer
   // Tests only (RTB_EVENTS_ACKED_FILE): every event the brokers acknowledged, "key<TAB>event"
   // per line in the order of the acknowledgements, for a checker that reads the topic back.
   FILE* acked_file = nullptr;
@@ -233,6 +235,11 @@ Result<std::unique_ptr<EventLog>> EventLog::Open(const KafkaConfig& cfg) {
   po.properties.insert(po.properties.end(), cfg.properties.begin(), cfg.properties.end());
   Impl* raw_impl = impl.get();
   po.on_delivery = [raw_impl](const kafka::Delivery& d) { raw_impl->Delivered(d); };
+  po.statistics_interval_ms = cfg.stats_interval_ms;
+  po.on_statistics = [raw_impl](const kafka::Statistics& s) {
+    std::lock_guard<std::mutex> l(raw_impl->stats_mu);
+    raw_impl->stats = s;
+  };
   RTB_ASSIGN_OR_RETURN(impl->producer, kafka::Producer::Create(std::move(po)));
 
   std::error_code ec;
@@ -316,6 +323,11 @@ EventLogStats EventLog::Stats() const {
 
 const std::string& EventLog::bootstrap() const { return impl_->bootstrap; }
 kafka::MockCluster* EventLog::mock_cluster() const { return impl_->mock.get(); }
+
+std::optional<kafka::Statistics> EventLog::ProducerStatistics() const {
+  std::lock_guard<std::mutex> l(impl_->stats_mu);
+  return impl_->stats;
+}
 
 void EventLog::Shutdown() {
   std::lock_guard<std::mutex> l(impl_->shut_mu);

@@ -2966,5 +2966,64 @@ TEST(EventLogKeys, NoBidsSpreadOverThePartitions) {
   std::filesystem::remove_all(dir);
 }
 
+// librdkafka's statistics of the event producer reach /metrics one interval after the start:
+// the queue and, per broker of the embedded cluster, its state, round trips and counters.
+TEST_F(BidderIntegration, KafkaStatisticsReachMetricsAfterOneInterval) {
+  BidderConfig cfg = TestConfig(dir_);
+  cfg.kafka.stats_interval_ms = 100;
+  Start(cfg);
+  Client client(port_);
+  for (int i = 0; i < 5; ++i) {
+    client.Do(http::verb::post, "/openrtb2/bid", Request("ks-" + std::to_string(i)));  // events
+  }
+  // Lines of `family` in a /metrics body, and how many of them end in `tail`.
+  auto count = [](const std::string& body, const std::string& family, const std::string& tail) {
+    size_t n = 0;
+    for (size_t at = 0; (at = body.find("\n" + family + "{", at)) != std::string::npos; ++at) {
+      const size_t eol = body.find('\n', at + 1);
+      n += tail.empty() || body.compare(eol - tail.size(), tail.size(), tail) == 0;
+    }
+    return n;
+  };
+  std::string body;
+  // The 3 brokers of the embedded cluster known, the ones the producer sends to connected, and
+  // the events acknowledged.
+  auto reported = [&] {
+    body = client.Do(http::verb::get, "/metrics").second;
+    return count(body, "rtb_kafka_broker_state", "") == 3 &&
+           count(body, "rtb_kafka_broker_state", "state=\"UP\"} 1") >= 1 &&
+           bidder_->events().Stats().acked >= 5;
+  };
+  ASSERT_TRUE(WaitUntil(reported)) << body;
+  for (const char* want :
+       {"\n# TYPE rtb_kafka_producer_queue_messages gauge\n",
+        "\nrtb_kafka_producer_queue_messages ", "\nrtb_kafka_producer_queue_bytes ",
+        "\n# TYPE rtb_kafka_broker_tx_errors_total counter\n"}) {
+    EXPECT_NE(body.find(want), std::string::npos) << want << "\nnot in:\n" << body;
+  }
+  // Per broker: two round-trip quantiles and each counter; the brokers up connected.
+  EXPECT_EQ(count(body, "rtb_kafka_broker_rtt_seconds", ""), 6u) << body;
+  for (const char* family :
+       {"rtb_kafka_broker_tx_errors_total", "rtb_kafka_broker_tx_retries_total",
+        "rtb_kafka_broker_request_timeouts_total", "rtb_kafka_broker_connects_total",
+        "rtb_kafka_broker_disconnects_total"}) {
+    EXPECT_EQ(count(body, family, ""), 3u) << family << "\n" << body;
+  }
+  size_t connected = 0;
+  for (size_t at = 0;
+       (at = body.find("\nrtb_kafka_broker_connects_total{", at)) != std::string::npos; ++at) {
+    connected += std::stod(body.substr(body.find("} ", at) + 2)) >= 1;
+  }
+  EXPECT_GE(connected, count(body, "rtb_kafka_broker_state", "state=\"UP\"} 1")) << body;
+  // The brokers are the producer's, by their names in its statistics.
+  const std::optional<kafka::Statistics> stats = bidder_->events().ProducerStatistics();
+  ASSERT_TRUE(stats.has_value());
+  ASSERT_EQ(stats->brokers.size(), 3u);
+  for (const auto& b : stats->brokers) {
+    EXPECT_NE(body.find("rtb_kafka_broker_state{broker=\"" + b.name + "\""), std::string::npos)
+        << b.name;
+  }
+}
+
 }  // namespace
 }  // namespace rtb::bidder

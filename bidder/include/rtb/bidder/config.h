@@ -78,6 +78,11 @@ struct KafkaConfig {
   // take the credentials and hold both topics; any of these failing stops the start with one line
   // naming it (kafka::CheckTopics). 0 = start without checking (events spill until Kafka answers).
   int start_check_ms = 10000;
+  // How often the event producer's librdkafka statistics (its queue; per broker round trips,
+  // errors, retries, timeouts, state) are refreshed on /metrics (statistics.interval.ms):
+  // each costs one JSON document of a few KB, made by librdkafka and parsed on the delivery
+  // thread, never on the bid path. 0 = off (no rtb_kafka_producer_* and rtb_kafka_broker_*).
+  int stats_interval_ms = 5000;
   // Nice value (0..19) of librdkafka's threads (producer, policy consumer, embedded brokers)
   // and of the bidder's own Kafka threads (delivery reports, policy feed), which also run with
   // SCHED_BATCH: their batching and compression then never preempt a
