@@ -78,9 +78,12 @@ int RunBudget(BudgetArgs a) {
   if (!cfg.ok()) return Fail(cfg.status());
   if (a.c.brokers.empty()) a.c.brokers = cfg->kafka.brokers;
   a.c.kafka_properties = cfg->kafka.properties;
-  if (a.c.brokers.empty()) {
+  if (a.c.brokers.empty() || a.c.brokers == rtb::bidder::kEmbeddedBrokers) {
+    // An embedded cluster lives inside one `rtb serve`: no coordinator can share it.
     return Fail(rtb::Status::InvalidArgument(
-        "rtb budget needs Kafka: --brokers, or kafka.brokers in " + a.market));
+        "rtb budget needs Kafka: --brokers, or kafka.brokers in " + a.market +
+        " (not embedded, which is inside one rtb serve process; `rtb kafka --market " + a.market +
+        "` runs one that the bidders and rtb budget share)"));
   }
   for (const auto& adv : cfg->advertisers) a.c.daily_budget[adv.id] = adv.daily_budget;
   a.c.learned_share = cfg->ab.learned_share;

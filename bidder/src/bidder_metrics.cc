@@ -76,18 +76,7 @@ HttpResult Bidder::Metrics() const {
     line("rtb_bid_state{kind=\"open_reservations\"} %lld\n", (long long)ledger.outstanding());
     line("rtb_bid_state{kind=\"reservation_slots\"} %zu\n", ledger.capacity());
   }
-  const EventLogStats s = m.events->Stats();
-  o += "# HELP rtb_kafka_events Events by delivery state.\n# TYPE rtb_kafka_events counter\n";
-  line("rtb_kafka_events{state=\"logged\"} %llu\n", (unsigned long long)s.logged);
-  line("rtb_kafka_events{state=\"acked\"} %llu\n", (unsigned long long)s.acked);
-  line("rtb_kafka_events{state=\"spilled\"} %llu\n", (unsigned long long)s.spilled);
-  line("rtb_kafka_events{state=\"resent\"} %llu\n", (unsigned long long)s.resent);
-  line("rtb_kafka_events{state=\"dropped\"} %llu\n", (unsigned long long)s.dropped);
-  line("rtb_kafka_events{state=\"dead_lettered\"} %llu\n", (unsigned long long)s.dead_lettered);
-  o += "# HELP rtb_kafka_queue Events waiting in the producer queue and in the spill file.\n"
-       "# TYPE rtb_kafka_queue gauge\n";
-  line("rtb_kafka_queue{where=\"producer\"} %llu\n", (unsigned long long)s.queued);
-  line("rtb_kafka_queue{where=\"spill\"} %llu\n", (unsigned long long)s.spill_pending);
+  o += m.events->Metrics();
   const PolicySnapshot* p = m.policy.Current();
   const int64_t now = m.clock->UnixMs();
   if (m.leases != nullptr) {

@@ -80,6 +80,7 @@ void ReadServer(ConfigMap& root, BidderConfig* cp) {
 
 void ReadKafka(ConfigMap k, KafkaConfig* kc) {
   k.Get("brokers", &kc->brokers);
+  k.Check(!kc->brokers.empty(), "brokers", kBrokersChoices);
   k.Get("mock_brokers", &kc->mock_brokers);
   k.Check(kc->mock_brokers >= 1 && kc->mock_brokers <= 16, "mock_brokers",
           "must be between 1 and 16");
@@ -98,6 +99,9 @@ void ReadKafka(ConfigMap k, KafkaConfig* kc) {
   k.Get("flush_timeout_ms", &kc->flush_timeout_ms);
   k.Get("start_check_ms", &kc->start_check_ms);
   k.Check(kc->start_check_ms >= 0, "start_check_ms", "must be 0 or more");
+  k.Get("stats_interval_ms", &kc->stats_interval_ms);
+  k.Check(kc->stats_interval_ms >= 0 && kc->stats_interval_ms <= 86'400'000, "stats_interval_ms",
+          "must be 0 (off) to 86400000");
   k.Get("thread_nice", &kc->thread_nice);
   k.Check(kc->thread_nice >= 0 && kc->thread_nice <= 19, "thread_nice", "must be 0..19");
   k.Get("properties", &kc->properties);

@@ -15,7 +15,7 @@ namespace rtb::bidder {
 
 struct EventLog::Impl {
   KafkaConfig cfg;
-  std::unique_ptr<kafka::MockCluster> mock;  // the embedded cluster, when no brokers are set
+  std::unique_ptr<kafka::MockCluster> mock;  // the embedded cluster (kafka.brokers: embedded)
   std::unique_ptr<kafka::Producer> producer;
   std::string bootstrap;
   std::thread poller;
@@ -28,6 +28,8 @@ struct EventLog::Impl {
   std::atomic<uint64_t> logged{0}, acked{0}, spilled{0}, resent{0}, dropped{0}, spill_pending{0},
       dead_lettered{0};
   std::function<void(const std::string&)> settled;  // outbox hook (set before traffic)
+  mutable std::mutex stats_mu;
+  std::optional<kafka::Statistics> stats;  // GUARDED_BY(stats_mu): the latest of the producer
   // Tests only (RTB_EVENTS_ACKED_FILE): every event the brokers acknowledged, "key<TAB>event"
   // per line in the order of the acknowledgements, for a checker that reads the topic back.
   FILE* acked_file = nullptr;
@@ -201,15 +203,20 @@ Result<std::unique_ptr<EventLog>> EventLog::Open(const KafkaConfig& cfg) {
   impl->cfg = cfg;
   impl->bootstrap = cfg.brokers;
   if (cfg.brokers.empty()) {
-    // Embedded default: an in-process mock cluster speaking the real protocol over TCP.
+    return Status::InvalidArgument(std::string("kafka.brokers ") + kBrokersChoices);
+  }
+  if (cfg.brokers == kEmbeddedBrokers) {
+    // An in-process mock cluster speaking the real protocol over TCP.
     RTB_ASSIGN_OR_RETURN(impl->mock, kafka::MockCluster::Start(cfg.mock_brokers, cfg.thread_nice));
     impl->bootstrap = impl->mock->bootstrap();
     for (const auto& t : {cfg.events_topic, cfg.policy_topic}) {
       RTB_RETURN_IF_ERROR(impl->mock->CreateTopic(t, t == cfg.policy_topic ? 1 : cfg.partitions,
                                                   std::min(3, cfg.mock_brokers)));
     }
-    log::Get("kafka").info("embedded Kafka (mock cluster, {} brokers) at {}", cfg.mock_brokers,
-                           impl->bootstrap);
+    log::Get("kafka").info(
+        "embedded Kafka (mock cluster, {} brokers) at {} (kafka.brokers: embedded: in memory, "
+        "every event is lost when this process ends)",
+        cfg.mock_brokers, impl->bootstrap);
   } else if (cfg.start_check_ms > 0) {
     // A wrong address, refused credentials or a missing topic is a configuration error: said
     // at start, in one line. Once serving, an outage is ridden out (the spill file).
@@ -228,6 +235,11 @@ Result<std::unique_ptr<EventLog>> EventLog::Open(const KafkaConfig& cfg) {
   po.properties.insert(po.properties.end(), cfg.properties.begin(), cfg.properties.end());
   Impl* raw_impl = impl.get();
   po.on_delivery = [raw_impl](const kafka::Delivery& d) { raw_impl->Delivered(d); };
+  po.statistics_interval_ms = cfg.stats_interval_ms;
+  po.on_statistics = [raw_impl](const kafka::Statistics& s) {
+    std::lock_guard<std::mutex> l(raw_impl->stats_mu);
+    raw_impl->stats = s;
+  };
   RTB_ASSIGN_OR_RETURN(impl->producer, kafka::Producer::Create(std::move(po)));
 
   std::error_code ec;
@@ -311,6 +323,11 @@ EventLogStats EventLog::Stats() const {
 
 const std::string& EventLog::bootstrap() const { return impl_->bootstrap; }
 kafka::MockCluster* EventLog::mock_cluster() const { return impl_->mock.get(); }
+
+std::optional<kafka::Statistics> EventLog::ProducerStatistics() const {
+  std::lock_guard<std::mutex> l(impl_->stats_mu);
+  return impl_->stats;
+}
 
 void EventLog::Shutdown() {
   std::lock_guard<std::mutex> l(impl_->shut_mu);

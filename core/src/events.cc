@@ -10,6 +10,13 @@
 
 namespace rtb {
 
+std::string Event::Key() const {
+  if (advertiser >= 0) return std::to_string(advertiser);
+  // ArmPoint is the engine's stable string hash (the same on every platform and build).
+  const int bucket = static_cast<int>(ArmPoint(auction_id, "rtb.nobid.key") * kNoBidKeys);
+  return "nobid-" + std::to_string(bucket);
+}
+
 std::string EncodeEvent(const Event& e) {
   constexpr size_t kLiterals = 336;  // keys, punctuation and booleans of every field below
   JsonWriter w(kLiterals + 12 * JsonWriter::kMaxNumber + JsonWriter::Escaped(e.type) +

@@ -161,7 +161,8 @@ bool EngineOwnedProperty(std::string_view name) {
                                                 "heartbeat.interval.ms",
                                                 "partition.assignment.strategy",
                                                 "transactional.id",
-                                                "isolation.level"};
+                                                "isolation.level",
+                                                "statistics.interval.ms"};
   return std::find(std::begin(kOwned), std::end(kOwned), name) != std::end(kOwned);
 }
 
@@ -209,12 +210,14 @@ std::string_view Message::payload() const {
 
 struct Producer::State {
   std::function<void(const Delivery&)> on_delivery;
+  std::function<void(const Statistics&)> on_statistics;
+  log::RateLimit bad_statistics{1, std::chrono::minutes(10)};
 };
 
 namespace {
 void DeliveryReport(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
-  auto* fn = static_cast<std::function<void(const Delivery&)>*>(opaque);
-  if (fn == nullptr || !*fn) return;
+  const auto& fn = static_cast<Producer::State*>(opaque)->on_delivery;
+  if (!fn) return;
   Delivery d;
   d.ok = m->err == RD_KAFKA_RESP_ERR_NO_ERROR;
   if (!d.ok) d.error = rd_kafka_err2str(m->err);
@@ -223,7 +226,21 @@ void DeliveryReport(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
   d.key = {static_cast<const char*>(m->key), m->key != nullptr ? m->key_len : 0};
   d.payload = {static_cast<const char*>(m->payload), m->payload != nullptr ? m->len : 0};
   d.opaque = m->_private;
-  (*fn)(d);
+  fn(d);
+}
+
+// librdkafka's statistics (statistics.interval.ms), from rd_kafka_poll on the polling thread.
+int StatisticsReport(rd_kafka_t*, char* json, size_t len, void* opaque) {
+  auto* st = static_cast<Producer::State*>(opaque);
+  Result<Statistics> stats = ParseStatistics(std::string_view(json, len));
+  uint64_t skipped = 0;
+  if (stats.ok()) {
+    st->on_statistics(*stats);
+  } else if (st->bad_statistics.Allow(&skipped)) {
+    log::Get("kafka").warn("librdkafka statistics skipped: {} ({} more since)",
+                           stats.status().message(), skipped);
+  }
+  return 0;  // librdkafka frees json
 }
 }  // namespace
 
@@ -237,8 +254,19 @@ Result<std::unique_ptr<Producer>> Producer::Create(Options opt) {
   std::unique_ptr<Producer> p(new Producer());
   p->state_ = std::make_unique<State>();
   p->state_->on_delivery = std::move(opt.on_delivery);
+  p->state_->on_statistics = std::move(opt.on_statistics);
   rd_kafka_conf_set_dr_msg_cb(conf, DeliveryReport);
-  rd_kafka_conf_set_opaque(conf, &p->state_->on_delivery);
+  if (opt.statistics_interval_ms > 0 && p->state_->on_statistics) {
+    char errstr[512];
+    if (rd_kafka_conf_set(conf, "statistics.interval.ms",
+                          std::to_string(opt.statistics_interval_ms).c_str(), errstr,
+                          sizeof errstr) != RD_KAFKA_CONF_OK) {
+      rd_kafka_conf_destroy(conf);
+      return Status::InvalidArgument(std::string("kafka statistics interval: ") + errstr);
+    }
+    rd_kafka_conf_set_stats_cb(conf, StatisticsReport);
+  }
+  rd_kafka_conf_set_opaque(conf, p->state_.get());
   char errstr[512];
   p->rk_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
   if (p->rk_ == nullptr) return Status::Unavailable(std::string("kafka producer: ") + errstr);

@@ -97,6 +97,7 @@ BidderConfig TestConfig(const std::string& dir) {
   c.listen = "127.0.0.1:0";
   c.threads = 2;
   c.state_path = dir + "/state";
+  c.kafka.brokers = kEmbeddedBrokers;
   c.kafka.spill_path = dir + "/spill.jsonl";
   c.kafka.partitions = 4;
   c.kafka.flush_timeout_ms = 3000;
@@ -1081,6 +1082,7 @@ KafkaConfig SpillDirConfig(const std::string& name, std::string* dir) {
   std::filesystem::remove_all(*dir);
   std::filesystem::create_directories(*dir);
   KafkaConfig k;
+  k.brokers = kEmbeddedBrokers;
   k.spill_path = *dir + "/spill.jsonl";
   return k;
 }
@@ -2922,6 +2924,105 @@ TEST_F(BidderIntegration, ABidderWhoseNameAnotherProcessHoldsSaysSoInItsNoBids) 
       << answer.first << " " << answer.second;
   one.server->Stop();
   second.server->Stop();
+}
+
+// No-bids spread over the events topic's partitions: keyed by their auction (Event::Key), not
+// all by one "nobid" key, which put every one on one partition. Each key stays on one
+// partition, so the events of a key keep their order.
+TEST(EventLogKeys, NoBidsSpreadOverThePartitions) {
+  std::string dir;
+  KafkaConfig k = SpillDirConfig("nobid_keys", &dir);
+  k.partitions = 4;
+  auto log = EventLog::Open(k);
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  constexpr int kNoBids = 64;
+  for (int i = 0; i < kNoBids; ++i) {
+    Event e;
+    e.type = "nobid";
+    e.eid = "nk-" + std::to_string(i);
+    e.auction_id = "auction-" + std::to_string(i);
+    e.reason = "no_candidate";
+    (*log)->Log(e);
+  }
+  ASSERT_TRUE(WaitUntil([&] { return (*log)->Stats().acked == kNoBids; }));
+  std::map<int32_t, int> per_partition;
+  std::map<std::string, std::set<int32_t>> partitions_of_key;
+  ASSERT_TRUE(kafka::ReadWholeTopic({.bootstrap = (*log)->bootstrap()}, k.events_topic, 10'000,
+                                    [&](int32_t p, int64_t, std::string_view payload) {
+                                      auto e = DecodeEvent(payload);
+                                      ASSERT_TRUE(e.ok());
+                                      ++per_partition[p];
+                                      partitions_of_key[e->Key()].insert(p);
+                                    })
+                  .ok());
+  int read = 0;
+  for (const auto& [p, n] : per_partition) read += n;
+  EXPECT_EQ(read, kNoBids);
+  // 64 no-bids over 4 partitions: every partition has some (one "nobid" key: one had all).
+  EXPECT_EQ(per_partition.size(), 4u);
+  EXPECT_GT(partitions_of_key.size(), 1u);
+  for (const auto& [key, parts] : partitions_of_key) EXPECT_EQ(parts.size(), 1u) << key;
+  (*log)->Shutdown();
+  std::filesystem::remove_all(dir);
+}
+
+// librdkafka's statistics of the event producer reach /metrics one interval after the start:
+// the queue and, per broker of the embedded cluster, its state, round trips and counters.
+TEST_F(BidderIntegration, KafkaStatisticsReachMetricsAfterOneInterval) {
+  BidderConfig cfg = TestConfig(dir_);
+  cfg.kafka.stats_interval_ms = 100;
+  Start(cfg);
+  Client client(port_);
+  for (int i = 0; i < 5; ++i) {
+    client.Do(http::verb::post, "/openrtb2/bid", Request("ks-" + std::to_string(i)));  // events
+  }
+  // Lines of `family` in a /metrics body, and how many of them end in `tail`.
+  auto count = [](const std::string& body, const std::string& family, const std::string& tail) {
+    size_t n = 0;
+    for (size_t at = 0; (at = body.find("\n" + family + "{", at)) != std::string::npos; ++at) {
+      const size_t eol = body.find('\n', at + 1);
+      n += tail.empty() || body.compare(eol - tail.size(), tail.size(), tail) == 0;
+    }
+    return n;
+  };
+  std::string body;
+  // The 3 brokers of the embedded cluster known, the ones the producer sends to connected, and
+  // the events acknowledged.
+  auto reported = [&] {
+    body = client.Do(http::verb::get, "/metrics").second;
+    return count(body, "rtb_kafka_broker_state", "") == 3 &&
+           count(body, "rtb_kafka_broker_state", "state=\"UP\"} 1") >= 1 &&
+           bidder_->events().Stats().acked >= 5;
+  };
+  ASSERT_TRUE(WaitUntil(reported)) << body;
+  for (const char* want :
+       {"\n# TYPE rtb_kafka_producer_queue_messages gauge\n",
+        "\nrtb_kafka_producer_queue_messages ", "\nrtb_kafka_producer_queue_bytes ",
+        "\n# TYPE rtb_kafka_broker_tx_errors_total counter\n"}) {
+    EXPECT_NE(body.find(want), std::string::npos) << want << "\nnot in:\n" << body;
+  }
+  // Per broker: two round-trip quantiles and each counter; the brokers up connected.
+  EXPECT_EQ(count(body, "rtb_kafka_broker_rtt_seconds", ""), 6u) << body;
+  for (const char* family :
+       {"rtb_kafka_broker_tx_errors_total", "rtb_kafka_broker_tx_retries_total",
+        "rtb_kafka_broker_request_timeouts_total", "rtb_kafka_broker_connects_total",
+        "rtb_kafka_broker_disconnects_total"}) {
+    EXPECT_EQ(count(body, family, ""), 3u) << family << "\n" << body;
+  }
+  size_t connected = 0;
+  for (size_t at = 0;
+       (at = body.find("\nrtb_kafka_broker_connects_total{", at)) != std::string::npos; ++at) {
+    connected += std::stod(body.substr(body.find("} ", at) + 2)) >= 1;
+  }
+  EXPECT_GE(connected, count(body, "rtb_kafka_broker_state", "state=\"UP\"} 1")) << body;
+  // The brokers are the producer's, by their names in its statistics.
+  const std::optional<kafka::Statistics> stats = bidder_->events().ProducerStatistics();
+  ASSERT_TRUE(stats.has_value());
+  ASSERT_EQ(stats->brokers.size(), 3u);
+  for (const auto& b : stats->brokers) {
+    EXPECT_NE(body.find("rtb_kafka_broker_state{broker=\"" + b.name + "\""), std::string::npos)
+        << b.name;
+  }
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "rtb/bidder/bidder.h"
 #include "rtb/bidder/budget.h"
 #include "rtb/bidder/config.h"
+#include "rtb/bidder/event_log.h"
 #include "rtb/bidder/notice.h"
 #include "rtb/bidder/notice_sign.h"
 #include "rtb/bidder/predictor.h"
@@ -697,6 +698,111 @@ TEST(BidderConfig, KafkaPropertiesAreReadAndTheEnginesOwnRefused) {
     EXPECT_NE(b.status().message().find("kafka.properties' may not set"), std::string::npos)
         << b.status().message();
   }
+}
+
+// kafka.brokers is a choice the operator makes: a cluster's bootstrap servers, or embedded (an
+// in-memory cluster that loses its events when the process ends). Empty or missing, the
+// config does not load, and the error names the key and both choices.
+TEST(BidderConfig, KafkaBrokersMustBeChosen) {
+  auto def = LoadDefaultWith("", "");
+  ASSERT_TRUE(def.ok()) << def.status().message();
+  EXPECT_EQ(def->kafka.brokers, kEmbeddedBrokers);
+  auto real = LoadDefaultWith("  brokers: embedded", "  brokers: kafka-1:9092,kafka-2:9092");
+  ASSERT_TRUE(real.ok()) << real.status().message();
+  EXPECT_EQ(real->kafka.brokers, "kafka-1:9092,kafka-2:9092");
+  for (const char* unset : {"  brokers: \"\"", "  brokers: ''", ""}) {  // "": no key
+    auto b = LoadDefaultWith("  brokers: embedded", unset);
+    ASSERT_FALSE(b.ok()) << unset;
+    const std::string& msg = b.status().message();
+    EXPECT_NE(msg.find("key 'kafka.brokers' must be set"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("bootstrap servers (host:port,...)"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("or embedded (an in-memory cluster"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("loses every event when the process ends"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;  // one line
+  }
+  // A config without its kafka section at all: the same error.
+  const std::string path =
+      ::testing::TempDir() + "/no_kafka." + std::to_string(::getpid()) + ".yaml";
+  std::ofstream(path) << "listen: 127.0.0.1:8080\n";
+  auto none = LoadBidderConfig(path);
+  std::remove(path.c_str());
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("key 'kafka.brokers' must be set"), std::string::npos)
+      << none.status().message();
+  // A config built in code (tests, tools) with no brokers: the event log refuses it too.
+  KafkaConfig k;
+  k.spill_path = ::testing::TempDir() + "/no_brokers_spill.jsonl";
+  auto log = EventLog::Open(k);
+  ASSERT_FALSE(log.ok());
+  EXPECT_NE(log.status().message().find("kafka.brokers must be set"), std::string::npos)
+      << log.status().message();
+}
+
+// kafka.stats_interval_ms: librdkafka's statistics on /metrics, 0 = off; checked like every key.
+TEST(BidderConfig, KafkaStatisticsIntervalIsReadAndChecked) {
+  auto def = LoadDefaultWith("", "");
+  ASSERT_TRUE(def.ok()) << def.status().message();
+  EXPECT_EQ(def->kafka.stats_interval_ms, 5000);
+  auto off = LoadDefaultWith("  stats_interval_ms: 5000", "  stats_interval_ms: 0");
+  ASSERT_TRUE(off.ok()) << off.status().message();
+  EXPECT_EQ(off->kafka.stats_interval_ms, 0);
+  auto bad = LoadDefaultWith("  stats_interval_ms: 5000", "  stats_interval_ms: -1");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("kafka.stats_interval_ms"), std::string::npos)
+      << bad.status().message();
+  // The librdkafka property it sets is the key's own.
+  auto prop = LoadDefaultWith("  properties: {}", "  properties: {statistics.interval.ms: 10}");
+  ASSERT_FALSE(prop.ok());
+  EXPECT_NE(prop.status().message().find("may not set statistics.interval.ms"), std::string::npos)
+      << prop.status().message();
+}
+
+// librdkafka's statistics as /metrics lines: the queue, and per broker its round trips (NaN
+// when none was measured), its state and its counters.
+TEST(KafkaStatisticsMetrics, EveryFigureIsALine) {
+  kafka::Statistics s;
+  s.queue_messages = 12;
+  s.queue_bytes = 3400;
+  kafka::Statistics::Broker up;
+  up.name = "10.0.0.1:9092/1";
+  up.node_id = 1;
+  up.state = "UP";
+  up.rtt_samples = 5;
+  up.rtt_p50_us = 1500;
+  up.rtt_p99_us = 250000;
+  up.tx_errors = 2;
+  up.tx_retries = 3;
+  up.request_timeouts = 4;
+  up.connects = 5;
+  up.disconnects = 6;
+  kafka::Statistics::Broker down;
+  down.name = "odd\"host:9092/2";
+  down.state = "DOWN";
+  s.brokers = {up, down};
+  const std::string m = RenderKafkaStatistics(s);
+  for (const char* want : {
+           "# TYPE rtb_kafka_producer_queue_messages gauge\nrtb_kafka_producer_queue_messages 12\n",
+           "\nrtb_kafka_producer_queue_bytes 3400\n",
+           "\nrtb_kafka_broker_rtt_seconds{broker=\"10.0.0.1:9092/1\",quantile=\"0.5\"} 0.001500\n",
+           "\nrtb_kafka_broker_rtt_seconds{broker=\"10.0.0.1:9092/1\",quantile=\"0.99\"} "
+           "0.250000\n",
+           "\nrtb_kafka_broker_rtt_seconds{broker=\"odd\\\"host:9092/2\",quantile=\"0.5\"} NaN\n",
+           "\nrtb_kafka_broker_state{broker=\"10.0.0.1:9092/1\",state=\"UP\"} 1\n",
+           "\nrtb_kafka_broker_state{broker=\"odd\\\"host:9092/2\",state=\"DOWN\"} 1\n",
+           "# TYPE rtb_kafka_broker_tx_errors_total counter\n",
+           "\nrtb_kafka_broker_tx_errors_total{broker=\"10.0.0.1:9092/1\"} 2\n",
+           "\nrtb_kafka_broker_tx_retries_total{broker=\"10.0.0.1:9092/1\"} 3\n",
+           "\nrtb_kafka_broker_request_timeouts_total{broker=\"10.0.0.1:9092/1\"} 4\n",
+           "\nrtb_kafka_broker_connects_total{broker=\"10.0.0.1:9092/1\"} 5\n",
+           "\nrtb_kafka_broker_disconnects_total{broker=\"10.0.0.1:9092/1\"} 6\n",
+           "\nrtb_kafka_broker_disconnects_total{broker=\"odd\\\"host:9092/2\"} 0\n",
+       }) {
+    EXPECT_NE(m.find(want), std::string::npos) << want << "\nnot in:\n" << m;
+  }
+  // No broker known yet: the queue alone.
+  const std::string none = RenderKafkaStatistics(kafka::Statistics{});
+  EXPECT_NE(none.find("rtb_kafka_producer_queue_messages 0\n"), std::string::npos) << none;
+  EXPECT_EQ(none.find("rtb_kafka_broker"), std::string::npos) << none;
 }
 
 TEST(BidderConfig, TheAbSectionIsReadAndChecked) {

@@ -70,7 +70,16 @@ expect_plain() {  # name, pattern, args...
   [[ $(wc -l <"$T/stderr") -le 1 ]] || fail "$name: more than one error line: $(cat "$T/stderr")"
   echo "ok: $name: $(head -1 "$T/stderr")"
 }
-expect_plain budget-no-kafka "rtb budget needs Kafka" budget --market "$SRC/configs/bidder/default.yaml"
+expect_plain budget-no-kafka "rtb budget needs Kafka: --brokers, or kafka.brokers in .* (not embedded" \
+  budget --market "$SRC/configs/bidder/default.yaml"
+# rtb serve: kafka.brokers is a choice, a cluster's bootstrap servers or embedded; empty or
+# missing, one error line names the key and both choices, and nothing starts.
+sed 's/^  brokers: embedded .*/  brokers: ""/' "$SRC/configs/bidder/default.yaml" >"$T/empty-brokers.yaml"
+brokers_choice="key 'kafka.brokers' must be set: a Kafka cluster's bootstrap servers (host:port,...), or embedded (an in-memory cluster inside this process, which loses every event when the process ends)"
+expect_plain serve-empty-brokers "empty-brokers.yaml:[0-9]*: $brokers_choice" \
+  serve --config "$T/empty-brokers.yaml"
+sed '/^  brokers: embedded /d' "$SRC/configs/bidder/default.yaml" >"$T/no-brokers.yaml"
+expect_plain serve-no-brokers "no-brokers.yaml:[0-9]*: $brokers_choice" serve --config "$T/no-brokers.yaml"
 expect_plain budget-no-market "nope.yaml: cannot open" budget --market "$T/nope.yaml" --brokers 127.0.0.1:1
 expect_plain kafka-no-market "nope.yaml: cannot open" kafka --market "$T/nope.yaml"
 sed 's/^requests_per_day: .*/requests_per_day: many/' "$SRC/configs/markets/metro/traffic.yaml" >"$T/traffic.yaml"

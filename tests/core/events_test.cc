@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <limits>
+#include <set>
+#include <string>
 
 #include "rtb/core/step_marker.h"
 
@@ -177,6 +179,43 @@ TEST(StepMarkers, StepIndexRefusesWhatOverflows) {
   EXPECT_EQ(StepIndex(0, -1, 24), -1);
   EXPECT_EQ(StepIndex(int64_t{1} << 62, 0, 24), std::nullopt);
   EXPECT_EQ(StepIndex(std::numeric_limits<int64_t>::max() / 3, 3, 3), std::nullopt);
+}
+
+// Kafka keys: an advertiser's events share its id; no-bids, which have none, are keyed by a hash
+// of their auction id into kNoBidKeys buckets, so that they spread over the partitions (one
+// "nobid" key put them all on one) and a reader can recompute the key from the event.
+TEST(Events, NoBidsAreKeyedByAuctionIntoBuckets) {
+  Event bid;
+  bid.type = "bid";
+  bid.advertiser = 12;
+  bid.auction_id = "a1";
+  EXPECT_EQ(bid.Key(), "12");
+  std::set<std::string> keys;
+  for (int i = 0; i < 1000; ++i) {
+    Event e;
+    e.type = "nobid";
+    e.auction_id = "auction-" + std::to_string(i);
+    const std::string key = e.Key();
+    ASSERT_EQ(key.rfind("nobid-", 0), 0u) << key;
+    const int bucket = std::stoi(key.substr(6));
+    EXPECT_GE(bucket, 0);
+    EXPECT_LT(bucket, kNoBidKeys);
+    keys.insert(key);
+    // A function of the event: the same after a round trip through the encoding, and the same
+    // auction id in a second event.
+    auto back = DecodeEvent(EncodeEvent(e));
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ(back->Key(), key);
+    Event again;
+    again.auction_id = e.auction_id;
+    EXPECT_EQ(again.Key(), key);
+  }
+  // 1,000 auctions over 256 buckets: nearly every bucket used (about 249 expected).
+  EXPECT_GT(keys.size(), 200u);
+  // A hostile id (tabs and newlines would break the spill file's lines) never reaches the key.
+  Event hostile;
+  hostile.auction_id = "x\ty\nz";
+  EXPECT_EQ(hostile.Key().find_first_of("\t\n"), std::string::npos);
 }
 
 }  // namespace

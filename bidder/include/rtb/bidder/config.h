@@ -50,10 +50,23 @@ struct Advertiser {
   std::vector<Creative> creatives;  // at least one
 };
 
+// The value of kafka.brokers that starts the embedded cluster.
+inline constexpr const char* kEmbeddedBrokers = "embedded";
+// What kafka.brokers must be, in the errors that refuse an empty one.
+inline constexpr const char* kBrokersChoices =
+    "must be set: a Kafka cluster's bootstrap servers (host:port,...), or embedded (an in-memory "
+    "cluster inside this process, which loses every event when the process ends)";
+
 struct KafkaConfig {
-  std::string brokers;                      // bootstrap.servers; empty = embedded mock cluster
-  int mock_brokers = 3;                     // brokers of the embedded mock cluster
-  std::string events_topic = "rtb.events";  // every bid, no-bid and notice, keyed by advertiser
+  // Where the events go; required (an empty or missing key is an error), one of:
+  // - "host:port,...": a real cluster's bootstrap.servers;
+  // - "embedded" (kEmbeddedBrokers): librdkafka's mock cluster inside this process (the real
+  //   protocol over TCP on 127.0.0.1, topics created at start), for trying the bidder and for
+  //   tests. It keeps every event in memory: they are all lost when the process ends.
+  std::string brokers;
+  int mock_brokers = 3;  // brokers of the embedded mock cluster
+  // Every bid, no-bid and notice; keyed by advertiser, no-bids by auction (Event::Key).
+  std::string events_topic = "rtb.events";
   std::string policy_topic = "rtb.policy";  // action tables published by the learner
   int partitions = 4;                       // partitions created on the mock cluster
   int queue_max_messages = 100000;          // librdkafka local queue; beyond it events spill
@@ -61,10 +74,15 @@ struct KafkaConfig {
   std::string compression = "lz4";          // batch compression: none | gzip | snappy | lz4 | zstd
   std::string spill_path = "out/bidder/spill.jsonl";  // local spill file, replayed later
   int flush_timeout_ms = 5000;  // on shutdown: wait this long, then spill the rest
-  // At start, with brokers set: the longest wait for the brokers to answer, take the
-  // credentials and hold both topics; any of these failing stops the start with one line naming
-  // it (kafka::CheckTopics). 0 = start without checking (events spill until Kafka answers).
+  // At start, with a cluster's brokers (not embedded): the longest wait for the brokers to answer,
+  // take the credentials and hold both topics; any of these failing stops the start with one line
+  // naming it (kafka::CheckTopics). 0 = start without checking (events spill until Kafka answers).
   int start_check_ms = 10000;
+  // How often the event producer's librdkafka statistics (its queue; per broker round trips,
+  // errors, retries, timeouts, state) are refreshed on /metrics (statistics.interval.ms):
+  // each costs one JSON document of a few KB, made by librdkafka and parsed on the delivery
+  // thread, never on the bid path. 0 = off (no rtb_kafka_producer_* and rtb_kafka_broker_*).
+  int stats_interval_ms = 5000;
   // Nice value (0..19) of librdkafka's threads (producer, policy consumer, embedded brokers)
   // and of the bidder's own Kafka threads (delivery reports, policy feed), which also run with
   // SCHED_BATCH: their batching and compression then never preempt a

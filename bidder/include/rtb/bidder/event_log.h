@@ -12,14 +12,16 @@
 // purges what is left into the spill file. Every event ends acked, spilled (and re-sent later) or
 // counted as dropped (only if the spill file cannot be written).
 //
-// With no brokers configured it starts librdkafka's mock cluster in-process (real Kafka
-// protocol over TCP on 127.0.0.1; bootstrap() tells kcat where).
+// With kafka.brokers "embedded" it starts librdkafka's mock cluster in-process (real Kafka
+// protocol over TCP on 127.0.0.1; bootstrap() tells kcat where), which loses every event when
+// the process ends. Empty brokers are an error (kInvalidArgument).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "rtb/bidder/config.h"
@@ -59,6 +61,12 @@ class EventLog {
   void Shutdown();
   // The embedded mock cluster, for fault-injection tests (nullptr with a real cluster).
   kafka::MockCluster* mock_cluster() const;
+  // The producer's latest librdkafka statistics (kafka.stats_interval_ms); none before the
+  // first interval, or when they are off.
+  std::optional<kafka::Statistics> ProducerStatistics() const;
+  // The event log's part of /metrics (Prometheus text format): events by delivery state, the
+  // queues, and the producer's statistics (RenderKafkaStatistics) once there are some.
+  std::string Metrics() const;
 
   struct Impl;
 
@@ -66,5 +74,12 @@ class EventLog {
   explicit EventLog(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// librdkafka's statistics as /metrics lines: rtb_kafka_producer_queue_messages and _bytes, and
+// per broker (label broker) rtb_kafka_broker_rtt_seconds{quantile="0.5"|"0.99"} (NaN when the
+// window measured none), rtb_kafka_broker_state{state} 1, and the counters
+// rtb_kafka_broker_tx_errors_total, _tx_retries_total, _request_timeouts_total, _connects_total
+// and _disconnects_total.
+std::string RenderKafkaStatistics(const kafka::Statistics& s);
 
 }  // namespace rtb::bidder

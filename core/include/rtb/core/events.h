@@ -1,7 +1,7 @@
 // Outcome events, version 1 (schemas/events-v1.md): one JSON object per Kafka message on the
-// events topic, keyed by advertiser id ("nobid" for no-bids). Every event has a unique `eid`
-// (bidder instance + sequence), so a consumer can drop the rare duplicate a spill replay
-// after a crash can cause.
+// events topic, keyed by advertiser id (no-bids by their auction id: Event::Key). Every event
+// has a unique `eid` (bidder instance + sequence), so a consumer can drop the rare duplicate a
+// spill replay after a crash can cause.
 #pragma once
 
 #include <cstdint>
@@ -41,10 +41,15 @@ struct Event {
   // `n=`). Written only when it is not 1.
   double count = 1.0;
 
-  std::string Key() const {
-    return advertiser < 0 ? std::string("nobid") : std::to_string(advertiser);
-  }
+  // The Kafka key: the advertiser id, so that each advertiser's events keep their order
+  // within a partition. A no-bid has none: "nobid-<b>", b one of kNoBidKeys buckets hashed from
+  // its auction id, so that no-bids spread over the partitions (one key would put every no-bid,
+  // most of a bidder's events, on one partition) while the key stays a function of the event.
+  std::string Key() const;
 };
+
+// The no-bid keys' buckets: spread over up to this many partitions.
+inline constexpr int kNoBidKeys = 256;
 
 // The largest `count` an event may carry (DecodeEvent refuses more, and negative counts).
 inline constexpr double kMaxEventCount = 1e6;

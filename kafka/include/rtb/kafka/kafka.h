@@ -13,7 +13,8 @@
 // - Thread safety: Producer::Produce/Poll/Flush and Consumer::Poll follow librdkafka (a producer
 //   may be used from any thread; one thread polls a consumer).
 // - MockCluster is librdkafka's in-process mock cluster: the real Kafka protocol over TCP on
-//   127.0.0.1 at random ports, the engine's embedded default and its test fixture.
+//   127.0.0.1 at random ports: the embedded cluster (kafka.brokers: embedded; in memory, its
+//   events are lost when the process ends) and the tests' broker.
 #pragma once
 
 #include <cstdint>
@@ -57,7 +58,7 @@ struct TopicPartition {
 // bootstrap.servers (kafka.brokers, --brokers), group ids, commits and offsets, idempotence, the
 // delivery timeout, the producer queue and batching delay, compression, group session and
 // heartbeat, partition assignment, transactional ids, the isolation level (the policy's readers
-// read committed tables only), and librdkafka's aliases of these.
+// read committed tables only), the statistics interval, and librdkafka's aliases of these.
 bool EngineOwnedProperty(std::string_view name);
 
 // No offset committed yet (librdkafka's RD_KAFKA_OFFSET_INVALID), as Consumer::Committed says.
@@ -114,6 +115,32 @@ struct Delivery {
   void* opaque = nullptr;  // the Produce() call's opaque
 };
 
+// librdkafka's statistics of one client (its STATISTICS.md): the figures the engine exports.
+// Counters count since the client started; rtt is over librdkafka's last window.
+struct Statistics {
+  int64_t queue_messages = 0;  // msg_cnt: messages in the producer queue (not yet acknowledged)
+  int64_t queue_bytes = 0;     // msg_size: their bytes
+  struct Broker {
+    std::string name;  // "host:port/<node id>" ("host:port/bootstrap" for a bootstrap address)
+    int32_t node_id = -1;
+    // INIT, DOWN, TRY_CONNECT, CONNECT, SSL_HANDSHAKE, AUTH_LEGACY, UP, UPDATE,
+    // APIVERSION_QUERY, AUTH_HANDSHAKE, AUTH_REQ (UP: requests flow).
+    std::string state;
+    int64_t rtt_samples = 0;                 // rtt.cnt: round trips measured in the window
+    int64_t rtt_p50_us = 0, rtt_p99_us = 0;  // round-trip time quantiles, microseconds
+    int64_t tx_errors = 0;                   // txerrs: requests that failed to be sent
+    int64_t tx_retries = 0;                  // txretries: requests sent again
+    int64_t request_timeouts = 0;            // req_timeouts: requests that timed out
+    int64_t connects = 0;                    // connection attempts that succeeded
+    int64_t disconnects = 0;                 // connections lost or closed
+  };
+  std::vector<Broker> brokers;  // by name; librdkafka's internal and logical brokers left out
+};
+
+// Reads librdkafka's statistics JSON (the statistics callback's argument). Errors: not JSON, or
+// not an object with librdkafka's fields of the right types (kInvalidArgument).
+Result<Statistics> ParseStatistics(std::string_view json);
+
 class Producer {
  public:
   struct Options : ClientOptions {
@@ -122,6 +149,11 @@ class Producer {
     // Non-empty: a transactional producer (transactional.id), whose messages go out in the
     // transactions below, and only in them.
     std::string transactional_id;
+    // > 0: librdkafka's statistics every this many ms (statistics.interval.ms), parsed
+    // (ParseStatistics) and handed to on_statistics from Poll()/Flush(), on the polling thread;
+    // statistics that do not parse are logged (kafka) and skipped. 0: none.
+    int statistics_interval_ms = 0;
+    std::function<void(const Statistics&)> on_statistics;
   };
   static Result<std::unique_ptr<Producer>> Create(Options opt);
   ~Producer();
@@ -169,9 +201,10 @@ class Producer {
   // Whether a newer producer with this transactional.id fenced this one off (for good).
   bool Fenced() const;
 
+  struct State;  // kafka.cc: the callbacks librdkafka calls
+
  private:
   Producer() = default;
-  struct State;
   rd_kafka_s* rk_ = nullptr;
   std::unique_ptr<State> state_;
 };
