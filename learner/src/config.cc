@@ -109,8 +109,6 @@ Result<LearnerConfig> LoadLearnerConfig(const std::string& path) {
     o.Check(on.updates_per_step >= 0, "updates_per_step", "must be >= 0");
     o.Get("checkpoint_every", &on.checkpoint_every);
     o.Check(on.checkpoint_every >= 1, "checkpoint_every", "must be >= 1");
-    o.Get("session_timeout_ms", &on.session_timeout_ms);
-    o.Check(on.session_timeout_ms >= 1000, "session_timeout_ms", "must be >= 1000");
     o.Get("cold_start_range", &on.cold_start_range);
     o.Check(on.cold_start_range >= 0 && on.cold_start_range <= 1, "cold_start_range",
             "must be between 0 and 1");

@@ -66,8 +66,6 @@ struct OnlineConfig {
   bool explore = true;            // add the (decayed) exploration noise to published actions
   int updates_per_step = 8;       // gradient steps per closed step
   int checkpoint_every = 1;       // closed steps between checkpoints
-  int session_timeout_ms = 6000;  // unused: the learner reads by assignment and joins no
-                                  // consumer group's session (kept so that configs load)
   // The market: the bidders' config (bidder/include/rtb/bidder/config.h: advertisers, agents,
   // budgets, ab.learned_share, market.steps_per_day / step_seconds / alpha_range) and its
   // cluster map. Relative paths in it are the bidders'. --market overrides.
