@@ -857,4 +857,185 @@ Status TopicTail::Finish(int timeout_ms) {
 int64_t TopicTail::messages() const { return state_->messages.load(); }
 int64_t TopicTail::missed() const { return state_->missed.load(); }
 
+// ---- CreateTopics, DeleteTopics ----
+
+namespace {
+
+// What an admin client heard of its brokers (its error callback, served by rd_kafka_poll).
+struct AdminErrors {
+  std::string refused;  // the brokers refused the credentials or the TLS handshake
+  std::string down;     // every broker is down (a wrong address, no broker listening)
+};
+void OnAdminError(rd_kafka_t*, int err, const char* reason, void* opaque) {
+  auto* e = static_cast<AdminErrors*>(opaque);
+  if (err == RD_KAFKA_RESP_ERR__AUTHENTICATION || err == RD_KAFKA_RESP_ERR__SSL) {
+    e->refused = reason;
+  } else if (err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) {
+    e->down = reason;
+  }
+}
+
+using AdminIssue = std::function<void(rd_kafka_t*, rd_kafka_AdminOptions_t*, rd_kafka_queue_t*)>;
+// Reads the request's result event (its own error already checked); may use the client until
+// the deadline.
+using AdminResult =
+    std::function<Status(rd_kafka_t*, rd_kafka_event_t*, std::chrono::steady_clock::time_point)>;
+
+// One admin request on a client of its own, quiet (its failures are the Status alone): `issue`
+// sends it with its result to the queue, `result` reads the answer. The wait ends at the answer,
+// refused credentials or TLS (at once), every broker down for 5 s, or timeout_ms.
+Status AdminRequest(const ClientOptions& client, rd_kafka_admin_op_t op, int timeout_ms,
+                    const AdminIssue& issue, const AdminResult& result) {
+  ClientOptions o = client;
+  o.log_level = std::min(o.log_level, 2);
+  Status err;
+  rd_kafka_conf_t* conf = MakeConf(o, &err);
+  if (conf == nullptr) return err;
+  AdminErrors errors;
+  rd_kafka_conf_set_error_cb(conf, OnAdminError);
+  rd_kafka_conf_set_opaque(conf, &errors);
+  char errstr[512];
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
+  if (rk == nullptr) return Status::Unavailable(std::string("kafka admin client: ") + errstr);
+  rd_kafka_AdminOptions_t* options = rd_kafka_AdminOptions_new(rk, op);
+  rd_kafka_AdminOptions_set_request_timeout(options, timeout_ms, errstr, sizeof errstr);
+  // The controller answers once the change is made, not once it is accepted.
+  rd_kafka_AdminOptions_set_operation_timeout(options, timeout_ms, errstr, sizeof errstr);
+  rd_kafka_queue_t* queue = rd_kafka_queue_new(rk);
+  issue(rk, options, queue);
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + std::chrono::milliseconds(timeout_ms);
+  Status out = Status::Unavailable("no answer from the brokers at " + client.bootstrap +
+                                   " within " + std::to_string(timeout_ms) + " ms");
+  for (;;) {
+    if (rd_kafka_event_t* ev = rd_kafka_queue_poll(queue, 200); ev != nullptr) {
+      out = rd_kafka_event_error(ev) != RD_KAFKA_RESP_ERR_NO_ERROR
+                ? Status::Unavailable("the brokers at " + client.bootstrap + ": " +
+                                      rd_kafka_event_error_string(ev))
+                : result(rk, ev, deadline);
+      rd_kafka_event_destroy(ev);
+      break;
+    }
+    rd_kafka_poll(rk, 0);  // serves OnAdminError
+    const auto now = std::chrono::steady_clock::now();
+    if (!errors.refused.empty()) {
+      out = Status::Unavailable("the brokers at " + client.bootstrap +
+                                " refused the connection: " + errors.refused);
+      break;
+    }
+    if (!errors.down.empty() && now - start >= kNoBrokerBound) {
+      out = Status::Unavailable("no broker answers at " + client.bootstrap + ": " + errors.down);
+      break;
+    }
+    if (now >= deadline) break;
+  }
+  rd_kafka_queue_destroy(queue);
+  rd_kafka_AdminOptions_destroy(options);
+  rd_kafka_destroy(rk);
+  return out;
+}
+
+// The first topic of a CreateTopics or DeleteTopics result with an error (other than `ignore`).
+Status TopicResults(const rd_kafka_topic_result_t** results, size_t n, const char* what,
+                    const std::string& bootstrap, rd_kafka_resp_err_t ignore) {
+  for (size_t i = 0; i < n; ++i) {
+    const rd_kafka_resp_err_t e = rd_kafka_topic_result_error(results[i]);
+    if (e == RD_KAFKA_RESP_ERR_NO_ERROR || e == ignore) continue;
+    const char* why = rd_kafka_topic_result_error_string(results[i]);
+    return Status::Unavailable(std::string("cannot ") + what + " topic " +
+                               rd_kafka_topic_result_name(results[i]) + " at " + bootstrap + ": " +
+                               (why != nullptr ? why : rd_kafka_err2str(e)));
+  }
+  return Status::Ok();
+}
+
+// Waits until the brokers' metadata lists `topic` with its partitions (a topic just created may
+// not be in every broker's metadata yet).
+Status AwaitTopicMetadata(rd_kafka_t* rk, const std::string& topic,
+                          std::chrono::steady_clock::time_point deadline) {
+  rd_kafka_topic_t* t = rd_kafka_topic_new(rk, topic.c_str(), nullptr);
+  Status out =
+      Status::Unavailable("topic " + topic + ": created, but not in the brokers' metadata in time");
+  while (std::chrono::steady_clock::now() < deadline) {
+    const rd_kafka_metadata_t* md = nullptr;
+    const rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, t, &md, 1000);
+    const bool listed = e == RD_KAFKA_RESP_ERR_NO_ERROR && md != nullptr && md->topic_cnt == 1 &&
+                        md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR &&
+                        md->topics[0].partition_cnt > 0;
+    if (md != nullptr) rd_kafka_metadata_destroy(md);
+    if (listed) {
+      out = Status::Ok();
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  rd_kafka_topic_destroy(t);
+  return out;
+}
+
+}  // namespace
+
+Status CreateTopics(const ClientOptions& client, const std::vector<NewTopic>& topics,
+                    int timeout_ms) {
+  std::vector<rd_kafka_NewTopic_t*> specs;
+  Status bad;
+  char errstr[512];
+  for (const NewTopic& t : topics) {
+    rd_kafka_NewTopic_t* nt =
+        rd_kafka_NewTopic_new(t.name.c_str(), t.partitions, -1, errstr, sizeof errstr);
+    if (nt == nullptr) {
+      bad = Status::InvalidArgument("topic " + t.name + ": " + errstr);
+      break;
+    }
+    specs.push_back(nt);
+    for (const auto& [k, v] : t.config) {
+      if (rd_kafka_NewTopic_set_config(nt, k.c_str(), v.c_str()) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        bad = Status::InvalidArgument("topic " + t.name + ": configuration " + k);
+      }
+    }
+  }
+  if (bad.ok()) {
+    bad = AdminRequest(
+        client, RD_KAFKA_ADMIN_OP_CREATETOPICS, timeout_ms,
+        [&](rd_kafka_t* rk, rd_kafka_AdminOptions_t* options, rd_kafka_queue_t* queue) {
+          rd_kafka_CreateTopics(rk, specs.data(), specs.size(), options, queue);
+        },
+        [&](rd_kafka_t* rk, rd_kafka_event_t* ev, std::chrono::steady_clock::time_point deadline) {
+          const rd_kafka_CreateTopics_result_t* r = rd_kafka_event_CreateTopics_result(ev);
+          size_t n = 0;
+          const rd_kafka_topic_result_t** res =
+              r == nullptr ? nullptr : rd_kafka_CreateTopics_result_topics(r, &n);
+          RTB_RETURN_IF_ERROR(
+              TopicResults(res, n, "create", client.bootstrap, RD_KAFKA_RESP_ERR_NO_ERROR));
+          for (const NewTopic& t : topics) {
+            RTB_RETURN_IF_ERROR(AwaitTopicMetadata(rk, t.name, deadline));
+          }
+          return Status::Ok();
+        });
+  }
+  rd_kafka_NewTopic_destroy_array(specs.data(), specs.size());
+  return bad;
+}
+
+Status DeleteTopics(const ClientOptions& client, const std::vector<std::string>& topics,
+                    int timeout_ms) {
+  std::vector<rd_kafka_DeleteTopic_t*> specs;
+  for (const std::string& t : topics) specs.push_back(rd_kafka_DeleteTopic_new(t.c_str()));
+  const Status out = AdminRequest(
+      client, RD_KAFKA_ADMIN_OP_DELETETOPICS, timeout_ms,
+      [&](rd_kafka_t* rk, rd_kafka_AdminOptions_t* options, rd_kafka_queue_t* queue) {
+        rd_kafka_DeleteTopics(rk, specs.data(), specs.size(), options, queue);
+      },
+      [&](rd_kafka_t*, rd_kafka_event_t* ev, std::chrono::steady_clock::time_point) {
+        const rd_kafka_DeleteTopics_result_t* r = rd_kafka_event_DeleteTopics_result(ev);
+        size_t n = 0;
+        const rd_kafka_topic_result_t** res =
+            r == nullptr ? nullptr : rd_kafka_DeleteTopics_result_topics(r, &n);
+        return TopicResults(res, n, "delete", client.bootstrap,
+                            RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART);
+      });
+  rd_kafka_DeleteTopic_destroy_array(specs.data(), specs.size());
+  return out;
+}
+
 }  // namespace rtb::kafka

@@ -305,6 +305,26 @@ class MockCluster {
 Status CheckTopics(const ClientOptions& client, const std::vector<std::string>& topics,
                    int timeout_ms);
 
+// A topic for CreateTopics: its partitions and topic-level configuration ("cleanup.policy"...).
+struct NewTopic {
+  std::string name;
+  int partitions = 1;
+  Properties config;
+};
+
+// Creates topics on a real cluster (Kafka's admin API), each with the brokers' default
+// replication factor and min.insync.replicas, within timeout_ms in all. Errors, one line: the
+// first topic the brokers refused and why (one that exists already is refused), the brokers
+// refusing the credentials or the TLS handshake (at once), no broker answering (after 5 s) or
+// no answer within timeout_ms. The embedded cluster creates its topics with
+// MockCluster::CreateTopic instead.
+Status CreateTopics(const ClientOptions& client, const std::vector<NewTopic>& topics,
+                    int timeout_ms);
+// Deletes topics on a real cluster, within timeout_ms in all; one that does not exist is no
+// error. Errors as CreateTopics's.
+Status DeleteTopics(const ClientOptions& client, const std::vector<std::string>& topics,
+                    int timeout_ms);
+
 // Reads a whole topic: every partition from the beginning to its end (the end-of-partition event,
 // at or past its end as of the start; a partition empty at the start is not read). Its failures
 // are its Status alone (librdkafka logs nothing below critical): brokers that refuse the
