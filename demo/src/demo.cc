@@ -21,6 +21,7 @@
 
 #include "child.h"
 #include "demo_config.h"
+#include "demo_kafka.h"
 #include "demo_report.h"
 #include "rtb/bidder/config.h"
 #include "rtb/core/ab_report.h"
@@ -64,6 +65,8 @@ namespace {
 // one step behind needs; the dump reads the topic as it is written.
 constexpr int kEventPartitions = 24;
 constexpr int kEventLingerMs = 200;  // the demo's bidders' kafka.linger_ms (a step lasts ~3 s)
+// A real cluster: the bound on making the run's topics (a wrong address fails within it).
+constexpr int kCreateTopicsMs = 8000;
 // The embedded cluster's thread stands for the brokers' own machines: above the processes it
 // serves on this machine's cores (where the process may raise a priority: root).
 constexpr int kMockThreadNice = -10;
@@ -78,6 +81,11 @@ struct Setup {
   std::unique_ptr<sim::Scenario> sc;
   sim::World world;
   int N = 0, L = 0, T = 0;
+  // Kafka: brokers "" is the embedded mock cluster; else a real cluster's bootstrap
+  // (--brokers), its client properties (--kafka-properties) and the run's own topics there.
+  std::string brokers;
+  kafka::Properties kafka_properties;
+  RunTopics topics;
   Clock::time_point start = Clock::now();
   bool quiet = false;
   void Say(const std::string& s) const {
@@ -85,11 +93,11 @@ struct Setup {
   }
 };
 
-// The embedded Kafka (librdkafka's mock cluster, alive as long as this process), the two
-// child processes and the exchange that plays against them.
+// The embedded Kafka (librdkafka's mock cluster, alive as long as this process) or a real
+// cluster's address, the two child processes and the exchange that plays against them.
 struct Services {
-  std::unique_ptr<kafka::MockCluster> kafka;
-  std::string bootstrap;
+  std::unique_ptr<kafka::MockCluster> kafka;  // null on a real cluster
+  kafka::ClientOptions client;                // every Kafka client of the run: its cluster
   // events.jsonl, written as the events topic is (the tail stops before the file closes).
   std::ofstream events_dump;
   std::unique_ptr<kafka::TopicTail> events_tail;
@@ -177,6 +185,18 @@ Result<std::unique_ptr<Setup>> Prepare(const DemoArgs& args) {
   }
   for (const auto& c : args.chaos) cfg.chaos.push_back(c);
   RTB_ASSIGN_OR_RETURN(s->chaos, ParseChaos(cfg.chaos));
+  s->brokers = args.brokers;
+  if (!args.kafka_properties.empty()) {
+    if (args.brokers.empty()) {
+      return Status::InvalidArgument("--kafka-properties is for a real cluster (--brokers)");
+    }
+    RTB_ASSIGN_OR_RETURN(s->kafka_properties, ReadKafkaPropertiesFile(args.kafka_properties));
+  }
+  if (s->brokers.empty()) {
+    s->topics.events_partitions = kEventPartitions;
+  } else {
+    s->topics = RunTopics::ForRun(NewRunId());
+  }
   // The world: the learner config's simulator config (rtb-learner validates the rest).
   RTB_ASSIGN_OR_RETURN(auto lcfg, ConfigFile::Load(cfg.learner_config));
   std::string sim_rel = "../simulator/default.yaml";
@@ -304,7 +324,19 @@ Status WriteBidderConfig(const Setup& s, const Services& svc) {
     if (k == "policy_max_age_s") line = "policy_max_age_s: 86400";
     if (k == "state_path") line = "state_path: " + s.out + "/bidder/state";
     if (k == "simulation_hooks") line = "simulation_hooks: true";
-    if (in_kafka && k == "  brokers") line = "  brokers: " + svc.bootstrap;
+    if (in_kafka && k == "  brokers") line = "  brokers: " + svc.client.bootstrap;
+    if (!s.brokers.empty()) {  // a real cluster: the run's own topics, the site's properties
+      if (in_kafka && k == "  events_topic") line = "  events_topic: " + s.topics.events;
+      if (in_kafka && k == "  policy_topic") line = "  policy_topic: " + s.topics.policy;
+      if (in_kafka && k == "  properties") {
+        line = "  properties: " + PropertiesYaml(s.kafka_properties);
+      }
+      if (in_leases && k == "  requests_topic") {
+        line = "  requests_topic: " + s.topics.lease_requests;
+      }
+      if (in_leases && k == "  grants_topic") line = "  grants_topic: " + s.topics.lease_grants;
+      if (in_leases && k == "  notices_topic") line = "  notices_topic: " + s.topics.notices;
+    }
     if (in_kafka && k == "  linger_ms") line = "  linger_ms: " + std::to_string(kEventLingerMs);
     if (in_kafka && k == "  spill_path") line = "  spill_path: " + s.out + "/bidder/spill.jsonl";
     base << line << "\n";
@@ -337,24 +369,59 @@ Status WriteBidderConfig(const Setup& s, const Services& svc) {
   return Status::Ok();
 }
 
+// The run's Kafka: the embedded cluster with the default topics, or a real cluster, on which
+// Run made the run's own topics.
+Status StartKafka(const Setup& s, Services* svc) {
+  svc->client.properties = s.kafka_properties;
+  if (!s.brokers.empty()) {
+    svc->client.bootstrap = s.brokers;
+    s.Say("Kafka at " + s.brokers + ": this run's own topics (" + s.topics.events + ", ...)");
+    return Status::Ok();
+  }
+  RTB_ASSIGN_OR_RETURN(svc->kafka, kafka::MockCluster::Start(3, kMockThreadNice));
+  svc->client.bootstrap = svc->kafka->bootstrap();
+  const RunTopics& t = s.topics;
+  RTB_RETURN_IF_ERROR(svc->kafka->CreateTopic(t.events, t.events_partitions, 3));
+  RTB_RETURN_IF_ERROR(svc->kafka->CreateTopic(t.policy, 1, 3));
+  RTB_RETURN_IF_ERROR(svc->kafka->CreateTopic(t.clock, 1, 3));
+  if (s.cfg.bidders > 1) {
+    RTB_RETURN_IF_ERROR(svc->kafka->CreateTopic(t.lease_requests, 4, 3));
+    RTB_RETURN_IF_ERROR(svc->kafka->CreateTopic(t.lease_grants, 1, 3));
+    RTB_RETURN_IF_ERROR(svc->kafka->CreateTopic(t.notices, 4, 3));
+  }
+  s.Say("embedded Kafka (mock cluster) at " + svc->client.bootstrap);
+  return Status::Ok();
+}
+
+// On a real cluster, the written bidder config names the run's topics and the site's
+// properties: the base config had a line for each (WriteBidderConfig sets lines, adds none).
+Status CheckRunBidderConfig(const Setup& s) {
+  if (s.brokers.empty()) return Status::Ok();
+  RTB_ASSIGN_OR_RETURN(const bidder::BidderConfig b,
+                       bidder::LoadBidderConfig(s.out + "/bidder/bidder.yaml"));
+  const RunTopics& t = s.topics;
+  const bool leases = s.cfg.bidders == 1 || (b.leases.requests_topic == t.lease_requests &&
+                                             b.leases.grants_topic == t.lease_grants &&
+                                             b.leases.notices_topic == t.notices);
+  if (b.kafka.events_topic == t.events && b.kafka.policy_topic == t.policy && leases &&
+      b.kafka.properties == s.kafka_properties) {
+    return Status::Ok();
+  }
+  return Status::InvalidArgument(
+      s.cfg.bidder_config +
+      ": on a real cluster the demo sets kafka.events_topic, policy_topic and properties (and "
+      "leases.requests_topic, grants_topic and notices_topic) on the base config's own lines; "
+      "it lacks one of them");
+}
+
 Result<std::unique_ptr<Services>> StartServices(const Setup& s, const std::string& init_ckpt) {
   auto svc = std::make_unique<Services>();
-  RTB_ASSIGN_OR_RETURN(svc->kafka, kafka::MockCluster::Start(3, kMockThreadNice));
-  svc->bootstrap = svc->kafka->bootstrap();
-  RTB_RETURN_IF_ERROR(svc->kafka->CreateTopic("rtb.events", kEventPartitions, 3));
-  RTB_RETURN_IF_ERROR(svc->kafka->CreateTopic("rtb.policy", 1, 3));
-  RTB_RETURN_IF_ERROR(svc->kafka->CreateTopic("rtb.clock", 1, 3));
-  if (s.cfg.bidders > 1) {
-    RTB_RETURN_IF_ERROR(svc->kafka->CreateTopic("rtb.lease.requests", 4, 3));
-    RTB_RETURN_IF_ERROR(svc->kafka->CreateTopic("rtb.lease.grants", 1, 3));
-    RTB_RETURN_IF_ERROR(svc->kafka->CreateTopic("rtb.notices", 4, 3));
-  }
-  s.Say("embedded Kafka (mock cluster) at " + svc->bootstrap);
+  RTB_RETURN_IF_ERROR(StartKafka(s, svc.get()));
   svc->events_dump.open(s.out + "/events.jsonl", std::ios::trunc | std::ios::binary);
   if (!svc->events_dump) return Status::IoError("cannot write " + s.out + "/events.jsonl");
   RTB_ASSIGN_OR_RETURN(svc->events_tail,
                        kafka::TopicTail::Start(
-                           {.bootstrap = svc->bootstrap}, "rtb.events", 30000,
+                           svc->client, s.topics.events, 30000,
                            [out = &svc->events_dump](int32_t, int64_t, std::string_view payload) {
                              *out << payload << '\n';
                            }));
@@ -362,6 +429,7 @@ Result<std::unique_ptr<Services>> StartServices(const Setup& s, const std::strin
     svc->listens.push_back("127.0.0.1:" + std::to_string(FreePort()));
   }
   RTB_RETURN_IF_ERROR(WriteBidderConfig(s, *svc));
+  RTB_RETURN_IF_ERROR(CheckRunBidderConfig(s));
 
   for (int b = 0; b < s.cfg.bidders; ++b) {
     const std::string dir = b == 0 ? s.out + "/bidder" : s.out + "/bidder-" + std::to_string(b);
@@ -376,17 +444,26 @@ Result<std::unique_ptr<Services>> StartServices(const Setup& s, const std::strin
     svc->budget = std::make_unique<Child>(
         Child{"budget",
               {(ExeDir() / "rtb").string(), "budget", "--market", s.out + "/bidder/bidder.yaml",
-               "--brokers", svc->bootstrap, "--leases-out", s.out + "/leases.csv",
+               "--brokers", svc->client.bootstrap, "--requests-topic", s.topics.lease_requests,
+               "--grants-topic", s.topics.lease_grants, "--coordinators-topic",
+               s.topics.coordinators(), "--leases-out", s.out + "/leases.csv",
                "--heartbeat-timeout-ms", std::to_string(kLeaseHeartbeatMs), "--reclaim-every-ms",
                std::to_string(kLeaseReclaimEveryMs)},
               s.out + "/logs/budget.log"});
   }
+  // On a real cluster the learner reads and writes the run's topics in a group of its own.
+  std::string learner_config = s.cfg.learner_config;
+  if (!s.brokers.empty()) {
+    learner_config = s.out + "/learner.yaml";
+    RTB_RETURN_IF_ERROR(
+        WriteRunLearnerConfig(s.cfg.learner_config, s.sim_path, s.topics, learner_config));
+  }
   std::vector<std::string> learner_args = {(ExeDir() / "rtb-learner").string(),
                                            "learn",
                                            "--config",
-                                           s.cfg.learner_config,
+                                           learner_config,
                                            "--brokers",
-                                           svc->bootstrap,
+                                           svc->client.bootstrap,
                                            "--state-dir",
                                            s.out + "/learner",
                                            "--market",
@@ -414,7 +491,9 @@ Result<std::unique_ptr<Services>> StartServices(const Setup& s, const std::strin
     svc->xc.bidders = svc->listens;
     svc->xc.spread = s.cfg.bidder_spread;
   }
-  svc->xc.brokers = svc->bootstrap;
+  svc->xc.brokers = svc->client.bootstrap;
+  svc->xc.kafka_properties = s.kafka_properties;
+  svc->xc.clock_topic = s.topics.clock;
   RTB_ASSIGN_OR_RETURN(svc->exchange, exchange::Exchange::Create(svc->xc, *s.sc));
   // Ready when the bidder answers and serves the learner's first table.
   const auto deadline = Clock::now() + std::chrono::seconds(120);
@@ -613,7 +692,7 @@ Result<LoopRecord> ReadLoopRecord(const Setup& s, const Services& svc) {
   LoopRecord rec;
   // Every table the learner published (policy topic). A failure leaves the tables read so far;
   // the report then shows manual for the rest.
-  (void)kafka::ReadWholeTopic({.bootstrap = svc.bootstrap}, "rtb.policy", 10000,
+  (void)kafka::ReadWholeTopic(svc.client, s.topics.policy, 10000,
                               [&](int, int64_t, std::string_view v) {
                                 auto m = DecodePolicyMessage(v, "policy topic");
                                 if (m.ok()) rec.tables[m->table.version] = m->table;
@@ -651,10 +730,10 @@ Result<LoopRecord> ReadLoopRecord(const Setup& s, const Services& svc) {
   }
   // Where the learner stopped reading vs. what the events topic holds, per partition.
   kafka::Producer::Options qo;
-  qo.bootstrap = svc.bootstrap;
+  static_cast<kafka::ClientOptions&>(qo) = svc.client;
   auto q = kafka::Producer::Create(std::move(qo));
-  for (int p = 0; q.ok() && p < kEventPartitions; ++p) {
-    const auto wm = (*q)->Watermarks("rtb.events", p, 5000);
+  for (int p = 0; q.ok() && p < s.topics.events_partitions; ++p) {
+    const auto wm = (*q)->Watermarks(s.topics.events, p, 5000);
     const int64_t lo = wm.ok() ? wm->first : 0, hi = wm.ok() ? wm->second : 0;
     rec.topic_messages += hi - lo;
     const std::string k = std::to_string(p);
@@ -833,8 +912,40 @@ DemoDay DayOf(const Setup& s, const Services& svc, const Played& p, const LoopRe
   return day;
 }
 
+// Which Kafka the run used: the report's kafka section.
+KafkaUsed KafkaOf(const Setup& s) {
+  KafkaUsed k;
+  if (s.brokers.empty()) return k;
+  const RunTopics& t = s.topics;
+  k.cluster = s.brokers;
+  k.run = t.run;
+  k.topics = {{"events", t.events}, {"policy", t.policy}, {"clock", t.clock}};
+  if (s.cfg.bidders > 1) {
+    k.topics.insert(k.topics.end(), {{"lease_requests", t.lease_requests},
+                                     {"lease_grants", t.lease_grants},
+                                     {"notices", t.notices},
+                                     {"coordinators", t.coordinators()}});
+  }
+  for (const auto& [name, value] : s.kafka_properties) k.properties.push_back(name);
+  return k;
+}
+
 // How the report was made, one paragraph each.
 std::vector<std::string> About(const Setup& s, const Services& svc, const std::string& init_ckpt) {
+  const std::string kafka =
+      s.brokers.empty()
+          ? "Kafka: the embedded mock cluster (librdkafka's, in this process), new for the run."
+          : "Kafka: the cluster at " + s.brokers + ", on topics of the run's own (" +
+                s.topics.events + " and the others ending in ." + s.topics.run +
+                "), made for it and deleted after it, so that no earlier run's events, tables, "
+                "markers or leases reach it; the learner read them in consumer group " +
+                s.topics.learner_group() + ".";
+  std::string rerun = "Rerun: rtb demo --config " + doc::ShownPath(s.args.config) + " --out " +
+                      doc::ShownPath(s.cfg.out);
+  if (!s.brokers.empty()) rerun += " --brokers " + s.brokers;
+  if (!s.args.kafka_properties.empty()) {
+    rerun += " --kafka-properties " + doc::ShownPath(s.args.kafka_properties);
+  }
   return {
       "The live loop: " + std::to_string(s.cfg.days) + " simulated days of the world in " +
           doc::ShownPath(s.sim_path) +
@@ -860,8 +971,8 @@ std::vector<std::string> About(const Setup& s, const Services& svc, const std::s
           "updates after each step, a new table published before the next step.",
       "Budgets: each advertiser's daily budget is 1/3 of its cost under manual bids with no "
       "budget (the paper's setting); COST = spend / budget.",
-      "Rerun: rtb demo --config " + doc::ShownPath(s.args.config) + " --out " +
-          doc::ShownPath(s.cfg.out)};
+      kafka,
+      rerun};
 }
 
 DemoReport BuildReport(const Setup& s, const Services& svc, const Played& p, const LoopRecord& rec,
@@ -896,6 +1007,7 @@ DemoReport BuildReport(const Setup& s, const Services& svc, const Played& p, con
   r.bidders = s.cfg.bidders;
   r.requests_per_bidder = svc.exchange->RequestsPerBidder();
   r.about = About(s, svc, init_ckpt);
+  r.kafka = KafkaOf(s);
   if (!init_ckpt.empty()) r.pretrain_report = "pretrain/report.html";
   return r;
 }
@@ -1031,6 +1143,14 @@ int64_t LeaseReclaims(const Setup& s) {
 Status Run(const DemoArgs& args) {
   RTB_ASSIGN_OR_RETURN(const auto setup, Prepare(args));
   const Setup& s = *setup;
+  // On a real cluster the run's own topics are made first (a wrong address or credentials fail
+  // in seconds, not after the pre-training), and deleted last, however the run ends.
+  std::unique_ptr<RunTopicsOnCluster> run_topics;
+  if (!s.brokers.empty()) {
+    RTB_ASSIGN_OR_RETURN(run_topics,
+                         CreateRunTopics({.bootstrap = s.brokers, .properties = s.kafka_properties},
+                                         s.topics, s.cfg.bidders > 1, kCreateTopicsMs));
+  }
   RTB_ASSIGN_OR_RETURN(const std::string init_ckpt, Pretrain(s));
   RTB_ASSIGN_OR_RETURN(const auto svc, StartServices(s, init_ckpt));
   RTB_ASSIGN_OR_RETURN(const Played played, PlayDays(s, *svc));

@@ -212,6 +212,13 @@ json ReportJson(const DemoReport& r) {
   report["processes"] = {{"learner_exit", r.processes.learner_exit},
                          {"bidder_exit", r.processes.bidder_exit}};
   if (r.processes.budget_exit) report["processes"]["budget_exit"] = *r.processes.budget_exit;
+  report["kafka"] = {{"cluster", r.kafka.cluster}};
+  if (!r.kafka.run.empty()) {
+    report["kafka"]["run"] = r.kafka.run;
+    for (const auto& [role, name] : r.kafka.topics) report["kafka"]["topics"][role] = name;
+    report["kafka"]["topics_deleted_after_run"] = true;
+    report["kafka"]["properties"] = r.kafka.properties;
+  }
   report["bidders"] = r.bidders;
   report["requests_per_bidder"] = r.requests_per_bidder;
   report["about"] = r.about;

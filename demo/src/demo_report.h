@@ -123,6 +123,16 @@ struct Processes {
   std::optional<int> budget_exit;  // the lease coordinator (several bidders)
 };
 
+// The Kafka cluster the run used.
+struct KafkaUsed {
+  std::string cluster = "embedded mock";  // or a real cluster's bootstrap servers (--brokers)
+  // A real cluster: the run id that the run's own topics end in, the topics (role, name), which
+  // the run deletes when it ends, and the names of the client properties given (never values).
+  std::string run;
+  std::vector<std::pair<std::string, std::string>> topics;
+  std::vector<std::string> properties;
+};
+
 // The events topic dumped as events.jsonl for offline replay.
 struct EventsDump {
   std::string file = "events.jsonl";
@@ -184,6 +194,7 @@ struct DemoReport {
   LoopCheck loop_check;
   std::vector<std::string> chaos;  // one line per kill
   Processes processes;
+  KafkaUsed kafka;
   int bidders = 1;
   std::vector<int64_t> requests_per_bidder;
   std::vector<std::string> about;  // how this was made, one paragraph each

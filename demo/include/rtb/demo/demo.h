@@ -1,8 +1,9 @@
 // `rtb demo`: the closed loop on one machine, in named phases (demo/src/demo.cc):
 //   1. Prepare        the demo config, the output folder, the simulated world
 //   2. Pretrain       DCMAB offline in the simulator (rtb-learner train), its best checkpoint
-//   3. StartServices  the embedded Kafka (in this process), a bidder (rtb serve) and the online
-//                     learner (rtb-learner learn) as child processes, the exchange
+//   3. StartServices  the embedded Kafka (in this process; or, with --brokers, the run's own
+//                     topics on a real cluster), a bidder (rtb serve) and the online learner
+//                     (rtb-learner learn) as child processes, the exchange
 //   4. PlayDays       simulated days through the exchange -> bidder -> Kafka -> learner ->
 //                     policy loop, manual bids on the same days in the simulator, chaos kills
 //   5. StopServices   the learner and the bidder stopped cleanly
@@ -28,6 +29,10 @@ struct DemoArgs {
   std::vector<std::string> chaos;  // adds to the config's chaos list
   int bidders = 0;                 // overrides the config's bidders (0 = the config's)
   std::vector<double> spread;      // overrides the config's bidder_spread
+  // A real Kafka cluster's bootstrap address instead of the embedded mock cluster; the run
+  // then has topics of its own there, created for it and deleted after it (demo/README.md).
+  std::string brokers;
+  std::string kafka_properties;  // with brokers: a file of librdkafka NAME=VALUE properties
   bool quiet = false;
 };
 
