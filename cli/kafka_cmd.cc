@@ -57,8 +57,61 @@ CLI::App* AddKafkaCommand(CLI::App* app, KafkaArgs* a) {
       ->capture_default_str();
   sub->add_option("--market", a->markets,
                   "A bidder config whose topics to create (events, policy, leases); repeatable");
+  auto* create = sub->add_option(
+      "--create-on", a->create_on,
+      "Instead: create the markets' topics and --clock-topic on the real cluster at these "
+      "bootstrap servers (the events topic with kafka.partitions, the lease topics with "
+      "leases.enabled, the grants topics compacted), and exit");
+  auto* del = sub->add_option("--delete-on", a->delete_on,
+                              "Instead: delete those topics on the real cluster there, and exit");
+  create->excludes(del);
+  sub->add_option("--clock-topic", a->clock_topic, "With --create-on or --delete-on")
+      ->capture_default_str();
+  AddKafkaPropertyOption(sub, &a->kafka_properties);
   return sub;
 }
+
+namespace {
+
+// The markets' topics on a real cluster (kafka/README.md, "Topics on your own cluster"), each
+// once, and the client properties of the first market's kafka.properties and --kafka-property.
+Status MarketTopicsOnCluster(const KafkaArgs& a) {
+  const bool create = !a.create_on.empty();
+  kafka::ClientOptions client{.bootstrap = create ? a.create_on : a.delete_on};
+  std::vector<kafka::NewTopic> topics = {{a.clock_topic, 1, {}}};
+  for (const auto& path : a.markets) {
+    RTB_ASSIGN_OR_RETURN(const bidder::BidderConfig cfg, bidder::LoadBidderConfig(path));
+    const auto& k = cfg.kafka;
+    if (client.properties.empty()) client.properties = k.properties;
+    topics.push_back({k.events_topic, k.partitions, {}});
+    topics.push_back({k.policy_topic, 1, {}});
+    if (!cfg.leases.enabled) continue;
+    const auto& l = cfg.leases;
+    topics.push_back({l.requests_topic, k.partitions, {}});
+    topics.push_back({l.grants_topic,
+                      k.partitions,
+                      {{"cleanup.policy", "compact"}, {"min.compaction.lag.ms", "172800000"}}});
+    topics.push_back({l.notices_topic, k.partitions, {}});
+    topics.push_back(
+        {budget::DefaultCoordinatorsTopic(l.grants_topic), 1, {{"cleanup.policy", "compact"}}});
+  }
+  client.properties.insert(client.properties.end(), a.kafka_properties.begin(),
+                           a.kafka_properties.end());
+  std::set<std::string> seen;
+  std::vector<kafka::NewTopic> once;
+  std::vector<std::string> names;
+  for (auto& t : topics) {
+    if (!seen.insert(t.name).second) continue;
+    names.push_back(t.name);
+    once.push_back(std::move(t));
+  }
+  RTB_RETURN_IF_ERROR(create ? kafka::CreateTopics(client, once, 15000)
+                             : kafka::DeleteTopics(client, names, 15000));
+  for (const auto& n : names) std::printf("%s\n", n.c_str());
+  return Status::Ok();
+}
+
+}  // namespace
 
 // `rtb kafka`: the embedded Kafka cluster on its own, for several processes on one machine
 // (bidders, `rtb budget`, `rtb learn` pointed at its address), so that no bidder's death takes
@@ -66,6 +119,13 @@ CLI::App* AddKafkaCommand(CLI::App* app, KafkaArgs* a) {
 // SIGTERM. Fault drills: SIGUSR1 takes every broker down (connections refused, data kept),
 // SIGUSR2 brings them back.
 int RunKafka(const KafkaArgs& a) {
+  if (!a.create_on.empty() || !a.delete_on.empty()) {
+    const Status st = MarketTopicsOnCluster(a);
+    return st.ok() ? 0 : Fail(st.message());
+  }
+  if (!a.kafka_properties.empty()) {
+    return Fail("--kafka-property is for a real cluster (--create-on, --delete-on)");
+  }
   // Blocked before librdkafka starts its threads, which inherit the mask: only sigwait sees them.
   sigset_t sigs;
   sigemptyset(&sigs);

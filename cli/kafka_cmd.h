@@ -1,5 +1,6 @@
 // `rtb kafka`: the embedded Kafka cluster (librdkafka's mock, rtb/kafka/kafka.h) as a process of
-// its own, for several processes on one machine, with broker faults on signals.
+// its own, for several processes on one machine, with broker faults on signals; or, with
+// --create-on / --delete-on, the markets' topics made or removed on a real cluster.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -12,6 +13,12 @@ namespace rtb::cli {
 struct KafkaArgs {
   int brokers = 3;                   // mock brokers
   std::vector<std::string> markets;  // bidder configs whose topics are created
+  // A real cluster's bootstrap servers: create (or delete) the markets' topics there and exit,
+  // instead of running the embedded cluster.
+  std::string create_on, delete_on;
+  std::string clock_topic = "rtb.clock";  // the exchange's step markers (a real cluster only)
+  // After the markets' kafka.properties (--kafka-property).
+  std::vector<std::pair<std::string, std::string>> kafka_properties;
 };
 
 CLI::App* AddKafkaCommand(CLI::App* app, KafkaArgs* a);
