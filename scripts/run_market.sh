@@ -7,9 +7,17 @@
 #
 #   scripts/run_market.sh [MARKET_DIR] [DAYS] [OUT]
 #   defaults: configs/markets/metro, 4, out/markets/<name>; OUTCOMES=expected|sampled,
-#   REQUESTS=<requests per day> (default: the traffic file's), RTB=<the rtb binary>.
+#   REQUESTS=<requests per day> (default: the traffic file's), RTB=<the rtb binary>,
+#   BROKERS=<bootstrap servers> to run on a real Kafka cluster instead of rtb serve's embedded
+#   one (its client properties: the market's kafka.properties).
 # Writes OUT/ab/report.{json,md,html}, OUT/exchange.jsonl (the exchange's accounting per day),
 # OUT/logs/ and every process's state.
+#
+# A real cluster keeps earlier runs' records, and the learner (a fresh state) reads its events
+# and step markers from the beginning, as the bidder does the tables: a run there has topics of
+# its own, each default name with ".<run id>" appended, made with `rtb kafka --create-on` before
+# the bidder starts and deleted with `rtb kafka --delete-on` when the run ends, and its learner
+# its own consumer group.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 M=${1:-configs/markets/metro}
@@ -18,6 +26,7 @@ NAME=$(basename "$M")
 OUT=${3:-out/markets/$NAME}
 RTB=${RTB:-build/release/rtb}
 OUTCOMES=${OUTCOMES:-expected}
+REAL=${BROKERS:-}  # a real cluster's bootstrap servers; "" = rtb serve's embedded cluster
 [[ -x $RTB ]] || { echo "run_market: $RTB not built (scripts/build.sh release)" >&2; exit 1; }
 for f in bidder.yaml traffic.yaml; do
   [[ -f $M/$f ]] || { echo "run_market: $M/$f: no such file" >&2; exit 1; }
@@ -26,17 +35,39 @@ rm -rf "$OUT"
 mkdir -p "$OUT/logs"
 source scripts/serve_lib.sh
 PORT=$(free_port)
-SERVE= LEARN=
+SERVE= LEARN= TOPICS=
 cleanup() {
   [[ -n $LEARN ]] && kill "$LEARN" 2>/dev/null
   [[ -n $SERVE ]] && kill "$SERVE" 2>/dev/null
   wait 2>/dev/null || true
+  if [[ -n $TOPICS ]]; then
+    "$RTB" kafka --delete-on "$REAL" --market "$OUT/bidder.yaml" --clock-topic "$CLOCK" \
+      > /dev/null || echo "run_market: the run's topics (*.$RUN) are left on $REAL" >&2
+  fi
 }
 trap cleanup EXIT
 
-# The market's bidder config on a free port, with its state, spill and cluster map under OUT.
+# The market's bidder config on a free port, with its state, spill and cluster map under OUT;
+# on a real cluster, its address and the run's own topics.
+EVENTS=rtb.events CLOCK=rtb.clock
+KAFKA_EDITS=()
+if [[ -n $REAL ]]; then
+  RUN=market-$NAME-$(date -u +%Y%m%dT%H%M%S)-$$
+  EVENTS=rtb.events.$RUN CLOCK=rtb.clock.$RUN
+  KAFKA_EDITS=(-e "s#^  brokers: .*#  brokers: $REAL#"
+               -e "s#^  events_topic: .*#  events_topic: $EVENTS#"
+               -e "s#^  policy_topic: .*#  policy_topic: rtb.policy.$RUN#")
+  # The learner's config names the same topics, a consumer group of its own and its world by
+  # an absolute path (the copy lives in OUT).
+  sed -e "s#^simulator_config: [^ ]*#simulator_config: $PWD/configs/simulator/default.yaml#" \
+      -e "s#^  events_topic: [^ ]*#  events_topic: $EVENTS#" \
+      -e "s#^  policy_topic: [^ ]*#  policy_topic: rtb.policy.$RUN#" \
+      -e "s#^  clock_topic: [^ ]*#  clock_topic: $CLOCK#" \
+      -e "s#^  group_id: [^ ]*#  group_id: rtb-learner.$RUN#" \
+      configs/learner/default.yaml > "$OUT/learner.yaml"
+fi
 local_bidder_config "$M/bidder.yaml" "$OUT/bidder.yaml" "$PORT" "$OUT/bidder" \
-  -e "s#^clusters_path: .*#clusters_path: $OUT/clusters.json#"
+  -e "s#^clusters_path: .*#clusters_path: $OUT/clusters.json#" "${KAFKA_EDITS[@]}"
 TRAFFIC=$M/traffic.yaml
 if [[ -n ${REQUESTS:-} ]]; then
   sed -e "s#^requests_per_day: .*#requests_per_day: $REQUESTS#" "$M/traffic.yaml" > "$OUT/traffic.yaml"
@@ -46,12 +77,28 @@ fi
 "$RTB" exchange --traffic "$TRAFFIC" --market "$OUT/bidder.yaml" \
   --write-clusters "$OUT/clusters.json" --days 0
 
-echo "run_market: rtb serve on 127.0.0.1:$PORT (log: $OUT/logs/serve.log)"
-serve_start "$OUT/bidder.yaml" "$PORT" "$OUT/logs/serve.log" ||
-  { echo "run_market: the bidder did not start; see $OUT/logs/serve.log" >&2; exit 1; }
+LEARNER_CONFIG=configs/learner/default.yaml
+if [[ -n $REAL ]]; then
+  "$RTB" kafka --create-on "$REAL" --market "$OUT/bidder.yaml" --clock-topic "$CLOCK" > /dev/null
+  TOPICS=created
+  BROKERS=$REAL
+  LEARNER_CONFIG=$OUT/learner.yaml
+  echo "run_market: Kafka: the cluster at $REAL, on the run's own topics (rtb.events.$RUN," \
+    "rtb.policy.$RUN, rtb.clock.$RUN; deleted when the run ends)"
+  echo "run_market: rtb serve on 127.0.0.1:$PORT (log: $OUT/logs/serve.log)"
+  "$RTB" serve --config "$OUT/bidder.yaml" 2> "$OUT/logs/serve.log" &
+  SERVE=$!
+  wait_until 20 curl -sf "http://127.0.0.1:$PORT/metrics" -o /dev/null ||
+    { echo "run_market: the bidder did not start; see $OUT/logs/serve.log" >&2; exit 1; }
+else
+  echo "run_market: rtb serve on 127.0.0.1:$PORT (log: $OUT/logs/serve.log)"
+  serve_start "$OUT/bidder.yaml" "$PORT" "$OUT/logs/serve.log" ||
+    { echo "run_market: the bidder did not start; see $OUT/logs/serve.log" >&2; exit 1; }
+  echo "run_market: Kafka: rtb serve's embedded cluster (mock) at $BROKERS"
+fi
 
 echo "run_market: rtb learn --market $OUT/bidder.yaml, no checkpoint (log: $OUT/logs/learn.log)"
-"$RTB" learn --config configs/learner/default.yaml --market "$OUT/bidder.yaml" \
+"$RTB" learn --config "$LEARNER_CONFIG" --market "$OUT/bidder.yaml" \
   --brokers "$BROKERS" --state-dir "$OUT/learner" 2> "$OUT/logs/learn.log" &
 LEARN=$!
 for _ in $(seq 1200); do  # the learner's first table (manual bids) served
@@ -63,14 +110,17 @@ done
 
 echo "run_market: rtb exchange --traffic $TRAFFIC: $DAYS days, outcomes $OUTCOMES"
 "$RTB" exchange --traffic "$TRAFFIC" --market "$OUT/bidder.yaml" --bidder "127.0.0.1:$PORT" \
-  --brokers "$BROKERS" --days "$DAYS" --outcomes "$OUTCOMES" | tee "$OUT/exchange.jsonl"
+  --brokers "$BROKERS" --clock-topic "$CLOCK" --days "$DAYS" --outcomes "$OUTCOMES" |
+  tee "$OUT/exchange.jsonl"
 
 sleep 2  # the bidder's last events (5 ms batches) reach the topic
-NOTES=(--note "$DAYS days of $M played by rtb exchange --traffic against rtb serve, with rtb learn started with no checkpoint (cold start from manual bids); rerun: scripts/run_market.sh $M $DAYS")
+RERUN="scripts/run_market.sh $M $DAYS"
+[[ -z $REAL ]] || RERUN="BROKERS=$REAL $RERUN"
+NOTES=(--note "$DAYS days of $M played by rtb exchange --traffic against rtb serve, with rtb learn started with no checkpoint (cold start from manual bids); Kafka: ${REAL:-the embedded cluster}; rerun: $RERUN")
 if [[ $OUTCOMES == expected ]]; then
   NOTES+=(--note "Expected outcomes: each impression sends one conversion notice carrying its expected value (true pCTR x pCVR x the campaign's conversion value) and no click, so conversions count notices and CPA is per notice.")
 fi
-"$RTB" report --brokers "$BROKERS" --bidder-config "$OUT/bidder.yaml" --bucket-minutes 60 \
+"$RTB" report --brokers "$BROKERS" --topic "$EVENTS" --bidder-config "$OUT/bidder.yaml" --bucket-minutes 60 \
   --out "$OUT/ab" "${NOTES[@]}" | tee "$OUT/summary.txt"
 kill -TERM "$LEARN" && wait "$LEARN" || true
 LEARN=
