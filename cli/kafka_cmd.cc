@@ -76,24 +76,25 @@ namespace {
 // The markets' topics on a real cluster (kafka/README.md, "Topics on your own cluster"), each
 // once, and the client properties of the first market's kafka.properties and --kafka-property.
 Status MarketTopicsOnCluster(const KafkaArgs& a) {
+  if (a.markets.empty())
+    return Status::InvalidArgument("--create-on and --delete-on need --market");
   const bool create = !a.create_on.empty();
   kafka::ClientOptions client{.bootstrap = create ? a.create_on : a.delete_on};
-  std::vector<kafka::NewTopic> topics = {{a.clock_topic, 1, {}}};
+  std::vector<kafka::NewTopic> topics;
   for (const auto& path : a.markets) {
     RTB_ASSIGN_OR_RETURN(const bidder::BidderConfig cfg, bidder::LoadBidderConfig(path));
     const auto& k = cfg.kafka;
     if (client.properties.empty()) client.properties = k.properties;
-    topics.push_back({k.events_topic, k.partitions, {}});
-    topics.push_back({k.policy_topic, 1, {}});
-    if (!cfg.leases.enabled) continue;
-    const auto& l = cfg.leases;
-    topics.push_back({l.requests_topic, k.partitions, {}});
-    topics.push_back({l.grants_topic,
-                      k.partitions,
-                      {{"cleanup.policy", "compact"}, {"min.compaction.lag.ms", "172800000"}}});
-    topics.push_back({l.notices_topic, k.partitions, {}});
-    topics.push_back(
-        {budget::DefaultCoordinatorsTopic(l.grants_topic), 1, {{"cleanup.policy", "compact"}}});
+    kafka::EngineTopicNames n{
+        .events = k.events_topic, .policy = k.policy_topic, .clock = a.clock_topic};
+    if (cfg.leases.enabled) {
+      n.lease_requests = cfg.leases.requests_topic;
+      n.lease_grants = cfg.leases.grants_topic;
+      n.notices = cfg.leases.notices_topic;
+      n.coordinators = budget::DefaultCoordinatorsTopic(cfg.leases.grants_topic);
+    }
+    const auto made = kafka::EngineTopics(n, k.partitions, k.partitions);
+    topics.insert(topics.end(), made.begin(), made.end());
   }
   client.properties.insert(client.properties.end(), a.kafka_properties.begin(),
                            a.kafka_properties.end());

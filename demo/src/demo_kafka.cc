@@ -34,18 +34,14 @@ RunTopics RunTopics::ForRun(const std::string& run) {
 }
 
 std::vector<kafka::NewTopic> RunTopics::ToCreate(bool leases) const {
-  std::vector<kafka::NewTopic> out = {
-      {events, events_partitions, {}}, {policy, 1, {}}, {clock, 1, {}}};
+  kafka::EngineTopicNames n{.events = events, .policy = policy, .clock = clock};
   if (leases) {
-    // A starting coordinator refuses a grants topic that could drop a day's holdings before the
-    // day is over (kafka/README.md, "Topics on your own cluster").
-    out.push_back({lease_requests, 4, {}});
-    out.push_back(
-        {lease_grants, 4, {{"cleanup.policy", "compact"}, {"min.compaction.lag.ms", "172800000"}}});
-    out.push_back({notices, 4, {}});
-    out.push_back({coordinators(), 1, {{"cleanup.policy", "compact"}}});
+    n.lease_requests = lease_requests;
+    n.lease_grants = lease_grants;
+    n.notices = notices;
+    n.coordinators = coordinators();
   }
-  return out;
+  return kafka::EngineTopics(n, events_partitions, 4);
 }
 
 std::string NewRunId() {

@@ -35,8 +35,8 @@ struct RunTopics {
   std::string coordinators() const { return lease_grants + ".coordinators"; }
   // The learner's consumer group: its own for a run on a real cluster.
   std::string learner_group() const { return run.empty() ? "rtb-learner" : "rtb-learner." + run; }
-  // The topics to create on a real cluster (the lease topics only when bidders share budgets),
-  // as kafka_cluster.sh makes them: the grants topics compacted, the brokers' replication.
+  // The topics to create on a real cluster (the lease topics, 4 partitions each, only when
+  // bidders share budgets), as kafka::EngineTopics makes them.
   std::vector<kafka::NewTopic> ToCreate(bool leases) const;
 };
 

@@ -1038,4 +1038,19 @@ Status DeleteTopics(const ClientOptions& client, const std::vector<std::string>&
   return out;
 }
 
+std::vector<NewTopic> EngineTopics(const EngineTopicNames& n, int events_partitions,
+                                   int lease_partitions) {
+  std::vector<NewTopic> out = {
+      {n.events, events_partitions, {}}, {n.policy, 1, {}}, {n.clock, 1, {}}};
+  if (!n.lease_requests.empty()) out.push_back({n.lease_requests, lease_partitions, {}});
+  if (!n.lease_grants.empty()) {
+    out.push_back({n.lease_grants,
+                   lease_partitions,
+                   {{"cleanup.policy", "compact"}, {"min.compaction.lag.ms", "172800000"}}});
+  }
+  if (!n.notices.empty()) out.push_back({n.notices, lease_partitions, {}});
+  if (!n.coordinators.empty()) out.push_back({n.coordinators, 1, {{"cleanup.policy", "compact"}}});
+  return out;
+}
+
 }  // namespace rtb::kafka

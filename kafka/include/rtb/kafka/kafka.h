@@ -325,6 +325,19 @@ Status CreateTopics(const ClientOptions& client, const std::vector<NewTopic>& to
 Status DeleteTopics(const ClientOptions& client, const std::vector<std::string>& topics,
                     int timeout_ms);
 
+// The names of a market's topics (kafka/README.md, "Topics on your own cluster"); the lease
+// topics' are empty when its bidders do not share budgets.
+struct EngineTopicNames {
+  std::string events, policy, clock;
+  std::string lease_requests, lease_grants, notices, coordinators;
+};
+// Those topics as the table says to make them on a real cluster: the events topic with
+// `events_partitions`, the policy and clock topics and the coordinators' with one, the other
+// lease topics with `lease_partitions`, the grants topic compacted with a compaction lag of two
+// days (a starting `rtb budget` refuses less), the coordinators' compacted.
+std::vector<NewTopic> EngineTopics(const EngineTopicNames& names, int events_partitions,
+                                   int lease_partitions);
+
 // Reads a whole topic: every partition from the beginning to its end (the end-of-partition event,
 // at or past its end as of the start; a partition empty at the start is not read). Its failures
 // are its Status alone (librdkafka logs nothing below critical): brokers that refuse the
