@@ -17,7 +17,7 @@
 # and step markers from the beginning, as the bidder does the tables: a run there has topics of
 # its own, each default name with ".<run id>" appended, made with `rtb kafka --create-on` before
 # the bidder starts and deleted with `rtb kafka --delete-on` when the run ends, and its learner
-# its own consumer group.
+# its own group (online.group_id).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 M=${1:-configs/markets/metro}
@@ -57,7 +57,7 @@ if [[ -n $REAL ]]; then
   KAFKA_EDITS=(-e "s#^  brokers: .*#  brokers: $REAL#"
                -e "s#^  events_topic: .*#  events_topic: $EVENTS#"
                -e "s#^  policy_topic: .*#  policy_topic: rtb.policy.$RUN#")
-  # The learner's config names the same topics, a consumer group of its own and its world by
+  # The learner's config names the same topics, a learner group of its own and its world by
   # an absolute path (the copy lives in OUT).
   sed -e "s#^simulator_config: [^ ]*#simulator_config: $PWD/configs/simulator/default.yaml#" \
       -e "s#^  events_topic: [^ ]*#  events_topic: $EVENTS#" \

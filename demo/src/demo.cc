@@ -938,7 +938,7 @@ std::vector<std::string> About(const Setup& s, const Services& svc, const std::s
           : "Kafka: the cluster at " + s.brokers + ", on topics of the run's own (" +
                 s.topics.events + " and the others ending in ." + s.topics.run +
                 "), made for it and deleted after it, so that no earlier run's events, tables, "
-                "markers or leases reach it; the learner read them in consumer group " +
+                "markers or leases reach it; its learner ran as group " +
                 s.topics.learner_group() + ".";
   std::string rerun = "Rerun: rtb demo --config " + doc::ShownPath(s.args.config) + " --out " +
                       doc::ShownPath(s.cfg.out);

@@ -18,7 +18,7 @@ namespace rtb::demo {
 // (the learner its events and step markers on a fresh state, the bidders the tables and the
 // lease holdings, the coordinator its holdings and who serves the market): a run there has its
 // own topics, each default name with ".<run id>" appended, created before the run and deleted
-// after it, and its own learner consumer group.
+// after it, and its own learner group (online.group_id: its claim, its tables' transactions).
 struct RunTopics {
   std::string run;  // "" on the embedded cluster; else e.g. "demo-20261124T065619-4242"
   std::string events = "rtb.events";
@@ -33,7 +33,7 @@ struct RunTopics {
   static RunTopics ForRun(const std::string& run);
   // The coordinators' topic (`rtb budget`'s default for the grants topic).
   std::string coordinators() const { return lease_grants + ".coordinators"; }
-  // The learner's consumer group: its own for a run on a real cluster.
+  // The learner's group (online.group_id): its own for a run on a real cluster.
   std::string learner_group() const { return run.empty() ? "rtb-learner" : "rtb-learner." + run; }
   // The topics to create on a real cluster (the lease topics, 4 partitions each, only when
   // bidders share budgets), as kafka::EngineTopics makes them.
@@ -74,7 +74,7 @@ Result<std::unique_ptr<RunTopicsOnCluster>> CreateRunTopics(const kafka::ClientO
                                                             int timeout_ms);
 
 // The learner config of a run on a real cluster, written to `out`: `learner_config` with the
-// run's topics and consumer group (section online) and its world, `sim_path`, made absolute
+// run's topics and learner group (section online) and its world, `sim_path`, made absolute
 // (the copy lives in another folder).
 Status WriteRunLearnerConfig(const std::string& learner_config, const std::string& sim_path,
                              const RunTopics& topics, const std::string& out);
