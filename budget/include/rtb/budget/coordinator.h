@@ -77,9 +77,9 @@ struct CoordinatorOptions {
   // window (DayWindow: today +-1 by `clock`; simulated days only with `sim_days`, a market with
   // simulation_hooks), carries a seq above the last applied from its instance (a return: above
   // its budget's last return), and a want, need, amount, spent or reserved of at most the arm's
-  // budget (a cap or unit above it is taken as the budget). A traffic count (`requests`) that grows faster than
-  // `max_requests_per_s` over the time since the last (by this coordinator's clock, plus 10 s)
-  // is not taken (the rest of the message is).
+  // budget (a cap or unit above it is taken as the budget). A traffic count (`requests`) that grows
+  // faster than `max_requests_per_s` over the time since the last (by this coordinator's clock,
+  // plus 10 s) is not taken (the rest of the message is).
   bool sim_days = false;
   int64_t max_requests_per_s = 1'000'000;
   // A marker or holding on the grants topic more than this above the highest epoch read so far
