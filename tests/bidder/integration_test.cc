@@ -1681,6 +1681,35 @@ int64_t BudgetMetric(Bidder& b, const std::string& kind) {
   return p == std::string::npos ? -1 : std::stoll(body.substr(p + key.size()));
 }
 
+// One client's traffic to the bidder on `port` (ids tag0, tag1, ...): a request every 5 ms until
+// one is a bid (no lease yet, or the budget is gone), then its win 20 ms later, billed at its
+// price; it stops once it has made no bid for 5 s after its first (60 s before it): a bidder
+// whose lease is spent asks again, and on a loaded machine the coordinator's answer can take a
+// second or more. Counts the bids and the micros billed.
+void BidAndBillUntilIdle(int port, const std::string& tag, std::atomic<int>* bids,
+                         std::atomic<int64_t>* billed) {
+  Client c(port);
+  int n = 0;
+  std::string id, body;
+  auto next_bid = [&] {
+    id = tag + std::to_string(n++);
+    auto [status, b] = c.Do(http::verb::post, "/openrtb2/bid", Request(id));
+    body = std::move(b);
+    return status == 200;
+  };
+  for (auto limit = 60s; WaitUntil(next_bid, limit, 5ms); limit = 5s) {
+    ++*bids;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the time to the win
+    const auto j = nlohmann::json::parse(body);
+    const double price = j["seatbid"][0]["bid"][0]["price"].get<double>();
+    char p[32];
+    std::snprintf(p, sizeof p, "%.6f", price);
+    if (c.Do(http::verb::get, Notice("billing", id, 1, p)).first == 200) {
+      *billed += std::llround(price * 1000);  // CPM micros / 1000 per impression
+    }
+  }
+}
+
 // Two bidders behind one load balancer share every budget through `rtb budget` (leases over
 // Kafka): together they never commit more than a budget, and both get to spend it.
 TEST_F(BidderIntegration, TwoBiddersSharingBudgetsThroughLeasesNeverSpendMoreThanABudget) {
@@ -1696,39 +1725,15 @@ TEST_F(BidderIntegration, TwoBiddersSharingBudgetsThroughLeasesNeverSpendMoreTha
   ASSERT_TRUE(coordinator.status().ok()) << coordinator.status().message();
 
   // Both bidders get the same traffic (real time: this test is about traffic, not about time
-  // passing); every bid wins and is billed at its price. Each stops once it has made no bid for
-  // 5 s after its first (60 s before it): a bidder whose lease is spent asks again, and on a
-  // loaded machine the coordinator's answer can take a second or more.
+  // passing); every bid wins and is billed at its price (BidAndBillUntilIdle).
   std::atomic<int64_t> billed{0};
   std::atomic<int> bids_a{0}, bids_b{0};
-  auto traffic = [&](int port, const std::string& tag, std::atomic<int>* bids) {
-    Client c(port);
-    int n = 0;
-    std::string id, body;
-    // A request every 5 ms until one is a bid (no lease yet, or the budget is gone).
-    auto next_bid = [&] {
-      id = tag + std::to_string(n++);
-      auto [status, b] = c.Do(http::verb::post, "/openrtb2/bid", Request(id));
-      body = std::move(b);
-      return status == 200;
-    };
-    for (auto limit = 60s; WaitUntil(next_bid, limit, 5ms); limit = 5s) {
-      ++*bids;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the time to the win
-      const auto j = nlohmann::json::parse(body);
-      const double price = j["seatbid"][0]["bid"][0]["price"].get<double>();
-      char p[32];
-      std::snprintf(p, sizeof p, "%.6f", price);
-      auto [st, nb] = c.Do(http::verb::get, Notice("billing", id, 1, p));
-      if (st == 200) billed += std::llround(price * 1000);  // CPM micros / 1000 per impression
-    }
-  };
   // Both hold a lease before the traffic starts: a bidder whose first answer comes late would
   // otherwise find the other one holding most of the budget, and a share grows with traffic.
   ASSERT_TRUE(WaitUntil([&] { return BudgetMetric(*bidder_, "budget") > 0; }, 30s, 20ms));
   ASSERT_TRUE(WaitUntil([&] { return BudgetMetric(*other.bidder, "budget") > 0; }, 30s, 20ms));
-  std::thread ta(traffic, port_, "a-", &bids_a);
-  std::thread tb(traffic, other.port, "b-", &bids_b);
+  std::thread ta(BidAndBillUntilIdle, port_, "a-", &bids_a, &billed);
+  std::thread tb(BidAndBillUntilIdle, other.port, "b-", &bids_b, &billed);
   ta.join();
   tb.join();
   const int64_t budget = cfg.advertisers[0].daily_budget.value();
@@ -1844,29 +1849,11 @@ void ForgedHoldingsGiveNoOverspend(const BidderConfig& cfg, const std::string& d
   }
   // Traffic to every bidder, each bid won and billed at its price, until none has bid for 5 s.
   std::atomic<int64_t> billed{0};
-  auto traffic = [&](int port, const std::string& tag) {
-    Client c(port);
-    int n = 0;
-    std::string id, body;
-    auto next_bid = [&] {
-      id = tag + std::to_string(n++);
-      auto [status, b] = c.Do(http::verb::post, "/openrtb2/bid", Request(id));
-      body = std::move(b);
-      return status == 200;
-    };
-    for (auto limit = 60s; WaitUntil(next_bid, limit, 5ms); limit = 5s) {
-      const auto j = nlohmann::json::parse(body);
-      const double price = j["seatbid"][0]["bid"][0]["price"].get<double>();
-      char p[32];
-      std::snprintf(p, sizeof p, "%.6f", price);
-      if (c.Do(http::verb::get, Notice("billing", id, 1, p)).first == 200) {
-        billed += std::llround(price * 1000);
-      }
-    }
-  };
+  std::atomic<int> bids{0};
   std::vector<std::thread> threads;
   for (size_t i = 0; i < all.size(); ++i) {
-    threads.emplace_back(traffic, all[i].second, "k" + std::to_string(i) + "-");
+    threads.emplace_back(BidAndBillUntilIdle, all[i].second, "k" + std::to_string(i) + "-", &bids,
+                         &billed);
   }
   for (auto& t : threads) t.join();
   forger.ReplayFirsts();
