@@ -12,10 +12,6 @@ namespace {
 
 constexpr size_t kSigBytes = 16;
 
-void PutU64(std::string* out, uint64_t v) {
-  for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-
 // The signed bytes: fixed-width integers and length-prefixed strings, version first (2: no
 // owner, the encoding of earlier versions, whose URLs still verify; 3: the owner last).
 void Encode(const SignedBid& b, std::string* out) {

@@ -19,10 +19,6 @@ constexpr size_t kBlock = 64;  // SHA-256 block
 constexpr size_t kMacBytes = 16;
 constexpr std::string_view kMacMember = ",\"mac\":\"";
 
-void PutU64(std::string* out, uint64_t v) {
-  for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-
 bool GoodId(std::string_view id) {
   if (id.empty() || id.size() > 16) return false;
   for (const char c : id) {

@@ -48,6 +48,10 @@ class Hmac {
 // Lowercase hex of n bytes; constant-time equality of two strings.
 std::string HexBytes(const unsigned char* p, size_t n);
 bool ConstantTimeEqual(std::string_view a, std::string_view b);
+// Appends v as 8 little-endian bytes: the fixed-width integers of the bytes a MAC covers.
+inline void PutU64(std::string* out, uint64_t v) {
+  for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
 
 struct MarketKey {
   std::string id;      // 1-16 characters of [A-Za-z0-9_.-]: names the key in every MAC
