@@ -20,9 +20,16 @@ CLI::App* AddBudgetCommand(CLI::App* app, BudgetArgs* a) {
   bu->add_option("--market", a->market, "The bidders' config (advertisers, budgets, A/B share)")
       ->required();
   bu->add_option("--brokers", a->c.brokers, "Kafka bootstrap.servers (default: the market's)");
-  bu->add_option("--requests-topic", a->c.requests_topic, "Bidders' requests and reports")
-      ->capture_default_str();
-  bu->add_option("--grants-topic", a->c.grants_topic, "Holdings published (compacted)")
+  // Empty: the market's (its leases section), filled in by RunBudget.
+  a->c.requests_topic.clear();
+  a->c.grants_topic.clear();
+  bu->add_option("--requests-topic", a->c.requests_topic,
+                 "Bidders' requests and reports (default: the market's leases.requests_topic)");
+  bu->add_option("--grants-topic", a->c.grants_topic,
+                 "Holdings published, compacted (default: the market's leases.grants_topic)");
+  bu->add_option("--group", a->c.group_id,
+                 "Consumer group of the requests topic (its coordinators' topic is read under "
+                 "<group>.coordinators.<instance>): one per market sharing a cluster")
       ->capture_default_str();
   bu->add_option("--coordinators-topic", a->c.coordinators_topic,
                  "Who serves the market, one coordinator at a time (one partition, compacted; "
@@ -32,6 +39,13 @@ CLI::App* AddBudgetCommand(CLI::App* app, BudgetArgs* a) {
                  "taking it for dead; a serving one grants nothing once the last beat of its own "
                  "it read back was written more than half of it ago")
       ->check(CLI::Range(1'000, 600'000))
+      ->capture_default_str();
+  bu->add_option("--day-ms", a->c.day_ms,
+                 "How long a day of the market lasts in wall-clock time: the grants topic must "
+                 "keep a day's holdings for two of them (min.compaction.lag.ms, retention.ms). "
+                 "A calendar day unless the market's days are simulated and last seconds "
+                 "(simulation_hooks), where a shorter one lets compaction run")
+      ->check(CLI::Range(int64_t{1000}, int64_t{86'400'000}))
       ->capture_default_str();
   bu->add_option("--heartbeat-timeout-ms", a->c.lease.heartbeat_timeout_ms,
                  "A bidder silent this long is dead: its unspent lease returns")
@@ -56,6 +70,9 @@ CLI::App* AddBudgetCommand(CLI::App* app, BudgetArgs* a) {
       ->capture_default_str();
   bu->add_option("--leases-out", a->c.leases_out,
                  "On stop, write every lease (budget, held, spent per bidder) to this CSV");
+  bu->add_option("--restored-out", a->c.restored_out,
+                 "At start, once the grants topic is read back, write the leases it holds (the "
+                 "same CSV) before serving: what the restart rebuilt");
   return bu;
 }
 
@@ -77,6 +94,8 @@ int RunBudget(BudgetArgs a) {
   auto cfg = rtb::bidder::LoadBidderConfig(a.market);
   if (!cfg.ok()) return Fail(cfg.status());
   if (a.c.brokers.empty()) a.c.brokers = cfg->kafka.brokers;
+  if (a.c.requests_topic.empty()) a.c.requests_topic = cfg->leases.requests_topic;
+  if (a.c.grants_topic.empty()) a.c.grants_topic = cfg->leases.grants_topic;
   a.c.kafka_properties = cfg->kafka.properties;
   if (a.c.brokers.empty() || a.c.brokers == rtb::bidder::kEmbeddedBrokers) {
     // An embedded cluster lives inside one `rtb serve`: no coordinator can share it.
@@ -84,6 +103,12 @@ int RunBudget(BudgetArgs a) {
         "rtb budget needs Kafka: --brokers, or kafka.brokers in " + a.market +
         " (not embedded, which is inside one rtb serve process; `rtb kafka --market " + a.market +
         "` runs one that the bidders and rtb budget share)"));
+  }
+  if (a.c.day_ms != rtb::budget::kCalendarDayMs && !cfg->simulation_hooks) {
+    // A market on the calendar's days would let compaction drop a day's holdings while it lasts.
+    return Fail(rtb::Status::InvalidArgument(
+        "--day-ms is for a simulated market (simulation_hooks: true in " + a.market +
+        "); this one's days are the calendar's"));
   }
   for (const auto& adv : cfg->advertisers) a.c.daily_budget[adv.id] = adv.daily_budget;
   a.c.learned_share = cfg->ab.learned_share;

@@ -22,7 +22,9 @@ CLI::App* AddReportCommand(CLI::App* app, ReportArgs* a) {
       "  rtb report --brokers host:9092 --topic rtb.events --bidder-config my-bidder.yaml");
   sub->add_option("--events", a->events, "The events as a JSON-lines dump (one event per line)");
   sub->add_option("--brokers", a->brokers, "Or read the events topic at these bootstrap.servers");
-  sub->add_option("--topic", a->topic, "The events topic (with --brokers)")->capture_default_str();
+  sub->add_option("--topic", a->topic,
+                  "The events topic (with --brokers; default: --bidder-config's "
+                  "kafka.events_topic)");
   AddKafkaPropertyOption(sub, &a->kafka_properties);
   sub->add_option("--bidder-config", a->bidder_config,
                   "The bidder config the events were served with: advertisers, budgets, agents, "
@@ -72,16 +74,17 @@ int RunReport(const ReportArgs& a) {
   } else {
     int64_t not_retained = 0, offset_errors = 0;
     std::string bad;
+    const std::string topic = a.topic.empty() ? cfg->kafka.events_topic : a.topic;
     kafka::Properties props = cfg->kafka.properties;
     props.insert(props.end(), a.kafka_properties.begin(), a.kafka_properties.end());
     const Status st = kafka::ReadWholeTopic(
-        {.bootstrap = a.brokers, .properties = props}, a.topic, 30000,
+        {.bootstrap = a.brokers, .properties = props}, topic, 30000,
         [&](int32_t p, int64_t off, std::string_view payload) {
           auto e = DecodeEvent(payload);
           const Status added = e.ok() ? tally.Add(*e) : e.status();
           if (added.ok()) return;
           if (offset_errors++ == 0) {
-            bad = a.topic + "[" + std::to_string(p) + "]@" + std::to_string(off) + ": " +
+            bad = topic + "[" + std::to_string(p) + "]@" + std::to_string(off) + ": " +
                   added.message();
           }
         },
@@ -97,8 +100,8 @@ int RunReport(const ReportArgs& a) {
       info.notes.push_back("The brokers no longer held " + std::to_string(not_retained) +
                            " of the topic's first events: the totals miss them.");
     }
-    info.source = "topic " + a.topic + " at " + a.brokers;
-    info.rerun = "rtb report --brokers " + a.brokers + " --topic " + a.topic + " --bidder-config " +
+    info.source = "topic " + topic + " at " + a.brokers;
+    info.rerun = "rtb report --brokers " + a.brokers + " --topic " + topic + " --bidder-config " +
                  doc::ShownPath(a.bidder_config);
   }
   for (const auto& n : a.notes) info.notes.push_back(n);

@@ -14,7 +14,7 @@ namespace rtb::cli {
 struct ReportArgs {
   std::string events;   // JSON-lines dump of the events topic
   std::string brokers;  // or: read the topic at these bootstrap.servers
-  std::string topic = "rtb.events";
+  std::string topic;    // the events topic; empty: the bidder config's kafka.events_topic
   // librdkafka properties (--kafka-property), after the bidder config's kafka.properties.
   std::vector<std::pair<std::string, std::string>> kafka_properties;
   std::string bidder_config;  // the market: advertisers, budgets, agents, the A/B share

@@ -154,6 +154,7 @@ num.recovery.threads.per.data.dir=1
 background.threads=2
 log.cleaner.threads=1
 log.cleaner.dedupe.buffer.size=8388608
+log.cleaner.backoff.ms=1000
 sasl.enabled.mechanisms=SCRAM-SHA-512,PLAIN
 listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
 listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_$SASL_USER="$SASL_PASSWORD";

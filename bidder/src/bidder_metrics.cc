@@ -119,6 +119,17 @@ HttpResult Bidder::Metrics() const {
       line("rtb_lease_refused_total{reason=\"%s\"} %lld\n", reason.c_str(),
            static_cast<long long>(count));
     }
+    o += "# HELP rtb_lease_held_micros What this bidder holds of each budget day's arm budget, "
+         "as the grants topic last said.\n# TYPE rtb_lease_held_micros gauge\n";
+    const size_t advertisers = m.cfg.advertisers.size();
+    for (const auto& [id, held] : h.held) {
+      if (id.second >= 2 * advertisers) continue;  // ArmSlot's range
+      const size_t k = id.second % advertisers;
+      const Arm arm = id.second < advertisers ? Arm::kLearned : Arm::kManual;
+      line("rtb_lease_held_micros{day=\"%s\",advertiser=\"%u\",arm=\"%s\"} %lld\n",
+           BudgetDayName(id.first).c_str(), m.cfg.advertisers[k].id, ArmName(arm),
+           static_cast<long long>(held));
+    }
   }
   o += "# HELP rtb_policy_version Version of the action table in use (0 = none).\n"
        "# TYPE rtb_policy_version gauge\n";

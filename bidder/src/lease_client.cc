@@ -189,7 +189,8 @@ LeaseClient::Health LeaseClient::GetHealth() const {
           .resyncs = h.resyncs,
           .stale = h.stale,
           .name_conflict = h.name_conflict,
-          .refused = h.refused};
+          .refused = h.refused,
+          .held = impl_->planner.Holdings()};
 }
 
 LeaseClient::~LeaseClient() {

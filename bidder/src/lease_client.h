@@ -61,6 +61,8 @@ class LeaseClient {
     bool name_conflict = false;  // another live process holds this bidder name: no lease here
     // Records of the grants topic refused, by reason (budget::LeasePlanner::Health::refused).
     std::map<std::string, int64_t> refused;
+    // What this bidder holds, by (budget day, slot): the latest holding of each it read.
+    std::map<std::pair<int64_t, size_t>, int64_t> held;
   };
   Health GetHealth() const;
 

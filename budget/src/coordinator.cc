@@ -446,7 +446,7 @@ struct Coordinator::Impl {
     }
   }
 
-  Status WriteLeases() const {
+  Status WriteLeases(const std::string& path) const {
     std::string csv = "day,adv,arm,budget,bidder,held,spent,reserved\n";
     for (const auto& l : ledger.Leases()) {
       for (const int64_t v : {l.key.day, int64_t{l.key.advertiser}}) {
@@ -464,7 +464,7 @@ struct Coordinator::Impl {
       }
       csv += '\n';
     }
-    return WriteFileAtomic(opt.leases_out, csv);
+    return WriteFileAtomic(path, csv);
   }
 
   // This process (random, new at each start), where it runs, and who serves the market.
@@ -781,6 +781,7 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions opt)
                      .coordinators_topic = m->opt.coordinators_topic,
                      .group_id = m->opt.group_id,
                      .handover_timeout_ms = m->opt.handover_timeout_ms,
+                     .day_ms = m->opt.day_ms,
                      .stop = m->opt.stop,
                      .describe_topic = m->opt.describe_topic,
                      .keys = m->opt.keys};
@@ -869,6 +870,7 @@ Result<std::unique_ptr<Coordinator>> Coordinator::Create(CoordinatorOptions opt)
     if (id.second.find('~') != std::string::npos) m->ledger.MarkDead(id.second, now);
   }
   m->counters.restored = static_cast<int64_t>(latest.size());
+  if (!m->opt.restored_out.empty()) RTB_RETURN_IF_ERROR(m->WriteLeases(m->opt.restored_out));
   m->counters.malformed = bad;
   m->counters.stale = stale;
   m->counters.epoch = epoch;
@@ -917,7 +919,7 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
     ++m.counters.turns;
   }
   m.LogStatus();
-  if (!m.opt.leases_out.empty()) RTB_RETURN_IF_ERROR(m.WriteLeases());
+  if (!m.opt.leases_out.empty()) RTB_RETURN_IF_ERROR(m.WriteLeases(m.opt.leases_out));
   return m.producer->Flush(5000);
 }
 

@@ -18,8 +18,10 @@ bool Standing(CoordinatorState s) {
 
 }  // namespace
 
-Status CheckGrantsTopicConfig(const std::map<std::string, std::string>& config) {
-  constexpr int64_t kTwoDaysMs = 2 * 86'400'000LL;
+Status CheckGrantsTopicConfig(const std::map<std::string, std::string>& config, int64_t day_ms) {
+  const int64_t two_days_ms = 2 * day_ms;
+  const std::string two_days = std::to_string(two_days_ms) +
+                               (day_ms == kCalendarDayMs ? " (two days)" : " (two of its days)");
   auto setting = [&](const std::string& name, const std::string& fallback) {
     const auto it = config.find(name);
     return it == config.end() ? fallback : it->second;
@@ -43,20 +45,20 @@ Status CheckGrantsTopicConfig(const std::map<std::string, std::string>& config) 
   }
   if (compact) {
     RTB_ASSIGN_OR_RETURN(const int64_t lag, number("min.compaction.lag.ms", "0"));
-    if (lag < kTwoDaysMs) {
+    if (lag < two_days_ms) {
       return Status::InvalidArgument("min.compaction.lag.ms is " + std::to_string(lag) +
                                      ": compaction could keep a fenced-off "
                                      "holding in place of a day's current one; set it to " +
-                                     std::to_string(kTwoDaysMs) + " (two days) or more");
+                                     two_days + " or more");
     }
   }
   if (del) {
     RTB_ASSIGN_OR_RETURN(const int64_t retention, number("retention.ms", "604800000"));
-    if (retention >= 0 && retention < kTwoDaysMs) {
+    if (retention >= 0 && retention < two_days_ms) {
       return Status::InvalidArgument("retention.ms is " + std::to_string(retention) +
                                      ": a day's holdings could be deleted while the day lasts; "
                                      "set it to " +
-                                     std::to_string(kTwoDaysMs) + " (two days) or more, or -1");
+                                     two_days + " or more, or -1");
     }
     RTB_ASSIGN_OR_RETURN(const int64_t bytes, number("retention.bytes", "-1"));
     if (bytes >= 0) {
@@ -131,7 +133,7 @@ Status Handover::CheckGrantsTopic() {
         opt_.grants_topic, config.status().message());
     return Status::Ok();
   }
-  if (Status st = CheckGrantsTopicConfig(*config); !st.ok()) {
+  if (Status st = CheckGrantsTopicConfig(*config, opt_.day_ms); !st.ok()) {
     const std::string why = opt_.grants_topic + ": " + st.message();
     log::Get("budget").error("coordinator: {}", why);
     return Status::InvalidArgument(why);

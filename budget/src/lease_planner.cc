@@ -57,6 +57,13 @@ void LeasePlanner::PublishView(int64_t day, size_t k, const Slot& s) {
   held_known_[{day, k}] = v;
 }
 
+std::map<std::pair<int64_t, size_t>, int64_t> LeasePlanner::Holdings() const {
+  std::map<SlotId, int64_t> out;
+  std::lock_guard<std::mutex> l(held_mu_);
+  for (const auto& [id, v] : held_known_) out.emplace(id, v.held);
+  return out;
+}
+
 LeaseView LeasePlanner::View(int64_t day, size_t slot) const {
   LeaseView v;
   {

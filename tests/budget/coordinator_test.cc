@@ -1385,6 +1385,13 @@ TEST(Coordinator, TheGrantsTopicMustKeepADaysHoldingsUntilTheDayIsOver) {
     EXPECT_EQ(st.code(), Status::Code::kInvalidArgument) << b.says;
     EXPECT_NE(st.message().find(b.says), std::string::npos) << st.message();
   }
+  // A simulated market whose days last 5 s: two of them, 10 s, are enough.
+  const Config sim{{"cleanup.policy", "compact"}, {"min.compaction.lag.ms", "10000"}};
+  EXPECT_TRUE(CheckGrantsTopicConfig(sim, 5'000).ok());
+  const Status st = CheckGrantsTopicConfig(sim, 6'000);
+  EXPECT_NE(st.message().find("min.compaction.lag.ms is 10000"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("12000 (two of its days)"), std::string::npos) << st.message();
+  EXPECT_FALSE(CheckGrantsTopicConfig(sim).ok());  // a calendar day
 }
 
 TEST(LeaseMessages, EpochMarkersAndTheGrantsReadersFence) {

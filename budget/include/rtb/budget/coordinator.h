@@ -41,6 +41,10 @@ struct CoordinatorOptions {
   // from that topic or stalled, it stops granting before a newer claim could take it for dead).
   std::string coordinators_topic;
   int handover_timeout_ms = 10'000;
+  // How long a day of the market lasts in wall-clock time: the grants topic must keep a day's
+  // holdings for two of them (CheckGrantsTopicConfig). A calendar day, unless the market's days
+  // are simulated and last seconds (`rtb budget --day-ms`), where compaction may run sooner.
+  int64_t day_ms = kCalendarDayMs;
   // When set, a start still waiting for the hand-over gives up (and hands over itself).
   const std::atomic<bool>* stop = nullptr;
   LeaseConfig lease;            // timeouts, grant sizing
@@ -62,6 +66,9 @@ struct CoordinatorOptions {
   // When set, every lease is written there as CSV on stop (day, adv, arm, budget, bidder, held,
   // spent, reserved): where each budget's money ended up.
   std::string leases_out;
+  // When set, the leases read back from the grants topic at start are written there (the same
+  // CSV), before anything is served: what a restart rebuilt.
+  std::string restored_out;
   // Where the grants topic's configuration comes from (CheckGrantsTopicConfig): unset, the
   // brokers (kafka::Consumer::TopicConfig); tests set it, as the embedded cluster describes none.
   std::function<Result<std::map<std::string, std::string>>(const std::string& topic)>

@@ -29,6 +29,8 @@ class Producer;
 namespace rtb::budget {
 
 // The market's topics and the hand-over's timing (CoordinatorOptions has the meaning of each).
+constexpr int64_t kCalendarDayMs = 86'400'000;  // a day of a market that is not simulated
+
 struct HandoverOptions {
   std::string brokers;
   std::vector<std::pair<std::string, std::string>> kafka_properties;
@@ -36,6 +38,7 @@ struct HandoverOptions {
   std::string coordinators_topic;  // "": DefaultCoordinatorsTopic(grants_topic)
   std::string group_id;  // the coordinators' topic is read under group_id + ".coordinators."
   int handover_timeout_ms = 10'000;
+  int64_t day_ms = kCalendarDayMs;  // how long a day of the market lasts (CheckGrantsTopicConfig)
   const std::atomic<bool>* stop = nullptr;  // set: a start still waiting gives up
   // Where the grants topic's configuration comes from (unset: the brokers).
   std::function<Result<std::map<std::string, std::string>>(const std::string& topic)>
@@ -51,8 +54,10 @@ struct HandoverOptions {
 // -1, since a size limit deletes the oldest holdings whatever their day). An absent setting is
 // Kafka's default: `delete`, 7 days, no size limit, no compaction lag. An empty
 // `cleanup.policy` keeps everything. Otherwise an InvalidArgument that names the setting and the
-// value to give it.
-Status CheckGrantsTopicConfig(const std::map<std::string, std::string>& config);
+// value to give it. `day_ms`: how long a day of the market lasts in wall-clock time; a
+// simulated market whose days last seconds (`rtb budget --day-ms`) lets compaction run sooner.
+Status CheckGrantsTopicConfig(const std::map<std::string, std::string>& config,
+                              int64_t day_ms = kCalendarDayMs);
 
 class Handover {
  public:

@@ -146,6 +146,9 @@ class LeasePlanner {
 
   // Thread-safe. What a new ledger of (day, slot) starts at (DayLedgers::SetLeaseView).
   LeaseView View(int64_t day, size_t slot) const;
+  // Thread-safe. What this bidder holds of every (day, slot) it knows, as the grants topic last
+  // said (the days ForgetDays keeps): rtb_lease_held_micros.
+  std::map<std::pair<int64_t, size_t>, int64_t> Holdings() const;
   // The budget days (the current one and the next) whose every slot has been answered by the
   // coordinator and has its cap on Kafka. -1: none.
   std::pair<int64_t, int64_t> ReadyDays() const { return {ready_day_.load(), ready_next_.load()}; }
