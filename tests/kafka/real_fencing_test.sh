@@ -14,7 +14,8 @@
 # Each run makes topics of its own (<prefix>.seam, .events with 2 partitions, .policy, .clock;
 # <prefix>-restart.events, .policy and .clock for the restart, placed so that the policy
 # partition's leader leads none of the others), so that nothing else on the cluster reads them.
-# Any node still down at the end is started again: the tier's next tests need the whole cluster.
+# The tier's next tests need the whole cluster: it ends with every partition's replicas in sync,
+# and any node still down at the end (a failed test) is started again.
 # Usage: real_fencing_test.sh KAFKA_TESTS LEARNER_TESTS SRC   (KAFKA_RUN_DIR: the cluster's)
 set -euo pipefail
 KAFKA_TESTS=$1
@@ -90,4 +91,16 @@ created "${restart_topics[@]}"
 RTB_REAL_KAFKA_CLUSTER=$CLUSTER run restart "$LEARNER_TESTS" \
   'Online.OnARealClusterALearnerRestarted*' "$PREFIX-restart"
 grep -E '^node [123] ' "$OUT/restart.log" >&2 || true
+# The killed node back in sync on every partition (kcat's metadata) before the tier's next test.
+in_sync() {
+  kcat -b "$KAFKA_BOOTSTRAP" -L -J 2>/dev/null | python3 -c 'import json, sys
+m = json.load(sys.stdin)
+sys.exit(any(len(p["isrs"]) < len(p["replicas"]) for t in m["topics"] for p in t["partitions"]))'
+}
+t0=$SECONDS
+until in_sync; do
+  ((SECONDS - t0 < 30)) || fail "a partition is still short of replicas 30 s after the restart"
+  sleep 0.2
+done
+echo "real_fencing: every partition in sync $((SECONDS - t0)) s after the restart test" >&2
 echo "real_fencing: fencing and a restart after a broker's failure hold on the real cluster"
