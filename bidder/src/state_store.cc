@@ -1,7 +1,6 @@
 #include "rtb/bidder/state_store.h"
 
 #include <rocksdb/db.h>
-#include <rocksdb/env.h>
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/iterator.h>
 #include <rocksdb/table.h>
@@ -9,49 +8,14 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
 
-#include "rtb/core/log.h"
+#include "rtb/core/rocksdb_log.h"
 
 namespace rtb::bidder {
-namespace {
-
-// RocksDB's own log, sent to the process's log (logger "state") at warning level and above,
-// rate-limited, instead of a LOG file in the state folder. That file sat on the disk it reports
-// on: with the disk full, its second failed write aborted the process (Debian's RocksDB keeps its
-// assertions). The store's failures themselves are the bidder's to say, once (Bidder::StateFailed).
-class ProcessLogger : public rocksdb::Logger {
- public:
-  ProcessLogger() : rocksdb::Logger(rocksdb::InfoLogLevel::WARN_LEVEL) {}
-  using rocksdb::Logger::Logv;
-  void Logv(const char* format, va_list ap) override {
-    Logv(rocksdb::InfoLogLevel::INFO_LEVEL, format, ap);
-  }
-  void Logv(const rocksdb::InfoLogLevel level, const char* format, va_list ap) override {
-    if (level < GetInfoLogLevel() || level == rocksdb::InfoLogLevel::HEADER_LEVEL) return;
-    uint64_t skipped = 0;
-    if (!limit_.Allow(&skipped)) return;
-    char line[512];
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wformat-nonliteral"
-    const int n = std::vsnprintf(line, sizeof line, format, ap);
-#pragma GCC diagnostic pop
-    for (size_t end = std::min<size_t>(std::max(n, 0), sizeof line - 1);
-         end > 0 && line[end - 1] == '\n';)
-      line[--end] = '\0';
-    log::Get("state").warn("rocksdb: {}{}", line,
-                           skipped > 0 ? fmt::format(" ({} lines skipped)", skipped) : "");
-  }
-
- private:
-  log::RateLimit limit_{5, std::chrono::seconds(60)};
-};
-
-}  // namespace
 
 struct StateStore::Impl {
   std::unique_ptr<rocksdb::DB> db;
@@ -71,7 +35,7 @@ Result<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path,
   std::filesystem::create_directories(path, ec);
   rocksdb::Options o;
   o.create_if_missing = true;
-  o.info_log = std::make_shared<ProcessLogger>();
+  o.info_log = log::NewProcessLogger("state");  // no LOG file on the state disk (rocksdb_log.h)
   o.write_buffer_size = static_cast<size_t>(std::max(1, opt.write_buffer_mb)) << 20;
   // A notice's key is looked up before it is booked, and is almost never there: with more,
   // smaller files, a Bloom filter answers most of those lookups without reading a block.

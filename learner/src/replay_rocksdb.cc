@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <mutex>
 
+#include "rtb/core/rocksdb_log.h"
 #include "rtb/learner/replay_store.h"
 
 namespace rtb::learn {
@@ -142,7 +143,7 @@ Result<std::unique_ptr<ReplayStore>> OpenRocksDbReplayStore(const std::string& p
   rocksdb::Options o;
   o.create_if_missing = true;
   o.max_open_files = 64;
-  o.keep_log_file_num = 4;
+  o.info_log = log::NewProcessLogger("replay");  // no LOG file in the state dir (rocksdb_log.h)
   rocksdb::DB* raw = nullptr;
   const rocksdb::Status st = rocksdb::DB::Open(o, path, &raw);
   if (!st.ok()) return Status::IoError(path + ": cannot open replay store: " + st.ToString());

@@ -271,6 +271,22 @@ TEST(StateStore, TheLeaseLineageKeepsTheAnsweredProcessThroughACrashLoop) {
   EXPECT_EQ(l.kept, "e,!a,!b,!c");
 }
 
+// RocksDB's own log goes to the process's log, not to a LOG file on the state disk, where a full
+// disk made Debian's RocksDB abort the bidder (tests/bidder/full_disk_test.sh).
+TEST(StateStore, WritesNoLogFileOfRocksDbsOnTheStateDisk) {
+  const std::string dir = ::testing::TempDir() + "/state_nolog_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  for (int open = 0; open < 2; ++open) {
+    auto s = StateStore::Open(dir);
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    EXPECT_TRUE(*(*s)->ApplyOnce(100, "billing/" + std::to_string(open), 1, "d", Micros(5)));
+  }
+  for (const auto& f : std::filesystem::directory_iterator(dir)) {
+    EXPECT_FALSE(f.path().filename().string().starts_with("LOG")) << f.path();
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(StateStore, ForgetsTheDedupeKeysOfOldHoursOnly) {
   const std::string dir = ::testing::TempDir() + "/state_retention_" + std::to_string(::getpid());
   std::filesystem::remove_all(dir);

@@ -1,9 +1,15 @@
 #include "rtb/learner/replay_store.h"
 
 #include <gtest/gtest.h>
+#include <rocksdb/env.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
+
+#include "rtb/core/log.h"
+#include "rtb/core/rocksdb_log.h"
 
 namespace rtb::learn {
 namespace {
@@ -117,6 +123,43 @@ TEST(RocksDbReplay, ReopenContinuesTheSequence) {
   EXPECT_EQ(*(*s)->Append(Make(7)), 7u);
   EXPECT_EQ(*(*s)->Get(3), Make(3));
   std::filesystem::remove_all(dir);
+}
+
+// RocksDB's own log goes to the process's log, not to a LOG file in the state dir (on a full
+// disk, Debian's RocksDB aborted the process on that file's second failed write): opened, written
+// and opened again (which would rotate a LOG to LOG.old.*), the store's folder has no LOG file.
+TEST(RocksDbReplay, WritesNoLogFileOfRocksDbsInItsFolder) {
+  const std::string dir = ::testing::TempDir() + "/replay_nolog_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  for (int open = 0; open < 2; ++open) {
+    auto s = OpenRocksDbReplayStore(dir);
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    ASSERT_TRUE((*s)->Append(Make(open)).ok());
+  }
+  for (const auto& f : std::filesystem::directory_iterator(dir)) {
+    EXPECT_FALSE(f.path().filename().string().starts_with("LOG")) << f.path();
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// What RocksDB logs reaches the component's logger: warnings and above, as "rocksdb: <line>",
+// at most 5 a minute (the rest are counted, and the count is on the next line after the
+// minute); info lines are dropped.
+TEST(RocksDbReplay, RocksDbsWarningsGoToTheProcessLog) {
+  auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(16);
+  auto& sinks = log::Get("replay").sinks();
+  sinks.push_back(sink);
+  const std::shared_ptr<rocksdb::Logger> logger = log::NewProcessLogger("replay");
+  rocksdb::Log(rocksdb::InfoLogLevel::INFO_LEVEL, logger, "opened %s", "db");
+  for (int i = 0; i < 7; ++i) {
+    rocksdb::Log(rocksdb::InfoLogLevel::WARN_LEVEL, logger, "disk %d full\n", i);
+  }
+  sinks.erase(std::remove(sinks.begin(), sinks.end(), sink), sinks.end());
+  std::vector<std::string> lines;
+  for (const auto& m : sink->last_raw()) lines.emplace_back(m.payload.data(), m.payload.size());
+  EXPECT_EQ(lines, (std::vector<std::string>{"rocksdb: disk 0 full", "rocksdb: disk 1 full",
+                                             "rocksdb: disk 2 full", "rocksdb: disk 3 full",
+                                             "rocksdb: disk 4 full"}));
 }
 
 TEST(RocksDbReplay, UnopenablePathIsAnError) {
