@@ -200,7 +200,9 @@ class OnlineLearner {
   // becomes the history in use (online.history: events).
   void RecordHistory(const StepKey& key, const StepTotals& tot, bool new_day, bool done);
   Status Publish();
-  Status CloseStep(const StepMarker& marker, int64_t marker_offset, bool timed_out);
+  // `seen_ms`: when the marker was read (clock_->SteadyMs()), for the closing line's timings.
+  Status CloseStep(const StepMarker& marker, int64_t marker_offset, int64_t seen_ms,
+                   bool timed_out);
   Status Checkpoint();
   void Consume(const kafka::Message& m);
   void ConsumeMarker(const kafka::Message& m);
@@ -757,7 +759,9 @@ Status OnlineLearner::CommitOffsets() {
 }
 
 // Algorithm 1 for one step of the live loop: observe r and s', store, update, act.
-Status OnlineLearner::CloseStep(const StepMarker& marker, int64_t marker_offset, bool timed_out) {
+Status OnlineLearner::CloseStep(const StepMarker& marker, int64_t marker_offset, int64_t seen_ms,
+                                bool timed_out) {
+  const int64_t close_ms = clock_->SteadyMs();
   const int steps_per_day = marker.steps_per_day;
   const StepKey key{marker.day, marker.step};
   const StepTotals tot = merger_->Close(key);
@@ -846,6 +850,7 @@ Status OnlineLearner::CloseStep(const StepMarker& marker, int64_t marker_offset,
     RTB_ASSIGN_OR_RETURN(seq, replay_->Append(tr, meta));
   }
   CommitOffsets();  // only now: the events up to here are in a durable transition
+  const int64_t stored_ms = clock_->SteadyMs();
 
   // 2. Algorithm 1, lines 10-15: K updates of every agent on minibatches from the replay.
   UpdateStats us;
@@ -871,15 +876,20 @@ Status OnlineLearner::CloseStep(const StepMarker& marker, int64_t marker_offset,
                 static_cast<uint64_t>(next.step);
   LimitMove(last);
   RTB_RETURN_IF_ERROR(replay_->PutMeta({{"online", ToJson(st_, *merger_).dump()}}));
+  const int64_t learned_ms = clock_->SteadyMs();
   RTB_RETURN_IF_ERROR(Publish());
+  const int64_t published_ms = clock_->SteadyMs();
   if (st_.steps_closed % on_.checkpoint_every == 0) RTB_RETURN_IF_ERROR(Checkpoint());
   Log("closed day %lld step %d: %lld events%s, cost %.2f (exchange %.2f), revenue %.2f "
-      "(exchange %.2f), transition %llu, critic loss %.4f; published v%llu",
+      "(exchange %.2f), transition %llu, critic loss %.4f; published v%llu (marker read, then "
+      "events waited for %lld ms, stored in %lld, learned in %lld, published in %lld)",
       static_cast<long long>(key.day), key.step, static_cast<long long>(tot.events),
       timed_out ? " (timed out waiting for more)" : "", tot.TotalCost() / 1e6,
       marker.cost_micros / 1e6, tot.TotalRevenue() / 1e6, marker.revenue_micros / 1e6,
       static_cast<unsigned long long>(seq), us.critic_loss,
-      static_cast<unsigned long long>(st_.version));
+      static_cast<unsigned long long>(st_.version), static_cast<long long>(close_ms - seen_ms),
+      static_cast<long long>(stored_ms - close_ms), static_cast<long long>(learned_ms - stored_ms),
+      static_cast<long long>(published_ms - learned_ms));
   return Status::Ok();
 }
 
@@ -992,7 +1002,7 @@ Status OnlineLearner::Run() {
       const bool complete = merger_->EventsIn(key) >= p.marker.expected_events;
       const bool waited = clock_->SteadyMs() - p.seen_ms >= on_.step_grace_ms;
       if (!complete && !waited) break;
-      RTB_RETURN_IF_ERROR(CloseStep(p.marker, p.offset, !complete));
+      RTB_RETURN_IF_ERROR(CloseStep(p.marker, p.offset, p.seen_ms, !complete));
       markers_.pop_front();
       ++closed_here;
     }
