@@ -6,9 +6,10 @@
 # that compaction really runs within the test: 2 s segments, any dirty ratio, and a compaction
 # lag of two of the market's days (`rtb budget --day-ms`; the brokers' cleaner looks every
 # second). Once the first day is played:
-#   the node leading the grants topic's partition 0 is SIGKILLed (restarted 8 s later), and
-#   2 s after it the coordinator is SIGKILLed; a new one starts 4 s later, takes the killed one
-#   for dead and rebuilds the leases from the grants topic;
+#   the node leading the grants topic's partition 0 is SIGKILLed, 2 s later the coordinator is
+#   SIGKILLed and the node restarted (it is back 20-40 s later: its JVM starts under the load);
+#   a new coordinator starts 4 s after the first one's death, takes it for dead and rebuilds
+#   the leases from the grants topic;
 # the traffic goes on until a day played after the faults has spent and the cleaner has removed
 # records from the grants topic. Then, the traffic stopped:
 #   the coordinator stops (SIGTERM), writing every lease it holds (--leases-out);
@@ -42,12 +43,13 @@ DAY_MS=4000  # the longest a day of this test's market lasts (its days take 1-3 
 T0=$SECONDS
 at() { echo "leases_real: +$((SECONDS - T0)) s: $*"; }
 declare -A PORT PID
-BUD= EX= DOWN=
+BUD= EX= DOWN= RESTART=
 cleanup() {
   touch "$OUT/stop"
   [[ -z $EX ]] || kill "$EX" 2>/dev/null || true
   for p in $BUD "${PID[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
+  [[ -z $RESTART ]] || wait "$RESTART" 2>/dev/null || true
   [[ -z $DOWN ]] || "$CLUSTER" restart "$DOWN" > /dev/null 2>&1 || true
   [[ ! -s $OUT/a.yaml ]] ||
     "$RTB" kafka --delete-on "$KAFKA_BOOTSTRAP" --market "$OUT/a.yaml" \
@@ -128,18 +130,15 @@ at "node $DOWN, leader of $GRANTS[0], SIGKILLed"
 sleep 2  # the faults' moments are real time: the processes under test keep their own clocks
 kill -KILL "$BUD"
 wait "$BUD" 2>/dev/null || true
-at "coordinator SIGKILLed"
+at "coordinator SIGKILLed; node $DOWN restarting (its JVM starts under the load)"
+"$CLUSTER" restart "$DOWN" > "$OUT/restart.log" 2>&1 &
+RESTART=$!
 sleep 4
 budget 2
 at "a second coordinator starts"
-sleep 2
-"$CLUSTER" restart "$DOWN" > /dev/null || fail "node $DOWN did not come back"
-at "node $DOWN back"
-DOWN=
 wait_until 30 grep -q "leases restored from" "$OUT/budget-2.log" ||
   fail "the second coordinator did not restore the leases"
 at "$(grep -o '[0-9]* leases restored from.*' "$OUT/budget-2.log")"
-
 played() { grep -c '^{' "$OUT/exchange.jsonl" || true; }
 spent_after() {  # N: a day after the first N days spent something
   python3 -c 'import json,sys; d=[json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
@@ -162,6 +161,9 @@ at "compaction: $removed of the $written records written to $GRANTS removed"
 touch "$OUT/stop"
 wait "$EX" || fail "rtb exchange failed"
 EX=
+wait "$RESTART" || fail "node $DOWN did not come back: $(cat "$OUT/restart.log")"
+at "node $DOWN back"
+DOWN=
 
 drained() {
   curl -s "http://127.0.0.1:$1/metrics" |

@@ -18,7 +18,7 @@ fail() {
   exit 1
 }
 cd "$SRC"
-BROKERS=$KAFKA_BOOTSTRAP RTB=$RTB REQUESTS=8000 scripts/run_market.sh configs/markets/metro 1 \
+BROKERS=$KAFKA_BOOTSTRAP RTB=$RTB REQUESTS=4000 scripts/run_market.sh configs/markets/metro 1 \
   "$OUT/out" > "$OUT/run.log" 2>&1 || { tail -30 "$OUT/run.log"; fail "run_market failed"; }
 run=$(sed -n "s/^run_market: Kafka: the cluster at $KAFKA_BOOTSTRAP, on the run's own topics (rtb\.events\.\(market-metro-[^,]*\),.*/\1/p" \
   "$OUT/run.log")
