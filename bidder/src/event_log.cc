@@ -9,6 +9,7 @@
 #include <thread>
 #include <utility>
 
+#include "rtb/core/clock.h"
 #include "rtb/core/log.h"
 
 namespace rtb::bidder {
@@ -16,7 +17,15 @@ namespace rtb::bidder {
 struct EventLog::Impl {
   KafkaConfig cfg;
   std::unique_ptr<kafka::MockCluster> mock;  // the embedded cluster (kafka.brokers: embedded)
+  // The producer: owned and replaced by the poller thread alone (after a fatal error); every
+  // other thread reaches it through `current`. A replaced one is kept (`retired`) until
+  // Shutdown, since a request thread may still be handing it an event.
   std::unique_ptr<kafka::Producer> producer;
+  std::atomic<kafka::Producer*> current{nullptr};
+  std::vector<std::unique_ptr<kafka::Producer>> retired;
+  kafka::Producer::Options producer_options;  // to make the next one
+  std::atomic<uint64_t> producer_restarts{0};
+  int64_t next_replace_ms = 0;  // a failed replacement is tried again a second later
   std::string bootstrap;
   std::thread poller;
   std::atomic<bool> stop{false};
@@ -99,8 +108,40 @@ struct EventLog::Impl {
   // kUnavailable (queue full: spill it) or kInvalidArgument (never: dead-letter it).
   Status Produce(const std::string& topic, const std::string& key, const char* payload, size_t len,
                  std::string* outbox_id = nullptr) {
-    return producer->Produce(topic, kafka::kAnyPartition, key, std::string_view(payload, len),
-                             outbox_id);
+    return current.load(std::memory_order_acquire)
+        ->Produce(topic, kafka::kAnyPartition, key, std::string_view(payload, len), outbox_id);
+  }
+
+  // A fatal error (kafka::Producer::FatalError): the producer can deliver nothing more. What
+  // it holds is purged into the spill file (its delivery reports), and a new producer, with a
+  // new producer id, takes over and re-sends the spill. The brokers may have taken some of the
+  // purged events without acknowledging them: a consumer may read those twice (event ids tell).
+  // Returns whether the producer had a fatal error.
+  bool ReplaceIfFatal() {
+    const std::string why = producer->FatalError();
+    if (why.empty()) return false;
+    const int64_t now = NowSteadyUs() / 1000;
+    if (now < next_replace_ms) return true;
+    next_replace_ms = now + 1000;
+    producer->PurgeAll();
+    for (int i = 0; i < 20 && producer->QueueLength() > 0; ++i) producer->Poll(50);
+    producer->Poll(0);
+    auto fresh = kafka::Producer::Create(producer_options);
+    if (!fresh.ok()) {
+      log::Get("kafka").error(
+          "the events producer failed for good ({}) and a new one cannot start ({}): events "
+          "spill until it can",
+          why, fresh.status().message());
+      return true;
+    }
+    current.store(fresh->get(), std::memory_order_release);
+    retired.push_back(std::exchange(producer, std::move(*fresh)));
+    producer_restarts.fetch_add(1);
+    log::Get("kafka").error(
+        "the events producer failed for good ({}); its unacknowledged events went to the spill "
+        "file and a new producer re-sends them (restart {}; a consumer may read some twice)",
+        why, producer_restarts.load());
+    return true;
   }
   // Produce, or else the spill file (or the dead-letter file when no broker will take it).
   void ProduceOrSpill(const std::string& topic, const std::string& key, const char* payload,
@@ -240,7 +281,9 @@ Result<std::unique_ptr<EventLog>> EventLog::Open(const KafkaConfig& cfg) {
     std::lock_guard<std::mutex> l(raw_impl->stats_mu);
     raw_impl->stats = s;
   };
+  impl->producer_options = po;
   RTB_ASSIGN_OR_RETURN(impl->producer, kafka::Producer::Create(std::move(po)));
+  impl->current.store(impl->producer.get(), std::memory_order_release);
 
   std::error_code ec;
   const auto parent = std::filesystem::path(cfg.spill_path).parent_path();
@@ -277,6 +320,7 @@ Result<std::unique_ptr<EventLog>> EventLog::Open(const KafkaConfig& cfg) {
     bool resending = false;
     while (!raw->stop.load()) {
       raw->producer->Poll(resending ? 5 : 100);  // serves delivery reports
+      if (raw->ReplaceIfFatal()) continue;
       resending = raw->ResendSpill();
     }
   });
@@ -302,6 +346,10 @@ void EventLog::LogOutboxed(const std::string& topic, const std::string& key,
   impl_->ProduceOrSpill(topic, key, payload.data(), payload.size(), new std::string(outbox_id));
 }
 
+void EventLog::RaiseFatalErrorForTest(const std::string& reason) {
+  impl_->current.load(std::memory_order_acquire)->RaiseFatalErrorForTest(reason);
+}
+
 void EventLog::SetSettledHook(std::function<void(const std::string&)> settled) {
   impl_->settled = std::move(settled);
 }
@@ -315,7 +363,9 @@ EventLogStats EventLog::Stats() const {
   s.spilled = impl_->spilled.load();
   s.resent = impl_->resent.load();
   s.dropped = impl_->dropped.load();
-  s.queued = impl_->producer ? static_cast<uint64_t>(impl_->producer->QueueLength()) : 0;
+  const kafka::Producer* p = impl_->current.load(std::memory_order_acquire);
+  s.queued = p != nullptr ? static_cast<uint64_t>(p->QueueLength()) : 0;
+  s.producer_restarts = impl_->producer_restarts.load();
   s.spill_pending = impl_->spill_pending.load();
   s.dead_lettered = impl_->dead_lettered.load();
   return s;
@@ -343,7 +393,9 @@ void EventLog::Shutdown() {
     for (int i = 0; i < 10 && impl_->producer->QueueLength() > 0; ++i) impl_->producer->Poll(50);
     impl_->producer->Poll(0);
     const uint64_t left = static_cast<uint64_t>(impl_->producer->QueueLength());
+    impl_->current.store(nullptr);
     impl_->producer.reset();
+    impl_->retired.clear();
     if (left > 0) {
       log::Get("kafka").error("{} events still queued at shutdown were lost", left);
       impl_->dropped.fetch_add(left);

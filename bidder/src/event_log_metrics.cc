@@ -95,6 +95,10 @@ std::string EventLog::Metrics() const {
          "Events waiting in the producer queue and in the spill file.");
   o += "rtb_kafka_queue{where=\"producer\"} " + std::to_string(s.queued) + "\n";
   o += "rtb_kafka_queue{where=\"spill\"} " + std::to_string(s.spill_pending) + "\n";
+  Family(&o, "rtb_kafka_producer_restarts_total", "counter",
+         "Events producers replaced after a fatal error (their unacknowledged events spilled and "
+         "re-sent by the next).");
+  o += "rtb_kafka_producer_restarts_total " + std::to_string(s.producer_restarts) + "\n";
   if (const std::optional<kafka::Statistics> stats = ProducerStatistics(); stats.has_value()) {
     o += RenderKafkaStatistics(*stats);
   }

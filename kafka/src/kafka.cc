@@ -332,6 +332,17 @@ bool Producer::Fenced() const {
          e == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH;
 }
 
+std::string Producer::FatalError() const {
+  char why[512];
+  const rd_kafka_resp_err_t e = rd_kafka_fatal_error(rk_, why, sizeof why);
+  if (e == RD_KAFKA_RESP_ERR_NO_ERROR) return {};
+  return std::string(rd_kafka_err2name(e)) + ": " + why;
+}
+
+void Producer::RaiseFatalErrorForTest(const std::string& reason) {
+  rd_kafka_test_fatal_error(rk_, RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER, reason.c_str());
+}
+
 // ---- Consumer ----
 
 struct Consumer::State {

@@ -1172,6 +1172,56 @@ TEST(EventLogErrors, RetriedProduceErrorsLoseNothingAndKeepTheOrderPerKey) {
   std::filesystem::remove_all(dir);
 }
 
+// A fatal producer error (librdkafka's, when it cannot keep the idempotence guarantee; seen on
+// the real cluster as "out of order sequence number" after its leader was SIGKILLed) left the
+// producer unable to deliver anything: every later event spilled, and the spill was never
+// re-sent. Now a new producer takes over: what the old one held and what was logged meanwhile
+// spill and are re-sent; every event reaches the topic (some perhaps twice), none dropped.
+TEST(EventLogErrors, AProducerThatFailsForGoodIsReplacedAndEveryEventArrives) {
+  std::string dir;
+  KafkaConfig k = SpillDirConfig("produce_fatal", &dir);
+  k.partitions = 2;
+  auto log = EventLog::Open(k);
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  constexpr int kEvents = 600;
+  auto send = [&](int from, int to) {
+    for (int i = from; i < to; ++i) {
+      std::string key = "k", payload = "{\"n\":";  // (GCC 12 warns falsely on "k" + ...)
+      key += std::to_string(i % 4);
+      payload += std::to_string(i);
+      payload += "}";
+      (*log)->LogRaw(k.events_topic, key, payload);
+    }
+  };
+  send(0, 200);
+  (*log)->RaiseFatalErrorForTest("a test's fatal error");
+  send(200, 400);  // while the producer is dead, or just replaced
+  EventLogStats s;
+  WaitUntil([&] { return (s = (*log)->Stats()).producer_restarts >= 1; }, 20s);
+  send(400, kEvents);
+  WaitUntil(
+      [&] {
+        s = (*log)->Stats();
+        return s.queued == 0 && s.spill_pending == 0 && s.acked >= kEvents - s.dropped;
+      },
+      30s);
+  EXPECT_EQ(s.producer_restarts, 1u);
+  EXPECT_EQ(s.dropped, 0u);
+  EXPECT_EQ(s.spill_pending, 0u);
+  std::vector<int> times(kEvents, 0);
+  const Status st = kafka::ReadWholeTopic({.bootstrap = (*log)->bootstrap()}, k.events_topic, 20000,
+                                          [&](int32_t, int64_t, std::string_view v) {
+                                            ++times[nlohmann::json::parse(v)["n"].get<int>()];
+                                          });
+  ASSERT_TRUE(st.ok()) << st.message();
+  int missing = 0;
+  for (int n : times) missing += n == 0 ? 1 : 0;
+  EXPECT_EQ(missing, 0) << "spilled " << s.spilled << ", resent " << s.resent;
+  EXPECT_NE((*log)->Metrics().find("rtb_kafka_producer_restarts_total 1\n"), std::string::npos);
+  (*log)->Shutdown();
+  std::filesystem::remove_all(dir);
+}
+
 // A batch a broker refuses for good (too large for it) goes to the dead-letter file with the
 // broker's reason; the producer goes on, and every event is on the topic or in that file, once.
 TEST(EventLogErrors, ABatchTheBrokerRefusesForGoodIsDeadLetteredAndTheRestIsAcked) {

@@ -40,11 +40,15 @@ struct EventLogStats {
   uint64_t queued = 0;         // in librdkafka's queue now
   uint64_t spill_pending = 0;  // lines in the spill file not yet re-sent
   uint64_t dead_lettered = 0;  // never deliverable (too large): in the dead-letter file
+  uint64_t producer_restarts = 0;  // producers replaced after a fatal error
 };
 
 class EventLog {
  public:
   static Result<std::unique_ptr<EventLog>> Open(const KafkaConfig& cfg);
+  // Tests: the producer fails for good, as librdkafka's fatal error makes it (RaiseFatalError-
+  // ForTest); the event log replaces it.
+  void RaiseFatalErrorForTest(const std::string& reason);
   ~EventLog();
   void Log(const Event& e);
   // A raw message (the learner publishes policies through the same machinery).

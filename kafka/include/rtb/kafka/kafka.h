@@ -200,6 +200,13 @@ class Producer {
   Status AbortTransaction(int timeout_ms);
   // Whether a newer producer with this transactional.id fenced this one off (for good).
   bool Fenced() const;
+  // An idempotent or transactional producer's fatal error ("" while none): this instance can
+  // deliver nothing more (librdkafka fails what it holds and every Produce); a new one must
+  // take over. librdkafka raises it when it cannot keep the idempotence guarantee (an out of
+  // order sequence number after a broker lost acknowledged data, a producer id fenced).
+  std::string FatalError() const;
+  // Tests: raises a fatal error with `reason`, as librdkafka would (rd_kafka_test_fatal_error).
+  void RaiseFatalErrorForTest(const std::string& reason);
 
   struct State;  // kafka.cc: the callbacks librdkafka calls
 
