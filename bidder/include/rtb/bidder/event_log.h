@@ -32,14 +32,14 @@
 namespace rtb::bidder {
 
 struct EventLogStats {
-  uint64_t logged = 0;         // Log() calls
-  uint64_t acked = 0;          // delivered and acknowledged by the brokers
-  uint64_t spilled = 0;        // written to the spill file (re-sent later)
-  uint64_t resent = 0;         // spill lines handed back to the producer
-  uint64_t dropped = 0;        // lost: the spill file could not be written
-  uint64_t queued = 0;         // in librdkafka's queue now
-  uint64_t spill_pending = 0;  // lines in the spill file not yet re-sent
-  uint64_t dead_lettered = 0;  // never deliverable (too large): in the dead-letter file
+  uint64_t logged = 0;             // Log() calls
+  uint64_t acked = 0;              // delivered and acknowledged by the brokers
+  uint64_t spilled = 0;            // written to the spill file (re-sent later)
+  uint64_t resent = 0;             // spill lines handed back to the producer
+  uint64_t dropped = 0;            // lost: the spill file could not be written
+  uint64_t queued = 0;             // in librdkafka's queue now
+  uint64_t spill_pending = 0;      // lines in the spill file not yet re-sent
+  uint64_t dead_lettered = 0;      // never deliverable (too large): in the dead-letter file
   uint64_t producer_restarts = 0;  // producers replaced after a fatal error
 };
 
