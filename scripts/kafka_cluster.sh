@@ -18,7 +18,8 @@
 #
 # Environment: KAFKA_RUN_DIR (default out/kafka-cluster: the nodes' data, logs, TLS files and the
 # state file), RTB_KAFKA_VERSION (default 4.4.0), KAFKA_HEAP (default 320m per node),
-# KAFKA_EVENTS_PARTITIONS (default 8).
+# KAFKA_EVENTS_PARTITIONS (default 8), KAFKA_NICE (default 0: the nodes' nice value; the test
+# tier runs them at 10, so that a node's start never preempts the latency-checked tests beside).
 #
 # The state file ($KAFKA_RUN_DIR/cluster.env) sets KAFKA_BOOTSTRAP (PLAINTEXT),
 # KAFKA_SASL_BOOTSTRAP (SASL_SSL: SCRAM-SHA-512 and PLAIN; KAFKA_SASL_MECHANISM is the one this
@@ -258,7 +259,7 @@ start_node() {  # N: starts node N in the background (its data already formatted
       if ((fd > 2)); then eval "exec $fd>&-" 2>/dev/null || true; fi
     done
     # shellcheck disable=SC2086
-    exec setsid java -Xms"$HEAP" -Xmx"$HEAP" -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
+    exec setsid nice -n "${KAFKA_NICE:-0}" java -Xms"$HEAP" -Xmx"$HEAP" -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
       -XX:MaxMetaspaceSize=160m -XX:ReservedCodeCacheSize=64m -Xss512k \
       -Djava.awt.headless=true -Dkafka.logs.dir="$RUN/node-$n/logs" \
       -Dlog4j2.configurationFile="$RUN/log4j2.properties" ${KAFKA_JAVA_OPTS:-} \
