@@ -4,7 +4,7 @@
 # `rtb budget`, on lease, events and notice topics of the run's own, while `rtb exchange` plays
 # short simulated days over all three. The grants topic is compacted with settings small enough
 # that compaction really runs within the test: 2 s segments, any dirty ratio, and a compaction
-# lag of two of the market's days (`rtb budget --day-ms`; the brokers' cleaner looks every
+# lag of two of the market's days (20 s) (`rtb budget --day-ms`; the brokers' cleaner looks every
 # second). Once the first day is played:
 #   the node leading the grants topic's partition 0 is SIGKILLed, 2 s later the coordinator is
 #   SIGKILLed and the node restarted (it is back 20-40 s later: its JVM starts under the load);
@@ -39,7 +39,7 @@ M=configs/markets/metro
 source "$SRC/scripts/serve_lib.sh"
 RUN=leases-$$-$(date +%s)
 GRANTS=rtb.lease.grants.$RUN
-DAY_MS=4000  # the longest a day of this test's market lasts (its days take 1-3 s)
+DAY_MS=10000  # the longest a day of this test's market lasts (1,500 requests: 1-3 s alone)
 T0=$SECONDS
 at() { echo "leases_real: +$((SECONDS - T0)) s: $*"; }
 declare -A PORT PID
@@ -109,19 +109,19 @@ wait_until 20 grep -q "coordinator: reads [0-9]* partitions of" "$OUT/budget-1.l
   fail "the coordinator was not given the requests topic"
 at "3 bidders and the coordinator serve"
 
-sed -e "s#^requests_per_day: .*#requests_per_day: 4000#" "$M/traffic.yaml" > "$OUT/traffic.yaml"
+sed -e "s#^requests_per_day: .*#requests_per_day: 1500#" "$M/traffic.yaml" > "$OUT/traffic.yaml"
 BIDDERS="127.0.0.1:${PORT[a]},127.0.0.1:${PORT[b]},127.0.0.1:${PORT[c]}"
 (
   d=0
   while [[ ! -e $OUT/stop ]]; do
-    nice -n 10 "$RTB" exchange --traffic "$OUT/traffic.yaml" --market "$OUT/a.yaml" --concurrency 1 \
+    "$RTB" exchange --traffic "$OUT/traffic.yaml" --market "$OUT/a.yaml" --concurrency 1 \
       --bidders "$BIDDERS" --days 1 --first-day $d >> "$OUT/exchange.jsonl" \
       2>> "$OUT/exchange.log" || exit 1
     d=$((d + 1))
   done
 ) &
 EX=$!
-wait_until 30 test -s "$OUT/exchange.jsonl" || fail "no day of traffic was played"
+wait_until 60 test -s "$OUT/exchange.jsonl" || fail "no day of traffic was played"
 at "day 0 played"
 
 DOWN=$("$CLUSTER" leader "$GRANTS" 0)
