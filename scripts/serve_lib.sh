@@ -10,6 +10,10 @@
 #   wait_until SECONDS COMMAND...           runs COMMAND every 0.1 s until it succeeds (0) or
 #                                           SECONDS have passed (1): waiting for an event, with a
 #                                           bound, never for time to pass
+#   events_drained PORT                     0 when the bidder on PORT has no event left in its
+#                                           producer queue or spill file (its /metrics)
+#   days_played FILE                        the days `rtb exchange` wrote to FILE (JSON lines)
+#   spent_after FILE N                      0 when a day after the first N days of FILE spent
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
@@ -37,4 +41,13 @@ serve_start() {
   wait_until 20 curl -sf "http://127.0.0.1:$port/metrics" -o /dev/null || true
   BROKERS=$(sed -nE 's/.*embedded Kafka \(mock cluster, [0-9]+ brokers\) at ([^ ]+).*/\1/p' "$log" | head -1)
   [[ -n $BROKERS ]]
+}
+events_drained() {
+  curl -s "http://127.0.0.1:$1/metrics" |
+    awk '/^rtb_kafka_queue\{/ { n += $2 } END { exit !(NR > 0 && n == 0) }'
+}
+days_played() { grep -c '^{' "$1" || true; }
+spent_after() {
+  python3 -c 'import json,sys; d=[json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+sys.exit(0 if any(x["cost"] > 0 for x in d[int(sys.argv[2]):]) else 1)' "$1" "$2"
 }

@@ -91,11 +91,7 @@ wait "$LG" || fail "the load generator failed"
 LG=
 at "load done: $(cat "$OUT/loadgen.txt")"
 # The last events reach the topic: the producer's queue and the spill file are empty.
-drained() {
-  curl -s "http://127.0.0.1:$PORT/metrics" |
-    awk '/^rtb_kafka_queue\{/ { n += $2 } END { exit !(NR > 0 && n == 0) }'
-}
-wait_until 60 drained || fail "events still queued 60 s after the load"
+wait_until 60 events_drained "$PORT" || fail "events still queued 60 s after the load"
 kill -TERM "$SERVE"
 wait "$SERVE" || fail "rtb serve exited with $?"
 SERVE=

@@ -139,11 +139,6 @@ at "a second coordinator starts"
 wait_until 30 grep -q "leases restored from" "$OUT/budget-2.log" ||
   fail "the second coordinator did not restore the leases"
 at "$(grep -o '[0-9]* leases restored from.*' "$OUT/budget-2.log")"
-played() { grep -c '^{' "$OUT/exchange.jsonl" || true; }
-spent_after() {  # N: a day after the first N days spent something
-  python3 -c 'import json,sys; d=[json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-sys.exit(0 if any(x["cost"] > 0 for x in d[int(sys.argv[2]):]) else 1)' "$OUT/exchange.jsonl" "$1"
-}
 # The grants topic's records, and how many the cleaner removed: the offsets it no longer holds
 # below each partition's last one (no transaction markers: the coordinator is idempotent only).
 compacted() {
@@ -152,9 +147,10 @@ compacted() {
          END { for (p in n) { kept += n[p]; all += hi[p] + 1 }
                printf "%d %d\n", all - kept, all; exit !(all > kept) }'
 }
-AT_END=$(played)
-wait_until 120 spent_after "$AT_END" || fail "no day played after the faults spent anything"
-at "a day after the faults spent ($(played) days played)"
+AT_END=$(days_played "$OUT/exchange.jsonl")
+wait_until 120 spent_after "$OUT/exchange.jsonl" "$AT_END" ||
+  fail "no day played after the faults spent anything"
+at "a day after the faults spent ($(days_played "$OUT/exchange.jsonl") days played)"
 wait_until 60 compacted > /dev/null || fail "the cleaner removed nothing from $GRANTS"
 read -r removed written <<<"$(compacted)"
 at "compaction: $removed of the $written records written to $GRANTS removed"
@@ -165,11 +161,7 @@ wait "$RESTART" || fail "node $DOWN did not come back: $(cat "$OUT/restart.log")
 at "node $DOWN back"
 DOWN=
 
-drained() {
-  curl -s "http://127.0.0.1:$1/metrics" |
-    awk '/^rtb_kafka_queue\{/ { n += $2 } END { exit !(NR > 0 && n == 0) }'
-}
-for b in a b c; do wait_until 30 drained "${PORT[$b]}" || fail "bidder $b still has events queued"; done
+for b in a b c; do wait_until 30 events_drained "${PORT[$b]}" || fail "bidder $b still has events queued"; done
 held() {  # NAME: what the bidder holds, a line per (day, advertiser, arm)
   curl -sf "http://127.0.0.1:${PORT[$1]}/metrics" | grep '^rtb_lease_held_micros{' | sort
 }

@@ -166,23 +166,15 @@ sleep "$FIRST"  # the fault's length is real time: the processes under test keep
 fault_mid
 sleep "$SECOND"
 fault_end
-played() { grep -c '^{' "$OUT/exchange.jsonl" || true; }
-spent_after() {  # N: a day after the first N days spent something
-  python3 -c 'import json,sys; d=[json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-sys.exit(0 if any(x["cost"] > 0 for x in d[int(sys.argv[2]):]) else 1)' "$OUT/exchange.jsonl" "$1"
-}
-AT_END=$(played)
-wait_until 120 spent_after "$AT_END" || fail "no day played after the fault spent anything"
+AT_END=$(days_played "$OUT/exchange.jsonl")
+wait_until 120 spent_after "$OUT/exchange.jsonl" "$AT_END" ||
+  fail "no day played after the fault spent anything"
 touch "$OUT/stop"
 wait "$LG" || fail "the load generator failed"
 LG=
 wait "$EX" || fail "rtb exchange failed"
 # The last events reach the topic: each bidder's producer queue and spill file are empty.
-drained() {
-  curl -s "http://127.0.0.1:$1/metrics" |
-    awk '/^rtb_kafka_queue\{/ { n += $2 } END { exit !(NR > 0 && n == 0) }'
-}
-for p in "$PA" "$PB"; do wait_until 30 drained "$p" || fail "bidder on $p still has events queued"; done
+for p in "$PA" "$PB"; do wait_until 30 events_drained "$p" || fail "bidder on $p still has events queued"; done
 for p in "$PA" "$PB"; do  # holdings of a fenced-off coordinator the bidders ignored
   curl -sf "http://127.0.0.1:$p/metrics" | grep '^rtb_lease_stale_holdings_total' >> "$OUT/stale.txt" || true
 done
