@@ -10,7 +10,8 @@
 # the producer's queue is small, so the outage's events spill to disk and are re-sent.
 # Then the bidder stops (its stop line: events logged, acked, spilled, resent, left, dropped),
 # and event_check reads the topic back and compares it with every acknowledgement the bidder
-# got (RTB_EVENTS_ACKED_FILE): 0 lost, 0 duplicated, 0 unexpected, 0 reordered; run again with
+# got (RTB_EVENTS_ACKED_FILE): 0 lost, 0 duplicated, 0 unexpected, 0 reordered (duplicates and
+# reorders only reported when the bidder replaced its producer after a fatal error); run again with
 # one read event forgotten (--drop-one), it must count exactly 1 lost.
 # Usage: events_faults_test.sh RTB SRC LOADGEN EVENT_CHECK   (KAFKA_RUN_DIR: the cluster's)
 set -euo pipefail
@@ -99,13 +100,17 @@ stop=$(grep -o "stopped; events logged.*" "$OUT/serve.log" | tail -1)
 [[ -n $stop ]] || fail "no stop line"
 at "rtb serve $stop"
 
+# A producer replaced after librdkafka's fatal error (seen here once: "out of order sequence
+# number" after the whole cluster's restart) re-sends what was in flight under a new producer id:
+# duplicates and reorders are then reported, not failures; a loss still is.
+restarts=$(grep -c "the events producer failed for good" "$OUT/serve.log" || true)
 check=("$CHECK" --brokers "$KAFKA_BOOTSTRAP" --acked "$OUT/acked.tsv" --spill "$OUT/spill.jsonl"
-       --spill "$OUT/spill.jsonl.resending")
+       --spill "$OUT/spill.jsonl.resending" --producer-restarts "$restarts")
 "${check[@]}" | tee "$OUT/check.txt" || fail "the checker found a difference"
 if "${check[@]}" --drop-one > "$OUT/check-drop.txt"; then
   fail "the checker missed a dropped event: $(cat "$OUT/check-drop.txt")"
 fi
-grep -q "lost 1, duplicated 0, unexpected 0, reordered 0" "$OUT/check-drop.txt" ||
+grep -q "lost 1, duplicated [0-9]*, unexpected 0, reordered [0-9]*" "$OUT/check-drop.txt" ||
   fail "the checker did not count the dropped event as 1 lost: $(cat "$OUT/check-drop.txt")"
 at "with one read event forgotten: $(cat "$OUT/check-drop.txt")"
 
@@ -122,9 +127,9 @@ assert logged > 0 and dropped == 0 and left == 0, stop
 assert logged == acked + spilled - resent, stop
 assert spilled > 0, ("the outage spilled nothing", stop)
 chk = open(out + "/check.txt").read()
-read = int(re.search(r"read (\d+)", chk).group(1))
-assert read == logged, ("events read back", read, "logged", logged)
-print("events_faults: %d events logged, %d spilled and re-sent, all %d read back once" % (
+read = int(re.search(r"distinct (\d+)", chk).group(1))
+assert read == logged, ("distinct events read back", read, "logged", logged)
+print("events_faults: %d events logged, %d spilled and re-sent, all %d read back" % (
     logged, spilled, read))
 PY
 "$CLUSTER" status | sed -n 's/^node/events_faults: after the load, node/p'
