@@ -5,14 +5,21 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <map>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 
 #include "rtb/core/clock.h"
 #include "rtb/core/log.h"
 
 namespace rtb::bidder {
+namespace {
+// Reconcile's bound: no message for this long while reading a topic's tail gives up.
+constexpr int kReconcileTimeoutMs = 10000;
+}  // namespace
 
 struct EventLog::Impl {
   KafkaConfig cfg;
@@ -25,6 +32,20 @@ struct EventLog::Impl {
   std::vector<std::unique_ptr<kafka::Producer>> retired;
   kafka::Producer::Options producer_options;  // to make the next one
   std::atomic<uint64_t> producer_restarts{0};
+  // Events a producer that failed for good held when it was purged (the delivery thread's
+  // alone): the brokers may have written some without saying so. Before the rest is re-sent,
+  // they are looked for on their topic (Reconcile).
+  struct Unsure {
+    std::string topic, key, payload;
+    int64_t timestamp_ms;
+    std::string* outbox_id;
+  };
+  std::vector<Unsure> unsure;
+  bool purging = false;  // in ReplaceIfFatal's purge: failed deliveries are unsure
+  // Per topic, per partition: the highest offset the brokers acknowledged (the delivery
+  // thread's alone), where Reconcile starts reading.
+  std::map<std::string, std::vector<int64_t>, std::less<>> acked_offsets;
+  std::atomic<uint64_t> found_after_restart{0};
   int64_t next_replace_ms = 0;  // a failed replacement is tried again a second later
   std::string bootstrap;
   std::thread poller;
@@ -113,9 +134,10 @@ struct EventLog::Impl {
   }
 
   // A fatal error (kafka::Producer::FatalError): the producer can deliver nothing more. What
-  // it holds is purged into the spill file (its delivery reports), and a new producer, with a
-  // new producer id, takes over and re-sends the spill. The brokers may have taken some of the
-  // purged events without acknowledging them: a consumer may read those twice (event ids tell).
+  // it holds is purged (its delivery reports) and a new producer, with a new producer id, takes
+  // over. The brokers may have written some purged events without acknowledging them (librdkafka
+  // 2.0.2 raises this error after a leader's failure with batches in flight): each is looked for
+  // on its topic first (Reconcile), and only those not there are spilled and re-sent.
   // Returns whether the producer had a fatal error.
   bool ReplaceIfFatal() {
     const std::string why = producer->FatalError();
@@ -123,11 +145,14 @@ struct EventLog::Impl {
     const int64_t now = NowSteadyUs() / 1000;
     if (now < next_replace_ms) return true;
     next_replace_ms = now + 1000;
+    purging = true;
     producer->PurgeAll();
     for (int i = 0; i < 20 && producer->QueueLength() > 0; ++i) producer->Poll(50);
     producer->Poll(0);
+    purging = false;
     auto fresh = kafka::Producer::Create(producer_options);
     if (!fresh.ok()) {
+      SpillUnsure();
       log::Get("kafka").error(
           "the events producer failed for good ({}) and a new one cannot start ({}): events "
           "spill until it can",
@@ -138,10 +163,93 @@ struct EventLog::Impl {
     retired.push_back(std::exchange(producer, std::move(*fresh)));
     producer_restarts.fetch_add(1);
     log::Get("kafka").error(
-        "the events producer failed for good ({}); its unacknowledged events went to the spill "
-        "file and a new producer re-sends them (restart {}; a consumer may read some twice)",
-        why, producer_restarts.load());
+        "the events producer failed for good ({}); a new producer took over (restart {})", why,
+        producer_restarts.load());
+    Reconcile();
     return true;
+  }
+
+  void SpillUnsure() {
+    for (Unsure& u : unsure) {
+      Spill(u.topic, u.key, u.payload.data(), u.payload.size());
+      Settle(u.outbox_id);
+    }
+    unsure.clear();
+  }
+
+  // Looks for the unsure events on their topics, from just after the last offset the brokers
+  // acknowledged in each partition (or, where none was, from the first written since the
+  // oldest unsure event's create time, less 5 s of clock skew): one found there was delivered
+  // (counted acked), one not there is spilled and re-sent. If a topic cannot be read, its
+  // unsure events are re-sent all (a consumer may read some twice; event ids tell).
+  void Reconcile() {
+    if (unsure.empty()) return;
+    std::map<std::string, std::vector<Unsure*>> by_topic;
+    for (Unsure& u : unsure) by_topic[u.topic].push_back(&u);
+    uint64_t found = 0, missing = 0, unread = 0;
+    for (auto& [topic, events] : by_topic) {
+      int64_t oldest_ms = std::numeric_limits<int64_t>::max();
+      std::unordered_map<std::string_view, Unsure*> wanted;
+      for (Unsure* u : events) {
+        wanted.emplace(u->payload, u);
+        if (u->timestamp_ms >= 0) oldest_ms = std::min(oldest_ms, u->timestamp_ms);
+      }
+      const auto acked_it = acked_offsets.find(topic);
+      std::optional<std::vector<int64_t>> by_time;  // asked once, when first needed
+      auto from = [&](int32_t p, kafka::Consumer& c) -> int64_t {
+        if (acked_it != acked_offsets.end() && static_cast<size_t>(p) < acked_it->second.size() &&
+            acked_it->second[static_cast<size_t>(p)] >= 0) {
+          return acked_it->second[static_cast<size_t>(p)] + 1;
+        }
+        if (oldest_ms == std::numeric_limits<int64_t>::max()) return kafka::kOffsetBeginning;
+        if (!by_time) {
+          auto n = c.PartitionCount(topic, kReconcileTimeoutMs);
+          auto offsets = n.ok() ? c.OffsetsForTime(topic, *n, oldest_ms - 5000, kReconcileTimeoutMs)
+                                : Result<std::vector<int64_t>>(n.status());
+          by_time = offsets.ok() ? *offsets : std::vector<int64_t>{};
+        }
+        // Unanswered (or the embedded cluster, which keeps no time index): from the first.
+        if (static_cast<size_t>(p) >= by_time->size()) return kafka::kOffsetBeginning;
+        const int64_t o = (*by_time)[static_cast<size_t>(p)];
+        return o == kafka::kOffsetEnd && acked_it == acked_offsets.end() ? kafka::kOffsetBeginning
+                                                                         : o;
+      };
+      const Status st = kafka::ReadTopicFrom(
+          {.bootstrap = bootstrap, .properties = cfg.properties, .thread_nice = cfg.thread_nice},
+          topic, from, kReconcileTimeoutMs, [&](int32_t, int64_t, std::string_view payload) {
+            auto it = wanted.find(payload);
+            if (it != wanted.end()) {
+              it->second->outbox_id = Found(it->second->outbox_id);
+              wanted.erase(it);
+            }
+          });
+      if (!st.ok()) {
+        unread += wanted.size();
+        log::Get("kafka").warn(
+            "cannot look for the failed producer's {} unacknowledged events on {} ({}): all "
+            "re-sent, a consumer may read some twice",
+            wanted.size(), topic, st.message());
+      }
+      found += events.size() - wanted.size();
+      for (auto& [payload, u] : wanted) {
+        Spill(u->topic, u->key, u->payload.data(), u->payload.size());
+        Settle(u->outbox_id);
+        if (st.ok()) ++missing;
+      }
+    }
+    unsure.clear();
+    log::Get("kafka").warn(
+        "the failed producer's unacknowledged events: {} found on their topics (delivered), {} "
+        "not there and {} not looked for re-sent",
+        found, missing, unread);
+  }
+
+  // An unsure event found on its topic: delivered.
+  std::string* Found(std::string* outbox_id) {
+    acked.fetch_add(1);
+    found_after_restart.fetch_add(1);
+    Settle(outbox_id);
+    return nullptr;
   }
   // Produce, or else the spill file (or the dead-letter file when no broker will take it).
   void ProduceOrSpill(const std::string& topic, const std::string& key, const char* payload,
@@ -161,6 +269,16 @@ struct EventLog::Impl {
   void Delivered(const kafka::Delivery& d) {
     if (d.ok) {
       acked.fetch_add(1);
+      if (d.partition >= 0 && d.offset >= 0) {
+        auto it = acked_offsets.find(d.topic);
+        if (it == acked_offsets.end()) it = acked_offsets.emplace(d.topic, 0).first;
+        auto& offsets = it->second;
+        if (offsets.size() <= static_cast<size_t>(d.partition)) {
+          offsets.resize(static_cast<size_t>(d.partition) + 1, -1);
+        }
+        offsets[static_cast<size_t>(d.partition)] =
+            std::max(offsets[static_cast<size_t>(d.partition)], d.offset);
+      }
       if (acked_file != nullptr && d.topic == cfg.events_topic) {
         std::fprintf(acked_file, "%.*s\t%.*s\n", static_cast<int>(d.key.size()), d.key.data(),
                      static_cast<int>(d.payload.size()), d.payload.data());
@@ -168,6 +286,10 @@ struct EventLog::Impl {
     } else if (d.permanent) {
       DeadLetter(std::string(d.error), std::string(d.topic), std::string(d.key), d.payload.data(),
                  d.payload.size());
+    } else if (purging) {
+      unsure.push_back({std::string(d.topic), std::string(d.key), std::string(d.payload),
+                        d.timestamp_ms, static_cast<std::string*>(d.opaque)});
+      return;  // settled once reconciled
     } else {
       Spill(std::string(d.topic), std::string(d.key), d.payload.data(), d.payload.size());
     }
@@ -366,6 +488,7 @@ EventLogStats EventLog::Stats() const {
   const kafka::Producer* p = impl_->current.load(std::memory_order_acquire);
   s.queued = p != nullptr ? static_cast<uint64_t>(p->QueueLength()) : 0;
   s.producer_restarts = impl_->producer_restarts.load();
+  s.found_after_restart = impl_->found_after_restart.load();
   s.spill_pending = impl_->spill_pending.load();
   s.dead_lettered = impl_->dead_lettered.load();
   return s;

@@ -96,9 +96,13 @@ std::string EventLog::Metrics() const {
   o += "rtb_kafka_queue{where=\"producer\"} " + std::to_string(s.queued) + "\n";
   o += "rtb_kafka_queue{where=\"spill\"} " + std::to_string(s.spill_pending) + "\n";
   Family(&o, "rtb_kafka_producer_restarts_total", "counter",
-         "Events producers replaced after a fatal error (their unacknowledged events spilled and "
-         "re-sent by the next).");
+         "Events producers replaced after a fatal error (their unacknowledged events not found "
+         "on their topic re-sent by the next).");
   o += "rtb_kafka_producer_restarts_total " + std::to_string(s.producer_restarts) + "\n";
+  Family(&o, "rtb_kafka_events_found_after_restart_total", "counter",
+         "Of a replaced producer's unacknowledged events, those found already on their topic "
+         "(delivered, not re-sent).");
+  o += "rtb_kafka_events_found_after_restart_total " + std::to_string(s.found_after_restart) + "\n";
   if (const std::optional<kafka::Statistics> stats = ProducerStatistics(); stats.has_value()) {
     o += RenderKafkaStatistics(*stats);
   }

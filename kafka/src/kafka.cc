@@ -226,6 +226,10 @@ void DeliveryReport(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
   d.key = {static_cast<const char*>(m->key), m->key != nullptr ? m->key_len : 0};
   d.payload = {static_cast<const char*>(m->payload), m->payload != nullptr ? m->len : 0};
   d.opaque = m->_private;
+  d.partition = m->partition;
+  d.offset = d.ok ? m->offset : -1;
+  rd_kafka_timestamp_type_t type;
+  d.timestamp_ms = rd_kafka_message_timestamp(m, &type);
   fn(d);
 }
 
@@ -495,6 +499,27 @@ Result<std::pair<int64_t, int64_t>> Consumer::Watermarks(const std::string& topi
   return QueryWatermarks(rk_, topic, partition, timeout_ms);
 }
 
+Result<std::vector<int64_t>> Consumer::OffsetsForTime(const std::string& topic, int partitions,
+                                                      int64_t time_ms, int timeout_ms) {
+  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(partitions);
+  for (int32_t p = 0; p < partitions; ++p) {
+    rd_kafka_topic_partition_list_add(list, topic.c_str(), p)->offset = time_ms;
+  }
+  const rd_kafka_resp_err_t e = rd_kafka_offsets_for_times(rk_, list, timeout_ms);
+  std::vector<int64_t> offsets(static_cast<size_t>(partitions), kOffsetEnd);
+  for (int i = 0; e == RD_KAFKA_RESP_ERR_NO_ERROR && i < list->cnt; ++i) {
+    const auto& tp = list->elems[i];
+    if (tp.err == RD_KAFKA_RESP_ERR_NO_ERROR && tp.partition >= 0 && tp.partition < partitions) {
+      offsets[static_cast<size_t>(tp.partition)] = tp.offset;
+    }
+  }
+  rd_kafka_topic_partition_list_destroy(list);
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return Status::Unavailable("offsets of " + topic + " by time: " + rd_kafka_err2str(e));
+  }
+  return offsets;
+}
+
 Result<std::map<std::string, std::string>> Consumer::TopicConfig(const std::string& topic,
                                                                  int timeout_ms) {
   // One deadline for the metadata and the request. The embedded cluster (its cluster id is
@@ -589,6 +614,13 @@ Status MockCluster::CreateTopic(const std::string& topic, int partitions, int re
 
 void MockCluster::SetBrokerDown(int broker) { rd_kafka_mock_broker_set_down(mock_, broker); }
 void MockCluster::SetBrokerUp(int broker) { rd_kafka_mock_broker_set_up(mock_, broker); }
+void MockCluster::DelayNextProduceAnswers(int broker, int count, int delay_ms) {
+  constexpr int16_t kProduceApiKey = 0;  // the Kafka protocol's ProduceRequest
+  for (int i = 0; i < count; ++i) {
+    (void)rd_kafka_mock_broker_push_request_error_rtts(mock_, broker, kProduceApiKey, 1,
+                                                       RD_KAFKA_RESP_ERR_NO_ERROR, delay_ms);
+  }
+}
 Status MockCluster::SetGroupCoordinator(const std::string& group, int broker) {
   const rd_kafka_resp_err_t e =
       rd_kafka_mock_coordinator_set(mock_, "group", group.c_str(), broker);
@@ -709,6 +741,56 @@ Status CheckTopics(const ClientOptions& client, const std::vector<std::string>& 
   return Status::Ok();
 }
 
+namespace {
+// Reads the assigned partitions (`open`) to their ends; the bound is on silence.
+Status ReadToEnds(Consumer& c, const std::string& topic, std::set<int32_t> open, int timeout_ms,
+                  const std::function<void(int32_t, int64_t, std::string_view)>& fn) {
+  // The bound is on silence, not on the whole read: a big topic on a busy machine takes as
+  // long as it takes, a cluster that stops answering fails after timeout_ms.
+  const auto bound = std::chrono::milliseconds(timeout_ms);
+  auto deadline = std::chrono::steady_clock::now() + bound;
+  while (!open.empty() && std::chrono::steady_clock::now() < deadline) {
+    std::optional<Message> m = c.Poll(200);
+    if (!m) continue;
+    deadline = std::chrono::steady_clock::now() + bound;
+    if (m->eof()) {
+      open.erase(m->partition());
+    } else if (m->ok()) {
+      fn(m->partition(), m->offset(), m->payload());
+    }
+  }
+  if (!open.empty()) {
+    return Status::Unavailable("topic " + topic + ": " + std::to_string(open.size()) +
+                               " partitions not read to the end: no message for " +
+                               std::to_string(timeout_ms) + " ms");
+  }
+  return Status::Ok();
+}
+}  // namespace
+
+Status ReadTopicFrom(const ClientOptions& client, const std::string& topic,
+                     const std::function<int64_t(int32_t partition, Consumer&)>& from,
+                     int timeout_ms,
+                     const std::function<void(int32_t, int64_t, std::string_view)>& fn) {
+  RTB_ASSIGN_OR_RETURN(auto reader,
+                       OpenTopicReader(client, topic, "rtb-read-" + topic,
+                                       {{"enable.partition.eof", "true"}}, timeout_ms, true));
+  auto& [c, n] = reader;
+  std::vector<TopicPartition> parts;
+  std::set<int32_t> open;
+  for (int32_t p = 0; p < n; ++p) {
+    // Partitions with nothing to read give no EOF event before a message would: skipped.
+    RTB_ASSIGN_OR_RETURN(auto wm, c->Watermarks(topic, p, timeout_ms));
+    int64_t first = from(p, *c);
+    if (first == kOffsetBeginning || first < wm.first) first = wm.first;
+    if (first == kOffsetEnd || first >= wm.second) continue;
+    parts.push_back({topic, p, first});
+    open.insert(p);
+  }
+  RTB_RETURN_IF_ERROR(c->Assign(parts));
+  return ReadToEnds(*c, topic, std::move(open), timeout_ms, fn);
+}
+
 Status ReadWholeTopic(const ClientOptions& client, const std::string& topic, int timeout_ms,
                       const std::function<void(int32_t, int64_t, std::string_view)>& fn,
                       int64_t* not_retained) {
@@ -728,26 +810,7 @@ Status ReadWholeTopic(const ClientOptions& client, const std::string& topic, int
     open.insert(p);
   }
   RTB_RETURN_IF_ERROR(c->Assign(parts));
-  // The bound is on silence, not on the whole read: a big topic on a busy machine takes as
-  // long as it takes, a cluster that stops answering fails after timeout_ms.
-  const auto bound = std::chrono::milliseconds(timeout_ms);
-  auto deadline = std::chrono::steady_clock::now() + bound;
-  while (!open.empty() && std::chrono::steady_clock::now() < deadline) {
-    std::optional<Message> m = c->Poll(200);
-    if (!m) continue;
-    deadline = std::chrono::steady_clock::now() + bound;
-    if (m->eof()) {
-      open.erase(m->partition());
-    } else if (m->ok()) {
-      fn(m->partition(), m->offset(), m->payload());
-    }
-  }
-  if (!open.empty()) {
-    return Status::Unavailable("topic " + topic + ": " + std::to_string(open.size()) +
-                               " partitions not read to the end: no message for " +
-                               std::to_string(timeout_ms) + " ms");
-  }
-  return Status::Ok();
+  return ReadToEnds(*c, topic, std::move(open), timeout_ms, fn);
 }
 
 struct TopicTail::State {

@@ -10,9 +10,9 @@
 # the producer's queue is small, so the outage's events spill to disk and are re-sent.
 # Then the bidder stops (its stop line: events logged, acked, spilled, resent, left, dropped),
 # and event_check reads the topic back and compares it with every acknowledgement the bidder
-# got (RTB_EVENTS_ACKED_FILE): 0 lost, 0 duplicated, 0 unexpected, 0 reordered (duplicates and
-# reorders only reported when the bidder replaced its producer after a fatal error); run again with
-# one read event forgotten (--drop-one), it must count exactly 1 lost.
+# got (RTB_EVENTS_ACKED_FILE): 0 lost, 0 duplicated, 0 unexpected, 0 reordered (reorders only
+# reported when the bidder replaced its producer after a fatal error); run again with one read
+# event forgotten (--drop-one), it must count exactly 1 lost.
 # Usage: events_faults_test.sh RTB SRC LOADGEN EVENT_CHECK   (KAFKA_RUN_DIR: the cluster's)
 set -euo pipefail
 RTB=$1
@@ -100,9 +100,10 @@ stop=$(grep -o "stopped; events logged.*" "$OUT/serve.log" | tail -1)
 [[ -n $stop ]] || fail "no stop line"
 at "rtb serve $stop"
 
-# A producer replaced after librdkafka's fatal error (seen here once: "out of order sequence
-# number" after the whole cluster's restart) re-sends what was in flight under a new producer id:
-# duplicates and reorders are then reported, not failures; a loss still is.
+# A producer replaced after librdkafka's fatal error (seen here: "out of order sequence number"
+# after the whole cluster's restart) re-sends what was in flight and is not on the topic, after
+# what was logged meanwhile: reorders are then reported, not failures; a loss or a duplicate
+# still is.
 restarts=$(grep -c "the events producer failed for good" "$OUT/serve.log" || true)
 check=("$CHECK" --brokers "$KAFKA_BOOTSTRAP" --acked "$OUT/acked.tsv" --spill "$OUT/spill.jsonl"
        --spill "$OUT/spill.jsonl.resending" --producer-restarts "$restarts")

@@ -41,6 +41,9 @@ struct EventLogStats {
   uint64_t spill_pending = 0;      // lines in the spill file not yet re-sent
   uint64_t dead_lettered = 0;      // never deliverable (too large): in the dead-letter file
   uint64_t producer_restarts = 0;  // producers replaced after a fatal error
+  // Of a replaced producer's unacknowledged events, those found on their topic (counted in
+  // acked, not re-sent).
+  uint64_t found_after_restart = 0;
 };
 
 class EventLog {

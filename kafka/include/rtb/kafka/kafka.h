@@ -112,7 +112,10 @@ struct Delivery {
   // The brokers will never take this message (too large for them): retrying cannot help.
   bool permanent = false;
   std::string_view topic, key, payload;
-  void* opaque = nullptr;  // the Produce() call's opaque
+  void* opaque = nullptr;     // the Produce() call's opaque
+  int32_t partition = -1;     // where it went (-1: no partition chosen yet)
+  int64_t offset = -1;        // its offset there when ok (-1: unknown)
+  int64_t timestamp_ms = -1;  // its create time (set when produced), -1 if unknown
 };
 
 // librdkafka's statistics of one client (its STATISTICS.md): the figures the engine exports.
@@ -258,6 +261,11 @@ class Consumer {
   Result<int> PartitionCount(const std::string& topic, int timeout_ms);
   Result<std::pair<int64_t, int64_t>> Watermarks(const std::string& topic, int32_t partition,
                                                  int timeout_ms);
+  // Per partition 0..partitions-1: the offset of its first message written at or after
+  // time_ms (create time), or kOffsetEnd when none was, asked within timeout_ms. The embedded
+  // cluster keeps no time index: it answers kOffsetEnd.
+  Result<std::vector<int64_t>> OffsetsForTime(const std::string& topic, int partitions,
+                                              int64_t time_ms, int timeout_ms);
   // A topic's configuration as the brokers describe it (name -> value; a value the brokers
   // keep secret is absent), within timeout_ms in all. kFailedPrecondition on the embedded
   // cluster, which describes none; kUnavailable if the brokers did not answer in time or
@@ -282,6 +290,9 @@ class MockCluster {
   // Fault injection (tests): broker ids are 1..brokers.
   void SetBrokerDown(int broker);
   void SetBrokerUp(int broker);
+  // The answers to `broker`'s next `count` produce requests are held back delay_ms; their
+  // messages are appended at once: on the log, their acknowledgement still on the way.
+  void DelayNextProduceAnswers(int broker, int count, int delay_ms);
   // Makes `broker` the leader of a topic's partition (the topic must exist), so that one
   // broker's fault takes down some partitions and not others.
   Status SetPartitionLeader(const std::string& topic, int32_t partition, int broker);
@@ -358,6 +369,15 @@ std::vector<NewTopic> EngineTopics(const EngineTopicNames& names, int events_par
 Status ReadWholeTopic(const ClientOptions& client, const std::string& topic, int timeout_ms,
                       const std::function<void(int32_t, int64_t, std::string_view)>& fn,
                       int64_t* not_retained = nullptr);
+
+// Reads a topic from per-partition offsets to each partition's end as of the call:
+// fn(partition, offset, payload) for each message. from(partition, reader) gives the first
+// offset to read of each partition (kOffsetBeginning or one the brokers no longer hold: its
+// first; kOffsetEnd: none); the bound, errors and quiet start are ReadWholeTopic's.
+Status ReadTopicFrom(const ClientOptions& client, const std::string& topic,
+                     const std::function<int64_t(int32_t partition, Consumer&)>& from,
+                     int timeout_ms,
+                     const std::function<void(int32_t, int64_t, std::string_view)>& fn);
 
 // Reads every partition of a topic from the beginning as it is written, on a thread of its
 // own, so that a dump holds every message even when the brokers keep less than a whole run
