@@ -587,13 +587,14 @@ struct Coordinator::Impl {
   }
 
   // Reads the grants topic back into `latest` (the last holding per budget and bidder): holdings
-  // of days behind the window are left out, those of days ahead of it refused, as is whatever
-  // does not open or carries an implausible epoch (GrantsReader).
+  // of days behind the window (as it stands once the whole topic is read) are left out, those of
+  // days ahead of it refused, as is whatever does not open or carries an implausible epoch
+  // (GrantsReader).
   Status ReadGrants(GrantsReader* reader,
                     std::map<std::pair<LeaseKey, std::string>, LeaseGrant>* latest, int64_t* bad,
                     int64_t* stale) {
     const int64_t now = clock->UnixMs();
-    return kafka::ReadWholeTopic(
+    const Status st = kafka::ReadWholeTopic(
         {.bootstrap = opt.brokers, .properties = opt.kafka_properties}, opt.grants_topic, 30000,
         [&](int32_t p, int64_t o, std::string_view v) {
           GrantsReader::Record r = reader->Take(p, v, o);
@@ -612,6 +613,11 @@ struct Coordinator::Impl {
             refusals.Refuse(r.error, where());
           }
         });
+    // The partitions come interleaved: a day read before a later one moved the window on is
+    // behind it now.
+    std::erase_if(*latest,
+                  [&](const auto& e) { return day_window.Behind(e.first.first.day, now); });
+    return st;
   }
 
   // Why a message that opened may not be applied (nullptr: it may): CoordinatorOptions::keys has

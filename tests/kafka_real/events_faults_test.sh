@@ -5,8 +5,8 @@
 # load generator sends it requests with unique ids. During the load:
 #   the leader of rtb.events partition 0 is SIGKILLed, and restarted at once (down while its JVM
 #   starts and its logs load, 8-10 s);
-#   another node is SIGSTOPped for PAUSE_S s (default 20), then resumed;
-#   every node is SIGKILLed, the whole cluster down for OUTAGE_S s (default 25), then restarted;
+#   another node is SIGSTOPped for PAUSE_S s (default 10), then resumed;
+#   every node is SIGKILLed, the whole cluster down for OUTAGE_S s (default 15), then restarted;
 # the producer's queue is small, so the outage's events spill to disk and are re-sent.
 # Then the bidder stops (its stop line: events logged, acked, spilled, resent, left, dropped),
 # and event_check reads the topic back and compares it with every acknowledgement the bidder
@@ -19,8 +19,8 @@ RTB=$1
 SRC=$2
 LOADGEN=$3
 CHECK=$4
-PAUSE_S=${PAUSE_S:-20}
-OUTAGE_S=${OUTAGE_S:-25}
+PAUSE_S=${PAUSE_S:-10}
+OUTAGE_S=${OUTAGE_S:-15}
 CLUSTER=$SRC/scripts/kafka_cluster.sh
 OUT=$(mktemp -d)
 [[ -z ${KEEP:-} ]] || echo "events_faults: logs kept in $OUT"

@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# The budget coordinator, or Kafka, down for 30 s under load (docs/budget-leases.md, "Faults"):
+# The budget coordinator, or Kafka, down for FAULT_S s (default 20) under load
+# (docs/budget-leases.md, "Faults"):
 # two `rtb serve` processes share the hand-written metro market's budgets through leases and one
 # `rtb budget`; `rtb exchange --traffic` plays its traffic over both, with notices, while a paced
 # load generator measures one bidder's latency. Five seconds in:
-#   coordinator: the coordinator is SIGKILLed; 30 s later a new one starts, waits for the
+#   coordinator: the coordinator is SIGKILLed; FAULT_S s later a new one starts, waits for the
 #     killed one to hand the market over (it never does: taken for dead after 3 s), and
 #     rebuilds the leases from the grants topic;
-#   freeze: the coordinator is SIGSTOPped for 30 s (a frozen VM, a long pause); 5 s in a second
+#   freeze: the coordinator is SIGSTOPped for FAULT_S s (a frozen VM, a long pause); 5 s in a second
 #     one starts, takes the frozen one for dead after its hand-over timeout (3 s), fences the
 #     grants topic with its epoch and serves; when the first one runs again it must find itself
 #     taken for dead and hand over, granting nothing beside the second;
-#   kafka: every broker of the cluster (`rtb kafka`, a process of its own) goes down for 30 s,
+#   kafka: every broker of the cluster (`rtb kafka`, a process of its own) goes down for FAULT_S s,
 #     longer than the coordinator's heartbeat timeout (10 s) and the bidders' lease TTL (5 s);
 #     the bidders' producer queues are small, so their events spill to disk and are re-sent.
 # Checks:
@@ -28,6 +29,7 @@ RTB=$1
 SRC=$2
 LOADGEN=${3:-$(dirname "$RTB")/bench/loadgen}
 MODE=${4:-coordinator}
+FAULT_S=${FAULT_S:-20}  # the fault's length (kafka: over the TTL and the heartbeat timeout)
 [[ $MODE == coordinator || $MODE == freeze || $MODE == kafka ]] ||
   { echo "unknown outage: $MODE" >&2; exit 2; }
 OUT=$(mktemp -d)
@@ -128,7 +130,7 @@ EXB=(--brokers "$BROKERS")
 ) &
 EX=$!
 "$LOADGEN" --port "$PA" --path /openrtb2/bid --body "$SRC/tests/fixtures/openrtb/2.6/bid-request-simple-banner.json" \
-  --connections 2 --seconds 45 --rate 50 --unique-ids 1 > "$OUT/loadgen.txt" &
+  --connections 2 --seconds $((FAULT_S + 15)) --rate 50 --unique-ids 1 > "$OUT/loadgen.txt" &
 LG=$!
 # The fault, once the first day of traffic is played: it starts, lasts FIRST s, changes (a
 # second coordinator starting beside a frozen one), lasts SECOND s more, and ends.
@@ -139,24 +141,24 @@ second_budget() {
 }
 case $MODE in
   kafka)
-    FIRST=30 SECOND=0
-    fault_start() { kill -USR1 "$KAFKA"; echo "lease_outage: every Kafka broker down for 30 s"; }
+    FIRST=$FAULT_S SECOND=0
+    fault_start() { kill -USR1 "$KAFKA"; echo "lease_outage: every Kafka broker down for $FAULT_S s"; }
     fault_mid() { :; }
     fault_end() { kill -USR2 "$KAFKA"; } ;;
   freeze)
-    FIRST=5 SECOND=25
+    FIRST=5 SECOND=$((FAULT_S - 5))
     fault_start() {
       kill -STOP "$BUD"
-      echo "lease_outage: coordinator SIGSTOPped for 30 s; a second one starts 5 s in"
+      echo "lease_outage: coordinator SIGSTOPped for $FAULT_S s; a second one starts 5 s in"
     }
     fault_mid() { second_budget; BUD2=$!; }
     fault_end() { kill -CONT "$BUD"; echo "lease_outage: the first coordinator runs again"; } ;;
   coordinator)
-    FIRST=30 SECOND=0
+    FIRST=$FAULT_S SECOND=0
     fault_start() {
       kill -KILL "$BUD"
       wait "$BUD" 2>/dev/null || true
-      echo "lease_outage: coordinator SIGKILLed; down for 30 s"
+      echo "lease_outage: coordinator SIGKILLed; down for $FAULT_S s"
     }
     fault_mid() { :; }
     fault_end() { second_budget; BUD=$!; } ;;
