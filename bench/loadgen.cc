@@ -3,6 +3,8 @@
 //   loadgen --port P --path /openrtb2/bid --body file.json --connections 8 --seconds 10
 //           [--rate R]   (total requests/s, paced per connection; 0 = as fast as possible)
 //           [--unique-ids 1]  (every request gets its own auction id, as exchanges send them)
+//           [--gzip 1]  (bodies sent gzipped, Content-Encoding: gzip, compressed per request at
+//                        zlib level 1 after the id is written, as an exchange compresses each)
 //
 // Prints one line: requests, seconds, requests/s, status counts, latency p50/p90/p99/max (ms).
 // Latency is measured from the scheduled send time when paced (no coordinated omission).
@@ -14,6 +16,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <chrono>
@@ -76,6 +79,7 @@ struct Options {
   int port = 8080, conns = 8;
   double seconds = 10, rate = 0;  // rate: total requests/s, 0 = as fast as possible
   bool unique_ids = false;
+  bool gzip = false;
   std::string path = "/openrtb2/bid", body_file;
 };
 
@@ -97,6 +101,8 @@ Options ParseArgs(int argc, char** argv) {
       o.rate = std::stod(v);
     else if (k == "--unique-ids")
       o.unique_ids = v == "1";
+    else if (k == "--gzip")
+      o.gzip = v == "1";
   }
   return o;
 }
@@ -122,12 +128,32 @@ size_t UniqueIdOffset(const std::string& body) {
   return close - 16;
 }
 
+// gzip of `in` at zlib level 1.
+std::string Gzip(const std::string& in) {
+  z_stream z{};
+  deflateInit2(&z, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+  std::string out(deflateBound(&z, in.size()) + 32, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  z.avail_in = static_cast<uInt>(in.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
 // The connections, their schedule and what came back.
 class Load {
  public:
   // id_at: UniqueIdOffset's, or npos to send the body unchanged.
   Load(const Options& o, const std::string& body, size_t id_at)
       : o_(o),
+        body_(body),
+        head_("POST " + o.path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
+              "Content-Type: application/json\r\nx-openrtb-version: 2.6\r\n" +
+              "Content-Encoding: gzip\r\nContent-Length: "),
+        id_in_body_(id_at),
         request_("POST " + o.path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
                  "Content-Type: application/json\r\nx-openrtb-version: 2.6\r\n" +
                  "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body),
@@ -200,10 +226,15 @@ class Load {
   }
 
   void Send(Conn& c, Clock::time_point due) {
+    char id[17];
     if (id_in_request_ != std::string::npos) {
-      char id[17];
       std::snprintf(id, sizeof id, "%08x%08x", run_id_, sent_++);
-      std::memcpy(request_.data() + id_in_request_, id, 16);
+      if (!o_.gzip) std::memcpy(request_.data() + id_in_request_, id, 16);
+    }
+    if (o_.gzip) {
+      if (id_in_body_ != std::string::npos) std::memcpy(body_.data() + id_in_body_, id, 16);
+      const std::string gz = Gzip(body_);
+      request_ = head_ + std::to_string(gz.size()) + "\r\n\r\n" + gz;
     }
     if (::write(c.fd, request_.data(), request_.size()) != static_cast<ssize_t>(request_.size())) {
       status_[-1]++;
@@ -257,6 +288,9 @@ class Load {
   }
 
   const Options o_;
+  std::string body_;        // --gzip: the body, its id rewritten per request, then compressed
+  const std::string head_;  // --gzip: the request line and headers up to Content-Length's value
+  const size_t id_in_body_;
   std::string request_;
   const size_t id_in_request_;  // where the unique id goes, or npos
   const Clock::duration interval_;

@@ -11,7 +11,7 @@ PKGS=(
   librocksdb-dev librdkafka-dev libspdlog-dev libsimdjson-dev
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libssl-dev libjemalloc-dev kcat wrk python3-torch
+  libssl-dev zlib1g-dev libjemalloc-dev kcat wrk python3-torch
   chromium fonts-dejavu-core
   openjdk-17-jre-headless maven
 )

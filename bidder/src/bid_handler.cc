@@ -140,9 +140,20 @@ inline std::vector<Candidate> Reserve(Bidder::Impl& m, const BidContext& ctx, De
         // The lease (with one bidder: the budget) has less room than the bid can charge: bid
         // what the room allows, as one bidder does at its budget's end (CapBidToBudget). The
         // refusal above already made the lease client ask for more.
-        if (auto lowered =
-                LowerToRoom(c, ledger.budget(slot).value() - ledger.committed(slot).value(),
-                            req.imps[c.imp_index].bidfloor)) {
+        const int64_t room = ledger.budget(slot).value() - ledger.committed(slot).value();
+        std::optional<Candidate> lowered;
+        // A fixed-price deal's price cannot be lowered; lowered under a deal's floor in an open
+        // auction, the bid goes to the open auction at the impression's floor.
+        const Imp& imp = req.imps[c.imp_index];
+        const bool fixed = c.deal >= 0 && imp.deals[static_cast<size_t>(c.deal)].at == 3;
+        if (!fixed) lowered = LowerToRoom(c, room, c.floor);
+        if (!lowered && !fixed && c.deal >= 0 && imp.private_auction != 1) {
+          Candidate in_open = c;
+          in_open.deal = -1;
+          in_open.floor = imp.bidfloor;
+          lowered = LowerToRoom(in_open, room, in_open.floor);
+        }
+        if (lowered) {
           reserved =
               ledger.TryReserve(slot, key, MaxCharge(lowered->price), ctx.now_ms, deadline_ms);
           if (reserved) c = *lowered;
@@ -189,6 +200,11 @@ inline BidResponse Respond(Bidder::Impl& m, const BidContext& ctx,
     b.adomain = cr.adomain;
     b.w = cr.w;
     b.h = cr.h;
+    b.cat = cr.cat;
+    b.cattax = cr.cat.empty() ? 0 : cr.cattax;
+    b.mtype = cr.mtype;
+    b.bundle = cr.bundle;
+    if (c.deal >= 0) b.dealid = imp.deals[static_cast<size_t>(c.deal)].id;
     // Notice URLs signed over this bid's identity and terms (notice_sign.h).
     const SignedBid signed_bid{req.id,   imp.id,    a.id,    c.price, ctx.now_ms,
                                req.test, c.cluster, ctx.arm, m.name};

@@ -15,6 +15,8 @@ const char* NoBidReasonName(NoBidReason r) {
       return "no_matching_campaign";
     case NoBidReason::kBelowFloor:
       return "below_floor";
+    case NoBidReason::kNoDeal:
+      return "no_deal";
     case NoBidReason::kCurrency:
       return "currency";
     case NoBidReason::kBudget:
@@ -51,20 +53,69 @@ bool Targets(const Advertiser& a, const BidRequest& r) {
     return false;
   }
   if (!t.countries.empty() && !Contains(t.countries, r.country)) return false;
-  for (const auto& c : t.categories) {
-    if (Contains(r.bcat, c)) return false;
-  }
   return true;
 }
 
-// The first creative that fits the impression and is not blocked; -1 if none.
-int PickCreative(const Advertiser& a, const BidRequest& r, const Imp& imp) {
+// Whether a block list of categories names `cat` or its tier-1 parent ("IAB3" blocks "IAB3-1").
+bool CategoryBlocked(const std::vector<std::string>& bcat, const std::string& cat) {
+  for (const std::string& b : bcat) {
+    if (cat == b ||
+        (cat.size() > b.size() && cat.compare(0, b.size(), b) == 0 && cat[b.size()] == '-')) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Whether the request's block lists refuse this ad: its domains (badv), its categories (bcat,
+// when in the same taxonomy), its advertised app (bapp).
+bool AdBlocked(const Creative& cr, const BidRequest& r) {
+  for (const auto& d : cr.adomain) {
+    if (Contains(r.badv, d)) return true;
+  }
+  if (cr.cattax == r.cattax) {
+    for (const auto& c : cr.cat) {
+      if (CategoryBlocked(r.bcat, c)) return true;
+    }
+  }
+  return !cr.bundle.empty() && Contains(r.bapp, cr.bundle);
+}
+
+// The deal of `imp` that `a` bids through at `price` (index into imp.deals), or -1: one the
+// advertiser holds, whose wseat names its seat (or is empty), in the bid's currency, whose floor
+// the price reaches; of several, the one with the highest floor (the most premium tier).
+// *under_floor: whether a deal it could bid through was missed only on its floor.
+int PickDeal(const Advertiser& a, const Imp& imp, Micros price, const std::string& currency,
+             bool* under_floor) {
+  int best = -1;
+  for (size_t i = 0; i < imp.deals.size(); ++i) {
+    const Deal& d = imp.deals[i];
+    const auto held = std::find_if(a.deals.begin(), a.deals.end(),
+                                   [&](const DealTerms& t) { return t.id == d.id; });
+    if (held == a.deals.end()) continue;
+    if (!d.wseat.empty() && !Contains(d.wseat, a.seat)) continue;
+    if (d.bidfloor.value() > 0 && d.bidfloorcur != currency) continue;
+    if (price < d.bidfloor) {
+      *under_floor = true;
+      continue;
+    }
+    if (best < 0 || d.bidfloor > imp.deals[static_cast<size_t>(best)].bidfloor) {
+      best = static_cast<int>(i);
+    }
+  }
+  return best;
+}
+
+// The first creative that fits the impression and is not blocked; -1 if none (*blocked: a
+// creative was passed over for a block list).
+int PickCreative(const Advertiser& a, const BidRequest& r, const Imp& imp, bool* blocked) {
   if (!imp.banner) return -1;  // this bidder serves banners
   for (size_t c = 0; c < a.creatives.size(); ++c) {
     const Creative& cr = a.creatives[c];
-    bool blocked = false;
-    for (const auto& d : cr.adomain) blocked = blocked || Contains(r.badv, d);
-    if (blocked) continue;
+    if (AdBlocked(cr, r)) {
+      *blocked = true;
+      continue;
+    }
     if (cr.w == 0 && cr.h == 0) return static_cast<int>(c);
     for (const auto& f : imp.formats) {
       if (f.w == cr.w && f.h == cr.h) return static_cast<int>(c);
@@ -101,7 +152,8 @@ Decision DecideBids(const BidRequest& req, const std::vector<Advertiser>& advert
     }
   }
   const size_t pool_size = hinted ? pool.size() : advertisers.size();
-  bool any_target = false, any_floor_fail = false, any_currency_fail = false, any_blocked = false;
+  bool any_target = false, any_floor_fail = false, any_currency_fail = false, any_blocked = false,
+       any_no_deal = false;
   std::vector<Candidate> per_imp;
   for (size_t ii = 0; ii < req.imps.size(); ++ii) {
     const Imp& imp = req.imps[ii];
@@ -116,11 +168,8 @@ Decision DecideBids(const BidRequest& req, const std::vector<Advertiser>& advert
       const Advertiser& a = advertisers[k];
       if (opt.has_budget && !opt.has_budget(k)) continue;
       if (!Targets(a, req)) continue;
-      const int creative = PickCreative(a, req, imp);
-      if (creative < 0) {
-        any_blocked = any_blocked || !req.badv.empty();
-        continue;
-      }
+      const int creative = PickCreative(a, req, imp, &any_blocked);
+      if (creative < 0) continue;
       any_target = true;
       Candidate c;
       c.advertiser = a.id;
@@ -160,7 +209,19 @@ Decision DecideBids(const BidRequest& req, const std::vector<Advertiser>& advert
         }
       }
       c.price = CpmPrice(c.cpc, c.pctr);
-      if (c.price.value() <= 0 || c.price < imp.bidfloor) {
+      // A deal whose floor the price reaches is bid through (its floor then the one to keep);
+      // a private auction takes deal bids only, an open one an open bid otherwise.
+      bool deal_under_floor = false;
+      c.deal =
+          c.price.value() > 0 ? PickDeal(a, imp, c.price, opt.currency, &deal_under_floor) : -1;
+      if (c.deal < 0 && imp.private_auction == 1) {
+        (deal_under_floor ? any_floor_fail : any_no_deal) = true;
+        continue;
+      }
+      c.floor = c.deal >= 0 ? imp.deals[static_cast<size_t>(c.deal)].bidfloor : imp.bidfloor;
+      // A fixed-price deal (at 3, OpenRTB 2.6): the bid is its price.
+      if (c.deal >= 0 && imp.deals[static_cast<size_t>(c.deal)].at == 3) c.price = c.floor;
+      if (c.price.value() <= 0 || c.price < c.floor) {
         any_floor_fail = true;
         continue;
       }
@@ -174,6 +235,7 @@ Decision DecideBids(const BidRequest& req, const std::vector<Advertiser>& advert
   }
   if (d.bids.empty()) {
     d.reason = any_floor_fail               ? NoBidReason::kBelowFloor
+               : any_no_deal                ? NoBidReason::kNoDeal
                : any_currency_fail          ? NoBidReason::kCurrency
                : any_blocked && !any_target ? NoBidReason::kBlocked
                                             : NoBidReason::kNoMatchingCampaign;

@@ -164,7 +164,10 @@ Result<std::unique_ptr<Bidder>> Bidder::Create(const BidderConfig& cfg, Clock* c
     m->index_of[cfg.advertisers[k].id] = k;
     m->agents = std::max(m->agents, cfg.advertisers[k].agent + 1);
     m->cid_of.push_back(std::to_string(cfg.advertisers[k].id));
-    m->seat_of.push_back("adv-" + m->cid_of.back());
+    // The seat, in one place for the response and the deals' wseat: "adv-<id>" unless set.
+    std::string& seat = m->cfg.advertisers[k].seat;
+    if (seat.empty()) seat = "adv-" + m->cid_of.back();
+    m->seat_of.push_back(seat);
   }
   // The notice secret: the config's, or this bidder's own, made once and kept.
   std::string secret = cfg.notice_secret;

@@ -41,7 +41,7 @@ Key128 BidKey(std::string_view auction, std::string_view imp, uint32_t advertise
 class LeaseClient;  // lease_client.h
 class NoticeInbox;  // notice_inbox.h
 
-constexpr int kNoBidReasons = 9;
+constexpr int kNoBidReasons = static_cast<int>(NoBidReason::kNameConflict) + 1;
 constexpr int kNoticeTypes = 5;
 // A notice's result (the Prometheus label): applied; a repeat; a price that is not one; a
 // price above the signed bid; the state store failed; a signature that does not match (not a

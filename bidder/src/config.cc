@@ -203,9 +203,27 @@ Advertiser ReadAdvertiser(ConfigMap a, std::set<uint32_t>* ids) {
     cr.Get("w", &c2.w);
     cr.Get("h", &c2.h);
     cr.Get("markup", &c2.markup);
+    cr.Check(!c2.markup.empty(), "markup",
+             "is empty: a bid carries its creative's markup (adm); give the ad's HTML");
+    cr.Get("cat", &c2.cat);
+    cr.Get("cattax", &c2.cattax);
+    cr.Check(c2.cattax >= 1 && c2.cattax < 1000, "cattax",
+             "must be an OpenRTB taxonomy (1 = IAB 1.0)");
+    cr.Get("mtype", &c2.mtype);
+    cr.Check(c2.mtype == 1, "mtype", "must be 1 (banner): this bidder serves banners");
+    cr.Get("bundle", &c2.bundle);
     adv.creatives.push_back(c2);
   }
   a.Check(!adv.creatives.empty(), "creatives", "needs at least one creative");
+  adv.seat = "adv-" + std::to_string(adv.id);
+  a.Get("seat", &adv.seat);
+  a.Check(!adv.seat.empty(), "seat", "must not be empty");
+  for (ConfigMap dm : a.List("deals")) {
+    DealTerms dt;
+    dm.Get("id", &dt.id);
+    dm.Check(!dt.id.empty(), "id", "(the deal id) must be set");
+    adv.deals.push_back(dt);
+  }
   return adv;
 }
 

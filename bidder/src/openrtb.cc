@@ -99,7 +99,7 @@ inline void DecodeBanner(const object& banner, Imp* imp) {
   }
 }
 
-inline void DecodePmp(const object& pmp, Imp* imp) {
+inline Status DecodePmp(const object& pmp, const DecodeLimits& limits, Imp* imp) {
   imp->has_pmp = true;
   int64_t v = 0;
   if (GetInt(pmp, "private_auction", &v)) imp->private_auction = static_cast<int>(v);
@@ -107,10 +107,26 @@ inline void DecodePmp(const object& pmp, Imp* imp) {
   if (pmp["deals"].get_array().get(deals) == simdjson::SUCCESS) {
     for (element de : deals) {
       object d;
-      std::string did;
-      if (!de.get_object().get(d) && GetString(d, "id", &did)) imp->deal_ids.push_back(did);
+      Deal deal;
+      if (de.get_object().get(d) || !GetString(d, "id", &deal.id) || deal.id.empty()) continue;
+      if (deal.id.size() > limits.max_id_bytes) {
+        return Status::InvalidArgument("imp.pmp.deals[].id longer than " +
+                                       std::to_string(limits.max_id_bytes) + " bytes");
+      }
+      double floor = 0;
+      if (GetDouble(d, "bidfloor", &floor)) {
+        if (floor < 0 || floor > 1e6) {
+          return Status::InvalidArgument("imp.pmp.deals[].bidfloor out of range");
+        }
+        deal.bidfloor = Micros::FromUnits(floor);
+      }
+      GetString(d, "bidfloorcur", &deal.bidfloorcur);
+      GetStrings(d, "wseat", &deal.wseat);
+      if (GetInt(d, "at", &v) && v >= 1 && v <= 3) deal.at = static_cast<int>(v);
+      imp->deals.push_back(std::move(deal));
     }
   }
+  return Status::Ok();
 }
 
 inline Status DecodeImp(const object& io, const DecodeLimits& limits, Imp* imp) {
@@ -139,7 +155,7 @@ inline Status DecodeImp(const object& io, const DecodeLimits& limits, Imp* imp) 
   if (GetInt(io, "instl", &v)) imp->instl = static_cast<int>(v);
   if (GetInt(io, "secure", &v)) imp->secure = static_cast<int>(v);
   object pmp;
-  if (GetObject(io, "pmp", &pmp)) DecodePmp(pmp, imp);
+  if (GetObject(io, "pmp", &pmp)) return DecodePmp(pmp, limits, imp);
   return Status::Ok();
 }
 
@@ -234,6 +250,7 @@ inline void DecodeTerms(const object& root, BidRequest* r) {
   GetStrings(root, "bcat", &r->bcat);
   GetStrings(root, "badv", &r->badv);
   GetStrings(root, "bapp", &r->bapp);
+  if (GetInt(root, "cattax", &v) && v > 0 && v < 1000) r->cattax = static_cast<int>(v);
   object regs, ext, source;
   if (GetObject(root, "regs", &regs)) {
     if (GetInt(regs, "gdpr", &v)) {
@@ -480,10 +497,12 @@ void AppendSimHints(std::string& out, const SimHints& h) {
 }
 
 // The optional string fields of a bid, in output order.
-std::array<std::pair<std::string_view, const std::string*>, 7> StringFields(const Bid& bid) {
+std::array<std::pair<std::string_view, const std::string*>, 9> StringFields(const Bid& bid) {
   return {{{",\"adid\":", &bid.adid},
            {",\"crid\":", &bid.crid},
            {",\"cid\":", &bid.cid},
+           {",\"dealid\":", &bid.dealid},
+           {",\"bundle\":", &bid.bundle},
            {",\"adm\":", &bid.adm},
            {",\"nurl\":", &bid.nurl},
            {",\"burl\":", &bid.burl},
@@ -492,16 +511,17 @@ std::array<std::pair<std::string_view, const std::string*>, 7> StringFields(cons
 
 // Worst-case size of EncodeBidResponse(r).
 size_t MaxResponseSize(const BidResponse& r) {
-  constexpr size_t kTop = 64, kPerSeat = 32, kPerBid = 160;  // literals, numbers
+  constexpr size_t kTop = 64, kPerSeat = 32, kPerBid = 200;  // literals, numbers
   size_t n = kTop + JsonWriter::Escaped(r.id) + JsonWriter::Escaped(r.bidid) +
              JsonWriter::Escaped(r.cur) + JsonWriter::kMaxNumber;
   for (const SeatBid& sb : r.seatbid) {
     n += kPerSeat + JsonWriter::Escaped(sb.seat);
     for (const Bid& bid : sb.bids) {
-      n += kPerBid + 3 * JsonWriter::kMaxNumber + JsonWriter::Escaped(bid.id) +
+      n += kPerBid + 5 * JsonWriter::kMaxNumber + JsonWriter::Escaped(bid.id) +
            JsonWriter::Escaped(bid.impid);
       for (const auto& f : StringFields(bid)) n += f.first.size() + JsonWriter::Escaped(*f.second);
       for (const std::string& d : bid.adomain) n += 1 + JsonWriter::Escaped(d);
+      for (const std::string& c : bid.cat) n += 1 + JsonWriter::Escaped(c);
     }
   }
   return n;
@@ -579,6 +599,22 @@ std::string EncodeBidResponse(const BidResponse& r) {
         }
         w.Raw(']');
       }
+      if (!bid.cat.empty()) {
+        w.Raw(",\"cat\":[");
+        for (size_t c = 0; c < bid.cat.size(); ++c) {
+          if (c) w.Raw(',');
+          w.Str(bid.cat[c]);
+        }
+        w.Raw(']');
+      }
+      if (bid.cattax > 0) {
+        w.Raw(",\"cattax\":");
+        w.Int(bid.cattax);
+      }
+      if (bid.mtype > 0) {
+        w.Raw(",\"mtype\":");
+        w.Int(bid.mtype);
+      }
       if (bid.w > 0 && bid.h > 0) {
         w.Raw(",\"w\":");
         w.Int(bid.w);
@@ -630,6 +666,9 @@ Result<BidResponse> DecodeBidResponse(std::string_view json) {
         GetString(bo, "adid", &b.adid);
         GetString(bo, "crid", &b.crid);
         GetString(bo, "cid", &b.cid);
+        GetString(bo, "dealid", &b.dealid);
+        GetString(bo, "bundle", &b.bundle);
+        GetStrings(bo, "cat", &b.cat);
         GetString(bo, "adm", &b.adm);
         GetString(bo, "nurl", &b.nurl);
         GetString(bo, "burl", &b.burl);
@@ -638,6 +677,8 @@ Result<BidResponse> DecodeBidResponse(std::string_view json) {
         int64_t w = 0, h = 0;
         if (GetInt(bo, "w", &w)) b.w = static_cast<int>(w);
         if (GetInt(bo, "h", &h)) b.h = static_cast<int>(h);
+        if (GetInt(bo, "cattax", &w)) b.cattax = static_cast<int>(w);
+        if (GetInt(bo, "mtype", &w)) b.mtype = static_cast<int>(w);
         sb.bids.push_back(std::move(b));
       }
       r.seatbid.push_back(std::move(sb));

@@ -15,9 +15,15 @@
 #include <unordered_map>
 #include <vector>
 
+#include "rtb/bidder/gzip.h"
 #include "rtb/core/log.h"
 
 namespace rtb::bidder {
+
+namespace {
+// An I/O thread keeps its inflated-body buffer up to this size between requests.
+constexpr size_t kKeptInflatedBytes = 256 * 1024;
+}  // namespace
 
 namespace beast = boost::beast;
 namespace http = beast::http;
@@ -170,10 +176,41 @@ class Session : public std::enable_shared_from_this<Session> {
     const auto version_it = req.find("x-openrtb-version");
     const std::string_view version =
         version_it == req.end() ? std::string_view() : std::string_view(version_it->value());
+    // A gzip body (Content-Encoding: gzip, as Prebid Server sends with compression on) is
+    // inflated first, to at most max_body_bytes: the limit is on what the decoder reads.
+    std::string_view body = req.body();
+    const std::string_view encoding = req[http::field::content_encoding];
+    if (!encoding.empty() && !beast::iequals(encoding, "identity")) {
+      if (!beast::iequals(encoding, "gzip") && !beast::iequals(encoding, "x-gzip")) {
+        return Write(Refused(415, "Content-Encoding " + std::string(encoding) +
+                                      " is not supported (gzip or identity)"),
+                     req.keep_alive(), req.version());
+      }
+      // One buffer per I/O thread (as the decoder), not per connection: a thousand connections
+      // that each sent one large body hold one buffer per thread, not a thousand.
+      thread_local std::string inflated;
+      const Status st = GzipInflate(req.body(), srv_.bidder.config().max_body_bytes, &inflated);
+      if (!st.ok()) {
+        if (inflated.capacity() > kKeptInflatedBytes) std::string().swap(inflated);
+        return Write(Refused(400, st.message()), req.keep_alive(), req.version());
+      }
+      body = inflated;
+    }
     HttpResult r =
         srv_.bidder.Route(std::string_view(req.method_string()), std::string_view(req.target()),
-                          req.body(), received, Decoder(srv_.bidder.decode_limits()), version);
+                          body, received, Decoder(srv_.bidder.decode_limits()), version);
+    if (!r.body.empty() && AcceptsGzip(req[http::field::accept_encoding])) {
+      if (std::string gz = GzipDeflate(r.body); !gz.empty()) {
+        r.body = std::move(gz);
+        r.headers.emplace_back("content-encoding", "gzip");
+      }
+    }
     Write(std::move(r), req.keep_alive(), req.version());
+  }
+
+  // A request refused before the bidder saw it: the reason in the body and in x-rtb-error.
+  static HttpResult Refused(int status, const std::string& why) {
+    return HttpResult{status, why + "\n", "text/plain", {{"x-rtb-error", why}}};
   }
 
   void Write(HttpResult r, bool keep_alive, unsigned version) {

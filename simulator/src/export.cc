@@ -97,7 +97,8 @@ Status ExportBidderWorld(const Scenario& sc, const World& world, const std::stri
     y << "  - {id: " << k << ", name: adv-" << k << ", bid: " << Num(a.bid.units())
       << ", daily_budget: " << Num(budget) << ", conversion_value: " << Num(a.order_value.units())
       << ", agent: " << sc.market.agent_of[k] << ", creatives: [{crid: sim-" << k
-      << ", adomain: [adv" << k << ".example], w: 0, h: 0}]}\n";
+      << ", adomain: [adv" << k << ".example], w: 0, h: 0, markup: \"<div>adv-" << k
+      << "</div>\"}]}\n";
   }
   return WriteFileAtomic(dir + "/bidder.yaml", y.str());
 }

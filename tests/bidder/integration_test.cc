@@ -22,6 +22,7 @@
 #include "../common/wait.h"
 #include "rtb/bidder/bidder.h"
 #include "rtb/bidder/budget.h"
+#include "rtb/bidder/gzip.h"
 #include "rtb/bidder/notice.h"
 #include "rtb/bidder/notice_sign.h"
 #include "rtb/bidder/server.h"
@@ -88,6 +89,22 @@ struct Client {
     if (verb == http::verb::post && res.result_int() == 200) RememberBids(res.body());
     return {res.result_int(), res.body()};
   }
+  // A request with these headers (and no content type unless given); the whole response.
+  http::response<http::string_body> DoWith(
+      http::verb verb, const std::string& target, const std::string& body,
+      const std::vector<std::pair<http::field, std::string>>& headers) {
+    http::request<http::string_body> req{verb, target, 11};
+    req.set(http::field::host, "127.0.0.1");
+    for (const auto& [f, v] : headers) req.set(f, v);
+    req.keep_alive(true);
+    req.body() = body;
+    req.prepare_payload();
+    http::write(stream, req);
+    beast::flat_buffer buf;
+    http::response<http::string_body> res;
+    http::read(stream, buf, res);
+    return res;
+  }
   net::io_context ioc;
   beast::tcp_stream stream;
 };
@@ -102,6 +119,10 @@ BidderConfig TestConfig(const std::string& dir) {
   c.kafka.partitions = 4;
   c.kafka.flush_timeout_ms = 3000;
   c.max_bids_per_imp = 3;
+  // A test's client keeps its connection while the test waits on coordinators and Kafka, which
+  // on a loaded machine took over the default 5 s (the server then closed it: end of stream).
+  // The read timeout's own test sets its own.
+  c.read_timeout_ms = 60'000;
   for (uint32_t k = 1; k <= 3; ++k) {
     Advertiser a;
     a.id = k;
@@ -802,6 +823,154 @@ std::vector<std::string> BidAndKeepBillingUrls(Client& client, const std::string
     }
   }
   return urls;
+}
+
+// A gzip body (Content-Encoding: gzip, Prebid Server's endpoint compression) got 400. Now it is
+// answered as the same body plain, gzipped when the request's Accept-Encoding admits it; a
+// 20 MB bomb (20 KB on the wire) is refused with the reason, and the server keeps serving.
+TEST_F(BidderIntegration, AGzipBodyIsAnsweredLikeThePlainOneAndABombIsRefused) {
+  Start(TestConfig(dir_));
+  Client client(port_);
+  auto body = [](const std::string& id) {
+    return R"({"id":")" + id + R"(","imp":[{"id":"1","banner":{"w":300,"h":250}}],)" +
+           R"("site":{"domain":"news.example"},"user":{"id":"u-same"},"tmax":500})";
+  };
+  auto bids = [](const std::string& json) {
+    std::vector<std::pair<std::string, double>> out;
+    const auto j = nlohmann::json::parse(json);  // kept: the loop reads into it
+    for (const auto& sb : j["seatbid"]) {
+      for (const auto& b : sb["bid"]) {
+        out.emplace_back(b["cid"].get<std::string>(), b["price"].get<double>());
+      }
+    }
+    return out;
+  };
+  auto [st, plain] = client.Do(http::verb::post, "/openrtb2/bid", body("g-plain"));
+  ASSERT_EQ(st, 200);
+  const auto res = client.DoWith(http::verb::post, "/openrtb2/bid", GzipDeflate(body("g-gzip")),
+                                 {{http::field::content_type, "application/json"},
+                                  {http::field::content_encoding, "gzip"},
+                                  {http::field::accept_encoding, "gzip, deflate"}});
+  ASSERT_EQ(res.result_int(), 200) << res.body();
+  EXPECT_EQ(res[http::field::content_encoding], "gzip");
+  std::string answer;
+  ASSERT_TRUE(GzipInflate(res.body(), 1 << 20, &answer).ok());
+  EXPECT_EQ(nlohmann::json::parse(answer)["id"], "g-gzip");
+  EXPECT_FALSE(bids(plain).empty());
+  EXPECT_EQ(bids(answer), bids(plain));
+  // Not admitted by Accept-Encoding: a plain answer.
+  const auto identity = client.DoWith(http::verb::post, "/openrtb2/bid", GzipDeflate(body("g-3")),
+                                      {{http::field::content_encoding, "gzip"}});
+  ASSERT_EQ(identity.result_int(), 200);
+  EXPECT_EQ(identity[http::field::content_encoding], "");
+  EXPECT_EQ(bids(identity.body()), bids(plain));
+  const std::string bomb = GzipDeflate(std::string(20u << 20, ' '), 9);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto refused = client.DoWith(http::verb::post, "/openrtb2/bid", bomb,
+                                     {{http::field::content_encoding, "gzip"}});
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("gzip bomb over HTTP: %zu bytes, answered %d in %.2f ms\n", bomb.size(),
+              refused.result_int(), ms);
+  EXPECT_EQ(refused.result_int(), 400);
+  EXPECT_NE(refused.body().find("inflates to more than"), std::string::npos) << refused.body();
+  const auto br = client.DoWith(http::verb::post, "/openrtb2/bid", body("g-br"),
+                                {{http::field::content_encoding, "br"}});
+  EXPECT_EQ(br.result_int(), 415);
+  EXPECT_EQ(client.Do(http::verb::post, "/openrtb2/bid", body("g-after")).first, 200);
+}
+
+// The IAB 2.6 sample "pmp-with-direct-deal" (at 1, private_auction 1, deals AB-Agency1-0001 at
+// 2.50 for seat Agency1 and XY-Agency2-0001 at 2.00 for Agency2): before, two open-market bids
+// without dealid. Now the advertiser holding AB-Agency1-0001 in seat Agency1 bids through it, at
+// or above 2.50, the bid naming the deal, and no one else bids; without that deal: a 204.
+TEST_F(BidderIntegration, APrivateDealRequestGetsADealBidAtOrAboveItsFloorOrNothing) {
+  std::ifstream in(std::string(RTB_SOURCE_DIR) +
+                   "/tests/fixtures/openrtb/2.6/bid-request-pmp-with-direct-deal.json");
+  const std::string body((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(body.empty());
+  BidderConfig cfg = TestConfig(dir_);
+  cfg.advertisers[2].seat = "Agency1";
+  cfg.advertisers[2].deals = {{"AB-Agency1-0001"}};
+  cfg.advertisers[1].deals = {{"XY-Agency2-0001"}};  // its seat (adv-2) is not Agency2's
+  Start(cfg);
+  Client client(port_);
+  auto [status, answer] = client.Do(http::verb::post, "/openrtb2/bid", body);
+  ASSERT_EQ(status, 200) << answer;
+  const auto j = nlohmann::json::parse(answer);
+  ASSERT_EQ(j["seatbid"].size(), 1u) << answer;
+  EXPECT_EQ(j["seatbid"][0]["seat"], "Agency1");
+  ASSERT_EQ(j["seatbid"][0]["bid"].size(), 1u);
+  const auto& bid = j["seatbid"][0]["bid"][0];
+  EXPECT_EQ(bid["dealid"], "AB-Agency1-0001");
+  EXPECT_GE(bid["price"].get<double>(), 2.5);
+  EXPECT_EQ(bid["cid"], "3");
+  EXPECT_EQ(bid["mtype"], 1);
+  EXPECT_EQ(bid["adm"], "<b>ad</b>");
+  server_.reset();
+  bidder_.reset();
+  cfg.advertisers[2].deals.clear();
+  cfg.state_path = dir_ + "/state-2";
+  Start(cfg);
+  Client again(port_);
+  EXPECT_EQ(again.Do(http::verb::post, "/openrtb2/bid", body).first, 204);
+  EXPECT_NE(bidder_->Metrics().body.find("rtb_nobids_total{reason=\"no_deal\"} 1"),
+            std::string::npos);
+}
+
+// A first-price auction (at 1): the exchange's billing price is the bid itself. The bidder reads
+// the price from the notice whatever the auction type (it reserved the bid's whole largest
+// charge): every bid billed at its own price is charged whole, the budgets still hold, and each
+// billing event on the topic (what rtb report books) carries that price.
+TEST_F(BidderIntegration, AFirstPriceBillingChargesTheWholeBidAndTheBudgetStillHolds) {
+  const BidderConfig cfg = SmallBudget(dir_, 60'000);
+  Start(cfg, &clock_);
+  Client client(port_);
+  int64_t charged = 0;
+  std::map<std::string, int64_t> billed;  // auction-advertiser -> price
+  for (int i = 0; i < 40; ++i) {
+    const std::string id = "fp-" + std::to_string(i);
+    std::string req = Request(id);
+    req.insert(req.size() - 1, R"(,"at":1)");
+    auto [status, body] = client.Do(http::verb::post, "/openrtb2/bid", req);
+    if (status != 200) continue;
+    const auto answer = nlohmann::json::parse(body);  // kept: the loop reads into it
+    for (const auto& sb : answer["seatbid"]) {
+      for (const auto& b : sb["bid"]) {
+        const uint32_t adv = static_cast<uint32_t>(std::stoul(b["cid"].get<std::string>()));
+        char price[32];
+        std::snprintf(price, sizeof price, "%.6f", b["price"].get<double>());
+        auto [st, text] = client.Do(http::verb::get, Notice("billing", id, adv, price));
+        ASSERT_EQ(st, 200);
+        if (!text.empty()) continue;  // refused (said in the body)
+        const int64_t micros = std::llround(b["price"].get<double>() * 1e6);
+        charged += (micros + 500) / 1000;
+        billed[id + "-" + std::to_string(adv)] = micros;
+      }
+    }
+  }
+  ASSERT_FALSE(billed.empty());
+  EXPECT_EQ(TotalSpent(*bidder_, 3).value(), charged);
+  for (size_t k = 0; k < 3; ++k) {
+    EXPECT_LE(bidder_->Spent(k), cfg.advertisers[k].daily_budget) << "advertiser " << k;
+  }
+  EventLogStats st;
+  WaitUntil(
+      [&] {
+        st = bidder_->events().Stats();
+        return st.acked == st.logged;
+      },
+      10s);
+  const auto events = ReadEvents(bidder_->events().bootstrap(), "rtb.events", st.logged, 15000);
+  size_t seen = 0;
+  for (const Event& e : events) {
+    if (e.type != "billing" || !e.charged) continue;
+    const auto it = billed.find(e.auction_id + "-" + std::to_string(e.advertiser));
+    ASSERT_NE(it, billed.end()) << e.auction_id;
+    EXPECT_EQ(e.price_micros, it->second);
+    ++seen;
+  }
+  EXPECT_EQ(seen, billed.size());
 }
 
 // Regression: billing after the reservation timed out was charged although newer bids had

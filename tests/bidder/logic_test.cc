@@ -194,6 +194,96 @@ TEST(BidLogic, FloorsCurrencyBlocksAndFallback) {
   EXPECT_EQ(DecideBids(video, advs, p, nullptr, {}).reason, NoBidReason::kNoMatchingCampaign);
 }
 
+// A private auction is bid only through a deal the advertiser holds, whose wseat names its seat,
+// at or above the deal's floor, the bid naming the deal; an advertiser without one never bids
+// there. In an open auction a met deal is bid through, otherwise the open bid stands.
+TEST(BidLogic, APrivateAuctionIsBidOnlyThroughAHeldDealAtOrAboveItsFloor) {
+  Predictor p;
+  auto advs = Advertisers();
+  for (auto& a : advs) a.seat = "adv-" + std::to_string(a.id);
+  advs[2].deals = {{"D-3"}};
+  advs[1].deals = {{"D-2"}};
+  advs[1].seat = "Agency2";
+  const Decision open = DecideBids(Banner(), advs, p, nullptr, {});
+  ASSERT_EQ(open.bids.size(), 3u);
+  Micros price3;
+  for (const Candidate& c : open.bids) {
+    EXPECT_EQ(c.deal, -1);
+    if (c.advertiser == 3) price3 = c.price;
+  }
+  ASSERT_GT(price3.value(), 0);
+  BidRequest r = Banner();
+  r.imps[0].private_auction = 1;
+  r.imps[0].deals = {{"D-2", Micros(1), "USD", {"Agency1"}, 0},  // not advertiser 2's seat
+                     {"D-3", price3, "USD", {"adv-3"}, 1}};
+  Decision d = DecideBids(r, advs, p, nullptr, {});
+  ASSERT_EQ(d.bids.size(), 1u);
+  EXPECT_EQ(d.bids[0].advertiser, 3u);
+  EXPECT_EQ(d.bids[0].deal, 1);
+  EXPECT_EQ(d.bids[0].floor, price3);
+  // A fixed-price deal (at 3): the bid is the deal's price.
+  r.imps[0].deals[1].at = 3;
+  r.imps[0].deals[1].bidfloor = Micros(price3.value() / 2);
+  d = DecideBids(r, advs, p, nullptr, {});
+  ASSERT_EQ(d.bids.size(), 1u);
+  EXPECT_EQ(d.bids[0].price, Micros(price3.value() / 2));
+  r.imps[0].deals[1].at = 1;
+  // The floor one micro above the price: no bid (below the floor), and no open bid instead.
+  r.imps[0].deals[1].bidfloor = Micros(price3.value() + 1);
+  d = DecideBids(r, advs, p, nullptr, {});
+  EXPECT_TRUE(d.bids.empty());
+  EXPECT_EQ(d.reason, NoBidReason::kBelowFloor);
+  // Deals no advertiser holds: no bid, no_deal.
+  BidRequest none = r;
+  none.imps[0].deals = {{"D-9", Micros(1), "USD", {}, 0}};
+  d = DecideBids(none, advs, p, nullptr, {});
+  EXPECT_TRUE(d.bids.empty());
+  EXPECT_EQ(d.reason, NoBidReason::kNoDeal);
+  EXPECT_STREQ(NoBidReasonName(d.reason), "no_deal");
+  // Advertiser 2's seat named: it bids through D-2 too.
+  r.imps[0].deals[0].wseat = {"Agency2"};
+  d = DecideBids(r, advs, p, nullptr, {});
+  ASSERT_EQ(d.bids.size(), 1u);
+  EXPECT_EQ(d.bids[0].advertiser, 2u);
+  EXPECT_EQ(d.bids[0].deal, 0);
+  // The same deals in an open auction: 2 through its deal, 1 and 3 in the open auction.
+  r.imps[0].private_auction = 0;
+  d = DecideBids(r, advs, p, nullptr, {});
+  ASSERT_EQ(d.bids.size(), 3u);
+  for (const Candidate& c : d.bids) EXPECT_EQ(c.deal, c.advertiser == 2 ? 0 : -1);
+}
+
+// bcat is checked against the ad's own categories (its tier-1 parent blocks a sub-category), in
+// the same taxonomy only; bapp against the advertised app; an advertiser's other creative that
+// is not blocked still bids. (bcat used to be compared with the advertiser's targeting.)
+TEST(BidLogic, BcatBappAndBadvAreCheckedAgainstTheAdItself) {
+  Predictor p;
+  auto advs = Advertisers();
+  advs[0].creatives[0].cat = {"IAB3-1"};
+  advs[1].creatives[0].bundle = "com.example.game";
+  advs[2].targeting.categories = {"IAB3"};
+  advs[2].creatives = {{"c2a", {"d2.example"}, 300, 250, "<b/>", {"IAB3"}},
+                       {"c2b", {"d2.example"}, 300, 250, "<b/>", {"IAB7"}}};
+  BidRequest r = Banner();
+  r.cat = {"IAB3"};
+  r.bcat = {"IAB3"};
+  r.bapp = {"com.example.game"};
+  Decision d = DecideBids(r, advs, p, nullptr, {});
+  ASSERT_EQ(d.bids.size(), 1u);
+  EXPECT_EQ(d.bids[0].advertiser, 3u);  // targets IAB3 sites, with its IAB7 ad
+  EXPECT_EQ(d.bids[0].creative_index, 1u);
+  r.cattax = 2;  // bcat in another taxonomy: the IAB 1.0 categories are not compared
+  r.bapp.clear();
+  d = DecideBids(r, advs, p, nullptr, {});
+  EXPECT_EQ(d.bids.size(), 3u);
+  r.cattax = 1;
+  r.bcat = {"IAB3", "IAB7"};
+  r.badv = {"d1.example"};
+  d = DecideBids(r, advs, p, nullptr, {});
+  EXPECT_TRUE(d.bids.empty());
+  EXPECT_EQ(d.reason, NoBidReason::kBlocked);
+}
+
 TEST(BidLogic, SimulationHintsReplaceCandidatesAndPredictionsAndCountComputations) {
   Predictor p;
   const auto advs = Advertisers();

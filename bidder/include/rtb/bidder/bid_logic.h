@@ -37,6 +37,7 @@ enum class NoBidReason {
   kBudget,
   kTmax,
   kBlocked,
+  kNoDeal,  // a private auction (pmp.private_auction) offering no deal an advertiser holds
   // Set by the bid path, not DecideBids: the state store cannot persist a billing (a full
   // disk); a leased bidder whose name another live process holds (no lease for it).
   kStateUnavailable,
@@ -52,8 +53,10 @@ struct Candidate {
   int agent = 0;
   int cluster = 0;
   double pctr = 0, pcvr = 0, bratio = 1, action = 0, alpha = 0;
-  Micros cpc;    // adjusted CPC bid
-  Micros price;  // CPM price
+  Micros cpc;     // adjusted CPC bid
+  Micros price;   // CPM price
+  int deal = -1;  // the deal it bids through (index into the imp's deals); -1 = open auction
+  Micros floor;   // the floor it had to reach: the deal's, or the impression's
 };
 
 struct Decision {

@@ -28,11 +28,25 @@ struct Creative {
   std::string crid;                  // creative id (crid / adid in the bid)
   std::vector<std::string> adomain;  // advertiser domains (checked against badv)
   int w = 0, h = 0;                  // banner size; 0 x 0 = any banner size
-  std::string markup;                // adm; empty = served on the win notice (nurl)
+  std::string markup;  // adm, returned in the bid: required (a config without is refused)
+  // The ad's own categories (the bid's cat), in taxonomy `cattax` (1 = IAB Content Category
+  // Taxonomy 1.0, the OpenRTB default): a request whose bcat (in the same taxonomy) names one of
+  // them, or its tier-1 parent ("IAB3" blocks "IAB3-1"), is not bid with this creative.
+  std::vector<std::string> cat;
+  int cattax = 1;
+  int mtype = 1;       // the markup's type (the bid's mtype): 1 banner (the only one served now)
+  std::string bundle;  // the advertised app's store id, for app-install ads (checked against bapp)
+};
+
+// A private marketplace deal an advertiser buys through (config: deals[]): bid on an impression
+// offering it (imp.pmp.deals[] with this id, the advertiser's seat in its wseat or no wseat)
+// when the price reaches the deal's floor.
+struct DealTerms {
+  std::string id;  // the deal id, as the exchange names it
 };
 
 struct Advertiser {
-  uint32_t id = 0;      // advertiser id (seat = "adv-<id>")
+  uint32_t id = 0;      // advertiser id
   std::string name;     // for reports
   Micros bid;           // manual CPC bid (config: bid, currency units)
   Micros daily_budget;  // (config: daily_budget, currency units)
@@ -48,6 +62,10 @@ struct Advertiser {
   Micros max_conversion_value;
   Targeting targeting;
   std::vector<Creative> creatives;  // at least one
+  // The seat its bids are made in (config: seat; default, also when empty: "adv-<id>"): the
+  // response's seatbid.seat and what a deal's wseat must name.
+  std::string seat;
+  std::vector<DealTerms> deals;  // the deals it holds; none = open auctions only
 };
 
 // The value of kafka.brokers that starts the embedded cluster.

@@ -22,6 +22,16 @@ struct Format {
   int w = 0, h = 0;
 };
 
+// A private marketplace deal offered on an impression (imp.pmp.deals[]).
+struct Deal {
+  std::string id;
+  Micros bidfloor;  // the deal's floor, CPM in micros of `bidfloorcur`
+  std::string bidfloorcur = "USD";
+  std::vector<std::string> wseat;  // the buyer seats allowed to bid on it; empty = any
+  int at =
+      0;  // its auction type (1 first, 2 second price, 3 fixed price: bidfloor); 0 = the request's
+};
+
 struct Imp {
   std::string id;
   bool banner = false, video = false, native = false, audio = false;
@@ -32,8 +42,8 @@ struct Imp {
   int instl = 0;
   int secure = 0;
   bool has_pmp = false;
-  int private_auction = 0;
-  std::vector<std::string> deal_ids;
+  int private_auction = 0;  // 1: only the deals below may be bid on
+  std::vector<Deal> deals;
 };
 
 // Ground truth of the simulated world, sent by `rtb exchange` in `ext.sim` and read only when
@@ -67,6 +77,7 @@ struct BidRequest {
   int at = 2;           // 1 first price, 2 second price
   std::vector<std::string> cur;
   std::vector<std::string> bcat, badv, bapp;
+  int cattax = 1;  // the taxonomy of bcat (OpenRTB 2.6; 1 = IAB Content Category Taxonomy 1.0)
   bool test = false;
   int gdpr = -1;                // regs.gdpr or regs.ext.gdpr; -1 = unknown
   std::string consent;          // user.consent or user.ext.consent
@@ -124,6 +135,11 @@ struct Bid {
   std::string adm;  // markup, or empty when served on the win notice
   std::string nurl, burl, lurl;
   int w = 0, h = 0;
+  std::string dealid;            // the deal it bids through; empty = the open auction
+  std::vector<std::string> cat;  // the ad's categories (taxonomy `cattax`)
+  int cattax = 0;                // 0 = not written (the spec's default, 1)
+  int mtype = 0;                 // 1 banner, 2 video, 3 audio, 4 native; 0 = not written
+  std::string bundle;            // the advertised app's store id, when it is one
 };
 
 struct SeatBid {
