@@ -6,6 +6,67 @@
 
 namespace rtb::bidder {
 
+namespace {
+// The lease client's part of /metrics (with leases.enabled).
+void AppendLeaseMetrics(const Bidder::Impl& m, std::string& o) {
+  char buf[256];
+  auto line = [&](const char* fmt, auto... args) {
+    std::snprintf(buf, sizeof buf, fmt, args...);
+    o += buf;
+  };
+  o += "# HELP rtb_lease_day_ready Budget days whose every lease is answered and capped (bids "
+       "can start at the day's first request).\n# TYPE rtb_lease_day_ready gauge\n";
+  const auto [today, next] = m.leases->ReadyDays();
+  for (const int64_t d : {today, next}) {
+    if (d >= 0) line("rtb_lease_day_ready{day=\"%s\"} 1\n", BudgetDayName(d).c_str());
+  }
+  const LeaseClient::Health h = m.leases->GetHealth();
+  o += "# HELP rtb_lease_frozen 1 when Kafka has taken no lease report for leases.ttl_ms: the "
+       "bidder spends only what it has committed until one goes through.\n"
+       "# TYPE rtb_lease_frozen gauge\n";
+  line("rtb_lease_frozen %d\n", h.frozen ? 1 : 0);
+  o += "# HELP rtb_lease_name_conflict 1 while another live process holds this bidder's "
+       "leases.name: this one gets no lease (give each bidder its own name).\n"
+       "# TYPE rtb_lease_name_conflict gauge\n";
+  line("rtb_lease_name_conflict %d\n", h.name_conflict ? 1 : 0);
+  o += "# HELP rtb_lease_report_age_seconds Since Kafka last took a lease report (or since the "
+       "lease client started).\n"
+       "# TYPE rtb_lease_report_age_seconds gauge\n";
+  line("rtb_lease_report_age_seconds %.3f\n", static_cast<double>(h.report_age_ms) / 1000.0);
+  o += "# HELP rtb_lease_messages_total Lease traffic: asks sent, answers read, returns sent, "
+       "reports Kafka took, resyncs after a silence past the TTL.\n"
+       "# TYPE rtb_lease_messages_total counter\n";
+  for (const auto& [kind, count] :
+       {std::pair{"ask", h.asks}, std::pair{"answer", h.answers}, std::pair{"return", h.returns},
+        std::pair{"report", h.reports}, std::pair{"resync", h.resyncs}}) {
+    line("rtb_lease_messages_total{kind=\"%s\"} %lld\n", kind, static_cast<long long>(count));
+  }
+  o += "# HELP rtb_lease_stale_holdings_total Holdings of a coordinator fenced off by a newer "
+       "one (landed after its epoch marker on the grants topic): ignored.\n"
+       "# TYPE rtb_lease_stale_holdings_total counter\n";
+  line("rtb_lease_stale_holdings_total %lld\n", static_cast<long long>(h.stale));
+  o += "# HELP rtb_lease_refused_total Records of the grants topic refused, by reason (a seal "
+       "that does not open, an implausible epoch or day, a holding not newer than the last "
+       "applied).\n"
+       "# TYPE rtb_lease_refused_total counter\n";
+  for (const auto& [reason, count] : h.refused) {
+    line("rtb_lease_refused_total{reason=\"%s\"} %lld\n", reason.c_str(),
+         static_cast<long long>(count));
+  }
+  o += "# HELP rtb_lease_held_micros What this bidder holds of each budget day's arm budget, "
+       "as the grants topic last said.\n# TYPE rtb_lease_held_micros gauge\n";
+  const size_t advertisers = m.cfg.advertisers.size();
+  for (const auto& [id, held] : h.held) {
+    if (id.second >= 2 * advertisers) continue;  // ArmSlot's range
+    const size_t k = id.second % advertisers;
+    const Arm arm = id.second < advertisers ? Arm::kLearned : Arm::kManual;
+    line("rtb_lease_held_micros{day=\"%s\",advertiser=\"%u\",arm=\"%s\"} %lld\n",
+         BudgetDayName(id.first).c_str(), m.cfg.advertisers[k].id, ArmName(arm),
+         static_cast<long long>(held));
+  }
+}
+}  // namespace
+
 HttpResult Bidder::Metrics() const {
   const Impl& m = *impl_;
   const BidderCounters& n = m.counters;
@@ -79,58 +140,7 @@ HttpResult Bidder::Metrics() const {
   o += m.events->Metrics();
   const PolicySnapshot* p = m.policy.Current();
   const int64_t now = m.clock->UnixMs();
-  if (m.leases != nullptr) {
-    o += "# HELP rtb_lease_day_ready Budget days whose every lease is answered and capped (bids "
-         "can start at the day's first request).\n# TYPE rtb_lease_day_ready gauge\n";
-    const auto [today, next] = m.leases->ReadyDays();
-    for (const int64_t d : {today, next}) {
-      if (d >= 0) line("rtb_lease_day_ready{day=\"%s\"} 1\n", BudgetDayName(d).c_str());
-    }
-    const LeaseClient::Health h = m.leases->GetHealth();
-    o += "# HELP rtb_lease_frozen 1 when Kafka has taken no lease report for leases.ttl_ms: the "
-         "bidder spends only what it has committed until one goes through.\n"
-         "# TYPE rtb_lease_frozen gauge\n";
-    line("rtb_lease_frozen %d\n", h.frozen ? 1 : 0);
-    o += "# HELP rtb_lease_name_conflict 1 while another live process holds this bidder's "
-         "leases.name: this one gets no lease (give each bidder its own name).\n"
-         "# TYPE rtb_lease_name_conflict gauge\n";
-    line("rtb_lease_name_conflict %d\n", h.name_conflict ? 1 : 0);
-    o += "# HELP rtb_lease_report_age_seconds Since Kafka last took a lease report (or since the "
-         "lease client started).\n"
-         "# TYPE rtb_lease_report_age_seconds gauge\n";
-    line("rtb_lease_report_age_seconds %.3f\n", static_cast<double>(h.report_age_ms) / 1000.0);
-    o += "# HELP rtb_lease_messages_total Lease traffic: asks sent, answers read, returns sent, "
-         "reports Kafka took, resyncs after a silence past the TTL.\n"
-         "# TYPE rtb_lease_messages_total counter\n";
-    for (const auto& [kind, count] :
-         {std::pair{"ask", h.asks}, std::pair{"answer", h.answers}, std::pair{"return", h.returns},
-          std::pair{"report", h.reports}, std::pair{"resync", h.resyncs}}) {
-      line("rtb_lease_messages_total{kind=\"%s\"} %lld\n", kind, static_cast<long long>(count));
-    }
-    o += "# HELP rtb_lease_stale_holdings_total Holdings of a coordinator fenced off by a newer "
-         "one (landed after its epoch marker on the grants topic): ignored.\n"
-         "# TYPE rtb_lease_stale_holdings_total counter\n";
-    line("rtb_lease_stale_holdings_total %lld\n", static_cast<long long>(h.stale));
-    o += "# HELP rtb_lease_refused_total Records of the grants topic refused, by reason (a seal "
-         "that does not open, an implausible epoch or day, a holding not newer than the last "
-         "applied).\n"
-         "# TYPE rtb_lease_refused_total counter\n";
-    for (const auto& [reason, count] : h.refused) {
-      line("rtb_lease_refused_total{reason=\"%s\"} %lld\n", reason.c_str(),
-           static_cast<long long>(count));
-    }
-    o += "# HELP rtb_lease_held_micros What this bidder holds of each budget day's arm budget, "
-         "as the grants topic last said.\n# TYPE rtb_lease_held_micros gauge\n";
-    const size_t advertisers = m.cfg.advertisers.size();
-    for (const auto& [id, held] : h.held) {
-      if (id.second >= 2 * advertisers) continue;  // ArmSlot's range
-      const size_t k = id.second % advertisers;
-      const Arm arm = id.second < advertisers ? Arm::kLearned : Arm::kManual;
-      line("rtb_lease_held_micros{day=\"%s\",advertiser=\"%u\",arm=\"%s\"} %lld\n",
-           BudgetDayName(id.first).c_str(), m.cfg.advertisers[k].id, ArmName(arm),
-           static_cast<long long>(held));
-    }
-  }
+  if (m.leases != nullptr) AppendLeaseMetrics(m, o);
   o += "# HELP rtb_policy_version Version of the action table in use (0 = none).\n"
        "# TYPE rtb_policy_version gauge\n";
   line("rtb_policy_version %llu\n", (unsigned long long)(p ? p->table.version : 0));
