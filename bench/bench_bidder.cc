@@ -10,10 +10,10 @@
 #include <utility>
 #include <vector>
 
-#include "rtb/bidder/gzip.h"
 #include "rtb/bidder/bidder.h"
 #include "rtb/bidder/budget.h"
 #include "rtb/bidder/config.h"
+#include "rtb/bidder/gzip.h"
 #include "rtb/bidder/notice.h"
 #include "rtb/bidder/notice_sign.h"
 #include "rtb/core/events.h"

@@ -64,29 +64,9 @@ Status GzipInflate(std::string_view in, size_t max_out, std::string* out) {
   return Status::Ok();
 }
 
-// A deflate stream kept per thread and reset per body: deflateInit2 allocates about 256 KB of
-// state, which cost more than the compression of a bid response itself.
-struct Deflater {
-  z_stream z{};
-  int level = -1;
-  bool ok = false;
-  ~Deflater() {
-    if (ok) deflateEnd(&z);
-  }
-  bool Ready(int want) {
-    if (ok && level == want) return deflateReset(&z) == Z_OK;
-    if (ok) deflateEnd(&z);
-    z = z_stream{};
-    ok = deflateInit2(&z, want, Z_DEFLATED, kGzipWindow, 8, Z_DEFAULT_STRATEGY) == Z_OK;
-    level = want;
-    return ok;
-  }
-};
-
 std::string GzipDeflate(std::string_view in, int level) {
-  thread_local Deflater d;
-  if (!d.Ready(level)) return "";
-  z_stream& z = d.z;
+  z_stream z{};
+  if (deflateInit2(&z, level, Z_DEFLATED, kGzipWindow, 8, Z_DEFAULT_STRATEGY) != Z_OK) return "";
   std::string out(deflateBound(&z, static_cast<uLong>(in.size())) + 32, '\0');
   z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
   z.avail_in = static_cast<uInt>(in.size());
@@ -94,6 +74,7 @@ std::string GzipDeflate(std::string_view in, int level) {
   z.avail_out = static_cast<uInt>(out.size());
   deflate(&z, Z_FINISH);  // the bound leaves room for everything: one call ends the stream
   out.resize(z.total_out);
+  deflateEnd(&z);
   return out;
 }
 

@@ -766,12 +766,17 @@ Status ReadToEnds(Consumer& c, const std::string& topic, std::set<int32_t> open,
   }
   return Status::Ok();
 }
-}  // namespace
 
-Status ReadTopicFrom(const ClientOptions& client, const std::string& topic,
-                     const std::function<int64_t(int32_t partition, Consumer&)>& from,
-                     int timeout_ms,
-                     const std::function<void(int32_t, int64_t, std::string_view)>& fn) {
+using Watermarks = Result<std::pair<int64_t, int64_t>>;
+// Where to start reading a partition, given its watermarks (nullopt: not read), or an error.
+using StartOf =
+    std::function<Result<std::optional<int64_t>>(int32_t, Consumer&, const Watermarks&)>;
+
+// Opens a quiet reader of `topic`, assigns each partition from start_of's offset and reads
+// them to their ends.
+Status ReadPartitions(const ClientOptions& client, const std::string& topic, int timeout_ms,
+                      const StartOf& start_of,
+                      const std::function<void(int32_t, int64_t, std::string_view)>& fn) {
   RTB_ASSIGN_OR_RETURN(auto reader,
                        OpenTopicReader(client, topic, "rtb-read-" + topic,
                                        {{"enable.partition.eof", "true"}}, timeout_ms, true));
@@ -780,37 +785,45 @@ Status ReadTopicFrom(const ClientOptions& client, const std::string& topic,
   std::set<int32_t> open;
   for (int32_t p = 0; p < n; ++p) {
     // Partitions with nothing to read give no EOF event before a message would: skipped.
-    RTB_ASSIGN_OR_RETURN(auto wm, c->Watermarks(topic, p, timeout_ms));
-    int64_t first = from(p, *c);
-    if (first == kOffsetBeginning || first < wm.first) first = wm.first;
-    if (first == kOffsetEnd || first >= wm.second) continue;
-    parts.push_back({topic, p, first});
+    RTB_ASSIGN_OR_RETURN(const std::optional<int64_t> first,
+                         start_of(p, *c, c->Watermarks(topic, p, timeout_ms)));
+    if (!first) continue;
+    parts.push_back({topic, p, *first});
     open.insert(p);
   }
   RTB_RETURN_IF_ERROR(c->Assign(parts));
   return ReadToEnds(*c, topic, std::move(open), timeout_ms, fn);
+}
+}  // namespace
+
+Status ReadTopicFrom(const ClientOptions& client, const std::string& topic,
+                     const std::function<int64_t(int32_t partition, Consumer&)>& from,
+                     int timeout_ms,
+                     const std::function<void(int32_t, int64_t, std::string_view)>& fn) {
+  return ReadPartitions(
+      client, topic, timeout_ms,
+      [&](int32_t p, Consumer& c, const Watermarks& wm) -> Result<std::optional<int64_t>> {
+        if (!wm.ok()) return wm.status();
+        int64_t first = from(p, c);
+        if (first == kOffsetBeginning || first < wm->first) first = wm->first;
+        if (first == kOffsetEnd || first >= wm->second) return std::optional<int64_t>();
+        return std::optional<int64_t>(first);
+      },
+      fn);
 }
 
 Status ReadWholeTopic(const ClientOptions& client, const std::string& topic, int timeout_ms,
                       const std::function<void(int32_t, int64_t, std::string_view)>& fn,
                       int64_t* not_retained) {
   if (not_retained != nullptr) *not_retained = 0;
-  RTB_ASSIGN_OR_RETURN(auto reader,
-                       OpenTopicReader(client, topic, "rtb-read-" + topic,
-                                       {{"enable.partition.eof", "true"}}, timeout_ms, true));
-  auto& [c, n] = reader;
-  std::vector<TopicPartition> parts;
-  std::set<int32_t> open;
-  for (int32_t p = 0; p < n; ++p) {
-    // Empty partitions give no EOF event before a message would; skip them by watermark.
-    auto wm = c->Watermarks(topic, p, timeout_ms);
-    if (wm.ok() && not_retained != nullptr) *not_retained += wm->first;
-    if (wm.ok() && wm->second <= wm->first) continue;
-    parts.push_back({topic, p, kOffsetBeginning});
-    open.insert(p);
-  }
-  RTB_RETURN_IF_ERROR(c->Assign(parts));
-  return ReadToEnds(*c, topic, std::move(open), timeout_ms, fn);
+  return ReadPartitions(
+      client, topic, timeout_ms,
+      [&](int32_t, Consumer&, const Watermarks& wm) -> Result<std::optional<int64_t>> {
+        if (wm.ok() && not_retained != nullptr) *not_retained += wm->first;
+        if (wm.ok() && wm->second <= wm->first) return std::optional<int64_t>();
+        return std::optional<int64_t>(kOffsetBeginning);
+      },
+      fn);
 }
 
 struct TopicTail::State {
