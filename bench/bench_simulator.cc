@@ -96,7 +96,7 @@ BENCHMARK(BM_DefaultDay_PolicyNewEngineSharedIndex)->Unit(benchmark::kMillisecon
 
 void BM_BareAuction(benchmark::State& state) {
   const auto& day = DefaultScenario().test;
-  rtb::GspAuction a(3, 500);
+  rtb::SlotAuction a(3, 500);
   rtb::SlotResult out[rtb::kMaxSlots];
   for (auto _ : state) {
     int64_t won = 0;

@@ -8,7 +8,9 @@
 # out/pacing-compare/; the last lines sum the clicks over c0 and give each method's margin
 # against RLB.
 # Usage: bench/run_pacing_compare.sh [EPISODES=400] [C0 list="0.03125 0.0625 0.125 0.25 0.5"]
-#        [SEED=1]; PACING_ARGS (default "--base rlb --bratio 0.1") go to rtb train-pacing.
+#        [SEED=1]; PACING_ARGS (default "--base rlb --bratio 0.1") go to rtb train-pacing;
+#        AUCTION=first_price replays (and trains) under first price: a win pays the bid
+#        (default second_price, the logs' own auction). Output: out/pacing-compare[-first_price].
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=build/release
@@ -16,7 +18,9 @@ EPISODES=${1:-400}
 C0S=${2:-0.03125 0.0625 0.125 0.25 0.5}
 SEED=${3:-1}
 PACING_ARGS=${PACING_ARGS:---base rlb --bratio 0.1}
+AUCTION=${AUCTION:-second_price}
 OUT=out/pacing-compare
+[ "$AUCTION" = second_price ] || OUT=$OUT-$AUCTION
 rm -rf "$OUT" && mkdir -p "$OUT"
 "$B/rtb" generate --rlb-out "$OUT/logs" --seed "$SEED" --out "$OUT/unused" >/dev/null
 rm -rf "$OUT/unused"
@@ -25,9 +29,11 @@ for c0 in $C0S; do
   "$B/rtb" train-pacing --log "$OUT/logs/train.txt" --info "$OUT/logs/campaign.json" --c0 "$c0" \
     --validation-log "$OUT/logs/validation.txt" \
     --episodes "$EPISODES" --seed "$SEED" --out "$OUT/pacing-$c0.json" --quiet $PACING_ARGS \
+    --auction "$AUCTION" \
     > "$OUT/train-$c0.json"
   "$B/rtb" replay --format rlb --log "$OUT/logs/test.txt" --info "$OUT/logs/campaign.json" \
     --validation-log "$OUT/logs/validation.txt" --c0 "$c0" --strategy pacing,rlb,lin,mcpc \
+    --auction "$AUCTION" \
     --pacing "$OUT/pacing-$c0.json" --out "$OUT/c0-$c0" --json > "$OUT/c0-$c0.json"
 done
 python3 - "$OUT" $C0S <<'PY'

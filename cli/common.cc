@@ -5,6 +5,7 @@
 
 #include "rtb/core/log.h"
 #include "rtb/demo/demo.h"
+#include "rtb/simulator/config.h"
 
 namespace rtb::cli {
 
@@ -30,6 +31,11 @@ Status InitLog(const std::string& sub, const LogArgs& a, const std::string& conf
   o.level = !a.level.empty() ? a.level : config_level.empty() ? "info" : config_level;
   RTB_ASSIGN_OR_RETURN(o.format, rtb::log::ParseFormat(a.format));
   return rtb::log::Init(o);
+}
+
+void AddAuctionOption(CLI::App* sub, std::string* type) {
+  sub->add_option("--auction", *type, sim::kAuctionOptionHelp)
+      ->check(CLI::IsMember(sim::kAuctionTypes));
 }
 
 std::string DefaultConfig(const std::string& rel) {

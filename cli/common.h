@@ -23,6 +23,9 @@ void AddLogOptions(CLI::App* app, LogArgs* a);
 // Sets up the process logger for `rtb <sub>`; the flag's level wins over the config's.
 Status InitLog(const std::string& sub, const LogArgs& a, const std::string& config_level);
 
+// --auction: the world's auction type for this run, in place of its config's auction.type.
+void AddAuctionOption(CLI::App* sub, std::string* type);
+
 // A default config path: as given when it exists relative to the working directory, else
 // relative to the source tree this binary was built from (build/<preset>/rtb).
 std::string DefaultConfig(const std::string& rel);

@@ -13,6 +13,7 @@ CLI::App* AddDemoCommand(CLI::App* app, demo::DemoArgs* a) {
   dm->add_option("--config", a->config, "Demo config (YAML)")->capture_default_str();
   dm->add_option("--out", a->out, "Output directory (default: the config's)");
   dm->add_option("--days", a->days, "Simulated days to play live (default: the config's)");
+  AddAuctionOption(dm, &a->auction);
   dm->add_option("--pretrain-episodes", a->episodes,
                  "Offline pre-training episodes (0 = none; default: the learner config's)");
   dm->add_option("--chaos", a->chaos,

@@ -50,6 +50,10 @@ int RunTrafficExchange(ExchangeArgs a) {
         "--seed is the simulated world's; a traffic file has its own (seed: in " + a.traffic +
         ")"));
   }
+  if (!a.auction.empty()) {
+    return Fail(rtb::Status::InvalidArgument(
+        "--auction is the simulated world's; a traffic market's auction is second price"));
+  }
   auto market = rtb::exchange::LoadTrafficMarket(a.traffic, a.market);
   if (!market.ok()) return Fail(market.status());
   if (!a.write_clusters.empty()) {
@@ -105,6 +109,7 @@ CLI::App* AddExchangeCommand(CLI::App* app, ExchangeArgs* a) {
   xs->add_option("--seed", a->seed,
                  "Seed of the world (rtb generate --seed of the bidder's world; default: the "
                  "config's)");
+  AddAuctionOption(xs, &a->auction);
   xs->add_option("--days", a->days, "Simulated days to play")->capture_default_str();
   xs->add_option("--first-day", a->first_day, "Number of the first day (simulated clock)")
       ->capture_default_str();
@@ -134,9 +139,10 @@ int RunExchange(ExchangeArgs a) {
   auto cfg = rtb::sim::LoadSimulatorConfig(a.config);
   if (!cfg.ok()) return Fail(cfg.status());
   if (a.seed >= 0) cfg->seed = static_cast<uint64_t>(a.seed);
+  if (auto st = rtb::sim::OverrideAuctionType(&*cfg, a.auction); !st.ok()) return Fail(st);
   auto sc = rtb::sim::BuildScenario(*cfg, "", "", false);
   if (!sc.ok()) return Fail(sc.status());
-  const auto world = rtb::sim::GenerateWorld(cfg->world, cfg->seed);
+  const auto world = rtb::sim::GenerateWorld(*cfg);
   a.x.wait_for_policy = !a.no_wait && !a.x.brokers.empty();
   auto ex = rtb::exchange::Exchange::Create(a.x, **sc);
   if (!ex.ok()) return Fail(ex.status());

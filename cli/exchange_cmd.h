@@ -16,7 +16,8 @@ struct ExchangeArgs {
   rtb::exchange::ExchangeConfig x;
   int days = 1;
   int64_t first_day = 0;
-  int64_t seed = -1;  // the world's (rtb generate --seed); -1: the config's
+  int64_t seed = -1;    // the world's (rtb generate --seed); -1: the config's
+  std::string auction;  // --auction: the world's auction type, in place of its config's
   uint64_t first_day_seed = 1000;
   bool no_wait = false;
 };

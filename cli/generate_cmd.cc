@@ -25,6 +25,7 @@ CLI::App* AddGenerateCommand(CLI::App* app, GenerateArgs* a) {
       "Write the training and test days as full-information logs (schemas/fulllog-v1.md)");
   g->add_option("--config", a->config, "Simulator config (YAML)")->capture_default_str();
   g->add_option("--seed", a->seed, "Seed (default: the config's)");
+  AddAuctionOption(g, &a->auction);
   g->add_option("--out", a->out,
                 "Output directory for train.tsv and test.tsv (written unless only --rlb-out or "
                 "--bidder-out is given)")
@@ -47,6 +48,7 @@ int RunGenerate(GenerateArgs a, const CLI::App& sub) {
   auto cfg = rtb::sim::LoadSimulatorConfig(a.config);
   if (!cfg.ok()) return Fail(cfg.status());
   if (a.seed >= 0) cfg->seed = static_cast<uint64_t>(a.seed);
+  if (auto st = rtb::sim::OverrideAuctionType(&*cfg, a.auction); !st.ok()) return Fail(st);
   if (!a.rlb_out.empty()) {
     // A single campaign with a market-price model: train and test logs + the summary.
     std::error_code ec;
@@ -72,7 +74,7 @@ int RunGenerate(GenerateArgs a, const CLI::App& sub) {
     std::printf("wrote %s/{train,validation,test}.txt and campaign.json (%lld lines each)\n",
                 a.rlb_out.c_str(), static_cast<long long>(a.rlb_lines));
   }
-  const auto world = rtb::sim::GenerateWorld(cfg->world, cfg->seed);
+  const auto world = rtb::sim::GenerateWorld(*cfg);
   if (a.full_logs) {
     std::error_code ec;
     fs::create_directories(a.out, ec);

@@ -14,6 +14,7 @@ struct GenerateArgs {
   std::string bidder_out;     // also export the world for the bidder
   std::string bidder_config;  // the base bidder config of the export
   int64_t seed = -1;
+  std::string auction;  // --auction: the world's auction type, in place of its config's
   std::string rlb_out;  // also a synthetic single-campaign log in the RLB format
   int64_t rlb_lines = 156000;
   // The two full-information days into `out`: asked for with --out, or when nothing else is.

@@ -8,6 +8,7 @@
 #include "kafka_cmd.h"
 #include "rtb/core/report.h"
 #include "rtb/kafka/kafka.h"
+#include "rtb/simulator/replay.h"
 
 namespace rtb::cli {
 
@@ -45,6 +46,11 @@ CLI::App* AddReplayCommand(CLI::App* app, ReplayArgs* a) {
   rp->add_option("--advertiser", a->job.advertiser, "ipinyou/events: replay one advertiser");
   rp->add_option("--protocol", a->job.protocol, "rlb (episodes) | benchmark (whole log)")
       ->check(CLI::IsMember({"rlb", "benchmark"}))
+      ->capture_default_str();
+  rp->add_option("--auction", a->job.auction,
+                 "rlb protocol: what a win pays, second_price (the logged market price) | "
+                 "first_price (the bid)")
+      ->check(CLI::IsMember(rtb::sim::kReplayAuctions))
       ->capture_default_str();
   rp->add_option("--strategy", a->job.strategy,
                  "Comma-separated; rlb/ipinyou: lin | mcpc | const | rand | pacing | rlb (default "

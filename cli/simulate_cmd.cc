@@ -20,6 +20,7 @@ CLI::App* AddSimulateCommand(CLI::App* app, SimulateArgs* a) {
                 "comma-separated: one per step, the last for the rest of the day")
       ->capture_default_str();
   s->add_option("--seed", a->seed, "Seed of the world and the days (default: the config's)");
+  AddAuctionOption(s, &a->auction);
   s->add_option("--out", a->out, "Output directory for report.{json,csv,md,html}")
       ->capture_default_str();
   s->add_option("--day", a->day, "Which day to evaluate: train or test")
@@ -55,6 +56,7 @@ int RunSimulate(const SimulateArgs& a) {
   auto cfg = rtb::sim::LoadSimulatorConfig(a.config);
   if (!cfg.ok()) return Fail(cfg.status());
   if (a.seed >= 0) cfg->seed = static_cast<uint64_t>(a.seed);
+  if (auto st = rtb::sim::OverrideAuctionType(&*cfg, a.auction); !st.ok()) return Fail(st);
   auto sc = rtb::sim::BuildScenario(*cfg, a.train_log, a.test_log, !a.quiet);
   if (!sc.ok()) return Fail(sc.status());
   rtb::sim::SimulateOptions opt;

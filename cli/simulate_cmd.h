@@ -14,6 +14,7 @@ struct SimulateArgs {
   std::string out = "out/simulate";
   std::string day = "test";
   std::string train_log, test_log;
+  std::string auction;  // --auction: the world's auction type, in place of its config's
   int64_t seed = -1;
   bool quiet = false;
   int bidders = 1;

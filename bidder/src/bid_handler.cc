@@ -22,7 +22,7 @@ HttpResult BadRequest(std::string why) {
 
 // The event of one bid sent.
 Event BidEvent(const BidRequest& req, const Candidate& c, const Decision& d, Arm arm,
-               int64_t now_ms, int64_t sim_ms) {
+               int64_t now_ms, int64_t sim_ms, int at) {
   Event e;
   e.type = "bid";
   e.ts_ms = now_ms;
@@ -41,6 +41,12 @@ Event BidEvent(const BidRequest& req, const Candidate& c, const Decision& d, Arm
   e.arm = arm;
   e.test = req.test;
   e.sim_ms = sim_ms;
+  e.at = at;
+  if (c.deal >= 0) {
+    const Deal& deal = req.imps[c.imp_index].deals[static_cast<size_t>(c.deal)];
+    e.deal = deal.id;
+    if (deal.at != 0) e.at = deal.at;  // the deal's own type (3: its fixed price)
+  }
   return e;
 }
 
@@ -207,7 +213,7 @@ inline BidResponse Respond(Bidder::Impl& m, const BidContext& ctx,
     if (c.deal >= 0) b.dealid = imp.deals[static_cast<size_t>(c.deal)].id;
     // Notice URLs signed over this bid's identity and terms (notice_sign.h).
     const SignedBid signed_bid{req.id,   imp.id,    a.id,    c.price, ctx.now_ms,
-                               req.test, c.cluster, ctx.arm, m.name};
+                               req.test, c.cluster, ctx.arm, m.name,  b.dealid};
     const std::string query = SignedNoticeQuery(signed_bid, m.signer->Sign(signed_bid));
     b.nurl = NoticeUrl(m.cfg.notice_base_url, NoticeType::kWin, query);
     b.burl = NoticeUrl(m.cfg.notice_base_url, NoticeType::kBilling, query);
@@ -223,7 +229,8 @@ inline void LogBids(Bidder::Impl& m, const BidContext& ctx, const std::vector<Ca
                     Decision& d) {
   for (size_t i = 0; i < sent.size(); ++i) {
     m.counters.bids.Inc();
-    Event e = BidEvent(ctx.req, sent[i], d, ctx.arm, ctx.now_ms, ctx.sim_ms);
+    Event e = BidEvent(ctx.req, sent[i], d, ctx.arm, ctx.now_ms, ctx.sim_ms,
+                       ctx.req.at == 1 || ctx.req.at == 2 ? ctx.req.at : m.cfg.default_at);
     e.eid = m.NextEid();
     if (i == 0) e.computed = std::move(d.computed);
     m.events->Log(e);

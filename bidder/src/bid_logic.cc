@@ -162,7 +162,7 @@ Decision DecideBids(const BidRequest& req, const std::vector<Advertiser>& advert
       continue;
     }
     per_imp.clear();
-    GspAuction rank(std::min(opt.max_bids_per_imp, kMaxSlots), 0.0);
+    SlotAuction rank(std::min(opt.max_bids_per_imp, kMaxSlots), 0.0);
     for (size_t pi = 0; pi < pool_size; ++pi) {
       const size_t k = hinted ? pool[pi].first : pi;
       const Advertiser& a = advertisers[k];

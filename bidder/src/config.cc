@@ -41,6 +41,9 @@ void ReadServer(ConfigMap& root, BidderConfig* cp) {
   root.Get("max_connections_per_client", &c.max_connections_per_client);
   root.Check(c.max_connections_per_client >= 1, "max_connections_per_client", "must be positive");
   root.Get("tmax_network_ms", &c.tmax_network_ms);
+  root.Get("default_at", &c.default_at);
+  root.Check(c.default_at == 1 || c.default_at == 2, "default_at",
+             "must be 1 (first price) or 2 (second price)");
   root.Get("max_bids_per_imp", &c.max_bids_per_imp);
   root.Check(c.max_bids_per_imp >= 1 && c.max_bids_per_imp <= 100, "max_bids_per_imp",
              "must be between 1 and 100");

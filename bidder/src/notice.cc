@@ -174,6 +174,8 @@ Result<Notice> ParseNotice(std::string_view target) {
       n.arm = v == "l" ? Arm::kLearned : Arm::kManual;
     else if (k == "o")
       n.owner = v;
+    else if (k == "d")
+      n.deal = v;
     else if (k == "sig")
       n.sig = v;
   }
@@ -267,7 +269,8 @@ void UrlEncodeInto(std::string_view in, std::string* out) {
 
 std::string SignedNoticeQuery(const SignedBid& bid, std::string_view sig) {
   std::string q;
-  q.reserve(112 + 3 * (bid.auction.size() + bid.imp.size() + bid.owner.size()) + sig.size());
+  q.reserve(116 + 3 * (bid.auction.size() + bid.imp.size() + bid.owner.size() + bid.deal.size()) +
+            sig.size());
   q += "auction=";
   UrlEncodeInto(bid.auction, &q);
   q += "&imp=";
@@ -284,6 +287,10 @@ std::string SignedNoticeQuery(const SignedBid& bid, std::string_view sig) {
   if (!bid.owner.empty()) {
     q += "&o=";
     UrlEncodeInto(bid.owner, &q);
+  }
+  if (!bid.deal.empty()) {
+    q += "&d=";
+    UrlEncodeInto(bid.deal, &q);
   }
   q += "&sig=";
   q += sig;

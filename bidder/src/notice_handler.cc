@@ -5,8 +5,8 @@
 // "forged"). The money rules, in the order they are checked:
 //   - a price above the signed bid price, or no valid price, is not charged;
 //   - a win or billing later than the billing window (reservation_timeout_ms after the bid;
-//     a forwarded one: when the bidder that forwarded it received it) is refused ("late"); so is any notice later than notice_retention_hours, whose dedupe key
-//     may be gone (410, not logged);
+//     a forwarded one: when the bidder that forwarded it received it) is refused ("late"); so is
+//     any notice later than notice_retention_hours, whose dedupe key may be gone (410, not logged);
 //   - a test=1 bid's notices never touch a budget;
 //   - a billing settles the bid's reservation; without one (a restart, or a loss notice that
 //     came first) it is charged only if the budget can still take it ("over_budget"
@@ -96,6 +96,7 @@ HttpResult BookNotice(Bidder::Impl& m, const Notice& notice, size_t k, const std
   const std::string day_name = BudgetDayName(day);
   e.cluster = *n->cluster;
   e.arm = *n->arm;
+  e.deal = n->deal;
   // The arm's budget of this advertiser: the slot of the day's ledger it reserved and books.
   const size_t slot = ArmSlot(k, e.arm, m.cfg.advertisers.size());
 
@@ -204,7 +205,7 @@ HttpResult ApplyNotice(Bidder::Impl& m, std::string_view target, int64_t receive
   if (!n->bid_price || n->bid_ms < 0 || !n->cluster || !n->arm ||
       (forwarded && n->owner != m.name) ||
       !m.signer->Verify({n->auction_id, n->imp_id, n->advertiser, *n->bid_price, n->bid_ms, n->test,
-                         *n->cluster, *n->arm, n->owner},
+                         *n->cluster, *n->arm, n->owner, n->deal},
                         n->sig)) {
     count(kForged);
     return Answer(403, "not a notice for a bid of this bidder (signature)\n");

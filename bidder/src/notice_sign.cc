@@ -13,10 +13,11 @@ namespace {
 constexpr size_t kSigBytes = 16;
 
 // The signed bytes: fixed-width integers and length-prefixed strings, version first (2: no
-// owner, the encoding of earlier versions, whose URLs still verify; 3: the owner last).
+// owner, the encoding of earlier versions, whose URLs still verify; 3: the owner last; 4: the
+// owner, possibly empty, then the deal).
 void Encode(const SignedBid& b, std::string* out) {
   out->clear();
-  out->push_back(b.owner.empty() ? '\x02' : '\x03');
+  out->push_back(!b.deal.empty() ? '\x04' : b.owner.empty() ? '\x02' : '\x03');
   PutU64(out, b.auction.size());
   out->append(b.auction);
   PutU64(out, b.imp.size());
@@ -27,9 +28,13 @@ void Encode(const SignedBid& b, std::string* out) {
   out->push_back(b.test ? '\x01' : '\x00');
   PutU64(out, static_cast<uint64_t>(static_cast<int64_t>(b.cluster)));
   out->push_back(static_cast<char>(b.arm));
-  if (!b.owner.empty()) {
+  if (!b.owner.empty() || !b.deal.empty()) {
     PutU64(out, b.owner.size());
     out->append(b.owner);
+  }
+  if (!b.deal.empty()) {
+    PutU64(out, b.deal.size());
+    out->append(b.deal);
   }
 }
 

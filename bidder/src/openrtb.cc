@@ -547,6 +547,10 @@ std::string EncodeBidRequest(const BidRequest& r) {
     out += ",\"tmax\":";
     AppendInt(out, r.tmax_ms);
   }
+  if (r.at != 0) {
+    out += ",\"at\":";
+    AppendInt(out, r.at);
+  }
   if (r.test) out += ",\"test\":1";
   if (!r.cur.empty()) {
     out += ",\"cur\":";

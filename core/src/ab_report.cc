@@ -129,21 +129,26 @@ Status AbTally::Add(const Event& e) {
   const int64_t t = e.sim_ms >= 0 ? e.sim_ms : e.ts_ms;
   const int64_t day = t / kDayMs;
   const int arm = static_cast<int>(e.arm);
-  ArmTotals& c = cells_[{day, arm, k}];
   Bucket& b = buckets_[t / bucket_ms_];
-  if (e.type == "bid") {
-    ++c.bids;
-  } else if (e.type == "billing" && e.charged) {
-    c.spend += charge;
-    ++c.impressions;
+  for (ArmTotals* c : {&cells_[{day, arm, k}], e.deal.empty() ? nullptr : &deals_[e.deal]}) {
+    if (c == nullptr) continue;
+    if (e.type == "bid") {
+      ++c->bids;
+    } else if (e.type == "billing" && e.charged) {
+      c->spend += charge;
+      ++c->impressions;
+    } else if (e.type == "click") {
+      c->clicks += e.count;
+    } else if (e.type == "conversion") {
+      c->conversions += e.count;
+      c->revenue += value;
+    }
+  }
+  if (e.type == "billing" && e.charged) {
     b.spend[arm] += charge;
     spend_by_bucket_[{day, (t % kDayMs) / bucket_ms_, arm, advertisers_[k].agent}] +=
         charge.value();
-  } else if (e.type == "click") {
-    c.clicks += e.count;
   } else if (e.type == "conversion") {
-    c.conversions += e.count;
-    c.revenue += value;
     b.revenue[arm] += value;
   }
   return Status::Ok();
@@ -383,6 +388,9 @@ std::string AbReportJson(const AbTally& t, const AbReportInfo& info) {
     days.push_back(day);
   }
   j["days"] = days;
+  json deals = json::object();
+  for (const auto& [id, a] : t.deals()) deals[id] = TotalsJson(a);
+  j["deals"] = deals;
   j["events"] = {{"counted", t.events()},
                  {"test_skipped", t.skipped_test()},
                  {"duplicates_skipped", t.duplicates()},
@@ -524,6 +532,26 @@ doc::Document AbReportDocument(const AbTally& t, const AbReportInfo& info) {
     }
   }
   d.Add(std::move(per_adv));
+
+  if (!t.deals().empty()) {
+    d.Add(doc::Heading{2, "Per deal, over every day"});
+    doc::Table per_deal;
+    per_deal.caption =
+        "Bids made through each private deal (dealid) and what their notices booked; this spend "
+        "is part of the advertisers' budget spend above.";
+    per_deal.columns = {{"deal", Fmt::kText},           {"bids", Fmt::kCount},
+                        {"impressions", Fmt::kCount},   {"spend" + cur, Fmt::kMoney},
+                        {"clicks", Fmt::kCount},        {"conversions", Fmt::kCount},
+                        {"revenue" + cur, Fmt::kMoney}, {"ROI", Fmt::kRatio}};
+    for (const auto& [id, a] : t.deals()) {
+      per_deal.rows.push_back({Value::Text(id), Value::Num(static_cast<double>(a.bids)),
+                               Value::Num(static_cast<double>(a.impressions)),
+                               Value::Num(a.spend.units()), Value::Num(a.clicks),
+                               Value::Num(a.conversions), Value::Num(a.revenue.units()),
+                               Value::Num(a.Roi())});
+    }
+    d.Add(std::move(per_deal));
+  }
 
   std::vector<std::string> notes = info.notes;
   notes.push_back(

@@ -18,11 +18,11 @@ std::string Event::Key() const {
 }
 
 std::string EncodeEvent(const Event& e) {
-  constexpr size_t kLiterals = 336;  // keys, punctuation and booleans of every field below
-  JsonWriter w(kLiterals + 12 * JsonWriter::kMaxNumber + JsonWriter::Escaped(e.type) +
+  constexpr size_t kLiterals = 352;  // keys, punctuation and booleans of every field below
+  JsonWriter w(kLiterals + 13 * JsonWriter::kMaxNumber + JsonWriter::Escaped(e.type) +
                JsonWriter::Escaped(e.eid) + JsonWriter::Escaped(e.auction_id) +
                JsonWriter::Escaped(e.imp_id) + JsonWriter::Escaped(e.reason) +
-               e.computed.size() * (JsonWriter::kMaxNumber + 1));
+               JsonWriter::Escaped(e.deal) + e.computed.size() * (JsonWriter::kMaxNumber + 1));
   w.Raw("{\"v\":1,\"type\":");
   w.Str(e.type);
   w.Raw(",\"eid\":");
@@ -73,6 +73,14 @@ std::string EncodeEvent(const Event& e) {
   if (e.count != 1.0) {
     w.Raw(",\"count\":");
     w.Dbl9(e.count);
+  }
+  if (!e.deal.empty()) {
+    w.Raw(",\"deal\":");
+    w.Str(e.deal);
+  }
+  if (e.at != 0) {
+    w.Raw(",\"at\":");
+    w.Int(e.at);
   }
   w.Raw(",\"charged\":");
   w.Bool(e.charged);
@@ -166,6 +174,11 @@ Result<Event> DecodeEvent(std::string_view json) {
         return Status::Corruption("event: count is negative or above 1e6");
       }
     }
+    if (j.contains("deal")) {
+      if (!j["deal"].is_string()) return Status::Corruption("event: deal is not a string");
+      e.deal = j["deal"].get<std::string>();
+    }
+    e.at = static_cast<int>(IntField(j, "at", 0, 0, 3));
     return e;
   } catch (const std::exception& ex) {
     return Status::Corruption(std::string("event: ") + ex.what());

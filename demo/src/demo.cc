@@ -177,6 +177,7 @@ Result<std::unique_ptr<Setup>> Prepare(const DemoArgs& args) {
   DemoConfig& cfg = s->cfg;
   if (!args.out.empty()) cfg.out = args.out;
   if (args.days > 0) cfg.days = args.days;
+  if (!args.auction.empty()) cfg.auction = args.auction;
   if (args.bidders > 0) cfg.bidders = args.bidders;
   if (!args.spread.empty()) cfg.bidder_spread = args.spread;
   if (!cfg.bidder_spread.empty() && static_cast<int>(cfg.bidder_spread.size()) != cfg.bidders) {
@@ -206,6 +207,7 @@ Result<std::unique_ptr<Setup>> Prepare(const DemoArgs& args) {
   if (sim_path.is_relative()) sim_path = fs::path(cfg.learner_config).parent_path() / sim_path;
   s->sim_path = sim_path.lexically_normal().string();
   RTB_ASSIGN_OR_RETURN(auto simcfg, sim::LoadSimulatorConfig(s->sim_path));
+  RTB_RETURN_IF_ERROR(sim::OverrideAuctionType(&simcfg, cfg.auction));
 
   // Only an earlier demo's output (marked) is replaced; any other non-empty directory is an
   // error, so a mistyped --out never deletes someone's files.
@@ -224,7 +226,7 @@ Result<std::unique_ptr<Setup>> Prepare(const DemoArgs& args) {
 
   s->Say("building the world from " + s->sim_path);
   RTB_ASSIGN_OR_RETURN(s->sc, sim::BuildScenario(simcfg, "", "", false));
-  s->world = sim::GenerateWorld(s->sc->cfg.world, s->sc->cfg.seed);
+  s->world = sim::GenerateWorld(s->sc->cfg);
   s->N = s->sc->market.agents;
   s->L = s->sc->market.clusters;
   s->T = s->sc->market.steps;
@@ -246,6 +248,10 @@ Result<std::string> Pretrain(const Setup& s) {
   if (s.args.episodes > 0) {
     pre.args.push_back("--episodes");
     pre.args.push_back(std::to_string(s.args.episodes));
+  }
+  if (!s.cfg.auction.empty()) {
+    pre.args.push_back("--auction");
+    pre.args.push_back(s.cfg.auction);
   }
   if (s.cfg.learned_share < 1) {
     // Pre-train for the arm it will serve: its users (the bidder's salt) and its budgets.
@@ -321,6 +327,7 @@ Status WriteBidderConfig(const Setup& s, const Services& svc) {
     if (k == "max_bids_per_imp") {
       line = "max_bids_per_imp: " + std::to_string(std::min(8, s.sc->cfg.auction.slots + 1));
     }
+    if (k == "default_at") line = "default_at: " + std::to_string(s.sc->cfg.auction.openrtb_at());
     if (k == "policy_max_age_s") line = "policy_max_age_s: 86400";
     if (k == "state_path") line = "state_path: " + s.out + "/bidder/state";
     if (k == "simulation_hooks") line = "simulation_hooks: true";
@@ -472,6 +479,7 @@ Result<std::unique_ptr<Services>> StartServices(const Setup& s, const std::strin
     learner_args.push_back("--init");
     learner_args.push_back(init_ckpt);
   }
+
   svc->learner =
       std::make_unique<Child>(Child{"learner", learner_args, s.out + "/logs/learner.log"});
   bool started = svc->learner->Start();
@@ -943,6 +951,7 @@ std::vector<std::string> About(const Setup& s, const Services& svc, const std::s
   std::string rerun = "Rerun: rtb demo --config " + doc::ShownPath(s.args.config) + " --out " +
                       doc::ShownPath(s.cfg.out);
   if (!s.brokers.empty()) rerun += " --brokers " + s.brokers;
+  if (!s.args.auction.empty()) rerun += " --auction " + s.args.auction;
   if (!s.args.kafka_properties.empty()) {
     rerun += " --kafka-properties " + doc::ShownPath(s.args.kafka_properties);
   }
@@ -952,14 +961,14 @@ std::vector<std::string> About(const Setup& s, const Services& svc, const std::s
           " were played by `rtb exchange` against a real bidder (`rtb serve`, OpenRTB over HTTP) "
           "whose action tables came from the online learner (`rtb learn`) over Kafka; revenue, "
           "cost and clicks are the exchange's accounting (outcomes: " +
-          svc.xc.outcomes + ").",
+          svc.xc.outcomes + "; auction: " + sim::DescribeAuction(s.sc->cfg.auction) + ").",
       "A/B test: the bidder hashes each user to the learned arm (" +
           std::to_string(static_cast<int>(std::lround(100 * s.cfg.learned_share))) +
           "% of users, bid with the learner's tables) or the manual arm (a = 0), and splits every "
           "advertiser's budget between the arms by the same share. The learner learns from the "
           "learned arm's events alone. Revenue ratios are per unit of each arm's share.",
       "manual_in_simulator: the same days' requests, every user, whole budgets, run through the "
-      "simulator's GSP auction (`rtb simulate`'s engine) with manual bids: the offline "
+      "simulator's auction (`rtb simulate`'s engine) with manual bids: the offline "
       "counterfactual. learned_arm_in_simulator: the tables the bidder served, played by the "
       "same engine on the learned arm's users with its part of the budgets: what the live "
       "learned arm would get if HTTP, reservations and Kafka cost it nothing.",

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "rtb/core/config.h"
+#include "rtb/simulator/config.h"
 
 namespace rtb::demo {
 
@@ -34,6 +35,9 @@ Result<DemoConfig> LoadDemoConfig(const std::string& path) {
                                          std::all_of(c.bidder_spread.begin(), c.bidder_spread.end(),
                                                      [](double w) { return w > 0; })),
              "bidder_spread", "needs one positive weight per bidder (or none: equal)");
+  root.Get("auction", &c.auction);
+  root.Check(c.auction.empty() || sim::CheckAuctionType(c.auction).ok(), "auction",
+             "must be gsp, gfp or first_price (or \"\": the world's)");
   ConfigMap e = root.Section("exchange");
   e.Get("concurrency", &c.exchange.concurrency);
   e.Check(c.exchange.concurrency >= 1, "concurrency", "must be >= 1");

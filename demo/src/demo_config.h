@@ -27,6 +27,11 @@ struct DemoConfig {
   // `bidder_spread` (one weight each; empty = equal).
   int bidders = 1;
   std::vector<double> bidder_spread;
+  // The auction every part plays (the pre-training's world, the bidder's default_at, the
+  // exchange): gsp,
+  // gfp or first_price in place of the world config's auction.type; "" = the world's. Under
+  // first price the world's manual bids are its values (world.first_price_margin).
+  std::string auction;
   exchange::ExchangeConfig exchange;  // section exchange (bidder, brokers: set by the demo)
   std::vector<std::string> chaos;     // "kill-learner@D:S" / "kill-bidder@D:S[+step]": SIGKILL
                                       // that process while step S of live day D is played,

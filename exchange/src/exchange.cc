@@ -406,12 +406,14 @@ struct Exchange::Impl {
     return std::move(*resp);
   }
 
-  // GSP over eCPM per impression (micros) among our offers and the competitors' eCPMs: the
-  // top `slots` win, each pays the next or the reserve. Then the notices the outcome implies.
+  // The auction over eCPM per impression (micros) among our offers and the competitors' eCPMs:
+  // the top `slots` win, each pays the next or the reserve (second price) or its own eCPM (first
+  // price). Then the notices the outcome implies.
   // `value_on_notice`: conversions carry value= (else the bidder books conversion_value).
   void Settle(Conn& conn, const std::string& id, const std::string& t, int arm, int slots,
-              double reserve_ecpm, const std::vector<Offer>& offers, const double* competitor_cpm,
-              size_t competitors, int64_t day_index, size_t r, bool value_on_notice, Local& loc);
+              Pricing pricing, double reserve_ecpm, const std::vector<Offer>& offers,
+              const double* competitor_cpm, size_t competitors, int64_t day_index, size_t r,
+              bool value_on_notice, Local& loc);
 
   // The lowest policy version the bidders in the rotation serve (their /metrics). `skip_gone`
   // (the step-end wait): a bidder that refuses the connection is taken out of the rotation and
@@ -522,10 +524,11 @@ Result<std::unique_ptr<Exchange>> Exchange::Create(const ExchangeConfig& cfg,
 }
 
 void Exchange::Impl::Settle(Conn& conn, const std::string& id, const std::string& t, int arm,
-                            int slots, double reserve_ecpm, const std::vector<Offer>& offers,
-                            const double* competitor_cpm, size_t competitors, int64_t day_index,
-                            size_t r, bool value_on_notice, Local& loc) {
-  GspAuction auction(slots, reserve_ecpm);
+                            int slots, Pricing pricing, double reserve_ecpm,
+                            const std::vector<Offer>& offers, const double* competitor_cpm,
+                            size_t competitors, int64_t day_index, size_t r, bool value_on_notice,
+                            Local& loc) {
+  SlotAuction auction(slots, reserve_ecpm, pricing);
   for (uint32_t o = 0; o < offers.size(); ++o) {
     auction.Offer({static_cast<double>(offers[o].bid->price.value()) / 1000.0, offers[o].adv, o});
   }
@@ -618,6 +621,7 @@ void Exchange::Impl::PlayRequest(Conn& conn, const sim::Day& day, int64_t day_in
   // The user's arm, as the bidder assigns it: this request's outcomes are that arm's.
   const int arm = static_cast<int>(ArmOf(req.user_id, cfg.ab_salt, cfg.learned_share));
   req.tmax_ms = cfg.tmax_ms;
+  req.at = sc->cfg.auction.openrtb_at();
   bidder::SimHints& hints = req.sim.emplace();
   hints.t_ms = sim_ms;
   hints.has_candidates = true;
@@ -639,7 +643,7 @@ void Exchange::Impl::PlayRequest(Conn& conn, const sim::Day& day, int64_t day_in
     }
   });
   const auto& acfg = sc->cfg.auction;
-  Settle(conn, id, t, arm, acfg.slots,
+  Settle(conn, id, t, arm, acfg.slots, acfg.pricing(),
          std::max(acfg.reserve_cpm * 1e6 / 1000.0, day.floor_cpm[r] / 1000.0), offers, nullptr, 0,
          day_index, r, true, loc);
 }
@@ -682,7 +686,7 @@ void Exchange::Impl::PlayTrafficRequest(Conn& conn, const TrafficDay& day, int64
     });
   }
   const auto B = static_cast<size_t>(tc.competition.bidders);
-  Settle(conn, id, t, arm, tc.slots,
+  Settle(conn, id, t, arm, tc.slots, Pricing::kSecondPrice,
          std::max(tc.reserve_cpm * 1e6, static_cast<double>(pl.floor_cpm.value())) / 1000.0, offers,
          day.competitor_cpm.data() + r * B, B, day_index, r, false, loc);
 }

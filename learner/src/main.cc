@@ -19,6 +19,7 @@
 #include "rtb/learner/pacing.h"
 #include "rtb/learner/train.h"
 #include "rtb/learner/tune.h"
+#include "rtb/simulator/config.h"
 #include "rtb/simulator/replay.h"
 
 namespace {
@@ -68,6 +69,12 @@ std::optional<rtb::learn::LearnerConfig> ConfigAndLog(const std::string& path,
   return std::move(*cfg);
 }
 
+// --auction: the world's auction type for this run, in place of its config's auction.type.
+void AddAuctionOption(CLI::App* sub, std::string* type) {
+  sub->add_option("--auction", *type, rtb::sim::kAuctionOptionHelp)
+      ->check(CLI::IsMember(rtb::sim::kAuctionTypes));
+}
+
 // The options every subcommand takes.
 struct Common {
   bool quiet = false;
@@ -88,6 +95,7 @@ void AddLogOptions(const std::vector<CLI::App*>& subs, Common& c) {
 struct TrainCmd {
   std::string config = "configs/learner/default.yaml";
   std::string algo = "dcmab";
+  std::string auction;  // --auction: the world's auction type, in place of its config's
   rtb::learn::TrainOptions opt;
 };
 
@@ -102,6 +110,7 @@ CLI::App* AddTrain(CLI::App& app, TrainCmd& c, Common& common) {
   t->add_option("--episodes", c.opt.episodes, "Max episodes per run (default: the config's)");
   t->add_option("--out", c.opt.out, "Output directory")->capture_default_str();
   t->add_option("--jobs", c.opt.jobs, "Runs trained in parallel")->capture_default_str();
+  AddAuctionOption(t, &c.auction);
   t->add_flag("--resume", c.opt.resume, "Continue each run from its last checkpoint");
   t->add_option("--learned-share", c.opt.learned_share,
                 "Train for the learned arm of a live A/B test: this share of the users "
@@ -125,6 +134,9 @@ int RunTrain(TrainCmd& c, const Common& common) {
   }
   auto cfg = ConfigAndLog(c.config, "rtb", "train", common.log_level, common.log_format);
   if (!cfg) return 1;
+  if (auto st = rtb::sim::OverrideAuctionType(&cfg->sim, c.auction); !st.ok()) {
+    return Fail("rtb train", st.message());
+  }
   auto report = rtb::learn::RunTraining(*cfg, c.opt);
   if (!report.ok()) return Fail("rtb", report.status().message());
   if (auto st = rtb::WriteReportFiles(*report, c.opt.out); !st.ok()) {
@@ -226,6 +238,7 @@ int RunTune(TuneCmd& c, const Common& common) {
 struct PacingCmd {
   rtb::learn::PacingTrainOptions po;
   std::string log, info, validation, out = "out/pacing/pacing-table.json";
+  std::string auction = "second_price";  // --auction
 };
 
 CLI::App* AddPacing(CLI::App& app, PacingCmd& c, Common& common) {
@@ -261,6 +274,11 @@ CLI::App* AddPacing(CLI::App& app, PacingCmd& c, Common& common) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   pc->add_option("--max-bid", c.po.protocol.max_bid, "Bid cap")->capture_default_str();
+  pc->add_option("--auction", c.auction,
+                 "What a win pays: second_price (the logged market price) | first_price (the "
+                 "bid)")
+      ->check(CLI::IsMember(rtb::sim::kReplayAuctions))
+      ->capture_default_str();
   pc->add_option("--steps", c.po.steps, "Decision steps per episode (K; divides N)")
       ->capture_default_str();
   pc->add_option("--b0", c.po.b0,
@@ -303,6 +321,7 @@ int RunPacing(const CLI::App& pc, PacingCmd& c, const Common& common) {
   if (pc.get_option("--bratio")->count() == 0) po.bratio = po.base == "rlb" ? 0.1 : 1.0;
   if (pc.get_option("--prices")->count() == 0) po.prices = c.log.empty() ? "histogram" : "log";
   if (c.log.empty() && po.prices == "log") return Fail("rtb pacing", "--prices log needs --log");
+  po.protocol.first_price = *rtb::sim::ParseReplayAuction(c.auction);  // checked by CLI11
   rtb::Result<rtb::sim::CompactLog> log = rtb::sim::CompactLog{};
   if (!c.log.empty()) log = rtb::sim::ReadCompactLog(c.log, {});
   auto info = log.ok() ? rtb::sim::ReadCampaignInfo(c.info) : log.status();

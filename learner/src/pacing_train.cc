@@ -86,6 +86,7 @@ Result<PacingTrainResult> TrainPacing(const std::vector<sim::LoggedAuction>& log
   const std::vector<sim::LoggedAuction>& select = validation.empty() ? world : validation;
   sim::PacingParams params;
   params.base = opt.base;
+  params.first_price = opt.protocol.first_price;
   std::shared_ptr<const sim::RlbValueFunction> rlb;
   if (opt.base == "rlb") {
     RTB_ASSIGN_OR_RETURN(rlb, sim::RlbForCampaign(info, opt.protocol, "--base rlb"));

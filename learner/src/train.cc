@@ -491,6 +491,7 @@ Result<Report> RunTraining(const LearnerConfig& cfg_in, const TrainOptions& opt)
   r.title = "Learned bidding vs manual bids on the simulated test day";
   r.meta = {{"config", doc::ShownPath(opt.config_path)},
             {"simulator config", doc::ShownPath(cfg.simulator_config)},
+            {"auction", sim::DescribeAuction(cfg.sim.auction)},
             {"seeds", std::to_string(cfg.seeds) + (cfg.seeds == 1 ? " seed" : " seeds") +
                           " (base seed " + std::to_string(cfg.base_seed) + ")"},
             {"episodes", cfg.patience < cfg.episodes

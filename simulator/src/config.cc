@@ -5,6 +5,43 @@
 
 namespace rtb::sim {
 
+Status CheckAuctionType(const std::string& type) {
+  if (std::find(kAuctionTypes.begin(), kAuctionTypes.end(), type) == kAuctionTypes.end()) {
+    return Status::InvalidArgument("must be gsp, gfp or first_price, not \"" + type + "\"");
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+// first_price has one winner per request: the world's slots become 1 (the first slot's
+// click factor kept).
+void SetAuctionType(AuctionConfig* a, const std::string& type) {
+  a->type = type;
+  if (type != "first_price") return;
+  a->slots = 1;
+  if (a->slot_ctr_factors.size() > 1) {
+    a->slot_ctr_factors.erase(a->slot_ctr_factors.begin() + 1, a->slot_ctr_factors.end());
+  }
+}
+
+}  // namespace
+
+std::string DescribeAuction(const AuctionConfig& a) {
+  const std::string slots = std::to_string(a.slots) + (a.slots == 1 ? " slot, " : " slots, ");
+  return a.type + " (" + slots +
+         (a.first_price() ? "each winner pays its own bid)" : "each winner pays the next eCPM)");
+}
+
+Status OverrideAuctionType(SimulatorConfig* cfg, const std::string& type) {
+  if (type.empty()) return Status::Ok();
+  if (Status st = CheckAuctionType(type); !st.ok()) {
+    return Status::InvalidArgument("--auction " + st.message());
+  }
+  SetAuctionType(&cfg->auction, type);
+  return Status::Ok();
+}
+
 void ReadSimulatorConfig(ConfigMap& root, SimulatorConfig* cfg) {
   root.Get("seed", &cfg->seed);
   root.Get("burn_buckets", &cfg->burn_buckets);
@@ -34,6 +71,8 @@ void ReadSimulatorConfig(ConfigMap& root, SimulatorConfig* cfg) {
   w.Check(wc.large_value_factor > 0, "large_value_factor", "must be positive");
   w.Get("bid_margin", &wc.bid_margin);
   w.Check(wc.bid_margin > 0, "bid_margin", "must be positive");
+  w.Get("first_price_margin", &wc.first_price_margin);
+  w.Check(wc.first_price_margin > 0, "first_price_margin", "must be positive");
   w.Get("bid_noise_sigma", &wc.bid_noise_sigma);
   w.Get("min_bid", &wc.min_bid);
   w.Get("max_bid", &wc.max_bid);
@@ -90,6 +129,9 @@ void ReadSimulatorConfig(ConfigMap& root, SimulatorConfig* cfg) {
   AuctionConfig& ac = cfg->auction;
   a.Get("slots", &ac.slots);
   a.Check(ac.slots >= 1 && ac.slots <= 7, "slots", "must be between 1 and 7");
+  a.Get("type", &ac.type);
+  const Status type_ok = CheckAuctionType(ac.type);
+  a.Check(type_ok.ok(), "type", type_ok.message());
   a.Get("reserve_cpm", &ac.reserve_cpm);
   a.Check(ac.reserve_cpm >= 0, "reserve_cpm", "must be non-negative");
   a.Get("slot_ctr_factors", &ac.slot_ctr_factors);
@@ -98,6 +140,7 @@ void ReadSimulatorConfig(ConfigMap& root, SimulatorConfig* cfg) {
   a.Check(std::all_of(ac.slot_ctr_factors.begin(), ac.slot_ctr_factors.end(),
                       [](double f) { return std::isfinite(f) && f >= 0; }),
           "slot_ctr_factors", "each factor must be a finite number >= 0");
+  if (type_ok.ok()) SetAuctionType(&ac, ac.type);
   a.Get("outcomes", &ac.outcomes);
   a.Check(ac.outcomes == "expected" || ac.outcomes == "sampled", "outcomes",
           "must be \"expected\" or \"sampled\"");

@@ -47,7 +47,7 @@ bool CpuHasAvx512() {
 
 // One request's candidates [begin, end), 8 at a time: the scalar loop of RunRequests (the shared
 // bid formula, core/bid.h: Alpha, AdjustedBid with RoundHalfAway, CapBidToBudget) with the same
-// IEEE operations per candidate, in the same order, so the same bits; then GspAuction::RankAll's
+// IEEE operations per candidate, in the same order, so the same bits; then SlotAuction::RankAll's
 // ranking by vector compares. An advertiser is still in the day exactly when its budget left is
 // at least kSpentMicros (what gone_ records). Writes the top ranked to top[0..return) and counts
 // presences (d_j at stride L per agent, presences per advertiser). Returns -1, having counted
@@ -385,7 +385,7 @@ void AuctionEngine::RunRequests(size_t from, size_t to, const ActionTable& a) {
     for (int j = 0; j < L; ++j) by_cluster[static_cast<size_t>(j) * N + i] = a.at(i, j);
   }
   const TimeMs day_ms = day_.steps * day_.step_ms;
-  GspAuction auction(acfg_.slots, reserve_ecpm_);
+  SlotAuction auction(acfg_.slots, reserve_ecpm_, acfg_.pricing());
   SlotResult won[kMaxSlots];
   std::vector<AuctionEntry> offers(kMaxBatch);
   if (track_requests_) {
@@ -413,7 +413,7 @@ void AuctionEngine::RunRequests(size_t from, size_t to, const ActionTable& a) {
     const double reserve = std::max(reserve_ecpm_, static_cast<double>(day_.floor_cpm[r]) / 1000.0);
     auction.Reset(reserve);
     // Every candidate still in the day bids; the bids are independent of one another, so this
-    // loop carries no dependency from one candidate to the next. GspAuction ranks them after.
+    // loop carries no dependency from one candidate to the next. SlotAuction ranks them after.
     const uint32_t begin = day_.begin[r], end = day_.begin[r + 1];
     // The winners' pCVR and order value are read a request later; fetch them ahead.
     if (r + kPrefetchAhead < to) {

@@ -76,6 +76,10 @@ Status ExportBidderWorld(const Scenario& sc, const World& world, const std::stri
     if (line.rfind("max_bids_per_imp:", 0) == 0) {
       line = "max_bids_per_imp: " + std::to_string(std::min(8, sc.cfg.auction.slots + 1));
     }
+    // The world's auction type, for requests that do not say (rtb exchange says).
+    if (line.rfind("default_at:", 0) == 0) {
+      line = "default_at: " + std::to_string(sc.cfg.auction.openrtb_at());
+    }
     if (line.rfind("predictor_path:", 0) == 0) line = "predictor_path: " + dir + "/predictor.json";
     if (line.rfind("clusters_path:", 0) == 0) line = "clusters_path: " + dir + "/clusters.json";
     // The world's step clock and action range: what the learner plays.

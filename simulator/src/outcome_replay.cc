@@ -71,6 +71,7 @@ Status OutcomeLogBuilder::Add(const Event& e) {
     b.pctr = e.pctr;
     b.pcvr = e.pcvr;
     b.alpha = e.alpha;
+    b.first_price = e.at == 1;
     index_.emplace(key, log_.bids.size());
     log_.bids.push_back(std::move(b));
     return Status::Ok();
@@ -151,15 +152,15 @@ OutcomeReplayResult ReplayOutcomes(const OutcomeLog& log, const OutcomeBid& bid,
     Outcome& o = r.by_advertiser[b.advertiser];
     ++o.auctions;
     const int64_t nb = bid(b);
-    if (b.won) {
-      if (nb >= b.price_micros) {
-        ++o.impressions;
-        o.clicks += b.clicks;
-        o.conversions += b.conversions;
-        o.cost = Micros(o.cost.value() + b.price_micros / 1000);
-        o.revenue = Micros(o.revenue.value() + b.value_micros);
-      }
-    } else if (nb > b.bid_micros) {
+    // What the logged win says the new bid must reach, and what it then pays.
+    const int64_t reach = b.first_price ? b.bid_micros : b.price_micros;
+    if (b.won && nb >= reach) {
+      ++o.impressions;
+      o.clicks += b.clicks;
+      o.conversions += b.conversions;
+      o.cost = Micros(o.cost.value() + (b.first_price ? nb : b.price_micros) / 1000);
+      o.revenue = Micros(o.revenue.value() + b.value_micros);
+    } else if (b.won ? b.first_price : nb > b.bid_micros) {
       ++r.unknown;
     }
   }

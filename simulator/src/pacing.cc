@@ -48,6 +48,7 @@ std::string PacingTable::ToJson() const {
     j["c0"] = params.c0;
     j["max_bid"] = params.max_bid;
   }
+  if (params.first_price) j["auction"] = "first_price";
   j["b0"] = params.b0;
   j["ctr_avg_train"] = params.ctr_avg_train;
   j["bratio"] = params.bratio;
@@ -66,9 +67,9 @@ Result<PacingTable> PacingTable::FromJson(const std::string& json, const std::st
       return Status::InvalidArgument(name + ": not a pacing table (schema rtb.pacing-table.v1)");
     }
     static const char* kKeys[] = {
-        "schema",        "base",   "c0",           "max_bid", "b0",
-        "ctr_avg_train", "bratio", "episode_size", "steps",   "budget_buckets",
-        "level_buckets", "actions"};
+        "schema",        "base",    "c0",           "max_bid", "b0",
+        "ctr_avg_train", "bratio",  "episode_size", "steps",   "budget_buckets",
+        "level_buckets", "actions", "auction"};
     for (const auto& [k, v] : j.items()) {
       if (std::find_if(std::begin(kKeys), std::end(kKeys), [&](const char* x) { return k == x; }) ==
           std::end(kKeys)) {
@@ -88,6 +89,11 @@ Result<PacingTable> PacingTable::FromJson(const std::string& json, const std::st
         return Status::InvalidArgument(name + ": c0 must be positive and max_bid at least 0");
       }
     }
+    const auto first_price = ParseReplayAuction(j.value("auction", std::string("second_price")));
+    if (!first_price.ok()) {
+      return Status::InvalidArgument(name + ": auction: " + first_price.status().message());
+    }
+    t.params.first_price = *first_price;
     t.params.b0 = j.at("b0").get<int64_t>();
     t.params.ctr_avg_train = j.at("ctr_avg_train").get<double>();
     t.params.bratio = j.at("bratio").get<double>();
@@ -198,11 +204,11 @@ int64_t PacingStrategy::Bid(const LoggedAuction& a, const BidContext& ctx) {
   return static_cast<int64_t>(a.pctr * static_cast<double>(p_.b0) / p_.ctr_avg_train * multiplier_);
 }
 
-void PacingStrategy::Observe(const LoggedAuction& a, int64_t /*bid*/, bool won) {
+void PacingStrategy::Observe(const LoggedAuction& a, int64_t /*bid*/, bool won, int64_t paid) {
   pctr_sum_ += a.pctr;
   ++seen_;
   if (won) {
-    budget_left_ -= a.payprice;
+    budget_left_ -= paid;
     cur_.reward += a.pctr;
     cur_.clicks += a.click;
   }

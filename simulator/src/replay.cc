@@ -212,6 +212,13 @@ int64_t RlbEpisodeBudget(const CampaignInfo& info, const RlbProtocol& p) {
   return static_cast<int64_t>(info.CpmTrain() * p.c0 * static_cast<double>(p.episode_size));
 }
 
+Result<bool> ParseReplayAuction(const std::string& name) {
+  if (name == "second_price") return false;
+  if (name == "first_price") return true;
+  return Status::InvalidArgument("--auction must be second_price or first_price, not \"" + name +
+                                 "\"");
+}
+
 ReplayTotals ReplayRlb(const std::vector<LoggedAuction>& log, const CampaignInfo& info,
                        const RlbProtocol& p, BidStrategy& strategy) {
   ReplayTotals t;
@@ -233,14 +240,15 @@ ReplayTotals ReplayRlb(const std::vector<LoggedAuction>& log, const CampaignInfo
       bid = std::min(bid, ctx.budget_left);
       ++t.auctions;
       const bool won = bid >= a.payprice;
+      const int64_t paid = !won ? 0 : p.first_price ? bid : a.payprice;
       if (won) {
         ++t.impressions;
         t.clicks += a.click;
         t.expected_clicks += a.pctr;
-        ctx.budget_left -= a.payprice;
-        t.cost += a.payprice;
+        ctx.budget_left -= paid;
+        t.cost += paid;
       }
-      strategy.Observe(a, bid, won);
+      strategy.Observe(a, bid, won, paid);
     }
   }
   return t;
@@ -274,7 +282,7 @@ ReplayTotals ReplayBenchmark(const std::vector<LoggedAuction>& log, const Campai
       t.expected_clicks += a.pctr;
       t.cost += a.payprice;
     }
-    strategy.Observe(a, bid, won);
+    strategy.Observe(a, bid, won, won ? a.payprice : 0);
   }
   return t;
 }

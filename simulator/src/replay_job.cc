@@ -233,6 +233,11 @@ Result<std::unique_ptr<BidStrategy>> MakePacing(SingleContext& c) {
         a.pacing + " was trained on episodes of " + std::to_string(t->params.episode_size) +
         " auctions; --episode-size is " + std::to_string(a.episode_size));
   }
+  if (t->params.first_price != (a.auction == "first_price")) {
+    return Status::InvalidArgument(a.pacing + " was trained in a " +
+                                   (t->params.first_price ? "first" : "second") +
+                                   "-price auction; --auction is " + a.auction);
+  }
   auto tp = std::make_shared<const PacingTable>(std::move(*t));
   std::shared_ptr<const RlbValueFunction> base_rlb;
   std::string base = "Lin-Bid b0 " + std::to_string(tp->params.b0);
@@ -288,7 +293,9 @@ std::string ProtocolLine(const ReplayJob& a, const ReplayTotals& first) {
              ? "RLB code (episodes): N = " + std::to_string(a.episode_size) +
                    ", B = int(cpm_train x c0 x N) = " + std::to_string(first.budget) +
                    " per episode (c0 = " + Fmt(a.c0) + "), bid = min(bid, " +
-                   std::to_string(a.max_bid) + ", budget left), win iff bid >= payprice"
+                   std::to_string(a.max_bid) + ", budget left), win iff bid >= payprice" +
+                   (a.auction == "first_price" ? ", pay the bid (first price)"
+                                               : ", pay payprice (second price)")
              : "benchmark paper (whole log in time order): budget = " + Fmt(a.budget_fraction) +
                    " x test cost = " + std::to_string(first.budget) +
                    ", win iff bid > payprice and bid >= slotprice, bid 0 once cost exceeds the "
@@ -404,9 +411,13 @@ Result<ReplayOutput> RunSingle(const ReplayJob& a) {
   RTB_ASSIGN_OR_RETURN(const Loaded L, LoadSingle(a));
   const std::vector<std::string> names = SplitList(a.strategy.empty() ? "lin" : a.strategy);
   if (names.empty()) return Status::InvalidArgument("--strategy is empty");
+  RTB_ASSIGN_OR_RETURN(const bool first_price, ParseReplayAuction(a.auction));
+  if (first_price && a.protocol != "rlb") {
+    return Status::InvalidArgument("--auction first_price plays the rlb protocol (episodes)");
+  }
   SingleContext c{a,
                   L,
-                  RlbProtocol{a.c0, a.episode_size, a.max_bid},
+                  RlbProtocol{a.c0, a.episode_size, a.max_bid, first_price},
                   BenchmarkProtocol{a.budget_fraction},
                   {{"format", a.format},
                    {"log", a.log},
@@ -448,11 +459,11 @@ Result<ReplayOutput> RunFull(const ReplayJob& a) {
   opt.kind = "replay";
   opt.config_path = a.config;
   opt.progress = a.progress;
-  opt.extra_meta = {
-      {"log", a.log},
-      {"clusters built on",
-       train + (a.train_log.empty() ? " (no --train-log: the log itself)" : "")},
-      {"protocol", "full information: GSP over eCPM re-run on every logged candidate"}};
+  opt.extra_meta = {{"log", a.log},
+                    {"clusters built on",
+                     train + (a.train_log.empty() ? " (no --train-log: the log itself)" : "")},
+                    {"protocol", "full information: every logged candidate re-auctioned, " +
+                                     DescribeAuction(cfg->auction)}};
   auto r = Simulate(**sc, opt);
   if (!r.ok()) return r.status();
   {
@@ -669,6 +680,13 @@ Result<ReplayOutput> RunEvents(const ReplayJob& a, const TopicReader& topic) {
 }
 
 Result<ReplayOutput> RunJob(const ReplayJob& a, const TopicReader& topic) {
+  if (a.auction != "second_price" && (a.format == "events" || a.format == "full")) {
+    return Status::InvalidArgument(
+        "--auction is the single-bidder logs' (rlb protocol); " +
+        std::string(a.format == "full"
+                        ? "a full-information log is re-auctioned by its --config's auction.type"
+                        : "an events log replays each bid in the auction it was made in (`at`)"));
+  }
   if (a.format == "events") {
     if (a.log.empty() == a.brokers.empty()) {
       return Status::InvalidArgument("--format events needs --log <dump> or --brokers");

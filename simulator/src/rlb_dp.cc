@@ -49,7 +49,50 @@ struct RowWork {
   const double* moment;  // sum_{delta <= k} delta * m(delta)
   int64_t max_bid;
   double gamma, v1t, v0, v_max;
+  // First price: M reversed (massr[M - a] = M(a)) and a x M(a) reversed, then kLanes zeros.
+  const double* massr = nullptr;
+  const double* amassr = nullptr;
 };
+
+// max_{a = 0..ab} massr[M-a] * (c + g * v[b-a]) - v0 * amassr[M-a], 8 lanes at a time over
+// the padded arrays (the padding's terms are 0, never above the a = 0 term, M(0) * v1 theta).
+inline __attribute__((always_inline)) double MaxGain(const double* massr, const double* amassr,
+                                                     const double* v, int64_t len, double c,
+                                                     double g, double v0) {
+  using V8 = double __attribute__((vector_size(64)));
+  V8 best = {}, gv = {}, cv = {}, v0v = {};
+  gv += g;
+  cv += c;
+  v0v += v0;
+  for (int64_t i = 0; i + 8 <= len; i += 8) {
+    V8 m, am, x;
+    std::memcpy(&m, massr + i, sizeof m);
+    std::memcpy(&am, amassr + i, sizeof am);
+    std::memcpy(&x, v + i, sizeof x);
+    const V8 t = m * (cv + gv * x) - v0v * am;
+    best = t > best ? t : best;
+  }
+  double s = best[0];
+  for (int k = 1; k < 8; ++k) s = std::max(s, best[k]);
+  return s;
+}
+
+// The first-price row (rlb_dp.h): V(n, b) for b in [lo, hi]; the early stop as FillRange's.
+__attribute__((target_clones("avx512f", "avx2", "default"))) int64_t FillRangeFirstPrice(
+    const RowWork& w, int64_t lo, int64_t hi) {
+  const int64_t M = w.max_bid;
+  for (int64_t b = lo; b <= hi; ++b) {
+    const double vb = w.v[b];
+    const int64_t ab = std::min(M, b);
+    const int64_t len = (ab + 1 + kLanes - 1) / kLanes * kLanes;
+    const double nv =
+        w.gamma * vb + MaxGain(w.massr + (M - ab), w.amassr + (M - ab), w.v + (b - ab), len,
+                               w.v1t - w.gamma * vb, w.gamma, w.v0);
+    w.nv[b] = nv;
+    if (std::abs(nv - w.v_max) < kUpPrecision) return b;
+  }
+  return -1;
+}
 
 // V(n, b) for b in [lo, hi]; returns the first b whose value is within the tolerance of V_max
 // (the code's early stop), or -1. The clones use AVX-512 or AVX2 where the CPU has them.
@@ -113,6 +156,13 @@ Result<RlbValueFunction> RlbValueFunction::Compute(const RlbDpParams& p,
     moment[static_cast<size_t>(d)] = acc_d;
     mr[static_cast<size_t>(M - d)] = m[static_cast<size_t>(d)];
   }
+  f.mass_ = mass;
+  std::vector<double> massr(static_cast<size_t>(M + 1 + kLanes), 0.0),
+      amassr(static_cast<size_t>(M + 1 + kLanes), 0.0);
+  for (int64_t d = 0; d <= M; ++d) {
+    massr[static_cast<size_t>(M - d)] = mass[static_cast<size_t>(d)];
+    amassr[static_cast<size_t>(M - d)] = static_cast<double>(d) * mass[static_cast<size_t>(d)];
+  }
   // int(v1 * theta / v0), capped at max_bid (compared as doubles first: the ratio may be huge).
   const double ratio = v0 != 0 ? v1t / v0 : static_cast<double>(M);
   const int64_t a_max =
@@ -121,9 +171,19 @@ Result<RlbValueFunction> RlbValueFunction::Compute(const RlbDpParams& p,
   for (int64_t d = 0; d <= a_max; ++d) {
     v_inc += m[static_cast<size_t>(d)] * (v1t - v0 * static_cast<double>(d));
   }
+  if (p.first_price) {  // max_a M(a) * (v1 theta_avg - v0 a): the budget never binding
+    v_inc = 0;
+    for (int64_t d = 0; d <= M; ++d) {
+      v_inc = std::max(v_inc, mass[static_cast<size_t>(d)] * (v1t - v0 * static_cast<double>(d)));
+    }
+  }
+  const auto fill = p.first_price ? FillRangeFirstPrice : FillRange;
   std::vector<double> V(static_cast<size_t>(B + 1 + kLanes), 0.0),
       nV(static_cast<size_t>(B + 1 + kLanes), 0.0);
   std::vector<int64_t> a(static_cast<size_t>(B) + 1, 0);
+  if (p.first_price) {
+    for (int64_t b = 0; b <= B; ++b) a[static_cast<size_t>(b)] = std::min(M, b);
+  }
   f.rows_.reserve(static_cast<size_t>(p.episode_size));
   f.rows_.push_back(Row{{0.0}, 0.0});  // V(0, .) = 0
   double v_max = 0;
@@ -131,9 +191,10 @@ Result<RlbValueFunction> RlbValueFunction::Compute(const RlbDpParams& p,
       p.threads > 0 ? static_cast<unsigned>(p.threads) : std::thread::hardware_concurrency();
   int64_t prev_stop = 0, prev_prev_stop = 0;  // where the last two rows reached V_max
   for (int64_t n = 1; n < p.episode_size; ++n) {
-    // a(n, b) from V(n-1, .), by the code's one downward scan.
+    // a(n, b) from V(n-1, .), by the code's one downward scan (first price: a[b] stays
+    // min(b, max_bid), every bid weighed, the work the split below balances).
     int64_t bb = B - 1;
-    for (int64_t b = B; b > 0; --b) {
+    for (int64_t b = B; b > 0 && !p.first_price; --b) {
       while (bb >= 0 && g * (V[static_cast<size_t>(bb)] - V[static_cast<size_t>(b)]) + v1t -
                                 v0 * static_cast<double>(b - bb) >=
                             0) {
@@ -142,8 +203,8 @@ Result<RlbValueFunction> RlbValueFunction::Compute(const RlbDpParams& p,
       a[static_cast<size_t>(b)] = bb < 0 ? std::min(M, b) : std::min(M, b - bb - 1);
     }
     v_max = g * v_max + v_inc;
-    const RowWork w{V.data(), nV.data(), a.data(), mr.data(), mass.data(), moment.data(),
-                    M,        g,         v1t,      v0,        v_max};
+    const RowWork w{V.data(), nV.data(), a.data(), mr.data(), mass.data(),  moment.data(), M,
+                    g,        v1t,       v0,       v_max,     massr.data(), amassr.data()};
     // A long row is cut in two parts of equal work (sum of a(n, b) + 1), the second on another
     // thread; the stop is the first in b order, as in the code's one loop. Where the previous
     // rows stopped early, the split covers only up to where this one is expected to stop (the
@@ -157,13 +218,13 @@ Result<RlbValueFunction> RlbValueFunction::Compute(const RlbDpParams& p,
       int64_t mid = 1, run = 0;
       while (mid < expect && run * 2 < total) run += a[static_cast<size_t>(mid++)] + 1;
       int64_t second = -1;
-      std::thread worker([&] { second = FillRange(w, mid + 1, expect); });
-      first = FillRange(w, 1, mid);
+      std::thread worker([&] { second = fill(w, mid + 1, expect); });
+      first = fill(w, 1, mid);
       worker.join();
       if (first < 0) first = second;
-      if (first < 0 && expect < B) first = FillRange(w, expect + 1, B);
+      if (first < 0 && expect < B) first = fill(w, expect + 1, B);
     } else {
-      first = FillRange(w, 1, B);
+      first = fill(w, 1, B);
     }
     const int64_t stop = first < 0 ? B : first;  // the last b computed; b > stop are V_max
     if (first >= 0) {
@@ -184,6 +245,16 @@ int64_t RlbValueFunction::Bid(int64_t n, int64_t b, double theta) const {
   const double here = V(row, b);
   int64_t bid = 0;
   const int64_t top = std::min(b, p_.max_bid);
+  if (p_.first_price) {  // the smallest arg max of M(a) * (v1 theta + gamma dV - v0 a)
+    double best = -1;
+    for (int64_t d = 0; d <= top; ++d) {
+      const double gain =
+          mass_[static_cast<size_t>(d)] *
+          (p_.v1 * theta + p_.gamma * (V(row, b - d) - here) - p_.v0 * static_cast<double>(d));
+      if (gain > best) best = gain, bid = d;
+    }
+    return bid;
+  }
   for (int64_t d = 1; d <= top; ++d) {
     if (p_.v1 * theta + p_.gamma * (V(row, b - d) - here) - p_.v0 * static_cast<double>(d) >= 0) {
       bid = d;
@@ -231,6 +302,7 @@ Result<std::shared_ptr<const RlbValueFunction>> RlbForCampaign(const CampaignInf
   dp.budget = RlbEpisodeBudget(info, p);
   dp.max_bid = p.max_bid;
   dp.theta_avg = info.CtrTrain();
+  dp.first_price = p.first_price;
   RTB_ASSIGN_OR_RETURN(RlbValueFunction v,
                        RlbValueFunction::Compute(dp, MarketPricePdf(info.price_counter_train)));
   return std::shared_ptr<const RlbValueFunction>(std::make_shared<RlbValueFunction>(std::move(v)));

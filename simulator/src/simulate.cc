@@ -76,7 +76,7 @@ Result<std::unique_ptr<Scenario>> BuildScenario(const SimulatorConfig& cfg,
       return Status::InvalidArgument("market.agents exceeds the advertisers in " + train_log);
     }
   } else {
-    const World world = GenerateWorld(cfg.world, cfg.seed);
+    const World world = GenerateWorld(cfg);
     sc->generated = true;
     sc->train = GenerateDay(world, cfg.day, Rng::Mix(cfg.seed, 1));
     p.Update(1, "generated the training day");
@@ -97,7 +97,7 @@ namespace {
 void AddDays(Scenario& sc, int count, uint64_t first_seed, std::vector<Day>* days,
              std::vector<std::vector<Micros>>* budgets) {
   if (!sc.generated || count <= 0) return;
-  const World world = GenerateWorld(sc.cfg.world, sc.cfg.seed);
+  const World world = GenerateWorld(sc.cfg);
   for (int k = 0; k < count; ++k) {
     days->push_back(GenerateDay(world, sc.cfg.day, Rng::Mix(sc.cfg.seed, first_seed + k)));
     budgets->push_back(
@@ -308,7 +308,7 @@ Result<Report> Simulate(const Scenario& sc, const SimulateOptions& opt) {
       {"policy", names.empty() ? "manual" : names},
       {"requests", doc::Grouped(static_cast<double>(day.requests()), 0)},
       {"candidates", doc::Grouped(static_cast<double>(day.candidates()), 0)},
-      {"slots per request", std::to_string(sc.cfg.auction.slots)},
+      {"auction", DescribeAuction(sc.cfg.auction)},
       {"steps", std::to_string(day.steps) + " x " + std::to_string(day.step_ms / 60000) + " min"},
       {"agents x consumer clusters", std::to_string(N) + " x " + std::to_string(L)},
       {"budget", "fraction " + std::to_string(sc.cfg.market.budget_fraction).substr(0, 6) +
@@ -355,8 +355,11 @@ Result<Report> Simulate(const Scenario& sc, const SimulateOptions& opt) {
   p.Done();
   r.notes = {
       "Protocol: full-information simulation with expected outcomes (dcmab.md section 3): "
-      "candidates ranked by eCPM = bid x pCTR, top slots win, generalized second price, "
-      "expected cost pCTR_next x bid_next, revenue pCTR x pCVR x ppb.",
+      "candidates ranked by eCPM = bid x pCTR, top slots win, " +
+          (sc.cfg.auction.first_price()
+               ? std::string("each winner paying its own bid (expected cost pCTR x bid)")
+               : std::string("generalized second price (expected cost pCTR_next x bid_next)")) +
+          ", revenue pCTR x pCVR x ppb.",
       "Bids: bid x (1 + clip(a_ij x bratio, -range, range)), bratio = pCVR / the advertiser's "
       "average pCVR on the training day.",
       "An advertiser bids only while its remaining budget covers its own eCPM (the largest "

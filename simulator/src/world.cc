@@ -13,6 +13,12 @@ double Quantize(double p) { return std::round(p * 1e9) / 1e9; }
 
 }  // namespace
 
+World GenerateWorld(const SimulatorConfig& cfg) {
+  WorldConfig w = cfg.world;
+  if (cfg.auction.first_price()) w.bid_margin = w.first_price_margin;
+  return GenerateWorld(w, cfg.seed);
+}
+
 World GenerateWorld(const WorldConfig& cfg, uint64_t seed) {
   Rng rng(Rng::Mix(seed, 0x5701d));
   World w;

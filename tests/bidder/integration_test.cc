@@ -30,6 +30,7 @@
 #include "rtb/budget/coordinator.h"
 #include "rtb/budget/lease_msg.h"
 #include "rtb/core/ab.h"
+#include "rtb/core/ab_report.h"
 #include "rtb/core/clock.h"
 #include "rtb/core/events.h"
 #include "rtb/kafka/kafka.h"
@@ -201,6 +202,17 @@ class BidderIntegration : public ::testing::Test {
   }
   // Starts this bidder with cfg and a second one, bidder-b, on its Kafka (defined below), both
   // on `clock`.
+  // Every event the bidder logged, read back from its topic once the brokers acknowledged all.
+  std::vector<Event> LoggedEvents() {
+    EventLogStats st;
+    WaitUntil(
+        [&] {
+          st = bidder_->events().Stats();
+          return st.acked == st.logged;
+        },
+        10s);
+    return ReadEvents(bidder_->events().bootstrap(), "rtb.events", st.logged, 15000);
+  }
   void StartPair(const BidderConfig& cfg, struct SecondBidder* other, std::string* brokers,
                  Clock* clock = SystemClock());
   // The time of the tests that move it (2026-01-01 at the start, so budget day 2026-01-01);
@@ -907,6 +919,33 @@ TEST_F(BidderIntegration, APrivateDealRequestGetsADealBidAtOrAboveItsFloorOrNoth
   EXPECT_EQ(bid["cid"], "3");
   EXPECT_EQ(bid["mtype"], 1);
   EXPECT_EQ(bid["adm"], "<b>ad</b>");
+  // Its notices name the deal, signed: billed, the spend is the deal's in the events and in
+  // rtb report's tally; the same notice naming another deal is not a notice of ours.
+  std::string burl = bid["burl"].get<std::string>();
+  burl = burl.substr(burl.find("/notice/"));
+  EXPECT_NE(burl.find("&d=AB-Agency1-0001"), std::string::npos) << burl;
+  burl.replace(burl.find("${AUCTION_PRICE}"), std::string("${AUCTION_PRICE}").size(), "2.600000");
+  std::string forged = burl;
+  forged.replace(forged.find("&d=AB-Agency1-0001"), 18, "&d=XY-Agency2-0001");
+  EXPECT_EQ(client.Do(http::verb::get, forged).first, 403);
+  ASSERT_EQ(client.Do(http::verb::get, burl).first, 200);
+  AbTally tally({{3, "three", 0, cfg.advertisers[2].daily_budget, Micros(0)}}, 1.0, 3'600'000);
+  int bid_events = 0;
+  for (const Event& e : LoggedEvents()) {
+    if (e.type == "bid") {
+      EXPECT_EQ(e.deal, "AB-Agency1-0001");
+      EXPECT_EQ(e.at, 1);  // the request's first price
+      ++bid_events;
+    }
+    if (e.type == "billing") {
+      EXPECT_EQ(e.deal, "AB-Agency1-0001");
+    }
+    ASSERT_TRUE(tally.Add(e).ok());
+  }
+  EXPECT_EQ(bid_events, 1);
+  ASSERT_EQ(tally.deals().size(), 1u);
+  EXPECT_EQ(tally.deals().at("AB-Agency1-0001").spend.value(), 2'600);  // CPM 2.6 / 1000
+  EXPECT_EQ(tally.deals().at("AB-Agency1-0001").impressions, 1);
   server_.reset();
   bidder_.reset();
   cfg.advertisers[2].deals.clear();
@@ -954,14 +993,7 @@ TEST_F(BidderIntegration, AFirstPriceBillingChargesTheWholeBidAndTheBudgetStillH
   for (size_t k = 0; k < 3; ++k) {
     EXPECT_LE(bidder_->Spent(k), cfg.advertisers[k].daily_budget) << "advertiser " << k;
   }
-  EventLogStats st;
-  WaitUntil(
-      [&] {
-        st = bidder_->events().Stats();
-        return st.acked == st.logged;
-      },
-      10s);
-  const auto events = ReadEvents(bidder_->events().bootstrap(), "rtb.events", st.logged, 15000);
+  const auto events = LoggedEvents();
   size_t seen = 0;
   for (const Event& e : events) {
     if (e.type != "billing" || !e.charged) continue;
@@ -971,6 +1003,31 @@ TEST_F(BidderIntegration, AFirstPriceBillingChargesTheWholeBidAndTheBudgetStillH
     ++seen;
   }
   EXPECT_EQ(seen, billed.size());
+  // Bid events carry the auction type they were made in: the request's 1 here.
+  for (const Event& e : events) {
+    if (e.type == "bid") {
+      EXPECT_EQ(e.at, 1) << e.auction_id;
+    }
+  }
+}
+
+// A request without `at` is the exchange's default auction: default_at (1 for an exchange that
+// runs first price without saying so), on the bid events; one with `at` keeps its own.
+TEST_F(BidderIntegration, ARequestWithoutAtIsInTheBiddersDefaultAuction) {
+  BidderConfig cfg = TestConfig(dir_);
+  cfg.default_at = 1;
+  Start(cfg);
+  Client client(port_);
+  std::string second = Request("at-2");
+  second.insert(second.size() - 1, R"(,"at":2)");
+  ASSERT_EQ(client.Do(http::verb::post, "/openrtb2/bid", Request("at-default")).first, 200);
+  ASSERT_EQ(client.Do(http::verb::post, "/openrtb2/bid", second).first, 200);
+  std::map<std::string, std::set<int>> at_of;
+  for (const Event& e : LoggedEvents()) {
+    if (e.type == "bid") at_of[e.auction_id].insert(e.at);
+  }
+  EXPECT_EQ(at_of["at-default"], std::set<int>{1});
+  EXPECT_EQ(at_of["at-2"], std::set<int>{2});
 }
 
 // Regression: billing after the reservation timed out was charged although newer bids had

@@ -683,6 +683,33 @@ TEST(NoticeSigner, SignsTheBidsIdentityAndTermsAndNothingElseVerifies) {
   EXPECT_NE(*r1, *r2);
 }
 
+// The deal a bid was made through is signed too (its notices book spend to it): it cannot be
+// altered or stripped, and an open-auction bid signs as before (version 2 or 3).
+TEST(NoticeSigner, TheDealIsSignedAndRidesInTheUrl) {
+  auto s = NoticeSigner::Create("a secret of sixteen+ bytes");
+  ASSERT_TRUE(s.ok());
+  const SignedBid open{"auction-1", "1", 7, Micros(2'500'000), 1'700'000'000'000, false, 3};
+  EXPECT_EQ((*s)->Sign(open), "4adbaf13e5d456297e4144cc6cca2f05");  // as before deals
+  SignedBid deal = open;
+  deal.deal = "AB-Agency1-0001";
+  const std::string sig = (*s)->Sign(deal);
+  EXPECT_TRUE((*s)->Verify(deal, sig));
+  EXPECT_FALSE((*s)->Verify(open, sig));  // stripped
+  SignedBid other = deal;
+  other.deal = "XY-Agency2-0001";
+  EXPECT_FALSE((*s)->Verify(other, sig));  // another deal
+  // The owner and the deal are both length-prefixed: one cannot pass for the other.
+  SignedBid owned = open;
+  owned.owner = "AB-Agency1-0001";
+  EXPECT_NE((*s)->Sign(owned), sig);
+  const std::string q = SignedNoticeQuery(deal, sig);
+  EXPECT_NE(q.find("&d=AB-Agency1-0001&sig="), std::string::npos) << q;
+  auto n = ParseNotice("/notice/billing?" + q + "&price=2.6");
+  ASSERT_TRUE(n.ok()) << n.status().message();
+  EXPECT_EQ(n->deal, "AB-Agency1-0001");
+  EXPECT_EQ(SignedNoticeQuery(open, "x").find("&d="), std::string::npos);
+}
+
 // The bid's owner (several bidders in a market) is signed too: it cannot be altered, and a URL
 // stripped of it does not verify (no owner is signed differently); its URL carries it as o=.
 TEST(NoticeSigner, TheBidsOwnerIsSignedAndRidesInTheUrl) {

@@ -227,6 +227,7 @@ TEST(OpenRtb, EncodedRequestsDecodeToTheirFields) {
   in.user_id = "u\\x";
   in.buyeruid = "buyer";
   in.tmax_ms = 120;
+  in.at = 1;
   in.test = true;
   in.cur = {"USD", "EUR"};
   in.sim = SimHints{86'400'000, true, {{4, 0.0123456789, 0.5}, {7, 1, 0}}};
@@ -260,6 +261,9 @@ TEST(OpenRtb, EncodedRequestsDecodeToTheirFields) {
   EXPECT_EQ(r->country, "DEU");
   EXPECT_EQ(r->user_id, in.user_id);
   EXPECT_EQ(r->buyeruid, "buyer");
+  EXPECT_EQ(r->at, 1);  // written only when set: unset reads back 0 (the bidder's default_at)
+  in.at = 0;
+  EXPECT_EQ(EncodeBidRequest(in).find("\"at\""), std::string::npos);
   EXPECT_EQ(r->tmax_ms, 120);
   EXPECT_TRUE(r->test);
   EXPECT_EQ(r->cur, in.cur);

@@ -32,6 +32,15 @@ cp "$SRC/configs/simulator/default.yaml" "$T/range.yaml"
 sed -i 's/^  slots: 3 /  slots: 0 /' "$T/range.yaml"
 expect_error out-of-range "range.yaml:[0-9]*: key 'auction.slots' must be between" simulate --config "$T/range.yaml"
 
+cp "$SRC/configs/simulator/default.yaml" "$T/auction.yaml"
+sed -i 's/^  type: gsp /  type: vickrey /' "$T/auction.yaml"
+expect_error auction-type "auction.yaml:[0-9]*: key 'auction.type' must be gsp, gfp or first_price" simulate --config "$T/auction.yaml"
+expect_error auction-flag "--auction: vickrey not in" simulate --auction vickrey
+# --auction first_price is the single-bidder protocol's: a full-information log is re-auctioned
+# by its config's auction, an events log by each bid's own.
+expect_error replay-auction "--auction is the single-bidder logs' (rlb protocol); a full-information" \
+  replay --format full --log "$T/none.tsv" --auction first_price
+
 printf 'world: [1, 2\n' >"$T/syntax.yaml"
 expect_error yaml-syntax "syntax.yaml:[0-9]*: YAML syntax error" simulate --config "$T/syntax.yaml"
 

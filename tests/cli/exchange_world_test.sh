@@ -35,4 +35,9 @@ if "$RTB" exchange --traffic "$SRC/configs/markets/metro/traffic.yaml" \
   echo "FAIL: --seed with --traffic accepted"; exit 1
 fi
 grep -q -- "--seed is the simulated world's" "$T/err.log" || { cat "$T/err.log"; exit 1; }
+if "$RTB" exchange --traffic "$SRC/configs/markets/metro/traffic.yaml" \
+    --market "$SRC/configs/markets/metro/bidder.yaml" --auction gfp --days 0 2> "$T/err.log"; then
+  echo "FAIL: --auction with --traffic accepted"; exit 1
+fi
+grep -q -- "--auction is the simulated world's" "$T/err.log" || { cat "$T/err.log"; exit 1; }
 echo "ok"

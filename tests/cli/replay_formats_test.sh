@@ -113,7 +113,7 @@ m = {k["name"]: k for k in x["methods"]}
 assert set(m) == {"const:0.5", "const:-0.5", "manual", "manual_unlimited"}, m.keys()
 assert m["const:0.5"]["cost"] > m["manual"]["cost"] > m["const:-0.5"]["cost"] > 0, m
 md = open(sys.argv[2]).read()
-assert "Full-information replay" in md and "GSP over eCPM" in md, md[:600]
+assert "Full-information replay" in md and "re-auctioned, gsp (3 slots, each winner pays the next eCPM)" in md, md[:600]
 print("full: revenue %.1f / %.1f / %.1f (a = 0.5 / 0 / -0.5)" %
       (m["const:0.5"]["revenue"], m["manual"]["revenue"], m["const:-0.5"]["revenue"]))
 PY

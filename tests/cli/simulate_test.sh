@@ -35,4 +35,15 @@ grep -q "A/B arm.*manual (learned share 0.5" "$T/e/report.md" || { echo "FAIL: n
   --quiet >/dev/null
 if cmp -s "$T/e/report.csv" "$T/g/report.csv"; then echo "FAIL: three bidders gave one's figures"; exit 1; fi
 if cmp -s "$T/a/report.csv" "$T/g/report.csv"; then echo "FAIL: --arm changed nothing"; exit 1; fi
+# --auction: the report names the auction; first price (each winner pays its bid, manual bids at
+# value) is deterministic too and differs from GSP.
+for x in h i; do
+  "$RTB" simulate --config "$T/small.yaml" --seed 5 --auction gfp --out "$T/$x" --quiet >/dev/null
+done
+cmp "$T/h/report.json" "$T/i/report.json" || { echo "FAIL: --auction gfp differs for one seed"; exit 1; }
+grep -q 'auction: gfp (3 slots, each winner pays its own bid)' "$T/h/report.md" ||
+  { echo "FAIL: the report does not name the auction"; exit 1; }
+grep -q 'auction: gsp (3 slots, each winner pays the next eCPM)' "$T/a/report.md" ||
+  { echo "FAIL: the GSP report does not name its auction"; exit 1; }
+if cmp -s "$T/a/report.csv" "$T/h/report.csv"; then echo "FAIL: --auction gfp changed nothing"; exit 1; fi
 echo "deterministic: ok"

@@ -232,6 +232,39 @@ TEST(AbReport, JsonCarriesBothArmsTotalsAndTheDocumentRenders) {
   EXPECT_NE(html.find("learned budget"), std::string::npos);
   const std::string md = doc::RenderMarkdown(AbReportDocument(t, info));
   EXPECT_NE(md.find("| revenue (per share) | 4.00x"), std::string::npos) << md;
+  EXPECT_EQ(md.find("Per deal"), std::string::npos);  // no deal, no section
+  EXPECT_TRUE(j["deals"].empty());
+}
+
+// Bids made through a deal and their notices add up per deal (both arms, every day), besides
+// counting as their advertiser's spend as always; the report shows the deal's table.
+TEST(AbReport, SpendPerDealIsBookedAndShown) {
+  AbTally t(Market(), 0.5, kHourMs);
+  auto deal = [](Event e, const std::string& id) {
+    e.deal = id;
+    return e;
+  };
+  ASSERT_TRUE(t.Add(deal(Ev("bid", 1, Arm::kLearned, 10), "D1")).ok());
+  ASSERT_TRUE(t.Add(deal(Ev("billing", 1, Arm::kLearned, 11, 3'000'000), "D1")).ok());
+  ASSERT_TRUE(t.Add(deal(Ev("billing", 2, Arm::kManual, kDayMs + 1, 1'000'000), "D1")).ok());
+  ASSERT_TRUE(t.Add(deal(Ev("conversion", 1, Arm::kLearned, 12, 6'000'000), "D1")).ok());
+  ASSERT_TRUE(t.Add(deal(Ev("billing", 2, Arm::kLearned, 13, 2'000'000), "D2")).ok());
+  ASSERT_TRUE(t.Add(Ev("billing", 2, Arm::kLearned, 14, 5'000'000)).ok());  // open auction
+  ASSERT_EQ(t.deals().size(), 2u);
+  const ArmTotals& d1 = t.deals().at("D1");
+  EXPECT_EQ(d1.bids, 1);
+  EXPECT_EQ(d1.impressions, 2);
+  EXPECT_EQ(d1.spend.value(), 3'000 + 1'000);
+  EXPECT_EQ(d1.revenue.value(), 6'000'000);
+  EXPECT_EQ(t.deals().at("D2").spend.value(), 2'000);
+  EXPECT_EQ(t.OfArm(Arm::kLearned).spend.value(), 3'000 + 2'000 + 5'000);  // still budget spend
+  AbReportInfo info;
+  const auto j = nlohmann::json::parse(AbReportJson(t, info));
+  EXPECT_DOUBLE_EQ(j["deals"]["D1"]["spend"].get<double>(), 0.004);
+  EXPECT_EQ(j["deals"]["D1"]["impressions"].get<int>(), 2);
+  const std::string md = doc::RenderMarkdown(AbReportDocument(t, info));
+  EXPECT_NE(md.find("## Per deal, over every day"), std::string::npos) << md;
+  EXPECT_NE(md.find("| D1 | 1 | 2 |"), std::string::npos) << md;
 }
 
 }  // namespace

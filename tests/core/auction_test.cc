@@ -11,8 +11,9 @@
 namespace rtb {
 namespace {
 
-std::vector<SlotResult> Auction(int slots, double reserve, const std::vector<AuctionEntry>& in) {
-  GspAuction a(slots, reserve);
+std::vector<SlotResult> Auction(int slots, double reserve, const std::vector<AuctionEntry>& in,
+                                Pricing pricing = Pricing::kSecondPrice) {
+  SlotAuction a(slots, reserve, pricing);
   for (const auto& e : in) a.Offer(e);
   SlotResult out[kMaxSlots];
   const int n = a.Resolve(out);
@@ -68,12 +69,36 @@ TEST(Gsp, TiesGoToTheLowerAdvertiserIdWhateverTheOrder) {
   EXPECT_EQ(a[0].price_ecpm, 10);  // a tie pays its own eCPM
 }
 
+TEST(FirstPrice, TheTopCandidateWinsAndPaysItsOwnBidNotTheNext) {
+  const auto w = Auction(1, 2.0, {{10, 1, 0}, {40, 2, 1}, {25, 3, 2}}, Pricing::kFirstPrice);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].index, 1u);
+  EXPECT_EQ(w[0].price_ecpm, 40);  // second price would charge 25
+  // Alone above the reserve: first price still charges the bid, second price the reserve.
+  EXPECT_EQ(Auction(1, 2.0, {{9, 1, 0}}, Pricing::kFirstPrice)[0].price_ecpm, 9);
+  EXPECT_EQ(Auction(1, 2.0, {{9, 1, 0}})[0].price_ecpm, 2.0);
+}
+
+TEST(FirstPrice, GeneralizedFirstPriceRanksAsGspAndEachWinnerPaysItsOwnEcpm) {
+  const std::vector<AuctionEntry> in = {{10, 1, 0}, {40, 2, 1}, {25, 3, 2}, {30, 4, 3}, {5, 5, 4}};
+  const auto gfp = Auction(3, 0, in, Pricing::kFirstPrice);
+  const auto gsp = Auction(3, 0, in);
+  ASSERT_EQ(gfp.size(), 3u);
+  for (size_t s = 0; s < 3; ++s) {
+    EXPECT_EQ(gfp[s].index, gsp[s].index);  // the same winners in the same order
+    EXPECT_EQ(gfp[s].price_ecpm, gfp[s].ecpm);
+    EXPECT_GT(gfp[s].price_ecpm, gsp[s].price_ecpm);
+  }
+  // Below the reserve neither wins nor pays.
+  EXPECT_TRUE(Auction(2, 50, in, Pricing::kFirstPrice).empty());
+}
+
 TEST(Gsp, ZeroAndNegativeBidsAreIgnored) {
   EXPECT_TRUE(Auction(3, 0, {{0, 1, 0}, {-5, 2, 1}}).empty());
 }
 
 TEST(Gsp, ResetStartsAFreshAuction) {
-  GspAuction a(1, 0);
+  SlotAuction a(1, 0);
   a.Offer({10, 1, 0});
   a.Reset();
   a.Offer({3, 2, 1});
@@ -102,7 +127,7 @@ TEST(Gsp, RankAllKeepsWhatOfferKeepsTiesAndReserveIncluded) {
                                      : static_cast<double>(static_cast<int>(u * 6));
       in.push_back({ecpm, static_cast<uint32_t>(rng.Uniform() * 4), static_cast<uint32_t>(q)});
     }
-    GspAuction one(slots, reserve), batch(slots, reserve);
+    SlotAuction one(slots, reserve), batch(slots, reserve);
     for (const auto& e : in) one.Offer(e);
     batch.RankAll(in.data(), n);
     SlotResult a[kMaxSlots], b[kMaxSlots];

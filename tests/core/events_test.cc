@@ -73,6 +73,28 @@ TEST(Events, ExpectedOutcomeCountsRoundTripAndAreWrittenOnlyWhenNotOne) {
   }
 }
 
+TEST(Events, DealAndAuctionTypeRoundTripAndAreWrittenOnlyWhenSet) {
+  Event e;
+  e.type = "bid";
+  e.eid = "i-4";
+  const std::string open = EncodeEvent(e);
+  EXPECT_EQ(open.find("deal"), std::string::npos) << open;
+  EXPECT_EQ(open.find("\"at\""), std::string::npos) << open;
+  EXPECT_EQ(DecodeEvent(open)->at, 0);
+  e.deal = "AB-Agency1-0001";
+  e.at = 1;
+  const std::string text = EncodeEvent(e);
+  auto back = DecodeEvent(text);
+  ASSERT_TRUE(back.ok()) << text;
+  EXPECT_EQ(back->deal, "AB-Agency1-0001");
+  EXPECT_EQ(back->at, 1);
+  for (const char* bad : {R"("deal":7)", R"("at":4)", R"("at":"1")"}) {
+    EXPECT_FALSE(
+        DecodeEvent(std::string(R"({"v":1,"type":"bid","eid":"x","ts":1,)") + bad + "}").ok())
+        << bad;
+  }
+}
+
 TEST(StepMarkers, RoundTripAndRangeChecks) {
   StepMarker m;
   m.day = 3;

@@ -67,6 +67,15 @@ class StandInBidder {
   int64_t bid_requests() const { return bid_requests_.load(); }
   int64_t readiness_checks() const { return readiness_checks_.load(); }
   int64_t notices() const { return notices_.load(); }
+  // The `at` of every bid request and the price of every billing notice, as received.
+  std::vector<int64_t> ats() const {
+    std::lock_guard<std::mutex> lk(mu_);
+    return ats_;
+  }
+  std::vector<std::string> billed() const {
+    std::lock_guard<std::mutex> lk(mu_);
+    return billed_;
+  }
   void SetReady(bool ready) { ready_ = ready; }
 
   void Stop() {
@@ -116,6 +125,7 @@ class StandInBidder {
           ++bid_requests_;
           res.result(http::status::no_content);
           const auto body = nlohmann::json::parse(req.body(), nullptr, false);
+          ats_.push_back(body.is_object() ? body.value("at", int64_t{0}) : -1);
           const auto* cand = body.is_object() ? &body["ext"]["sim"]["cand"] : nullptr;
           if (opt_.bid && cand != nullptr && cand->is_array() && !cand->empty()) {
             const std::string adv = std::to_string((*cand)[0][0].get<uint32_t>());
@@ -141,6 +151,10 @@ class StandInBidder {
           if (!ready_) res.result(http::status::service_unavailable);
         } else if (target.rfind("/notice/", 0) == 0) {
           ++notices_;
+          const size_t p = target.find("&price=");
+          if (target.rfind("/notice/billing", 0) == 0 && p != std::string::npos) {
+            billed_.push_back(target.substr(p + 7, target.find('&', p + 7) - p - 7));
+          }
         }
       }
       // Dying after this answer: nothing new connects from now on, so the answer's notices
@@ -157,8 +171,10 @@ class StandInBidder {
   tcp::acceptor acceptor_;
   unsigned short port_ = 0;
   std::thread accept_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   bool stopped_ = false;
+  std::vector<int64_t> ats_;         // GUARDED_BY(mu_)
+  std::vector<std::string> billed_;  // GUARDED_BY(mu_)
   std::vector<int> open_;
   std::vector<std::thread> served_;
   std::atomic<bool> ready_;
@@ -406,6 +422,37 @@ TEST(ExchangeRotation, TheNoticesOfADeadBiddersLastBidGoToAnotherBidder) {
   EXPECT_EQ(Sum(*day, &StepAccount::lost_requests), 0);
   EXPECT_GT(a.notices(), 0);  // its earlier bids' notices reached it
   EXPECT_GT(day->total.cost.value(), 0);
+}
+
+// The world's auction type on the wire: every request says `at` (2 under GSP, 1 under GFP), and
+// under GFP every won bid is billed its own price (50 CPM; alone in its auction, under GSP it
+// pays the request's reserve).
+TEST(ExchangeAuction, RequestsCarryTheWorldsAtAndFirstPriceBillsTheBid) {
+  for (const char* type : {"gsp", "gfp"}) {
+    auto sc = SmallWorld(300);
+    ASSERT_NE(sc, nullptr);
+    ASSERT_TRUE(sim::OverrideAuctionType(&sc->cfg, type).ok());
+    StandInBidder a({.bid = true}), b({.bid = true});
+    auto ex = Exchange::Create(TwoBidders(a, b), *sc);
+    ASSERT_TRUE(ex.ok()) << ex.status().message();
+    auto day = (*ex)->PlayDay(sc->test, 0);
+    ASSERT_TRUE(day.ok()) << day.status().message();
+    std::vector<int64_t> ats = a.ats(), more = b.ats();
+    ats.insert(ats.end(), more.begin(), more.end());
+    ASSERT_EQ(ats.size(), 300u);
+    const int64_t want = std::string(type) == "gsp" ? 2 : 1;
+    for (int64_t at : ats) ASSERT_EQ(at, want) << type;
+    std::vector<std::string> billed = a.billed(), b_billed = b.billed();
+    billed.insert(billed.end(), b_billed.begin(), b_billed.end());
+    ASSERT_GT(billed.size(), 200u) << type;
+    int at_bid = 0;
+    for (const std::string& p : billed) at_bid += p == "50.000000" || p == "50";
+    if (want == 1) {
+      EXPECT_EQ(at_bid, static_cast<int>(billed.size())) << billed.front();
+    } else {
+      EXPECT_LT(at_bid, static_cast<int>(billed.size()) / 10) << billed.front();
+    }
+  }
 }
 
 // With the market's key ring every step marker the exchange writes is sealed (the learner drops

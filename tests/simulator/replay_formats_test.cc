@@ -263,6 +263,33 @@ TEST(OutcomeReplay, JoinsEventsAndReplaysKnownOutcomesOnly) {
   EXPECT_FALSE(OutcomeStrategy("lin").ok());
 }
 
+// A first-price win (bid event at 1) paid its bid: the log holds no market price, so a new bid
+// at or above it wins and pays itself, a lower one is unknown; second-price bids as before.
+TEST(OutcomeReplay, AFirstPriceWinPaysTheNewBidAndALowerBidIsUnknown) {
+  Event fp;
+  fp.type = "bid";
+  fp.eid = "f1";
+  fp.auction_id = "f";
+  fp.imp_id = "1";
+  fp.advertiser = 7;
+  fp.price_micros = 2'000'000;
+  fp.at = 1;
+  const std::string dump = EncodeEvent(fp) + "\n" + Ev("billing", "f2", "f", 7, 2'000'000) +
+                           Ev("bid", "s1", "s", 7, 2'000'000) +
+                           Ev("billing", "s2", "s", 7, 1'500'000);
+  auto log = ParseOutcomeDump(dump, "ev.jsonl", false);
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  ASSERT_EQ(log->bids.size(), 2u);
+  auto high = ReplayOutcomes(*log, *OutcomeStrategy("scale:1.5"));
+  EXPECT_EQ(high.total.impressions, 2);
+  EXPECT_EQ(high.total.cost.value(), 3000 + 1500);  // pays its 3.0 CPM; GSP keeps 1.5
+  EXPECT_EQ(high.unknown, 0);
+  auto low = ReplayOutcomes(*log, *OutcomeStrategy("scale:0.8"));
+  EXPECT_EQ(low.total.impressions, 1);  // 1.6 >= 1.5 at second price; unknown at first price
+  EXPECT_EQ(low.total.cost.value(), 1500);
+  EXPECT_EQ(low.unknown, 1);
+}
+
 // A bidder killed before its bid events reached Kafka leaves notices whose bid is missing (their
 // events survive in its outbox). The won ones are counted with their cost, so a replay says what
 // it cannot see: b1 won (win, then billing at 0.8 CPM, a click), b2 won (a win notice alone, 0.6),

@@ -36,6 +36,24 @@ TEST(RlbProtocol, TiesWinAndTheBudgetCapsTheBid) {
   EXPECT_EQ(t.episodes, 1);
 }
 
+TEST(RlbProtocol, UnderFirstPriceAWinPaysTheBidNotTheMarketPrice) {
+  const CampaignInfo info = Info(100, 5, 5000);  // B = 100 per episode of 4
+  RlbProtocol p{0.5, 4, 300, /*first_price=*/true};
+  auto bid60 = ConstBid(60);
+  // 60 >= 10 wins and pays 60; the budget left (40) caps the bid: 40 >= 30 wins and pays 40;
+  // then the bid is 0: only a payprice of 0 can still be won.
+  const auto t = ReplayRlb(Log("1 10 0.1\n0 30 0.1\n1 1 0.1\n0 0 0.1\n"), info, p, *bid60);
+  EXPECT_EQ(t.impressions, 3);
+  EXPECT_EQ(t.cost, 100);
+  auto again = ConstBid(60);
+  const auto second = ReplayRlb(Log("1 10 0.1\n0 30 0.1\n1 1 0.1\n0 0 0.1\n"), info,
+                                RlbProtocol{0.5, 4, 300}, *again);
+  EXPECT_EQ(second.impressions, 4);  // second price: 10 + 30 + 1 + 0
+  EXPECT_EQ(second.cost, 41);
+  EXPECT_TRUE(ParseReplayAuction("first_price").ok());
+  EXPECT_FALSE(ParseReplayAuction("dutch").ok());
+}
+
 TEST(RlbProtocol, BidsAreCappedAtMaxBidAndEpisodesResetTheBudget) {
   const CampaignInfo info = Info(10, 1, 3000);  // cpm 300; B = int(300 * 1 * 2) = 600
   RlbProtocol p{1.0, 2, 300};

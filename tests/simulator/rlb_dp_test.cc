@@ -214,6 +214,91 @@ TEST(RlbDp, MatchesTheTermByTermLoopOnTwoThreadsAndEarlyStops) {
   EXPECT_GT(positive, bids / 4);
 }
 
+// The first-price program (rlb_dp.h) term by term: a win pays the bid a, so every a is weighed.
+std::vector<std::vector<double>> FirstPriceByTerms(const RlbDpParams& p,
+                                                   const std::vector<double>& m) {
+  const int64_t B = p.budget, M = p.max_bid;
+  std::vector<double> mass(M + 1);
+  double acc = 0;
+  for (int64_t d = 0; d <= M; ++d) mass[d] = acc += m[d];
+  std::vector<double> V(B + 1, 0.0), nV(B + 1, 0.0);
+  std::vector<std::vector<double>> rows{V};
+  for (int64_t n = 1; n < p.episode_size; ++n) {
+    for (int64_t b = 1; b <= B; ++b) {
+      double best = 0;
+      for (int64_t a = 0; a <= std::min(b, M); ++a) {
+        best = std::max(best, mass[a] * (p.theta_avg + p.gamma * (V[b - a] - V[b]) - p.v0 * a));
+      }
+      nV[b] = p.gamma * V[b] + best;
+    }
+    V = nV;
+    rows.push_back(V);
+  }
+  return rows;
+}
+
+// m = (1, 1, 1, 5) / 8 (RlbDpByHand's), theta 1/2: M(a) = 1/8, 1/4, 3/8, 1, short binary
+// fractions, so the values are exact.
+TEST(RlbDp, FirstPriceShadesWhereSecondPriceBidsTheBudgetByHand) {
+  RlbDpParams p = Params(3, 4, 3, 0.5);
+  p.first_price = true;
+  auto v = RlbValueFunction::Compute(p, MarketPricePdf({0, 0, 0, 4}));
+  ASSERT_TRUE(v.ok()) << v.status().message();
+  // One auction left: the gain M(a) x theta grows with a; bid all it may, as under second price.
+  const double v1[] = {0, 0.125, 0.1875, 0.5, 0.5};  // theta x M(min(b, 3)); V(., 0) = 0
+  for (int b = 0; b <= 4; ++b) EXPECT_EQ(v->V(1, b), v1[b]) << b;
+  EXPECT_EQ(v->Bid(1, 4, 0.5), 3);
+  // Two auctions left, b = 4: gains M(a) (1/2 + V(1, 4 - a) - V(1, 4)) for a = 0..3 are
+  // 1/16, 1/8, 9/128, 1/8: the smallest arg max is 1 (3 ties it), keeping budget for the next
+  // auction; second price bids 3, since there a bid of 3 pays only the market price.
+  EXPECT_EQ(v->Bid(2, 4, 0.5), 1);
+  EXPECT_EQ(v->V(2, 4), 0.5 + 0.125);
+  RlbDpParams sp = Params(3, 4, 3, 0.5);
+  auto second = RlbValueFunction::Compute(sp, MarketPricePdf({0, 0, 0, 4}));
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->Bid(2, 4, 0.5), 3);
+}
+
+TEST(RlbDp, FirstPriceMatchesTheTermByTermProgramOnTwoThreadsAndBidsItsArgMax) {
+  const auto m = HumpPdf();
+  RlbDpParams p = Params(40, 5000, 300, 0.0014);
+  p.first_price = true;
+  p.threads = 2;
+  auto v = RlbValueFunction::Compute(p, m);
+  ASSERT_TRUE(v.ok());
+  const auto ref = FirstPriceByTerms(p, m);
+  for (int64_t n = 0; n < p.episode_size; ++n) {
+    for (int64_t b = 0; b <= p.budget; ++b) {
+      ASSERT_NEAR(v->V(n, b), ref[n][b], 1e-12 * std::max(1.0, ref[n][b])) << n << " " << b;
+    }
+  }
+  std::vector<double> mass(301);
+  double acc = 0;
+  for (int d = 0; d <= 300; ++d) mass[d] = acc += m[d];
+  int64_t shaded = 0, bids = 0;
+  for (int64_t n = 1; n <= p.episode_size; n += 3) {
+    for (int64_t b = 1; b <= p.budget; b += 211) {
+      for (double theta : {0.0002, 0.0014, 0.005}) {
+        int64_t want = 0;
+        double best = -1;
+        auto gain = [&](int64_t a) {
+          return mass[a] * (theta + ref[n - 1][b - a] - ref[n - 1][b]);
+        };
+        for (int64_t a = 0; a <= std::min<int64_t>(b, 300); ++a) {
+          if (gain(a) > best) best = gain(a), want = a;
+        }
+        // The arg max, or a bid whose gain ties it to rounding (V's last bits differ).
+        const int64_t got = v->Bid(n, b, theta);
+        ASSERT_LE(got, std::min<int64_t>(b, 300));
+        ASSERT_NEAR(gain(got), best, 1e-12 * best) << n << " " << b << " " << theta << " " << want;
+        ++bids;
+        shaded += want < std::min<int64_t>(b, 300);
+      }
+    }
+  }
+  EXPECT_GT(shaded, bids / 2);  // paying one's bid, it mostly bids below all it may
+}
+
 TEST(RlbDp, ReplaysTheRlbProtocolWithNCountingDownFromNInEveryEpisode) {
   CampaignInfo info;
   info.imp_train = 1000;

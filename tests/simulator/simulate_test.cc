@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -56,6 +57,81 @@ TEST(Simulate, ANegativeSlotFactorIsAConfigError) {
   }
   std::ofstream(path) << "auction:\n  slots: 3\n  slot_ctr_factors: [1.0, 0.5, 0]\n";
   EXPECT_TRUE(LoadSimulatorConfig(path).ok());
+}
+
+TEST(Simulate, AnAuctionTypeOtherThanGspGfpOrFirstPriceIsAConfigErrorAndFirstPriceHasOneSlot) {
+  const std::string path = ::testing::TempDir() + "/rtb-auction-type.yaml";
+  std::ofstream(path) << "auction:\n  type: vickrey\n";
+  auto bad = LoadSimulatorConfig(path);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("must be gsp, gfp or first_price"), std::string::npos)
+      << bad.status().message();
+  std::ofstream(path) << "auction:\n  type: first_price\n  slots: 3\n"
+                         "  slot_ctr_factors: [1.0, 0.7, 0.5]\n";
+  auto fp = LoadSimulatorConfig(path);
+  ASSERT_TRUE(fp.ok()) << fp.status().message();
+  EXPECT_EQ(fp->auction.slots, 1);
+  EXPECT_EQ(fp->auction.slot_ctr_factors, std::vector<double>{1.0});
+  EXPECT_EQ(fp->auction.openrtb_at(), 1);
+  EXPECT_EQ(SimulatorConfig().auction.openrtb_at(), 2);
+  // The commands' --auction: the same rules.
+  SimulatorConfig c;
+  EXPECT_FALSE(OverrideAuctionType(&c, "vickrey").ok());
+  ASSERT_TRUE(OverrideAuctionType(&c, "gfp").ok());
+  EXPECT_EQ(c.auction.slots, 3);
+  EXPECT_EQ(c.auction.pricing(), Pricing::kFirstPrice);
+  ASSERT_TRUE(OverrideAuctionType(&c, "first_price").ok());
+  EXPECT_EQ(c.auction.slots, 1);
+}
+
+// Under first price the manual bidder bids its value per click (first_price_margin 1), under
+// GSP bid_margin of it; the rest of the world is the same draw.
+TEST(Simulate, AFirstPriceWorldsManualBidIsTheValuePerClick) {
+  auto gsp = LoadSimulatorConfig(kDefault);
+  ASSERT_TRUE(gsp.ok());
+  SimulatorConfig gfp = *gsp;
+  gfp.auction.type = "gfp";
+  const World a = GenerateWorld(*gsp), b = GenerateWorld(gfp);
+  ASSERT_EQ(a.advertisers.size(), b.advertisers.size());
+  int unclamped = 0;
+  double log_ratio = 0;  // of the manual bid to the value per click
+  for (size_t k = 0; k < a.advertisers.size(); ++k) {
+    const Advertiser &x = a.advertisers[k], &y = b.advertisers[k];
+    EXPECT_EQ(x.order_value, y.order_value);
+    EXPECT_EQ(x.cvr, y.cvr);
+    const double value_per_click = y.cvr * y.order_value.units();
+    if (y.bid.units() <= gfp.world.min_bid || y.bid.units() >= gfp.world.max_bid) continue;
+    ++unclamped;
+    log_ratio += std::log(y.bid.units() / value_per_click);
+    EXPECT_NEAR(static_cast<double>(y.bid.value()) / x.bid.value(), 1.0 / gsp->world.bid_margin,
+                0.01);
+  }
+  ASSERT_GT(unclamped, 2900);
+  EXPECT_NEAR(log_ratio / unclamped, 0.0, 0.01);  // lognormal noise around the value itself
+}
+
+// The same day under GSP and under GFP with the same manual bids: each winner pays its own
+// eCPM, so manual spend under unlimited budget (what budgets are a third of) is higher, and the
+// manual bidder still spends its budget and never more.
+TEST(Simulate, GeneralizedFirstPriceChargesEachWinnerItsBidAndBudgetsHold) {
+  auto gsp = LoadSimulatorConfig(kDefault);
+  ASSERT_TRUE(gsp.ok());
+  gsp->day.requests = 20000;
+  SimulatorConfig gfp = *gsp;
+  gfp.auction.type = "gfp";
+  gfp.world.first_price_margin = gsp->world.bid_margin;  // the pricing alone differs
+  auto a = BuildScenario(*gsp, "", "", false), b = BuildScenario(gfp, "", "", false);
+  ASSERT_TRUE(a.ok() && b.ok());
+  int64_t budget_gsp = 0, budget_gfp = 0;
+  for (Micros m : (*a)->test_budgets) budget_gsp += m.value();
+  for (Micros m : (*b)->test_budgets) budget_gfp += m.value();
+  EXPECT_GT(budget_gfp, budget_gsp * 1.2);
+  AuctionEngine e((*b)->test, (*b)->market, gfp.auction, 0.9, (*b)->test_budgets);
+  e.RunToEnd(ActionTable(3, 3));
+  for (const auto& o : e.AgentOutcomes()) {
+    EXPECT_GE(CostOverBudget(o), 0.99);
+    EXPECT_LE(o.cost, o.budget);
+  }
 }
 
 class DefaultDay : public ::testing::Test {

@@ -204,6 +204,10 @@ struct BidderConfig {
   // max_connections.
   int max_connections_per_client = 512;
   int tmax_network_ms = 10;  // taken off tmax for the network; no bid if no time
+  // The auction type (OpenRTB `at`) of a request that does not say, per exchange (a bidder
+  // serves one exchange at its bid_path): 2 second price, OpenRTB's default; 1 for an exchange
+  // that runs first price without sending `at`. Bid events carry the type each bid was made in.
+  int default_at = 2;
   int max_bids_per_imp = 3;  // bids per impression (one per seat), by eCPM
   // The billing window: a bid's reservation is held until its billing or loss notice, or this
   // long after the bid; a win or billing notice later than this is refused ("late") and

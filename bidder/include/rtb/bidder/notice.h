@@ -3,7 +3,8 @@
 // their parsing. Pure functions.
 //
 //   <base>/notice/<type>?auction=<auction id>&imp=<imp id>&adv=<advertiser>&bp=<bid CPM micros>
-//       &ts=<bid unix ms>&x=<test 0|1>&c=<cluster>&ab=<l|m>[&o=<owner>]&sig=<signature,
+//       &ts=<bid unix ms>&x=<test
+//       0|1>&c=<cluster>&ab=<l|m>[&o=<owner>][&d=<dealid>]&sig=<signature,
 //       notice_sign.h>&price=${AUCTION_PRICE}
 //       [&loss=${AUCTION_LOSS}][&value=<order value>][&t=<simulated ms, from rtb exchange>]
 //
@@ -44,6 +45,7 @@ struct Notice {
   std::optional<int32_t> cluster;   // `c`: the user's consumer cluster at bid time
   std::optional<Arm> arm;           // `ab`: the user's A/B arm, `l` learned or `m` manual
   std::string owner;                // `o`: the bidder that made the bid ("" = not named)
+  std::string deal;                 // `d`: the deal the bid was made through ("" = open auction)
   // `n`, click and conversion only: how many clicks or conversions the notice reports, when an
   // exchange settles expected outcomes (pCTR, pCTR x pCVR); absent = 1. In (0, 1e6].
   std::optional<double> count;
@@ -55,7 +57,7 @@ struct Notice {
 Result<Notice> ParseNotice(std::string_view target);
 
 // The signed query of one bid, without the leading '?': auction, imp, adv, bp, ts, x, c, ab,
-// o (when the bid names its owner), sig.
+// o (when the bid names its owner), d (when it was made through a deal), sig.
 std::string SignedNoticeQuery(const SignedBid& bid, std::string_view sig);
 // The notice URL of a bid: base + "/notice/<type>?" + its signed query + the macros the
 // exchange substitutes (price; loss reason for loss notices).

@@ -37,6 +37,9 @@ struct SignedBid {
   // alone books it (notice_handler.cc). Empty: not named (one bidder; URLs of earlier
   // versions), signed as before.
   std::string_view owner;
+  // The deal the bid was made through (its dealid), "" for the open auction: its notices book
+  // the spend to that deal (rtb report). Signed with version 4; open-auction bids sign as before.
+  std::string_view deal;
 };
 
 class NoticeSigner {

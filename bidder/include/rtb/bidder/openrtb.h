@@ -74,7 +74,7 @@ struct BidRequest {
   std::string device_id;  // device.ifa (the A/B unit when there is no user id)
   std::string user_id, buyeruid;
   int64_t tmax_ms = 0;  // 0 = not given
-  int at = 2;           // 1 first price, 2 second price
+  int at = 0;           // 1 first price, 2 second price; 0 = not given (the bidder's default_at)
   std::vector<std::string> cur;
   std::vector<std::string> bcat, badv, bapp;
   int cattax = 1;  // the taxonomy of bcat (OpenRTB 2.6; 1 = IAB Content Category Taxonomy 1.0)

@@ -84,6 +84,10 @@ class AbTally {
   ArmTotals OfAgent(int64_t day, Arm arm, int agent) const;
   ArmTotals OfDay(int64_t day, Arm arm) const;
   ArmTotals OfArm(Arm arm) const;  // over every day
+  // Totals per deal (the events' `deal`: bids made through it and the notices of those bids),
+  // over both arms and every day; the open auction is not in it. Budget 0: a deal's spend is its
+  // advertisers' budget spend, counted in their rows too.
+  const std::map<std::string, ArmTotals>& deals() const { return deals_; }
   // Cumulative spend of an agent's arm at the end of each bucket of the day (bucket_ms wide).
   std::vector<double> SpendCurve(int64_t day, Arm arm, int agent) const;
   int64_t buckets_per_day() const;
@@ -116,7 +120,8 @@ class AbTally {
   std::map<std::tuple<int64_t, int, size_t>, ArmTotals> cells_;  // (day, arm, adv)
   // (day, bucket of the day, arm, agent) -> spend: the spend curves.
   std::map<std::tuple<int64_t, int64_t, int, int>, int64_t> spend_by_bucket_;
-  std::map<int64_t, Bucket> buckets_;  // absolute bucket -> both arms' spend and revenue
+  std::map<int64_t, Bucket> buckets_;       // absolute bucket -> both arms' spend and revenue
+  std::map<std::string, ArmTotals> deals_;  // deal id -> its bids' totals
   std::set<std::string> eids_;
   int64_t events_ = 0, test_ = 0, duplicates_ = 0, unknown_ = 0;
   int64_t spend_total_ = 0, revenue_total_ = 0;  // micros booked over every cell (checked)

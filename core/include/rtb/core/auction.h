@@ -4,10 +4,12 @@
 // Candidates are ranked by eCPM = bid_hat x pCTR (expected cost per impression, micros).
 // Ties go to the lower tie-break key (the advertiser id), so the ranking is a total order and
 // the same input always gives the same winners. Candidates below the reserve are not ranked.
-// The top `slots` candidates win. Under generalized second price, the winner at rank s pays,
-// per impression in expectation, the eCPM of the candidate at rank s+1, or the reserve when
-// there is none (per click that is pCTR_next x bid_next / pCTR_s). The price is never below
-// the reserve and never above the winner's own eCPM.
+// The top `slots` candidates win. Under generalized second price (GSP), the winner at rank s
+// pays, per impression in expectation, the eCPM of the candidate at rank s+1, or the reserve
+// when there is none (per click that is pCTR_next x bid_next / pCTR_s). Under first price each
+// winner pays its own eCPM (its own bid per click): with one slot that is the first-price
+// auction (OpenRTB at = 1), with several the generalized first-price auction (GFP). Either way
+// the price is never below the reserve and never above the winner's own eCPM.
 #pragma once
 
 #include <array>
@@ -16,8 +18,14 @@
 namespace rtb {
 
 inline constexpr int kMaxSlots = 8;
-// GspAuction::RankAll ranks up to this many candidates in one go (more go through Offer).
+// SlotAuction::RankAll ranks up to this many candidates in one go (more go through Offer).
 inline constexpr int kMaxBatch = 64;
+
+// How winners pay (the ranking is the same under both).
+enum class Pricing : uint8_t {
+  kSecondPrice,  // rank s pays rank s+1's eCPM, or the reserve (GSP; Vickrey with one slot)
+  kFirstPrice,   // every winner pays its own eCPM (first price; GFP with several slots)
+};
 
 struct AuctionEntry {
   double ecpm = 0;       // bid_hat x pCTR, micros per impression
@@ -33,15 +41,16 @@ inline bool Outranks(const AuctionEntry& a, const AuctionEntry& b) {
 struct SlotResult {
   uint32_t index = 0;     // the winning candidate (AuctionEntry::index)
   double ecpm = 0;        // its own eCPM
-  double price_ecpm = 0;  // what it pays per impression in expectation (GSP, micros)
+  double price_ecpm = 0;  // what it pays per impression in expectation (micros)
 };
 
-// GspAuction: streaming top-(slots+1) selection; no allocation. Offer every eligible
+// SlotAuction: streaming top-(slots+1) selection; no allocation. Offer every eligible
 // candidate, then Resolve. Reusable after Reset.
-class GspAuction {
+class SlotAuction {
  public:
   // REQUIRES: 1 <= slots <= kMaxSlots, reserve_ecpm >= 0.
-  GspAuction(int slots, double reserve_ecpm) : slots_(slots), reserve_(reserve_ecpm) {}
+  SlotAuction(int slots, double reserve_ecpm, Pricing pricing = Pricing::kSecondPrice)
+      : slots_(slots), reserve_(reserve_ecpm), first_price_(pricing == Pricing::kFirstPrice) {}
 
   void Reset() { n_ = 0; }
   // Starts a fresh auction with another reserve (per-request floors).
@@ -112,7 +121,8 @@ class GspAuction {
     const int winners = n_ < slots_ ? n_ : slots_;
     for (int s = 0; s < winners; ++s) {
       const double next = s + 1 < n_ ? top_[s + 1].ecpm : 0.0;
-      out[s] = {top_[s].index, top_[s].ecpm, next > reserve_ ? next : reserve_};
+      const double second = next > reserve_ ? next : reserve_;
+      out[s] = {top_[s].index, top_[s].ecpm, first_price_ ? top_[s].ecpm : second};
     }
     return winners;
   }
@@ -123,6 +133,7 @@ class GspAuction {
  private:
   int slots_;
   double reserve_;
+  bool first_price_;
   int n_ = 0;
   std::array<AuctionEntry, kMaxSlots + 1> top_{};
   std::array<AuctionEntry, kMaxBatch> batch_;  // RankAll's working copy

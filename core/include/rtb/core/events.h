@@ -40,6 +40,12 @@ struct Event {
   // expected number (pCTR, pCTR x pCVR) when the exchange settles expected outcomes (notice
   // `n=`). Written only when it is not 1.
   double count = 1.0;
+  // bid, win, billing, loss, click, conversion: the deal the bid was made through (its dealid);
+  // "" = the open auction. Written only when set.
+  std::string deal;
+  // bid: the auction type it was made in (OpenRTB `at`: 1 first price, 2 second price, 3 a
+  // deal's fixed price); 0 = not recorded (events of earlier versions). Written only when set.
+  int at = 0;
 
   // The Kafka key: the advertiser id, so that each advertiser's events keep their order
   // within a partition. A no-bid has none: "nobid-<b>", b one of kNoBidKeys buckets hashed from

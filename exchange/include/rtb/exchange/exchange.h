@@ -3,9 +3,10 @@
 // For every request of a simulated day (in time order) it POSTs an OpenRTB 2.6 request to a
 // bidder over HTTP/1.1 keep-alive (bounded concurrency: `concurrency` connections), carrying
 // the world's ground truth in `ext.sim` (the request's simulated time and its candidate
-// advertisers with their pCTR/pCVR; schemas/exchange-sim-ext-v1.md). It runs the GSP auction
-// of docs/dcmab.md section 3 over the bids it gets back (eCPM ranking, top `slots`, each winner
-// pays the next eCPM or the floor), and sends the notices the outcome implies: billing (burl) for
+// advertisers with their pCTR/pCVR; schemas/exchange-sim-ext-v1.md). It runs the auction of
+// docs/dcmab.md section 3 over the bids it gets back (eCPM ranking, top `slots`; under GSP each
+// winner pays the next eCPM or the floor, under first price its own bid; the request's `at`
+// says which), and sends the notices the outcome implies: billing (burl) for
 // every winner, loss (lurl) for every other bid, and conversion notices with the order value:
 // the expected value pCTR x pCVR x ppb per impression (outcomes: expected, the paper's offline
 // convention) or sampled clicks and purchases (outcomes: sampled, seeded per request).

@@ -2,10 +2,12 @@
 // its unit; configs/simulator/default.yaml repeats the defaults. Unknown keys are errors.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "rtb/core/auction.h"
 #include "rtb/core/config.h"
 #include "rtb/core/status.h"
 
@@ -25,10 +27,15 @@ struct WorldConfig {
   double order_value_sigma = 0.35;  // lognormal spread of order value
   double large_value_factor = 1.6;  // order value of large advertisers x this (brands sell more)
   double bid_margin = 0.3;          // manual CPC bid ~ margin x value per click (pCVR x ppb)
-  double bid_noise_sigma = 0.15;    // lognormal noise of human-set bids around that rule
-  double min_bid = 0.05;            // lowest manual CPC bid, currency units
-  double max_bid = 30;              // highest manual CPC bid, currency units
-  int consumers = 30000;            // number of consumers (users)
+                                    // under second price (auction.type gsp)
+  // The same margin under first price (auction.type first_price or gfp), where the winner pays
+  // its bid: 1 = the naive manual bidder bids its value per click (truthful), and the learned
+  // action shades it (docs/dcmab.md, section 3).
+  double first_price_margin = 1.0;
+  double bid_noise_sigma = 0.15;         // lognormal noise of human-set bids around that rule
+  double min_bid = 0.05;                 // lowest manual CPC bid, currency units
+  double max_bid = 30;                   // highest manual CPC bid, currency units
+  int consumers = 30000;                 // number of consumers (users)
   double consumer_activity_sigma = 1.1;  // lognormal spread of how often a consumer shows up
   double consumer_value_sigma = 0.25;    // lognormal spread of consumer purchase propensity
   double consumer_click_sigma = 0.3;     // lognormal spread of consumer click propensity
@@ -56,6 +63,11 @@ struct DayConfig {
 
 // The auction rules (docs/dcmab.md section 3).
 struct AuctionConfig {
+  // How winners pay: "gsp" (generalized second price: rank s pays rank s+1's eCPM, the paper),
+  // "gfp" (generalized first price: each of the `slots` winners pays its own bid) or
+  // "first_price" (one winner per request pays its own bid: `slots` is taken as 1). The
+  // exchange sends OpenRTB at = 2 for gsp, 1 for the other two.
+  std::string type = "gsp";
   int slots = 3;             // ad slots per request; the top `slots` by eCPM win
   double reserve_cpm = 0.0;  // exchange-wide minimum reserve, currency units per thousand
                              // impressions; a request's reserve is max(this, its floor)
@@ -63,6 +75,10 @@ struct AuctionConfig {
   // (the paper's setting).
   std::vector<double> slot_ctr_factors;
   std::string outcomes = "expected";  // "expected" (paper) or "sampled" (Bernoulli clicks/buys)
+
+  bool first_price() const { return type != "gsp"; }
+  Pricing pricing() const { return first_price() ? Pricing::kFirstPrice : Pricing::kSecondPrice; }
+  int openrtb_at() const { return first_price() ? 1 : 2; }  // OpenRTB BidRequest.at
 };
 
 // How the market is cut into agents and how budgets are set.
@@ -82,6 +98,24 @@ struct SimulatorConfig {
   MarketConfig market;
   int burn_buckets = 36;  // buckets of the budget-burn timeline over the day
 };
+
+// Checks an auction type name: "gsp", "gfp" or "first_price".
+Status CheckAuctionType(const std::string& type);
+
+// One line for reports: the auction type and who pays what, e.g. "gfp (3 slots, each winner pays
+// its own bid)".
+std::string DescribeAuction(const AuctionConfig& a);
+
+// The commands' --auction flag: its help and its values.
+inline constexpr const char* kAuctionOptionHelp =
+    "The world's auction: gsp | gfp | first_price (default: the simulator config's "
+    "auction.type)";
+inline const std::vector<std::string> kAuctionTypes = {"gsp", "gfp", "first_price"};
+
+// Sets cfg's auction type (the commands' --auction flag); "" leaves it. first_price sets the
+// world's slots to 1, as in the config (so a config written with first_price has one slot
+// under any --auction).
+Status OverrideAuctionType(SimulatorConfig* cfg, const std::string& type);
 
 // Reads the config sections into cfg; validates ranges. Used by every config that embeds a
 // simulator section (the learner's and the demo's).

@@ -8,8 +8,9 @@
 // A bid is capped so that its largest possible charge (its own eCPM) fits in the budget left,
 // the same "reserve the largest possible charge" rule the bidder applies, so spend never
 // exceeds the budget; once less than kSpentMicros is left the advertiser leaves the day. The
-// top `slots` by eCPM win (GspAuction), paying the next eCPM or the request's reserve
-// (max(its floor, the exchange minimum)).
+// top `slots` by eCPM win (SlotAuction), paying the next eCPM or the request's reserve
+// (max(its floor, the exchange minimum)) under GSP, their own eCPM under first price
+// (auction.type).
 // Expected outcomes: cost = price, clicks = pCTR, conversions = pCTR x pCVR,
 // revenue = pCTR x pCVR x ppb (times the slot factor when configured). Sampled outcomes draw
 // clicks and conversions instead and charge per click.

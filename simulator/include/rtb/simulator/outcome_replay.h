@@ -8,7 +8,10 @@
 //   - a bid the log shows lost (or with no outcome): the new bid loses; when it is above the
 //     logged bid the result is unknown (the market price of a lost auction is not in the log),
 //     and it is counted in `unknown` so the report can say how much of the result is a lower
-//     bound.
+//     bound;
+//   - a bid made in a first-price auction (its event's `at` 1) that won paid its own bid, so the
+//     log holds no market price: a new bid at or above the logged one wins and pays itself; a
+//     lower one is unknown (counted as lost, and in `unknown`).
 #pragma once
 
 #include <cstdint>
@@ -37,6 +40,7 @@ struct LoggedBid {
   double clicks = 0, conversions = 0;  // the events' counts (expected outcomes: fractional)
   int64_t value_micros = 0;            // order value of the conversions
   bool test = false;
+  bool first_price = false;  // made in a first-price auction (the bid event's `at` 1)
 };
 
 struct OutcomeLog {
@@ -85,7 +89,9 @@ Result<OutcomeLog> ReadOutcomeDump(const std::string& path, bool skip_malformed)
 struct OutcomeReplayResult {
   std::map<int64_t, Outcome> by_advertiser;
   Outcome total;
-  int64_t unknown = 0;  // lost in the log, bid raised: outcome unknown (counted as lost)
+  // Outcome unknown, counted as lost: lost in the log with the bid raised, or won at first price
+  // with the bid lowered.
+  int64_t unknown = 0;
 };
 
 // new CPM bid (micros) for a logged bid.

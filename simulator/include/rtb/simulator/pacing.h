@@ -42,6 +42,9 @@ struct PacingParams {
   std::string base = "lin";
   double c0 = 0;        // rlb base: the budget fraction the table was trained for
   int64_t max_bid = 0;  // rlb base: the bid cap it was trained with
+  // The auction it was trained in: false second price (the logs' own), true first price (a win
+  // pays the bid). JSON "auction": "first_price", absent for second price.
+  bool first_price = false;
   // The clip of a x bratio: bids move within [1 - range, 1 + range] x the base bid. Not in the
   // table's JSON: tables are trained and replayed at the default, the paper's 0.9.
   double alpha_range = kDefaultAlphaRange;
@@ -81,7 +84,7 @@ class PacingStrategy : public BidStrategy {
   PacingStrategy(const PacingParams& p, Policy policy, bool record,
                  std::shared_ptr<const RlbValueFunction> rlb = nullptr);
   int64_t Bid(const LoggedAuction& a, const BidContext& ctx) override;
-  void Observe(const LoggedAuction& a, int64_t bid, bool won) override;
+  void Observe(const LoggedAuction& a, int64_t bid, bool won, int64_t paid) override;
   std::string Describe() const override;
   // Closes the open step (the end of the last episode). Replay functions call it implicitly
   // at every episode change; call it after the replay returns.

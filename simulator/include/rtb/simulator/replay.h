@@ -6,7 +6,8 @@
 //   RLB (episodes): the log in file order is cut into episodes of N auctions (the last may be
 //   shorter); every episode starts with B = int(cpm_train * c0 * N); per auction the strategy
 //   proposes an integer bid a, a = min(a, max_bid), a = min(a, budget left); win iff
-//   a >= payprice, then impressions += 1, clicks += click, budget and cost move by payprice.
+//   a >= payprice, then impressions += 1, clicks += click, budget and cost move by payprice
+//   (second price, the logs' own auction) or by a (first price: the winner pays its bid).
 //   Benchmark paper: the whole log once, budget = fraction x total test cost; win iff
 //   bid > payprice and bid >= floor; once cost exceeds the budget every bid is 0 (the last
 //   impression may overspend).
@@ -77,8 +78,11 @@ class BidStrategy {
  public:
   virtual ~BidStrategy() = default;
   virtual int64_t Bid(const LoggedAuction& a, const BidContext& ctx) = 0;
-  // What came of the bid (after the protocol's caps): stateful strategies learn from it.
-  virtual void Observe(const LoggedAuction& /*a*/, int64_t /*bid*/, bool /*won*/) {}
+  // What came of the bid (after the protocol's caps): whether it won and what it paid (the
+  // market price under second price, the bid under first price). Stateful strategies learn
+  // from it.
+  virtual void Observe(const LoggedAuction& /*a*/, int64_t /*bid*/, bool /*won*/,
+                       int64_t /*paid*/) {}
   virtual std::string Describe() const = 0;
 };
 
@@ -111,7 +115,17 @@ struct RlbProtocol {
   double c0 = 1.0 / 32;  // budget fraction of cpm_train x N
   int64_t episode_size = 1000;
   int64_t max_bid = 300;
+  // false: a win pays the logged market price (second price, how the logs were made); true: a
+  // win pays the bid (first price; the logged price is the highest competing bid, which the
+  // bid must reach).
+  bool first_price = false;
 };
+
+// The single-bidder protocol's auctions, as --auction (rtb replay, rtb train-pacing) and a
+// pacing table's "auction" name them: second price (the logs' own), first price.
+inline const std::vector<std::string> kReplayAuctions = {"second_price", "first_price"};
+// true for "first_price", false for "second_price"; other names are errors.
+Result<bool> ParseReplayAuction(const std::string& name);
 
 // B = int(cpm_train * c0 * N): every episode's budget (the last, shorter one too).
 int64_t RlbEpisodeBudget(const CampaignInfo& info, const RlbProtocol& p);

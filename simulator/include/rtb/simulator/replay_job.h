@@ -21,6 +21,9 @@ struct ReplayJob {
   std::string log, info, train_log, validation_log;
   std::string advertiser;        // ipinyou / events: one advertiser's lines
   std::string protocol = "rlb";  // rlb | benchmark (single-bidder logs)
+  // rlb protocol: what a win pays, second_price (the logged market price) | first_price (the
+  // bid, the logged price being what it must reach).
+  std::string auction = "second_price";
   std::string strategy;  // comma-separated, the first is the primary ("" = lin | logged,manual)
   std::string baseline;  // a strategy name of the list (default lin, else the first)
   int64_t b0 = 0;        // Lin-Bid; 0 = tune (validation log, else training log)

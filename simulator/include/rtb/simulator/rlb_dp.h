@@ -24,6 +24,18 @@
 // The sum over delta is evaluated as gamma * V(n-1, b) + (v1 * theta_avg - gamma * V(n-1, b)) *
 // M(a) - v0 * D(a) + gamma * sum m(delta) V(n-1, b - delta) (M, D: prefix sums of m and delta *
 // m), a dot product, instead of term by term: the same value up to rounding in the last bits.
+//
+// Re-derived for first price (RlbDpParams::first_price; the winner pays its bid a, and wins when
+// the market price delta, the highest other bid, is at most a), for b >= 1 (V(n, 0) = 0, as the
+// released code keeps it):
+//
+//   V(n, b) = gamma * V(n-1, b) + max_{a = 0..min(b, max_bid)} M(a) * (v1 * theta_avg
+//             + gamma * (V(n-1, b - a) - V(n-1, b)) - v0 * a),   M(a) = sum_{delta <= a} m(delta)
+//
+// (winning no longer pays the market price, so there is no threshold rule: the bid is the
+// arg max, found by a scan of every a, 8 at a time), V_max(n) = gamma * V_max(n-1) + max_a M(a) *
+// (v1 * theta_avg - v0 * a) for the same early stop, and the bid at pCTR theta is the smallest
+// arg max of the same expression with theta in theta_avg's place.
 #pragma once
 
 #include <cstdint>
@@ -46,6 +58,7 @@ struct RlbDpParams {
   double theta_avg = 0;   // clk_train / imp_train
   double v1 = 1, v0 = 0;  // objective v1 * clicks - v0 * cost (clicks: 1, 0)
   double gamma = 1;
+  bool first_price = false;  // the winner pays its bid (above), not the market price
   // Rows expected to be at least this long are cut over `threads` (0: the machine's, at most
   // two) threads. The values do not depend on either; tests lower them to reach every branch.
   int64_t split_budget = 4096;
@@ -78,6 +91,7 @@ class RlbValueFunction {
     double v_max = 0;
   };
   RlbDpParams p_;
+  std::vector<double> mass_;  // M(a) = sum_{delta <= a} m(delta), a = 0..max_bid
   std::vector<Row> rows_;
   int64_t early_stopped_ = 0;
 };

@@ -33,7 +33,11 @@ struct World {
   std::vector<Consumer> consumers;
 };
 
+// The world under manual bids of world.bid_margin x value per click.
 World GenerateWorld(const WorldConfig& cfg, uint64_t seed);
+// The world of cfg (seed cfg.seed), its manual bids set by its auction: under first price
+// world.first_price_margin takes bid_margin's place (1: the naive bidder bids its value).
+World GenerateWorld(const SimulatorConfig& cfg);
 
 // A day of requests in structure-of-arrays form: one entry per request, one per candidate.
 // Candidates of request r are [begin[r], begin[r+1]). Requests are in time order.
