@@ -8,7 +8,7 @@
 start_bench_server() {
   T=$(mktemp -d)
   PORT=$((20000 + RANDOM % 20000))
-  sed -e "s#^state_path: .*#state_path: $T/state#" -e "s#^  spill_path: .*#  spill_path: $T/spill.jsonl#" \
+  sed -e "s#^state_path: .*#state_path: $T/state#" -e "s#^drain_ms: .*#drain_ms: 0#" -e "s#^  spill_path: .*#  spill_path: $T/spill.jsonl#" \
       -e "s#daily_budget: .*#daily_budget: 1000000000.0#" "$@" \
       "${BIDDER_CONFIG:-configs/bidder/default.yaml}" >"$T/bench.yaml"
   "${RTB:-build/release/rtb}" serve --config "$T/bench.yaml" --listen 127.0.0.1:$PORT >"$T/log" 2>&1 &

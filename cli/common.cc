@@ -40,6 +40,11 @@ void AddAuctionOption(CLI::App* sub, std::string* type) {
 
 std::string DefaultConfig(const std::string& rel) {
   if (fs::exists(rel)) return rel;
+  // Installed (cmake --install): <prefix>/bin/rtb finds <prefix>/share/rtb/<rel>.
+  if (demo::ExeDir().filename() == fs::path(RTB_INSTALLED_BIN).filename()) {
+    const fs::path installed = demo::ExeDir().parent_path() / RTB_INSTALLED_DATA / rel;
+    if (fs::exists(installed)) return installed.lexically_normal().string();
+  }
   const fs::path alt = demo::ExeDir() / ".." / ".." / rel;
   if (fs::exists(alt)) return fs::weakly_canonical(alt).string();
   return rel;

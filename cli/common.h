@@ -26,8 +26,9 @@ Status InitLog(const std::string& sub, const LogArgs& a, const std::string& conf
 // --auction: the world's auction type for this run, in place of its config's auction.type.
 void AddAuctionOption(CLI::App* sub, std::string* type);
 
-// A default config path: as given when it exists relative to the working directory, else
-// relative to the source tree this binary was built from (build/<preset>/rtb).
+// A default config path: as given when it exists relative to the working directory, else where
+// an installed rtb keeps it (<prefix>/share/rtb/<rel>, beside <prefix>/bin/rtb), else relative
+// to the source tree this binary was built from (build/<preset>/rtb).
 std::string DefaultConfig(const std::string& rel);
 
 }  // namespace rtb::cli

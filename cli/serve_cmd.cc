@@ -12,6 +12,11 @@ CLI::App* AddServeCommand(CLI::App* app, ServeArgs* a) {
   auto* sv = app->add_subcommand("serve", "Run the OpenRTB bidder (HTTP, Kafka event log)");
   sv->add_option("--config", a->config, "Bidder config (YAML)")->capture_default_str();
   sv->add_option("--listen", a->listen, "host:port, overrides the config");
+  sv->add_option("--notice-base-url", a->notice_base_url,
+                 "Where exchanges reach the notice URLs (http://public-host:port), overrides "
+                 "notice_base_url");
+  sv->add_option("--brokers", a->brokers,
+                 "Kafka bootstrap servers (host:port,...), or embedded; overrides kafka.brokers");
   return sv;
 }
 
@@ -24,6 +29,12 @@ int RunServe(const ServeArgs& a, const LogArgs& la) {
     if (cfg->notice_base_url == "http://" + cfg->listen)
       cfg->notice_base_url = "http://" + a.listen;
     cfg->listen = a.listen;
+  }
+  if (!a.notice_base_url.empty()) cfg->notice_base_url = a.notice_base_url;
+  if (!a.brokers.empty()) cfg->kafka.brokers = a.brokers;
+  if (auto st = rtb::bidder::CheckNoticeBaseUrl(cfg->notice_base_url); !st.ok()) {
+    return Fail(rtb::Status::InvalidArgument("notice URLs " + st.message() +
+                                             " (--notice-base-url or notice_base_url)"));
   }
   auto bidder = rtb::bidder::Bidder::Create(*cfg);
   if (!bidder.ok()) return Fail(bidder.status());

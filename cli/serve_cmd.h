@@ -11,6 +11,8 @@ namespace rtb::cli {
 struct ServeArgs {
   std::string config;
   std::string listen;
+  std::string notice_base_url;  // overrides the config's
+  std::string brokers;          // overrides kafka.brokers
 };
 
 CLI::App* AddServeCommand(CLI::App* app, ServeArgs* a);

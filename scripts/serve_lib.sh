@@ -2,8 +2,9 @@
 #   free_port                               prints a free local TCP port
 #   local_bidder_config IN OUT PORT DIR [SED...]
 #                                           writes IN to OUT serving on 127.0.0.1:PORT, with its
-#                                           state and spill file under DIR and the extra sed
-#                                           expressions applied
+#                                           state and spill file under DIR, no drain window on
+#                                           SIGTERM (no load balancer in front), and the extra
+#                                           sed expressions applied
 #   serve_start CONFIG PORT LOG             starts `rtb serve` (pid in SERVE, stderr to LOG), waits
 #                                           until it answers on PORT, sets BROKERS to its embedded
 #                                           Kafka; fails when there is none
@@ -21,6 +22,7 @@ local_bidder_config() {
   local in=$1 out=$2 port=$3 dir=$4
   shift 4
   sed -e "s#^listen: .*#listen: 127.0.0.1:$port#" \
+      -e "s#^drain_ms: .*#drain_ms: 0#" \
       -e "s#^notice_base_url: .*#notice_base_url: http://127.0.0.1:$port#" \
       -e "s#^state_path: .*#state_path: $dir/state#" \
       -e "s#^  spill_path: .*#  spill_path: $dir/spill.jsonl#" \

@@ -293,6 +293,11 @@ HttpResult Bidder::Readiness() const {
   HttpResult r;
   r.content_type = "text/plain";
   r.body = "ready\n";
+  if (m.draining.load()) {
+    r.status = 503;
+    r.body = "draining: the process is stopping\n";
+    return r;
+  }
   if (m.state_down.load()) {
     r.status = 503;
     r.body = "the state store cannot persist billings (disk full?): not bidding\n";
@@ -326,6 +331,8 @@ HttpResult Bidder::Route(std::string_view method, std::string_view target, std::
   if (path == "/bench/nobid" && impl_->cfg.bench_endpoints) return {204, "", "", {}};
   return {404, "not found\n", "text/plain", {}};
 }
+
+void Bidder::SetDraining() { impl_->draining.store(true); }
 
 void Bidder::Shutdown() {
   std::lock_guard<std::mutex> l(impl_->shut_mu);

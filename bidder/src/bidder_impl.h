@@ -97,7 +97,8 @@ struct Bidder::Impl {
   // The state store refused a write (a full disk): not ready, no bids (billings could not be
   // booked) until a probe write in Tick succeeds again. One error line per outage.
   std::atomic<bool> state_down{false};
-  std::mutex state_down_mu;  // orders the outage's log lines
+  std::atomic<bool> draining{false};  // SetDraining: /readyz 503 until the process exits
+  std::mutex state_down_mu;           // orders the outage's log lines
   void StateFailed(const Status& st);
   void ProbeState();
   log::RateLimit value_refusals{3, std::chrono::seconds(60)};

@@ -24,6 +24,8 @@ void ReadServer(ConfigMap& root, BidderConfig* cp) {
   root.Get("bid_path", &c.bid_path);
   root.Check(!c.bid_path.empty() && c.bid_path[0] == '/', "bid_path", "must start with /");
   root.Get("notice_base_url", &c.notice_base_url);
+  const Status base_ok = CheckNoticeBaseUrl(c.notice_base_url);
+  root.Check(base_ok.ok(), "notice_base_url", base_ok.message());
   root.Get("currency", &c.currency);
   root.Get("max_body_bytes", &c.max_body_bytes);
   root.Check(c.max_body_bytes >= 1024 && c.max_body_bytes <= (256 << 20), "max_body_bytes",
@@ -36,6 +38,11 @@ void ReadServer(ConfigMap& root, BidderConfig* cp) {
              "must be in [4, 1024]");
   root.Get("read_timeout_ms", &c.read_timeout_ms);
   root.Check(c.read_timeout_ms >= 1, "read_timeout_ms", "must be positive");
+  root.Get("drain_ms", &c.drain_ms);
+  root.Check(c.drain_ms >= 0 && c.drain_ms <= 600'000, "drain_ms", "must be in [0, 600000]");
+  root.Get("shutdown_timeout_ms", &c.shutdown_timeout_ms);
+  root.Check(c.shutdown_timeout_ms >= 0 && c.shutdown_timeout_ms <= 600'000, "shutdown_timeout_ms",
+             "must be in [0, 600000]");
   root.Get("max_connections", &c.max_connections);
   root.Check(c.max_connections >= 1, "max_connections", "must be positive");
   root.Get("max_connections_per_client", &c.max_connections_per_client);
@@ -52,8 +59,12 @@ void ReadServer(ConfigMap& root, BidderConfig* cp) {
   root.Get("notice_secret", &c.notice_secret);
   root.Check(c.notice_secret.empty() || c.notice_secret.size() >= 16, "notice_secret",
              "must be empty (generated) or at least 16 characters");
-  root.Get("market_keys", &c.market_keys);
-  if (const char* env = std::getenv("RTB_MARKET_KEYS"); env != nullptr) c.market_keys = env;
+  root.Get("market_keys", &c.market_keys);  // RTB_MARKET_KEYS, as every key (UseEnvironment)
+  for (const auto& [key, value] :
+       {std::pair<const char*, const std::string*>{"notice_secret", &c.notice_secret},
+        {"market_keys", &c.market_keys}}) {
+    if (!value->empty() && !root.FromEnvironment(key)) c.literal_secrets.push_back(key);
+  }
   if (!c.market_keys.empty()) {
     auto keys = MarketKeys::Parse(c.market_keys);
     root.Check(keys.ok(), "market_keys", keys.ok() ? "" : keys.status().message());
@@ -111,6 +122,10 @@ void ReadKafka(ConfigMap k, KafkaConfig* kc) {
   for (const auto& [name, value] : kc->properties) {
     k.Check(!kafka::EngineOwnedProperty(name), "properties",
             "may not set " + name + " (the engine's own, or a kafka key's)");
+    if ((name.find("password") != std::string::npos || name.find("secret") != std::string::npos) &&
+        !value.empty() && !k.FromEnvironment("properties." + name)) {
+      kc->literal_secrets.push_back("kafka.properties." + name);
+    }
   }
 }
 
@@ -232,8 +247,32 @@ Advertiser ReadAdvertiser(ConfigMap a, std::set<uint32_t>* ids) {
 
 }  // namespace
 
+Status CheckNoticeBaseUrl(const std::string& url) {
+  const size_t scheme = url.find("://");
+  if (scheme == std::string::npos ||
+      (url.compare(0, scheme, "http") != 0 && url.compare(0, scheme, "https") != 0)) {
+    return Status::InvalidArgument("must be an http:// or https:// URL, not \"" + url + "\"");
+  }
+  const std::string rest = url.substr(scheme + 3);
+  std::string host = rest.substr(0, rest.find('/'));
+  if (!host.empty() && host.front() == '[') {
+    host = host.substr(0, host.find(']') + 1);
+  } else {
+    host = host.substr(0, host.find(':'));
+  }
+  if (host.empty()) return Status::InvalidArgument("names no host: \"" + url + "\"");
+  if (host == "0.0.0.0" || host == "[::]" || host == "[0:0:0:0:0:0:0:0]") {
+    return Status::InvalidArgument(
+        "is " + url +
+        ", an address servers listen on and clients cannot reach: give it the "
+        "bidder's public address (the one exchanges call its notices at)");
+  }
+  return Status::Ok();
+}
+
 Result<BidderConfig> LoadBidderConfig(const std::string& path) {
   RTB_ASSIGN_OR_RETURN(auto file, ConfigFile::Load(path));
+  file->UseEnvironment(kEnvironmentPrefix);
   BidderConfig c;
   ConfigMap root = file->Root();
   ReadServer(root, &c);
@@ -244,6 +283,17 @@ Result<BidderConfig> LoadBidderConfig(const std::string& path) {
   std::set<uint32_t> ids;
   for (ConfigMap a : root.List("advertisers")) c.advertisers.push_back(ReadAdvertiser(a, &ids));
   RTB_RETURN_IF_ERROR(file->Finish());
+  c.literal_secrets.insert(c.literal_secrets.end(), c.kafka.literal_secrets.begin(),
+                           c.kafka.literal_secrets.end());
+  if (!c.literal_secrets.empty()) {
+    std::string keys, vars;
+    for (const std::string& k : c.literal_secrets) {
+      keys += (keys.empty() ? "" : ", ") + k;
+      vars += (vars.empty() ? "" : ", ") + file->EnvironmentName(k) + "_FILE";
+    }
+    log::Get("config").warn("{} holds secrets in plain text ({}): give them in {} instead", path,
+                            keys, vars);
+  }
   return c;
 }
 

@@ -30,6 +30,13 @@ namespace http = beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
+// A session as the drain sees it: closed at once when it waits for a request (idle keep-alive),
+// else after the answer in flight.
+struct Closable {
+  virtual ~Closable() = default;
+  virtual void CloseIfIdle() = 0;
+};
+
 struct Server::Impl {
   Bidder& bidder;
   std::string listen;
@@ -49,6 +56,21 @@ struct Server::Impl {
   std::vector<std::thread> threads;
   std::atomic<int> connections{0};
   std::atomic<bool> stopped{false};
+  // The drain (Server::Drain): draining since the first signal; closing once drain_ms passed
+  // (no new connections, every answer closes its connection).
+  bool draining = false;  // iocs[0] only
+  std::atomic<bool> closing{false};
+  std::optional<net::steady_timer> drain_timer;
+  std::chrono::steady_clock::time_point close_deadline;
+  std::mutex sessions_mu;
+  std::vector<std::weak_ptr<Closable>> sessions;  // GUARDED_BY(sessions_mu); pruned as it grows
+  void Register(const std::shared_ptr<Closable>& s) {
+    std::lock_guard<std::mutex> l(sessions_mu);
+    if (sessions.size() >= 64 && sessions.size() >= 2 * static_cast<size_t>(connections.load())) {
+      std::erase_if(sessions, [](const std::weak_ptr<Closable>& w) { return w.expired(); });
+    }
+    sessions.push_back(s);
+  }
   // Open connections per client address (max_connections_per_client): added at accept, removed
   // when the session ends (on its I/O thread). Per connection, never per request.
   std::mutex clients_mu;
@@ -80,6 +102,11 @@ struct Server::Impl {
   void StopAll() {
     for (auto& ioc : iocs) ioc->stop();
   }
+  // The drain's steps, on iocs[0]: BeginDrain at the first signal, StopAccepting drain_ms later,
+  // then WaitIdle until no connection is left or shutdown_timeout_ms passed.
+  void BeginDrain();
+  void StopAccepting();
+  void WaitIdle();
 
   void Accept();
   void Tick() {
@@ -101,7 +128,7 @@ RequestDecoder& Decoder(const DecodeLimits& limits) {
   return *d;
 }
 
-class Session : public std::enable_shared_from_this<Session> {
+class Session : public Closable, public std::enable_shared_from_this<Session> {
  public:
   static constexpr size_t kReadBufferBytes = 16 * 1024;
   Session(tcp::socket&& s, net::ip::address client, Server::Impl& srv)
@@ -117,12 +144,26 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void Run() {
+    srv_.Register(shared_from_this());
     net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->Read(); });
+  }
+
+  // On its own I/O thread: a session waiting for a request with nothing of one read yet ends
+  // now; one with a request in flight ends after its answer (Write sees `closing`).
+  void CloseIfIdle() override {
+    net::post(stream_.get_executor(), [self = shared_from_this()] {
+      if (!self->idle_ || self->buffer_.size() != 0) return;
+      beast::error_code ec;
+      self->stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+      self->stream_.cancel();
+    });
   }
 
  private:
   void Read() {
+    if (srv_.closing.load()) return Close();
     const BidderConfig& cfg = srv_.bidder.config();
+    idle_ = true;
     parser_.emplace();
     parser_->body_limit(cfg.max_body_bytes);
     parser_->header_limit(static_cast<std::uint32_t>(cfg.max_header_bytes));
@@ -135,6 +176,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void OnHeader(beast::error_code ec) {
+    idle_ = false;
     if (ec || parser_->is_done()) return OnRead(ec);
     const auto& req = parser_->get();
     if (beast::iequals(req[http::field::expect], "100-continue")) {
@@ -214,6 +256,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void Write(HttpResult r, bool keep_alive, unsigned version) {
+    keep_alive = keep_alive && !srv_.closing.load();  // draining: this answer is the last
     auto res = std::make_shared<http::response<http::string_body>>(
         static_cast<http::status>(r.status), version);
     res->set(http::field::server, "rtb");
@@ -240,6 +283,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<http::request_parser<http::string_body>> parser_;
   net::ip::address client_;  // counted in srv_.per_client while the session lives
   Server::Impl& srv_;
+  bool idle_ = false;  // waiting for a request's header (its I/O thread only)
 };
 
 }  // namespace
@@ -248,7 +292,7 @@ void Server::Impl::Accept() {
   net::io_context& target = *iocs[next_ioc];
   next_ioc = (next_ioc + 1) % iocs.size();
   acceptor->async_accept(target, [this](beast::error_code ec, tcp::socket s) {
-    if (stopped.load()) return;
+    if (stopped.load() || closing.load()) return;
     if (ec == net::error::no_descriptors || ec == net::error::no_buffer_space ||
         ec == net::error::no_memory) {
       // Out of file descriptors (EMFILE/ENFILE) or memory: the pending connection stays in the
@@ -361,17 +405,82 @@ Result<int> Server::Start() {
   return bound;
 }
 
+void Server::Impl::BeginDrain() {
+  if (draining) {  // a second signal: stop now
+    log::Get("server").warn("second stop signal: stopping at once, {} connections open",
+                            connections.load());
+    stopped.store(true);
+    StopAll();
+    return;
+  }
+  draining = true;
+  bidder.SetDraining();
+  const int ms = bidder.config().drain_ms;
+  log::Get("server").info("draining: /readyz answers 503; answering requests for {} ms more", ms);
+  drain_timer.emplace(*iocs[0]);
+  drain_timer->expires_after(std::chrono::milliseconds(ms));
+  drain_timer->async_wait([this](beast::error_code ec) {
+    if (!ec) StopAccepting();
+  });
+}
+
+void Server::Impl::StopAccepting() {
+  closing.store(true);
+  beast::error_code ec;
+  acceptor->close(ec);
+  std::vector<std::weak_ptr<Closable>> open;
+  {
+    std::lock_guard<std::mutex> l(sessions_mu);
+    open = sessions;
+  }
+  for (const auto& w : open) {
+    if (auto s = w.lock()) s->CloseIfIdle();
+  }
+  const int ms = bidder.config().shutdown_timeout_ms;
+  log::Get("server").info(
+      "drained: no new connections; {} open, each closing after its answer (at most {} ms)",
+      connections.load(), ms);
+  close_deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  WaitIdle();
+}
+
+void Server::Impl::WaitIdle() {
+  const int left = connections.load();
+  if (left == 0 || std::chrono::steady_clock::now() >= close_deadline) {
+    if (left > 0) {
+      log::Get("server").warn("shutdown_timeout_ms passed with {} connections open: stopping",
+                              left);
+    }
+    stopped.store(true);
+    StopAll();
+    return;
+  }
+  drain_timer->expires_after(std::chrono::milliseconds(10));
+  drain_timer->async_wait([this](beast::error_code ec) {
+    if (!ec) WaitIdle();
+  });
+}
+
+void Server::Drain() {
+  Impl& m = *impl_;
+  net::post(*m.iocs[0], [&m] { m.BeginDrain(); });
+}
+
 void Server::Wait(bool handle_signals) {
   Impl& m = *impl_;
   if (handle_signals) {
     m.signals.emplace(*m.iocs[0], SIGINT, SIGTERM);
-    // On an I/O thread: only stop the io_contexts; the threads are joined below.
-    m.signals->async_wait([&m](beast::error_code ec, int) {
-      if (!ec) {
-        m.stopped.store(true);
-        m.StopAll();
+    // On an I/O thread: the first signal drains, a second stops at once; the threads are
+    // joined below.
+    struct Rearm {
+      Impl& m;
+      void operator()(beast::error_code ec, int) const {
+        if (ec) return;
+        m.BeginDrain();
+        if (!m.stopped.load()) m.signals->async_wait(Rearm{m});
       }
-    });
+    };
+    m.signals->async_wait(Rearm{m});
   }
   for (auto& t : m.threads) {
     if (t.joinable()) t.join();

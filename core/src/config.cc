@@ -2,7 +2,17 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <set>
+#include <sstream>
+#include <type_traits>
+
+extern char** environ;
 
 namespace rtb {
 
@@ -10,6 +20,7 @@ struct ConfigMap::Impl {
   YAML::Node node;
   std::set<std::string> read;
   std::string path;
+  std::set<std::string> from_env;  // keys the environment set
 };
 
 namespace {
@@ -24,6 +35,33 @@ std::string Dotted(const std::string& path, const std::string& key) {
   return path.empty() ? key : path + "." + key;
 }
 
+// "kafka.brokers" -> "KAFKA_BROKERS", "advertisers[0].daily_budget" ->
+// "ADVERTISERS_0_DAILY_BUDGET".
+std::string EnvKey(const std::string& dotted) {
+  std::string out;
+  for (const char ch : dotted) {
+    if (ch == ']') continue;
+    out += ch == '.' || ch == '[' ? '_'
+                                  : static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  }
+  return out;
+}
+
+// The content of a secret file (one trailing newline dropped), or an error naming the variable
+// and the path (never the content).
+Result<std::string> ReadSecretFile(const std::string& var, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return Status::InvalidArgument(var + ": cannot read " + path + ": " + std::strerror(errno));
+  }
+  std::ostringstream s;
+  s << in.rdbuf();
+  std::string v = s.str();
+  if (!v.empty() && v.back() == '\n') v.pop_back();
+  if (!v.empty() && v.back() == '\r') v.pop_back();
+  return v;
+}
+
 }  // namespace
 
 ConfigMap::ConfigMap(ConfigFile* file, std::shared_ptr<Impl> impl, std::string path)
@@ -33,9 +71,53 @@ bool ConfigMap::Has(const std::string& key) const {
   return impl_->node.IsMap() && impl_->node[key].IsDefined() && !impl_->node[key].IsNull();
 }
 
+bool ConfigMap::FromEnvironment(const std::string& key) const {
+  return impl_->from_env.count(key) != 0;
+}
+
+template <typename T>
+bool ConfigMap::FromEnv(const std::string& key, T* out, const char* type_name) {
+  const std::string var = file_->EnvironmentName(Dotted(path_, key));
+  if (var.empty()) return false;
+  const char* v = std::getenv(var.c_str());
+  if constexpr (std::is_same_v<T, std::string>) {
+    if (v == nullptr) {
+      const char* path = std::getenv((var + "_FILE").c_str());
+      if (path == nullptr) return false;
+      auto content = ReadSecretFile(var + "_FILE", path);
+      if (!content.ok()) {
+        file_->Error(content.status().message());
+      } else {
+        *out = std::move(*content);
+        impl_->from_env.insert(key);
+      }
+      return true;
+    }
+    *out = v;  // taken whole: a secret may hold any character
+    impl_->from_env.insert(key);
+    return true;
+  } else {
+    if (v == nullptr) return false;
+    try {
+      const YAML::Node n = YAML::Load(v);
+      if constexpr (std::is_arithmetic_v<T>) {
+        if (!n.IsScalar()) throw YAML::Exception(YAML::Mark::null_mark(), "not a scalar");
+      } else {
+        if (!n.IsSequence()) throw YAML::Exception(YAML::Mark::null_mark(), "not a list");
+      }
+      *out = n.as<T>();
+      impl_->from_env.insert(key);
+    } catch (const YAML::Exception&) {
+      file_->Error(var + " (environment): key '" + Dotted(path_, key) + "' expects " + type_name);
+    }
+    return true;
+  }
+}
+
 template <typename T>
 void ConfigMap::GetScalar(const std::string& key, T* out, const char* type_name) {
   impl_->read.insert(key);
+  if (FromEnv(key, out, type_name)) return;
   if (!Has(key)) return;
   const YAML::Node v = impl_->node[key];
   if (!v.IsScalar()) {
@@ -63,6 +145,7 @@ void ConfigMap::Get(const std::string& key, std::string* out) { GetScalar(key, o
 template <typename T>
 void ConfigMap::GetList(const std::string& key, std::vector<T>* out, const char* what) {
   impl_->read.insert(key);
+  if (FromEnv(key, out, (std::string("a list of ") + what).c_str())) return;
   if (!Has(key)) return;
   const YAML::Node node = impl_->node[key];
   const std::string err = ": key '" + Dotted(path_, key) + "' expects a list of " + what;
@@ -90,19 +173,51 @@ void ConfigMap::Get(const std::string& key, std::vector<std::string>* out) {
 
 void ConfigMap::Get(const std::string& key, std::vector<std::pair<std::string, std::string>>* out) {
   impl_->read.insert(key);
-  if (!Has(key)) return;
-  const YAML::Node node = impl_->node[key];
-  const std::string err =
-      ": key '" + Dotted(path_, key) + "' expects a mapping of names to single values";
-  if (!node.IsMap()) return file_->Error(Where(file_->name(), node) + err);
-  std::vector<std::pair<std::string, std::string>> v;
-  for (const auto& kv : node) {
-    if (!kv.first.IsScalar() || !kv.second.IsScalar()) {
-      return file_->Error(Where(file_->name(), kv.first) + err);
+  if (Has(key)) {
+    const YAML::Node node = impl_->node[key];
+    const std::string err =
+        ": key '" + Dotted(path_, key) + "' expects a mapping of names to single values";
+    if (!node.IsMap()) return file_->Error(Where(file_->name(), node) + err);
+    std::vector<std::pair<std::string, std::string>> v;
+    for (const auto& kv : node) {
+      if (!kv.first.IsScalar() || !kv.second.IsScalar()) {
+        return file_->Error(Where(file_->name(), kv.first) + err);
+      }
+      v.emplace_back(kv.first.Scalar(), kv.second.Scalar());
     }
-    v.emplace_back(kv.first.Scalar(), kv.second.Scalar());
+    *out = std::move(v);
   }
-  *out = std::move(v);
+  // One variable per name: <variable>_<NAME> (or its _FILE form) sets or replaces it, the name
+  // read back in lower case with '_' as '.' (names of this kind, librdkafka's, use no '_').
+  const std::string var = file_->EnvironmentName(Dotted(path_, key));
+  if (var.empty()) return;
+  const std::string head = var + "_";
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    const size_t eq = entry.find('=');
+    if (eq == std::string_view::npos || entry.substr(0, head.size()) != head) continue;
+    std::string suffix(entry.substr(head.size(), eq - head.size()));
+    std::string value(entry.substr(eq + 1));
+    if (suffix.size() > 5 && suffix.compare(suffix.size() - 5, 5, "_FILE") == 0) {
+      suffix.resize(suffix.size() - 5);
+      auto content = ReadSecretFile(head + suffix + "_FILE", value);
+      if (!content.ok()) return file_->Error(content.status().message());
+      value = std::move(*content);
+    }
+    std::string name;
+    for (const char ch : suffix) {
+      name += ch == '_' ? '.' : static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    }
+    if (name.empty()) continue;
+    auto it =
+        std::find_if(out->begin(), out->end(), [&](const auto& kv) { return kv.first == name; });
+    if (it != out->end()) {
+      it->second = std::move(value);
+    } else {
+      out->emplace_back(name, std::move(value));
+    }
+    impl_->from_env.insert(key + "." + name);
+  }
 }
 
 ConfigMap ConfigMap::Section(const std::string& key) {
@@ -148,6 +263,10 @@ std::vector<ConfigMap> ConfigMap::List(const std::string& key) {
 
 void ConfigMap::Check(bool ok, const std::string& key, const std::string& what) {
   if (ok) return;
+  if (FromEnvironment(key)) {
+    return file_->Error(file_->EnvironmentName(Dotted(path_, key)) + " (environment): key '" +
+                        Dotted(path_, key) + "' " + what);
+  }
   const YAML::Node v = Has(key) ? impl_->node[key] : impl_->node;
   file_->Error(Where(file_->name(), v) + ": key '" + Dotted(path_, key) + "' " + what);
 }
@@ -192,6 +311,12 @@ ConfigMap ConfigFile::Root() {
   }
   maps_.push_back(impl);
   return ConfigMap(this, impl, "");
+}
+
+void ConfigFile::UseEnvironment(std::string prefix) { env_prefix_ = std::move(prefix); }
+
+std::string ConfigFile::EnvironmentName(const std::string& dotted) const {
+  return env_prefix_.empty() ? std::string() : env_prefix_ + EnvKey(dotted);
 }
 
 void ConfigFile::Error(const std::string& msg) {

@@ -329,6 +329,7 @@ Status WriteBidderConfig(const Setup& s, const Services& svc) {
     }
     if (k == "default_at") line = "default_at: " + std::to_string(s.sc->cfg.auction.openrtb_at());
     if (k == "policy_max_age_s") line = "policy_max_age_s: 86400";
+    if (k == "drain_ms") line = "drain_ms: 0";  // stopped at the end: no load balancer to drain
     if (k == "state_path") line = "state_path: " + s.out + "/bidder/state";
     if (k == "simulation_hooks") line = "simulation_hooks: true";
     if (in_kafka && k == "  brokers") line = "  brokers: " + svc.client.bootstrap;

@@ -13,7 +13,7 @@ PORT=$(free_port)
 fail() { echo "FAIL: $*"; exit 1; }
 base() {  # max_connections -> config file
   sed -e "s#^state_path: .*#state_path: $T/state#" -e "s#^  spill_path: .*#  spill_path: $T/spill.jsonl#" \
-      -e "s#^max_connections: .*#max_connections: $1#" -e "s#^threads: .*#threads: 1#" \
+      -e "s#^max_connections: .*#max_connections: $1#" -e "s#^threads: .*#threads: 1#" -e "s#^drain_ms: .*#drain_ms: 0#" \
       "$SRC/configs/bidder/default.yaml" >"$T/bidder-$1.yaml"
   echo "$T/bidder-$1.yaml"
 }

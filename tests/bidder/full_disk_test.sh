@@ -12,7 +12,6 @@ RTB=$1
 SRC=$2
 T=$(mktemp -d)
 source "$SRC/tests/cli/serve_lib.sh"
-fail() { echo "FAIL: $*"; [[ -f $T/serve.log ]] && tail -20 "$T/serve.log"; exit 1; }
 DISK=$T/disk
 mkdir -p "$DISK"
 cleanup() {

@@ -8,7 +8,7 @@ T=$(mktemp -d)
 source "$SRC/scripts/serve_lib.sh"
 PORT=$(free_port)
 cd "$T"
-sed "s#^state_path: .*#state_path: $T/state#; s#^  spill_path: .*#  spill_path: $T/spill.jsonl#" \
+sed "s#^state_path: .*#state_path: $T/state#; s#^  spill_path: .*#  spill_path: $T/spill.jsonl#; s#^drain_ms: .*#drain_ms: 0#" \
   "$SRC/configs/bidder/default.yaml" >"$T/bidder.yaml"
 "$RTB" serve --config "$T/bidder.yaml" --listen 127.0.0.1:$PORT >"$T/log" 2>&1 &
 PID=$!

@@ -5,6 +5,7 @@
 #                                 with the extra sed expressions applied
 #   start_serve CONFIG            starts `rtb serve` (pid in SERVE, log in T/serve.log), waits
 #                                 until it answers, and sets BROKERS to its embedded Kafka
+#   fail MESSAGE                  says FAIL: MESSAGE and the serve log's last lines; exit 1
 source "$SRC/scripts/serve_lib.sh"
 PORT=$(free_port)
 SERVE=
@@ -12,6 +13,7 @@ bidder_config() {
   local out=$1; shift
   local_bidder_config "$SRC/configs/bidder/default.yaml" "$out" "$PORT" "$T" "$@"
 }
+fail() { echo "FAIL: $*"; [[ -f $T/serve.log ]] && tail -20 "$T/serve.log"; exit 1; }
 start_serve() {
   serve_start "$1" "$PORT" "$T/serve.log" ||
     { echo "no embedded Kafka address in the serve log"; cat "$T/serve.log"; exit 1; }

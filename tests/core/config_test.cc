@@ -1,6 +1,11 @@
 #include "rtb/core/config.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
 
 namespace rtb {
 namespace {
@@ -13,9 +18,10 @@ struct Cfg {
   int inner = 0;
 };
 
-Status Read(const std::string& text, Cfg* c) {
+Status Read(const std::string& text, Cfg* c, const std::string& env_prefix = "") {
   auto f = ConfigFile::Parse(text, "test.yaml");
   if (!f.ok()) return f.status();
+  if (!env_prefix.empty()) (*f)->UseEnvironment(env_prefix);
   ConfigMap root = (*f)->Root();
   root.Get("n", &c->n);
   root.Check(c->n > 0, "n", "must be positive");
@@ -101,6 +107,91 @@ TEST(Config, AMappingOfNamesToValuesKeepsTheFileOrder) {
               std::string::npos)
         << st.message();
   }
+}
+
+// Sets environment variables for one test and removes them after.
+class Env {
+ public:
+  ~Env() {
+    for (const auto& n : names_) ::unsetenv(n.c_str());
+  }
+  void Set(const std::string& n, const std::string& v) {
+    names_.push_back(n);
+    ::setenv(n.c_str(), v.c_str(), 1);
+  }
+
+ private:
+  std::vector<std::string> names_;
+};
+
+TEST(ConfigEnvironment, EveryKeyMayComeFromItsVariableWhichWinsOverTheFile) {
+  Env env;
+  env.Set("RTBT_N", "7");
+  env.Set("RTBT_V", "[4, 5.5]");
+  env.Set("RTBT_SECTION_INNER", "9");  // the section is not even in the file
+  env.Set("RTBT_MODE", "a: b # taken whole");
+  Cfg c;
+  ASSERT_TRUE(Read("n: 2\nx: 1.5\nmode: z\n", &c, "RTBT_").ok());
+  EXPECT_EQ(c.n, 7);
+  EXPECT_EQ(c.x, 1.5);  // no variable: the file's
+  EXPECT_EQ(c.v, (std::vector<double>{4, 5.5}));
+  EXPECT_EQ(c.inner, 9);
+  EXPECT_EQ(c.mode, "a: b # taken whole");
+  Cfg plain;  // without UseEnvironment the file alone counts
+  ASSERT_TRUE(Read("n: 2\n", &plain).ok());
+  EXPECT_EQ(plain.n, 2);
+  EXPECT_EQ(plain.inner, 0);
+}
+
+TEST(ConfigEnvironment, AWrongValueNamesTheVariableAndKeyNeverTheValue) {
+  Env env;
+  env.Set("RTBT_N", "s3cr3t-not-a-number");
+  Cfg c;
+  const Status st = Read("n: 2\n", &c, "RTBT_");
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.message(), "RTBT_N (environment): key 'n' expects an integer");
+  env.Set("RTBT_N", "-1");  // the range check holds for the environment's values too
+  EXPECT_EQ(Read("n: 2\n", &c, "RTBT_").message(),
+            "RTBT_N (environment): key 'n' must be positive");
+}
+
+TEST(ConfigEnvironment, AStringComesFromAFileNamedByItsFileVariable) {
+  const std::string path = ::testing::TempDir() + "/rtb-secret";
+  std::ofstream(path) << "p@ss: word\n";
+  Env env;
+  env.Set("RTBT_MODE_FILE", path);
+  Cfg c;
+  ASSERT_TRUE(Read("mode: in-the-file\n", &c, "RTBT_").ok());
+  EXPECT_EQ(c.mode, "p@ss: word");  // one trailing newline dropped
+  env.Set("RTBT_MODE_FILE", path + ".missing");
+  const Status st = Read("", &c, "RTBT_");
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.message(),
+            "RTBT_MODE_FILE: cannot read " + path + ".missing: No such file or directory");
+}
+
+TEST(ConfigEnvironment, AMappingTakesOneVariablePerName) {
+  const std::string path = ::testing::TempDir() + "/rtb-sasl";
+  std::ofstream(path) << "from-a-file\n";
+  Env env;
+  env.Set("RTBT_PROPS_SASL_USERNAME", "alice");
+  env.Set("RTBT_PROPS_SASL_PASSWORD_FILE", path);
+  auto f = ConfigFile::Parse("props:\n  security.protocol: SASL_SSL\n  sasl.username: bob\n", "t");
+  ASSERT_TRUE(f.ok());
+  (*f)->UseEnvironment("RTBT_");
+  std::vector<std::pair<std::string, std::string>> props;
+  ConfigMap root = (*f)->Root();
+  root.Get("props", &props);
+  ASSERT_TRUE((*f)->Finish().ok());
+  std::map<std::string, std::string> m(props.begin(), props.end());
+  EXPECT_EQ(m["security.protocol"], "SASL_SSL");
+  EXPECT_EQ(m["sasl.username"], "alice");
+  EXPECT_EQ(m["sasl.password"], "from-a-file");
+  EXPECT_EQ(props.size(), 3u);
+  EXPECT_TRUE(root.FromEnvironment("props.sasl.password"));
+  EXPECT_FALSE(root.FromEnvironment("props.security.protocol"));
+  EXPECT_EQ((*f)->EnvironmentName("advertisers[2].daily_budget"),
+            "RTBT_ADVERTISERS_2_DAILY_BUDGET");
 }
 
 TEST(Config, MissingFileIsNotFound) {

@@ -49,6 +49,8 @@ class Bidder {
   // reason until then, and while its state store cannot persist a billing (a full disk: it
   // makes no bid then, and is ready again within a Tick of the store taking writes).
   HttpResult Readiness() const;
+  // From now on /readyz answers 503 "draining" (the process is stopping; bids are still made).
+  void SetDraining();
   // Routes any request (method, target, body) to the handlers above; 404 / 405 otherwise.
   HttpResult Route(std::string_view method, std::string_view target, std::string_view body,
                    int64_t received_us, RequestDecoder& decoder, std::string_view version);

@@ -113,6 +113,9 @@ struct KafkaConfig {
   // applied after each client's own tuning. The ones the engine's guarantees or the keys above
   // own are refused (kafka::EngineOwnedProperty).
   std::vector<std::pair<std::string, std::string>> properties;
+  // Not a key: the properties above written in the file that hold a secret (LoadBidderConfig
+  // warns of them).
+  std::vector<std::string> literal_secrets;
 };
 
 // The live A/B test (core/ab.h): each user is hashed to the learned arm (bids the action
@@ -198,7 +201,15 @@ struct BidderConfig {
   size_t max_header_bytes = 8192;   // larger headers: 431/400
   size_t max_json_depth = 32;       // deeper JSON: 400 (the depth bomb)
   int read_timeout_ms = 5000;       // per read; slow clients are disconnected
-  int max_connections = 1024;       // beyond it new connections are closed
+  // SIGTERM (or SIGINT) drains before stopping: /readyz answers 503 at once and requests are
+  // answered for drain_ms (a load balancer's health checks take the bidder out meanwhile); then
+  // new connections are refused and open ones close after the request in flight, for at most
+  // shutdown_timeout_ms; then events are flushed and the state persisted, exit 0. A second
+  // signal stops at once. 0: no window (in-flight requests still finish); configs/bidder/
+  // default.yaml, the deployment's starting point, says 5000.
+  int drain_ms = 0;
+  int shutdown_timeout_ms = 5000;
+  int max_connections = 1024;  // beyond it new connections are closed
   // Connections open at once from one client address; beyond it that client's new connections
   // are closed (one misbehaving client cannot take every slot). Above max_connections it is
   // max_connections.
@@ -249,9 +260,24 @@ struct BidderConfig {
   MarketConfig market;
   LeaseClientConfig leases;
   std::vector<Advertiser> advertisers;  // the campaigns (see configs/bidder/default.yaml)
+  // Not a key: the secrets written in the file, not given by the environment (LoadBidderConfig
+  // warns of them): notice_secret, market_keys, kafka.properties.*password*|*secret*.
+  std::vector<std::string> literal_secrets;
 };
 
+// The bidder config's environment: every key can be set by RTB_<KEY> (ConfigFile::UseEnvironment:
+// RTB_KAFKA_BROKERS, RTB_NOTICE_SECRET_FILE, RTB_KAFKA_PROPERTIES_SASL_PASSWORD_FILE...), in
+// every process that reads it (rtb serve, rtb learn --market, rtb budget --market).
+inline constexpr const char* kEnvironmentPrefix = "RTB_";
+
+// Reads the file, then the environment (kEnvironmentPrefix), which wins. A secret written in the
+// file (notice_secret, market_keys, a kafka property named *password* or *secret*) is a warning,
+// once per load, naming the variables to use instead.
 Result<BidderConfig> LoadBidderConfig(const std::string& path);
+
+// A notice base URL a client can reach: http(s)://host[:port][/path], its host not an unspecified
+// address (0.0.0.0, ::), which is where a server listens, never where a client connects.
+Status CheckNoticeBaseUrl(const std::string& url);
 
 // The market's key ring (config `market_keys`, after RTB_MARKET_KEYS); nullptr when none is
 // set. LoadBidderConfig has already refused a bad ring.

@@ -11,6 +11,9 @@
 //   world.Get("advertisers", &cfg.world.advertisers);
 //   world.Check(cfg.world.advertisers > 0, "advertisers", "must be positive");
 //   RTB_RETURN_IF_ERROR(file.Finish());  // unknown keys, first error
+//
+// A config a service reads (the bidder's) also takes every key from the environment
+// (ConfigFile::UseEnvironment), as Prebid Server does with PBS_ variables.
 #pragma once
 
 #include <cstdint>
@@ -49,6 +52,8 @@ class ConfigMap {
   // A list of mappings (for example advertisers); absent gives an empty list.
   std::vector<ConfigMap> List(const std::string& key);
   bool Has(const std::string& key) const;
+  // Whether key's value came from the environment (ConfigFile::UseEnvironment), not the file.
+  bool FromEnvironment(const std::string& key) const;
   // Records a range error for key unless ok.
   void Check(bool ok, const std::string& key, const std::string& what);
   // The dotted path of this section ("world.advertisers").
@@ -66,6 +71,10 @@ class ConfigMap {
   void GetScalar(const std::string& key, T* out, const char* type_name);
   template <typename T>
   void GetList(const std::string& key, std::vector<T>* out, const char* what);
+  // The environment's value of key (UseEnvironment), read into *out: true when it set it (or
+  // recorded an error naming the variable); false when no variable names the key.
+  template <typename T>
+  bool FromEnv(const std::string& key, T* out, const char* type_name);
   ConfigFile* file_;
   std::shared_ptr<Impl> impl_;
   std::string path_;
@@ -82,6 +91,17 @@ class ConfigFile {
   ConfigMap Root();
   // The first error seen, else the first key no reader asked for. OK when the file is clean.
   Status Finish();
+  // From now on every key read is also looked up in the environment, and the variable wins:
+  // prefix + the key's dotted path in capitals with '.', '[' and ']' as '_' (kafka.brokers ->
+  // RTB_KAFKA_BROKERS, advertisers[0].daily_budget -> RTB_ADVERTISERS_0_DAILY_BUDGET); a list
+  // is written as YAML ("[1, 2]"). A string key also takes <variable>_FILE, a file whose content
+  // (one trailing newline dropped) is the value: how secrets arrive. A mapping of names
+  // (Get(key, vector<pair>)) takes one variable per name: <variable>_<NAME>, NAME the name in
+  // capitals with '.' as '_' (kafka.properties' sasl.password: RTB_KAFKA_PROPERTIES_SASL_PASSWORD),
+  // and its _FILE form. Errors name the variable, never its value.
+  void UseEnvironment(std::string prefix);
+  // The variable that sets key `dotted` ("kafka.brokers"), or "" without UseEnvironment.
+  std::string EnvironmentName(const std::string& dotted) const;
   const std::string& name() const { return name_; }
 
  private:
@@ -92,6 +112,7 @@ class ConfigFile {
   std::unique_ptr<YAML::Node> root_;
   std::vector<std::shared_ptr<ConfigMap::Impl>> maps_;
   std::string first_error_;
+  std::string env_prefix_;  // UseEnvironment; "" = the file alone
 };
 
 }  // namespace rtb
