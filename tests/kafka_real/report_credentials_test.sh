@@ -68,24 +68,28 @@ refused missing_topic "a topic the cluster does not hold"
 grep -q "rtb.no-such-topic" "$OUT/missing_topic.err" ||
   fail "missing_topic: the error does not name the topic: $(cat "$OUT/missing_topic.err")"
 
-# `rtb serve` on the SASL_SSL listener (its kafka.brokers and kafka.properties): with the right
-# credentials it serves and the brokers acknowledge its events; a wrong password, an address
-# where no broker listens and a missing topic each stop its start with one line naming what is
-# wrong, non-zero, within 10 s.
+# `rtb serve` on the SASL_SSL listener (its kafka.brokers and kafka.properties, the password from
+# a secret file, RTB_KAFKA_PROPERTIES_SASL_PASSWORD_FILE, as docs/deploy.md has it): with the
+# right credentials it serves and the brokers acknowledge its events; a wrong password, an
+# address where no broker listens and a missing topic each stop its start with one line naming
+# what is wrong, non-zero, within 10 s.
 PORT=$(free_port)
-serve_config() {  # NAME BROKERS PASSWORD [SED...]: a bidder config on the SASL listener
+serve_config() {  # NAME BROKERS PASSWORD [SED...]: a bidder config on the SASL listener, and
+                  # its password in OUT/NAME.sasl
   local name=$1 brokers=$2 password=$3
   shift 3
   local_bidder_config configs/bidder/default.yaml "$OUT/$name.yaml" "$PORT" "$OUT/$name" \
     -e "s#^  brokers: .*#  brokers: \"$brokers\"#" \
-    -e "s#^  properties: .*#  properties: {security.protocol: SASL_SSL, sasl.mechanism: $KAFKA_SASL_MECHANISM, sasl.username: $KAFKA_SASL_USER, sasl.password: $password, ssl.ca.location: $KAFKA_CA_PEM}#" \
+    -e "s#^  properties: .*#  properties: {security.protocol: SASL_SSL, sasl.mechanism: $KAFKA_SASL_MECHANISM, sasl.username: $KAFKA_SASL_USER, ssl.ca.location: $KAFKA_CA_PEM}#" \
     "$@"
+  printf '%s\n' "$password" > "$OUT/$name.sasl"
 }
 serve_refused() {  # NAME WHAT: rtb serve with OUT/NAME.yaml stops at start
   local t0
   t0=$(date +%s.%N)
   set +e
-  timeout 60 "$RTB" serve --config "$OUT/$1.yaml" > "$OUT/$1.out" 2> "$OUT/$1.err"
+  RTB_KAFKA_PROPERTIES_SASL_PASSWORD_FILE=$OUT/$1.sasl \
+    timeout 60 "$RTB" serve --config "$OUT/$1.yaml" > "$OUT/$1.out" 2> "$OUT/$1.err"
   RC=$?
   set -e
   SECS=$(python3 -c "import sys; print('%.1f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$t0" "$(date +%s.%N)")
@@ -104,7 +108,8 @@ serve_refused serve_missing_topic "a topic the cluster does not hold"
 grep -q "rtb.no-such-topic" "$OUT/serve_missing_topic.err" || fail "serve_missing_topic: the topic is not named"
 
 serve_config serve_right "$KAFKA_SASL_BOOTSTRAP" "$KAFKA_SASL_PASSWORD"
-serve_start "$OUT/serve_right.yaml" "$PORT" "$OUT/serve_right.log" || true  # no embedded cluster
+RTB_KAFKA_PROPERTIES_SASL_PASSWORD_FILE=$OUT/serve_right.sasl \
+  serve_start "$OUT/serve_right.yaml" "$PORT" "$OUT/serve_right.log" || true  # no embedded cluster
 trap 'kill $SERVE 2>/dev/null; wait $SERVE 2>/dev/null; rm -rf "$OUT"' EXIT
 curl -sf "http://127.0.0.1:$PORT/readyz" -o /dev/null || fail "serve_right: not ready: $(tail -5 "$OUT/serve_right.log")"
 for i in $(seq 1 20); do
