@@ -92,7 +92,8 @@ void ReadServer(ConfigMap& root, BidderConfig* cp) {
   root.Get("simulation_hooks", &c.simulation_hooks);
 }
 
-void ReadKafka(ConfigMap k, KafkaConfig* kc) {
+// literal_secrets: the secret properties written in the file (BidderConfig::literal_secrets).
+void ReadKafka(ConfigMap k, KafkaConfig* kc, std::vector<std::string>* literal_secrets) {
   k.Get("brokers", &kc->brokers);
   k.Check(!kc->brokers.empty(), "brokers", kBrokersChoices);
   k.Get("mock_brokers", &kc->mock_brokers);
@@ -124,7 +125,7 @@ void ReadKafka(ConfigMap k, KafkaConfig* kc) {
             "may not set " + name + " (the engine's own, or a kafka key's)");
     if ((name.find("password") != std::string::npos || name.find("secret") != std::string::npos) &&
         !value.empty() && !k.FromEnvironment("properties." + name)) {
-      kc->literal_secrets.push_back("kafka.properties." + name);
+      literal_secrets->push_back("kafka.properties." + name);
     }
   }
 }
@@ -276,15 +277,13 @@ Result<BidderConfig> LoadBidderConfig(const std::string& path) {
   BidderConfig c;
   ConfigMap root = file->Root();
   ReadServer(root, &c);
-  ReadKafka(root.Section("kafka"), &c.kafka);
+  ReadKafka(root.Section("kafka"), &c.kafka, &c.literal_secrets);
   ReadMarket(root.Section("market"), &c.market);
   ReadAb(root.Section("ab"), &c.ab);
   ReadLeases(root.Section("leases"), &c.leases);
   std::set<uint32_t> ids;
   for (ConfigMap a : root.List("advertisers")) c.advertisers.push_back(ReadAdvertiser(a, &ids));
   RTB_RETURN_IF_ERROR(file->Finish());
-  c.literal_secrets.insert(c.literal_secrets.end(), c.kafka.literal_secrets.begin(),
-                           c.kafka.literal_secrets.end());
   if (!c.literal_secrets.empty()) {
     std::string keys, vars;
     for (const std::string& k : c.literal_secrets) {

@@ -113,9 +113,6 @@ struct KafkaConfig {
   // applied after each client's own tuning. The ones the engine's guarantees or the keys above
   // own are refused (kafka::EngineOwnedProperty).
   std::vector<std::pair<std::string, std::string>> properties;
-  // Not a key: the properties above written in the file that hold a secret (LoadBidderConfig
-  // warns of them).
-  std::vector<std::string> literal_secrets;
 };
 
 // The live A/B test (core/ab.h): each user is hashed to the learned arm (bids the action
