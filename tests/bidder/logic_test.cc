@@ -809,6 +809,24 @@ TEST(BidderConfig, DefaultLoadsAndThreadSettingsAreChecked) {
   EXPECT_NE(tilde.status().message().find("'~'"), std::string::npos) << tilde.status().message();
 }
 
+// A creative without markup could not render (nothing serves it later): the config is refused
+// at load with one line naming the creative's key; the default config's creatives all render.
+TEST(BidderConfig, ACreativeWithoutMarkupIsRefusedAtLoad) {
+  auto def = LoadDefaultWith("", "");
+  ASSERT_TRUE(def.ok()) << def.status().message();
+  for (const auto& a : def->advertisers) {
+    for (const auto& c : a.creatives) EXPECT_FALSE(c.markup.empty()) << c.crid;
+  }
+  for (const char* to : {", markup: \"\"}", "}"}) {  // empty, and absent
+    auto bare = LoadDefaultWith(", markup: \"<div>Globex</div>\"}", to);
+    ASSERT_FALSE(bare.ok()) << to;
+    EXPECT_NE(bare.status().message().find(
+                  "creatives[0].markup' is empty: a bid carries its creative's markup (adm)"),
+              std::string::npos)
+        << bare.status().message();
+  }
+}
+
 // kafka.properties: a real cluster's librdkafka settings, in order; the engine's own are refused.
 TEST(BidderConfig, KafkaPropertiesAreReadAndTheEnginesOwnRefused) {
   auto def = LoadDefaultWith("", "");
