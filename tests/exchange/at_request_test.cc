@@ -47,7 +47,7 @@ struct StandIn {
 };
 
 // An HTTP/1.1 keep-alive server on 127.0.0.1 that answers POSTs with 204 (no bid) or a bid, its
-// readiness check as told, and anything else with 200, counting what it gets. Stop() closes the
+// readiness check as told, and anything else with 200, counting what it answers. Stop() closes the
 // listener and every open connection, as a killed process would.
 class StandInBidder {
  public:
@@ -117,12 +117,13 @@ class StandInBidder {
       const std::string target(req.target());
       http::response<http::string_body> res{http::status::ok, req.version()};
       res.keep_alive(true);
-      bool last = false;
+      bool last = false, bid = false;
       {
         std::lock_guard<std::mutex> lk(mu_);
         if (stopped_) return;
         if (req.method() == http::verb::post) {
           ++bid_requests_;
+          bid = true;
           res.result(http::status::no_content);
           const auto body = nlohmann::json::parse(req.body(), nullptr, false);
           ats_.push_back(body.is_object() ? body.value("at", int64_t{0}) : -1);
@@ -162,6 +163,9 @@ class StandInBidder {
       if (last) StopAllBut(s.native_handle());
       res.prepare_payload();
       http::write(s, res, ec);
+      // Stopped between the count and the answer: the exchange never got it and sends the
+      // request on to another bidder, so it is not counted here.
+      if (ec && bid) --bid_requests_;
       if (ec || last) return;
     }
   }
