@@ -80,6 +80,6 @@ for r in $(seq "$ROUNDS"); do
 done
 echo "p99 at half peak, median of $ROUNDS runs: full bid path $(echo $P99S | median) ms; bare server at the same rate $(echo $BP99S | median) ms"
 echo "in-process p99 (decode to encode) of the full runs: ${INS#|}"
-curl -s http://127.0.0.1:$PORT/metrics | grep -E '^(rtb_requests_total|rtb_bids_total|rtb_bid_state|rtb_kafka_events\{state="(logged|acked|spilled|dropped)"\})'
+curl -s http://127.0.0.1:$PORT/metrics | grep -E '^(rtb_requests_total|rtb_bids_total|rtb_open_reservations|rtb_reservation_slots|rtb_kafka_events_(logged|acked|spilled|dropped)_total)'
 echo "server memory: $(grep VmRSS /proc/$PID/status)"
 hostcheck

@@ -47,7 +47,7 @@ t0=$(date +%s)
 while kill -0 $LG 2>/dev/null; do
   sleep 30
   m=$(( ($(date +%s) - t0) / 60 ))
-  echo "$(awk -v s=$(( $(date +%s) - t0 )) 'BEGIN {printf "%.1f", s / 60}'),$(rss_mb),$(metric 'rtb_requests_total\{endpoint="bid"\}'),$(metric rtb_bids_total),$(metric 'rtb_kafka_events\{state="logged"\}'),$(metric 'rtb_kafka_events\{state="acked"\}'),$(metric 'rtb_bid_state\{kind="open_reservations"\}'),$(metric 'rtb_bid_state\{kind="reservation_slots"\}')" >>"$OUT/rss.csv"
+  echo "$(awk -v s=$(( $(date +%s) - t0 )) 'BEGIN {printf "%.1f", s / 60}'),$(rss_mb),$(metric 'rtb_requests_total\{endpoint="bid"\}'),$(metric rtb_bids_total),$(metric 'rtb_kafka_events_logged_total'),$(metric 'rtb_kafka_events_acked_total'),$(metric 'rtb_open_reservations'),$(metric 'rtb_reservation_slots')" >>"$OUT/rss.csv"
   (( m % 5 == 0 )) && tail -1 "$OUT/rss.csv" | awk -F, '{printf "  minute %s: RSS %s MB, %s requests, %s bids, events logged %s acked %s\n", $1, $2, $3, $4, $5, $6}'
 done
 wait $LG || true
@@ -55,15 +55,15 @@ echo "loadgen: $(cat "$T/loadgen.out")"
 wait $NC || { echo "FAIL: the notice client stopped (exit $?)"; exit 1; }
 # Kafka delivery settles (linger, acks) before the counts are read.
 for _ in $(seq 60); do
-  [[ $(metric 'rtb_kafka_queue\{where="producer"\}') == 0 && $(metric 'rtb_kafka_queue\{where="spill"\}') == 0 ]] && break
+  [[ $(metric 'rtb_kafka_waiting_events\{where="producer"\}') == 0 && $(metric 'rtb_kafka_waiting_events\{where="spill"\}') == 0 ]] && break
   sleep 0.5
 done
 sleep 2
 M=$(curl -s http://127.0.0.1:$PORT/metrics)
 get() { echo "$M" | sed -nE "s/^$1 ([0-9.e+-]+)\$/\\1/p" | head -1; }
-logged=$(get 'rtb_kafka_events\{state="logged"\}') acked=$(get 'rtb_kafka_events\{state="acked"\}')
-spilled=$(get 'rtb_kafka_events\{state="spilled"\}') dropped=$(get 'rtb_kafka_events\{state="dropped"\}')
-dead=$(get 'rtb_kafka_events\{state="dead_lettered"\}')
+logged=$(get 'rtb_kafka_events_logged_total') acked=$(get 'rtb_kafka_events_acked_total')
+spilled=$(get 'rtb_kafka_events_spilled_total') dropped=$(get 'rtb_kafka_events_dropped_total')
+dead=$(get 'rtb_kafka_events_dead_lettered_total')
 echo "events: logged $logged, acked $acked, spilled $spilled, dropped $dropped, dead-lettered $dead"
 FAIL=0
 [[ "$logged" == "$acked" && "$dropped" == 0 && "$dead" == 0 ]] || { echo "FAIL: events lost or not acked"; FAIL=1; }
@@ -90,8 +90,8 @@ for key, want in sent["spend_micros"].items():
     if day != today:  # /metrics shows today's ledger; the run crossed midnight
         print(f"advertiser {adv}, day {day}: charged billings {want} micros (booked on that day; not in /metrics)")
         continue
-    got = val(f'rtb_budget_micros{{advertiser="{adv}",kind="spent"}}')
-    budget = val(f'rtb_budget_micros{{advertiser="{adv}",kind="budget"}}')
+    got = sum(val(f'rtb_advertiser_spent_micros{{advertiser="{adv}",arm="{arm}"}}') for arm in ("learned", "manual"))
+    budget = sum(val(f'rtb_advertiser_budget_micros{{advertiser="{adv}",arm="{arm}"}}') for arm in ("learned", "manual"))
     print(f"advertiser {adv}: spent {got} micros = charged billings {want}; budget {budget} ({100 * got / budget:.4f}% used)")
     ok &= got == want and got <= budget
 rows = [l.split(",") for l in open(sys.argv[2]).read().split()[1:]]

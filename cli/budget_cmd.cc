@@ -4,12 +4,18 @@
 #include <chrono>
 #include <csignal>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
 #include "common.h"
 #include "rtb/bidder/config.h"
+#include "rtb/core/admin_server.h"
+#include "rtb/core/build_info.h"
+#include "rtb/core/clock.h"
 #include "rtb/core/log.h"
+#include "rtb/core/prometheus.h"
 
 namespace rtb::cli {
 
@@ -68,6 +74,8 @@ CLI::App* AddBudgetCommand(CLI::App* app, BudgetArgs* a) {
                  "A marker or holding more than this above the highest epoch read is refused")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
       ->capture_default_str();
+  bu->add_option("--admin-listen", a->admin_listen,
+                 "host:port of GET /metrics and /healthz (docs/metrics.md); empty: none");
   bu->add_option("--leases-out", a->c.leases_out,
                  "On stop, write every lease (budget, held, spent per bidder) to this CSV");
   bu->add_option("--restored-out", a->c.restored_out,
@@ -128,6 +136,44 @@ int RunBudget(BudgetArgs a) {
     return 0;
   };
   a.c.stop = &stop;
+  // The admin port, up before the coordinator (which may wait for a hand-over): /metrics has
+  // the process and build families until it serves, its own families from then on.
+  // The coordinator the admin port reads, under a lock held while it reads (cleared before the
+  // coordinator goes).
+  struct Serving {
+    std::mutex mu;
+    const rtb::budget::Coordinator* co = nullptr;  // GUARDED_BY(mu)
+    void Set(const rtb::budget::Coordinator* c) {
+      std::lock_guard<std::mutex> lk(mu);
+      co = c;
+    }
+  } serving;
+  std::unique_ptr<rtb::AdminServer> admin;
+  if (!a.admin_listen.empty()) {
+    auto started = rtb::AdminServer::Start(
+        a.admin_listen, {.metrics =
+                             [&serving] {
+                               std::string o;
+                               {
+                                 std::lock_guard<std::mutex> lk(serving.mu);
+                                 if (serving.co != nullptr) o = serving.co->Metrics();
+                               }
+                               rtb::AppendBuildInfo(&o);
+                               rtb::prom::AppendProcessMetrics(&o);
+                               return o;
+                             },
+                         .unhealthy =
+                             [&serving] {
+                               std::lock_guard<std::mutex> lk(serving.mu);
+                               return serving.co == nullptr
+                                          ? std::string()
+                                          : rtb::budget::Unhealthy(*serving.co,
+                                                                   rtb::SystemClock()->UnixMs());
+                             }});
+    if (!started.ok()) return Fail(started.status());
+    admin = std::move(*started);
+    rtb::log::Get("budget").info("admin port: http://{}/metrics and /healthz", a.admin_listen);
+  }
   auto co = rtb::budget::Coordinator::Create(a.c);
   if (!co.ok()) {
     if (co.status().code() == rtb::Status::Code::kFailedPrecondition) {
@@ -135,6 +181,11 @@ int RunBudget(BudgetArgs a) {
     }
     return Fail(co.status());
   }
+  serving.Set(co->get());
+  struct Clear {  // however this function returns
+    Serving& s;
+    ~Clear() { s.Set(nullptr); }
+  } clear{serving};
   const rtb::Status st = (*co)->Run(stop);
   const auto n = (*co)->counters();
   rtb::log::Get("budget").info(
@@ -146,6 +197,7 @@ int RunBudget(BudgetArgs a) {
       n.late_from_dead, n.refused, RefusalsLine(n.refusals));
   if (!st.ok()) return Fail(st);
   if (!n.handed_over_to.empty()) {
+    serving.Set(nullptr);
     co->reset();  // leaves the requests topic's group
     return idle_until_stopped("handed the market over to coordinator " + n.handed_over_to);
   }

@@ -11,6 +11,7 @@ namespace rtb::cli {
 struct BudgetArgs {
   std::string market;  // the bidders' config: advertisers, budgets, A/B share, billing window
   rtb::budget::CoordinatorOptions c;
+  std::string admin_listen;  // host:port of /metrics and /healthz; empty: none
 };
 
 CLI::App* AddBudgetCommand(CLI::App* app, BudgetArgs* a);

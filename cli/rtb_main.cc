@@ -14,7 +14,7 @@
 #include "learner_cmd.h"
 #include "replay_cmd.h"
 #include "report_cmd.h"
-#include "rtb_version.h"
+#include "rtb/core/build_info.h"
 #include "serve_cmd.h"
 #include "simulate_cmd.h"
 
@@ -32,7 +32,7 @@ int Main(int argc, char** argv) {
   CLI::App app{"rtb: a real-time bidding engine that learns to bid with multi-agent RL (DCMAB)"};
   app.require_subcommand(1);
   app.set_version_flag("--version",
-                       std::string("rtb ") + RTB_VERSION + " (commit " + RTB_COMMIT + ")");
+                       std::string("rtb ") + BuildVersion() + " (commit " + BuildCommit() + ")");
 
   // In the order `rtb --help` lists them.
   SimulateArgs sim;

@@ -46,7 +46,7 @@ serve_start() {
 }
 events_drained() {
   curl -s "http://127.0.0.1:$1/metrics" |
-    awk '/^rtb_kafka_queue\{/ { n += $2 } END { exit !(NR > 0 && n == 0) }'
+    awk '/^rtb_kafka_waiting_events\{/ { n += $2 } END { exit !(NR > 0 && n == 0) }'
 }
 days_played() { grep -c '^{' "$1" || true; }
 spent_after() {

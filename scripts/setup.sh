@@ -14,7 +14,7 @@ PKGS=(
   libssl-dev zlib1g-dev libjemalloc-dev kcat wrk python3-torch
   chromium fonts-dejavu-core
   openjdk-17-jre-headless maven
-  systemd
+  systemd prometheus
 )
 
 missing=()

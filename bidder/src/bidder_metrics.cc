@@ -1,12 +1,90 @@
 // The bidder's /metrics page (Prometheus text format 0.0.4).
+#include <algorithm>
 #include <cstdio>
+#include <vector>
 
 #include "bidder_impl.h"
 #include "lease_client.h"
+#include "rtb/core/build_info.h"
+#include "rtb/core/prometheus.h"
 
 namespace rtb::bidder {
 
 namespace {
+// The budget day's ledger on /metrics: per agent and arm always (what sums to the market), per
+// advertiser for the first cfg.metrics_advertisers of the file, and the overspend, which no
+// correct bidder shows: series stay bounded however many advertisers there are.
+void AppendBudgetMetrics(const BidderConfig& cfg, const BudgetLedger& ledger, std::string& o) {
+  const size_t n_adv = cfg.advertisers.size();
+  int agents = 0;
+  for (const auto& a : cfg.advertisers) agents = std::max(agents, a.agent + 1);
+  static constexpr struct {
+    const char* what;
+    const char* help;
+    Micros (BudgetLedger::*get)(size_t) const;
+  } kKinds[] = {
+      {"budget", "The budget day's budget", &BudgetLedger::budget},
+      {"spent", "Spent so far this budget day (billed)", &BudgetLedger::spent},
+      {"reserved", "Held by bids awaiting their notices", &BudgetLedger::reserved},
+  };
+  const std::string arms[2] = {ArmName(Arm::kLearned), ArmName(Arm::kManual)};
+  // sums[kind][agent * 2 + arm], in one pass over the advertisers.
+  std::vector<int64_t> sums[3];
+  for (auto& v : sums) v.assign(2 * static_cast<size_t>(agents), 0);
+  for (size_t k = 0; k < n_adv; ++k) {
+    for (const Arm arm : {Arm::kLearned, Arm::kManual}) {
+      const size_t at =
+          2 * static_cast<size_t>(cfg.advertisers[k].agent) + static_cast<size_t>(arm);
+      for (int i = 0; i < 3; ++i)
+        sums[i][at] += (ledger.*kKinds[i].get)(ArmSlot(k, arm, n_adv)).value();
+    }
+  }
+  for (int i = 0; i < 3; ++i) {
+    const std::string name = std::string("rtb_agent_") + kKinds[i].what + "_micros";
+    prom::Family(
+        &o, name, "gauge",
+        std::string(kKinds[i].help) + ", summed over each agent's advertisers, per A/B arm.");
+    for (size_t at = 0; at < sums[i].size(); ++at) {
+      prom::Sample(&o, name,
+                   "agent=\"" + std::to_string(at / 2) + "\",arm=\"" + arms[at % 2] + "\"",
+                   sums[i][at]);
+    }
+  }
+  const size_t shown = std::min(n_adv, static_cast<size_t>(std::max(0, cfg.metrics_advertisers)));
+  for (const auto& kind : kKinds) {
+    if (shown == 0) break;
+    const std::string name = std::string("rtb_advertiser_") + kind.what + "_micros";
+    prom::Family(&o, name, "gauge",
+                 std::string(kind.help) +
+                     ", per advertiser (the first metrics_advertisers of the "
+                     "config) and A/B arm.");
+    for (size_t k = 0; k < shown; ++k) {
+      for (const Arm arm : {Arm::kLearned, Arm::kManual}) {
+        prom::Sample(&o, name,
+                     "advertiser=\"" + std::to_string(cfg.advertisers[k].id) + "\",arm=\"" +
+                         arms[static_cast<int>(arm)] + "\"",
+                     (ledger.*kind.get)(ArmSlot(k, arm, n_adv)).value());
+      }
+    }
+  }
+  int64_t over = 0, excess = 0;
+  for (size_t s = 0; s < 2 * n_adv; ++s) {
+    const int64_t e = ledger.spent(s).value() - ledger.budget(s).value();
+    if (e > 0) ++over, excess += e;
+  }
+  prom::Gauge(&o, "rtb_overspent_budgets",
+              "Arm budgets (advertiser x A/B arm) of the budget day spent past their budget: 0 "
+              "unless something is wrong.",
+              over);
+  prom::Gauge(&o, "rtb_overspend_micros", "What those budgets spent past their budget, summed.",
+              excess);
+  prom::Gauge(&o, "rtb_open_reservations",
+              "Bids of the budget day holding a reservation until their notice.",
+              static_cast<int64_t>(ledger.outstanding()));
+  prom::Gauge(&o, "rtb_reservation_slots", "Slots of the reservation tables (their memory).",
+              static_cast<int64_t>(ledger.capacity()));
+}
+
 // The lease client's part of /metrics (with leases.enabled).
 void AppendLeaseMetrics(const Bidder::Impl& m, std::string& o) {
   char buf[256];
@@ -33,14 +111,18 @@ void AppendLeaseMetrics(const Bidder::Impl& m, std::string& o) {
        "lease client started).\n"
        "# TYPE rtb_lease_report_age_seconds gauge\n";
   line("rtb_lease_report_age_seconds %.3f\n", static_cast<double>(h.report_age_ms) / 1000.0);
-  o += "# HELP rtb_lease_messages_total Lease traffic: asks sent, answers read, returns sent, "
-       "reports Kafka took, resyncs after a silence past the TTL.\n"
+  o += "# HELP rtb_lease_messages_total Lease messages: asks sent, answers read, returns sent, "
+       "reports Kafka took.\n"
        "# TYPE rtb_lease_messages_total counter\n";
   for (const auto& [kind, count] :
        {std::pair{"ask", h.asks}, std::pair{"answer", h.answers}, std::pair{"return", h.returns},
-        std::pair{"report", h.reports}, std::pair{"resync", h.resyncs}}) {
+        std::pair{"report", h.reports}}) {
     line("rtb_lease_messages_total{kind=\"%s\"} %lld\n", kind, static_cast<long long>(count));
   }
+  prom::Counter(&o, "rtb_lease_resyncs_total",
+                "Times the lease client asked for every holding again after Kafka took no report "
+                "for leases.ttl_ms.",
+                h.resyncs);
   o += "# HELP rtb_lease_stale_holdings_total Holdings of a coordinator fenced off by a newer "
        "one (landed after its epoch marker on the grants topic): ignored.\n"
        "# TYPE rtb_lease_stale_holdings_total counter\n";
@@ -54,11 +136,13 @@ void AppendLeaseMetrics(const Bidder::Impl& m, std::string& o) {
          static_cast<long long>(count));
   }
   o += "# HELP rtb_lease_held_micros What this bidder holds of each budget day's arm budget, "
-       "as the grants topic last said.\n# TYPE rtb_lease_held_micros gauge\n";
+       "as the grants topic last said (the first metrics_advertisers advertisers).\n"
+       "# TYPE rtb_lease_held_micros gauge\n";
   const size_t advertisers = m.cfg.advertisers.size();
   for (const auto& [id, held] : h.held) {
     if (id.second >= 2 * advertisers) continue;  // ArmSlot's range
     const size_t k = id.second % advertisers;
+    if (k >= static_cast<size_t>(m.cfg.metrics_advertisers)) continue;
     const Arm arm = id.second < advertisers ? Arm::kLearned : Arm::kManual;
     line("rtb_lease_held_micros{day=\"%s\",advertiser=\"%u\",arm=\"%s\"} %lld\n",
          BudgetDayName(id.first).c_str(), m.cfg.advertisers[k].id, ArmName(arm),
@@ -101,41 +185,7 @@ HttpResult Bidder::Metrics() const {
   }
   // The current budget day's ledger: none before a simulated bidder's first request.
   if (const BudgetLedger* cur = m.days->Current(); cur != nullptr) {
-    const BudgetLedger& ledger = *cur;
-    o += "# HELP rtb_budget_micros Budget, spend and outstanding reservations per advertiser.\n"
-         "# TYPE rtb_budget_micros gauge\n";
-    const size_t n_adv = m.cfg.advertisers.size();
-    auto sum = [&](size_t k, auto get) {
-      return (long long)(get(ArmSlot(k, Arm::kLearned, n_adv)).value() +
-                         get(ArmSlot(k, Arm::kManual, n_adv)).value());
-    };
-    auto budget = [&](size_t s) { return ledger.budget(s); };
-    auto spent = [&](size_t s) { return ledger.spent(s); };
-    auto reserved = [&](size_t s) { return ledger.reserved(s); };
-    for (size_t k = 0; k < n_adv; ++k) {
-      const unsigned id = m.cfg.advertisers[k].id;
-      line("rtb_budget_micros{advertiser=\"%u\",kind=\"budget\"} %lld\n", id, sum(k, budget));
-      line("rtb_budget_micros{advertiser=\"%u\",kind=\"spent\"} %lld\n", id, sum(k, spent));
-      line("rtb_budget_micros{advertiser=\"%u\",kind=\"reserved\"} %lld\n", id, sum(k, reserved));
-    }
-    o += "# HELP rtb_arm_budget_micros The same per A/B arm: each arm's part of the budget.\n"
-         "# TYPE rtb_arm_budget_micros gauge\n";
-    for (const Arm arm : {Arm::kLearned, Arm::kManual}) {
-      for (size_t k = 0; k < n_adv; ++k) {
-        const unsigned id = m.cfg.advertisers[k].id;
-        const size_t s = ArmSlot(k, arm, n_adv);
-        for (const auto& [kind, v] :
-             {std::pair{"budget", ledger.budget(s)}, std::pair{"spent", ledger.spent(s)},
-              std::pair{"reserved", ledger.reserved(s)}}) {
-          line("rtb_arm_budget_micros{advertiser=\"%u\",arm=\"%s\",kind=\"%s\"} %lld\n", id,
-               ArmName(arm), kind, (long long)v.value());
-        }
-      }
-    }
-    o += "# HELP rtb_bid_state Per-bid state held: open reservations of today's ledger and the "
-         "slots of their tables.\n# TYPE rtb_bid_state gauge\n";
-    line("rtb_bid_state{kind=\"open_reservations\"} %lld\n", (long long)ledger.outstanding());
-    line("rtb_bid_state{kind=\"reservation_slots\"} %zu\n", ledger.capacity());
+    AppendBudgetMetrics(m.cfg, *cur, o);
   }
   o += m.events->Metrics();
   const PolicySnapshot* p = m.policy.Current();
@@ -165,9 +215,12 @@ HttpResult Bidder::Metrics() const {
   line("rtb_fallback_requests_total %llu\n", (unsigned long long)n.fallback_requests.Get());
   o += "# HELP rtb_kafka_bootstrap_info Where the events go (kcat -b).\n"
        "# TYPE rtb_kafka_bootstrap_info gauge\n";
-  o += "rtb_kafka_bootstrap_info{bootstrap=\"" + m.events->bootstrap() + "\"} 1\n";
+  o +=
+      "rtb_kafka_bootstrap_info{bootstrap=\"" + prom::LabelValue(m.events->bootstrap()) + "\"} 1\n";
+  AppendBuildInfo(&o);
+  prom::AppendProcessMetrics(&o);
   HttpResult r;
-  r.content_type = "text/plain; version=0.0.4";
+  r.content_type = prom::kContentType;
   r.body = std::move(o);
   return r;
 }

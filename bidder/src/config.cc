@@ -83,6 +83,9 @@ void ReadServer(ConfigMap& root, BidderConfig* cp) {
              "expected_bids_per_second",
              "must be >= 0, and times reservation_timeout_ms at most 2^32 bids");
   root.Get("policy_max_age_s", &c.policy_max_age_s);
+  root.Get("metrics_advertisers", &c.metrics_advertisers);
+  root.Check(c.metrics_advertisers >= 0 && c.metrics_advertisers <= 100'000, "metrics_advertisers",
+             "must be between 0 and 100000");
   root.Get("policy_path", &c.policy_path);
   root.Get("clusters_path", &c.clusters_path);
   root.Get("default_cluster", &c.default_cluster);

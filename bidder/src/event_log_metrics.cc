@@ -2,26 +2,15 @@
 #include <cstdio>
 
 #include "rtb/bidder/event_log.h"
+#include "rtb/core/prometheus.h"
 
 namespace rtb::bidder {
 
 namespace {
-
-// A label value with \, " and newlines escaped, as the text format wants.
-std::string LabelValue(std::string_view v) {
-  std::string o;
-  for (const char c : v) {
-    if (c == '\\' || c == '"') o += '\\';
-    o += c == '\n' ? std::string("\\n") : std::string(1, c);
-  }
-  return o;
-}
-
-// "# HELP name help\n# TYPE name type\n".
+using prom::LabelValue;
 void Family(std::string* o, const char* name, const char* type, const char* help) {
-  *o += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+  prom::Family(o, name, type, help);
 }
-
 }  // namespace
 
 std::string RenderKafkaStatistics(const kafka::Statistics& s) {
@@ -32,20 +21,33 @@ std::string RenderKafkaStatistics(const kafka::Statistics& s) {
   Family(&o, "rtb_kafka_producer_queue_bytes", "gauge", "Bytes of those events.");
   o += "rtb_kafka_producer_queue_bytes " + std::to_string(s.queue_bytes) + "\n";
   if (s.brokers.empty()) return o;
-  Family(&o, "rtb_kafka_broker_rtt_seconds", "gauge",
-         "Round-trip time of the producer's requests to each broker over librdkafka's last "
-         "statistics window, by quantile (NaN: none measured).");
+  // Two gauges, not a quantile label: librdkafka's window quantiles are no Prometheus summary
+  // (no _sum or _count), and Prometheus keeps the quantile label for summaries.
+  using Broker = kafka::Statistics::Broker;
+  static constexpr struct {
+    const char* name;
+    const char* help;
+    int64_t Broker::*us;
+  } kRtt[] = {
+      {"rtb_kafka_broker_rtt_p50_seconds",
+       "Round-trip time of the producer's requests to each broker, median over librdkafka's last "
+       "statistics window (NaN: none measured).",
+       &Broker::rtt_p50_us},
+      {"rtb_kafka_broker_rtt_p99_seconds",
+       "Round-trip time of the producer's requests to each broker, 99th percentile over "
+       "librdkafka's last statistics window (NaN: none measured).",
+       &Broker::rtt_p99_us},
+  };
   char buf[64];
-  for (const auto& b : s.brokers) {
-    const std::string broker = LabelValue(b.name);
-    for (const auto& [q, us] : {std::pair{"0.5", b.rtt_p50_us}, std::pair{"0.99", b.rtt_p99_us}}) {
+  for (const auto& r : kRtt) {
+    Family(&o, r.name, "gauge", r.help);
+    for (const auto& b : s.brokers) {
       if (b.rtt_samples > 0) {
-        std::snprintf(buf, sizeof buf, "%.6f", static_cast<double>(us) / 1e6);
+        std::snprintf(buf, sizeof buf, "%.6f", static_cast<double>(b.*r.us) / 1e6);
       } else {
         std::snprintf(buf, sizeof buf, "NaN");
       }
-      o += "rtb_kafka_broker_rtt_seconds{broker=\"" + broker + "\",quantile=\"" + q + "\"} " + buf +
-           "\n";
+      o += std::string(r.name) + "{broker=\"" + LabelValue(b.name) + "\"} " + buf + "\n";
     }
   }
   Family(&o, "rtb_kafka_broker_state", "gauge",
@@ -55,7 +57,7 @@ std::string RenderKafkaStatistics(const kafka::Statistics& s) {
     o += "rtb_kafka_broker_state{broker=\"" + LabelValue(b.name) + "\",state=\"" +
          LabelValue(b.state) + "\"} 1\n";
   }
-  using Broker = kafka::Statistics::Broker;
+
   static constexpr struct {
     const char* name;
     const char* help;
@@ -84,17 +86,32 @@ std::string RenderKafkaStatistics(const kafka::Statistics& s) {
 std::string EventLog::Metrics() const {
   const EventLogStats s = Stats();
   std::string o;
-  Family(&o, "rtb_kafka_events", "counter", "Events by delivery state.");
-  for (const auto& [state, n] :
-       {std::pair{"logged", s.logged}, std::pair{"acked", s.acked}, std::pair{"spilled", s.spilled},
-        std::pair{"resent", s.resent}, std::pair{"dropped", s.dropped},
-        std::pair{"dead_lettered", s.dead_lettered}}) {
-    o += std::string("rtb_kafka_events{state=\"") + state + "\"} " + std::to_string(n) + "\n";
-  }
-  Family(&o, "rtb_kafka_queue", "gauge",
-         "Events waiting in the producer queue and in the spill file.");
-  o += "rtb_kafka_queue{where=\"producer\"} " + std::to_string(s.queued) + "\n";
-  o += "rtb_kafka_queue{where=\"spill\"} " + std::to_string(s.spill_pending) + "\n";
+  // One counter per fate, not one family with a state label: an event is logged once and then
+  // acked, spilled, resent..., so a sum over such a label would count it twice.
+  static constexpr struct {
+    const char* name;
+    const char* help;
+    uint64_t EventLogStats::*value;
+  } kFates[] = {
+      {"rtb_kafka_events_logged_total", "Events the bidder logged (handed to the event log).",
+       &EventLogStats::logged},
+      {"rtb_kafka_events_acked_total", "Events Kafka acknowledged.", &EventLogStats::acked},
+      {"rtb_kafka_events_spilled_total",
+       "Events written to the spill file while Kafka did not take them.", &EventLogStats::spilled},
+      {"rtb_kafka_events_resent_total", "Spilled events sent again from the spill file.",
+       &EventLogStats::resent},
+      {"rtb_kafka_events_dropped_total",
+       "Events lost: neither acknowledged nor spilled (0 unless the spill file failed).",
+       &EventLogStats::dropped},
+      {"rtb_kafka_events_dead_lettered_total",
+       "Events Kafka refused for good, written to the dead-letter file.",
+       &EventLogStats::dead_lettered},
+  };
+  for (const auto& f : kFates) prom::Counter(&o, f.name, f.help, static_cast<int64_t>(s.*f.value));
+  Family(&o, "rtb_kafka_waiting_events", "gauge",
+         "Events not yet acknowledged: in the producer's queue and in the spill file.");
+  o += "rtb_kafka_waiting_events{where=\"producer\"} " + std::to_string(s.queued) + "\n";
+  o += "rtb_kafka_waiting_events{where=\"spill\"} " + std::to_string(s.spill_pending) + "\n";
   Family(&o, "rtb_kafka_producer_restarts_total", "counter",
          "Events producers replaced after a fatal error (their unacknowledged events not found "
          "on their topic re-sent by the next).");

@@ -921,8 +921,10 @@ Status Coordinator::Run(const std::atomic<bool>& stop) {
   bool done = false;
   while (!stop.load() && !done) {
     RTB_RETURN_IF_ERROR(m.Turn(&done));
+    const int64_t now = m.clock->UnixMs();
     std::lock_guard<std::mutex> lk(m.counters_mu);
     ++m.counters.turns;
+    m.counters.last_turn_ms = now;
   }
   m.LogStatus();
   if (!m.opt.leases_out.empty()) RTB_RETURN_IF_ERROR(m.WriteLeases(m.opt.leases_out));

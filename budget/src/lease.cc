@@ -560,10 +560,26 @@ LeaseLedger::Totals LeaseLedger::OfDay(int64_t day, int* budgets) const {
        it != budgets_.end() && it->first.day == day; ++it, ++n) {
     t.budget = SatAdd(t.budget, it->second.budget);
     t.held = SatAdd(t.held, it->second.held);
-    for (const auto& [name, h] : it->second.by_bidder) t.spent = SatAdd(t.spent, h.spent);
+    int64_t spent = 0;
+    for (const auto& [name, h] : it->second.by_bidder) spent = SatAdd(spent, h.spent);
+    t.spent = SatAdd(t.spent, spent);
+    if (spent > it->second.budget) {
+      ++t.overspent;
+      t.overspend = SatAdd(t.overspend, spent - it->second.budget);
+    }
   }
   if (budgets != nullptr) *budgets = n;
   return t;
+}
+
+std::vector<int64_t> LeaseLedger::Days() const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<int64_t> days;
+  for (auto it = budgets_.begin(); it != budgets_.end();
+       it = budgets_.lower_bound(LeaseKey{it->first.day + 1, 0, 0})) {
+    days.push_back(it->first.day);
+  }
+  return days;
 }
 
 int64_t LeaseLedger::Held(const std::string& bidder, const LeaseKey& key) const {

@@ -119,6 +119,7 @@ Result<LearnerConfig> LoadLearnerConfig(const std::string& path) {
     o.Check(on.max_steps_ahead >= 1, "max_steps_ahead", "must be >= 1");
     o.Get("progress_every_ms", &on.progress_every_ms);
     o.Check(on.progress_every_ms >= 0, "progress_every_ms", "must be >= 0");
+    o.Get("admin_listen", &on.admin_listen);
     o.Get("market", &on.market);
     o.Get("history", &on.history);
     o.Check(on.history == "events" || on.history == "prior", "history", "must be events or prior");

@@ -5,13 +5,18 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
 
 #include "kernels.h"
+#include "rtb/core/admin_server.h"
+#include "rtb/core/build_info.h"
+#include "rtb/core/clock.h"
 #include "rtb/core/log.h"
 #include "rtb/core/memory.h"
+#include "rtb/core/prometheus.h"
 #include "rtb/learner/agents.h"
 #include "rtb/learner/algo_spec.h"
 #include "rtb/learner/config.h"
@@ -150,7 +155,7 @@ int RunTrain(TrainCmd& c, const Common& common) {
 struct LearnCmd {
   std::string config = "configs/learner/default.yaml";
   rtb::learn::OnlineOptions on;
-  std::string brokers, state_dir, market;
+  std::string brokers, state_dir, market, admin_listen;
 };
 
 CLI::App* AddLearn(CLI::App& app, LearnCmd& c, Common& common) {
@@ -168,6 +173,8 @@ CLI::App* AddLearn(CLI::App& app, LearnCmd& c, Common& common) {
       ->capture_default_str();
   l->add_option("--market", c.market,
                 "The bidders' config: the market learned in (default: online.market)");
+  l->add_option("--admin-listen", c.admin_listen,
+                "host:port of GET /metrics and /healthz (default: online.admin_listen)");
   l->add_flag("--quiet", common.quiet, "No per-step lines");
   return l;
 }
@@ -178,11 +185,32 @@ int RunLearn(LearnCmd& c, const Common& common) {
   if (!c.brokers.empty()) cfg->online.brokers = c.brokers;
   if (!c.state_dir.empty()) cfg->online.state_dir = c.state_dir;
   if (!c.market.empty()) cfg->online.market = c.market;
+  if (!c.admin_listen.empty()) cfg->online.admin_listen = c.admin_listen;
   c.on.progress = !common.quiet;
   c.on.stop = &g_stop;
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);
   torch::set_num_threads(1);
+  rtb::learn::OnlineStatus status;
+  c.on.status = &status;
+  std::unique_ptr<rtb::AdminServer> admin;
+  if (!cfg->online.admin_listen.empty()) {
+    auto a = rtb::AdminServer::Start(
+        cfg->online.admin_listen,
+        {.metrics =
+             [&status] {
+               std::string o = rtb::learn::OnlineMetrics(status);
+               rtb::AppendBuildInfo(&o);
+               rtb::prom::AppendProcessMetrics(&o);
+               return o;
+             },
+         .unhealthy =
+             [&status] { return rtb::learn::Unhealthy(status, rtb::SystemClock()->UnixMs()); }});
+    if (!a.ok()) return Fail("rtb learn", a.status().message());
+    admin = std::move(*a);
+    rtb::log::Get("learner").info("admin port: http://{}/metrics and /healthz",
+                                  cfg->online.admin_listen);
+  }
   const rtb::Status st = rtb::learn::RunOnline(*cfg, c.on);
   if (!st.ok()) return Fail("rtb learn", st.message());
   return 0;

@@ -186,6 +186,9 @@ class OnlineLearner {
   // brokers answer (a try a second), then the claim read back every 2 s and the events
   // topic's partitions counted every 10 s. An error: stop (fenced, or what no retry cures).
   Status KeepUp();
+  // The events topic's unread messages over its assigned partitions (high watermark less the
+  // next offset to read), asked of the brokers; -1 when they do not answer.
+  int64_t EventsLag();
   // One try at publishing `payload` in a transaction: OK once committed; kUnavailable when the
   // commit may still go through (try again); otherwise the transaction is aborted (next try).
   Status PublishOnce(const std::string& payload);
@@ -251,7 +254,8 @@ class OnlineLearner {
   uint64_t published_through_ = 0;
   int64_t claim_offset_ = 0;   // the claim's offset: the policy topic's end at the takeover
   int events_partitions_ = 0;  // assigned so far
-  std::chrono::steady_clock::time_point next_try_, next_claim_check_, next_partition_check_;
+  std::chrono::steady_clock::time_point next_try_, next_claim_check_, next_partition_check_,
+      next_lag_check_;
   log::RateLimit kafka_waits_{3, std::chrono::seconds(60)};
   int64_t decode_errors_ = 0;
   // Refused messages since start by "<kind>:<reason>" (in every step's summary), and one rate
@@ -559,7 +563,23 @@ Status OnlineLearner::KeepUp() {
     next_partition_check_ = now + seconds(10);
     (void)AssignInput();  // brokers away: asked again next time
   }
+  if (opt_.status != nullptr && now >= next_lag_check_) {
+    next_lag_check_ = now + seconds(5);
+    opt_.status->lag_events = EventsLag();
+  }
   return Status::Ok();
+}
+
+int64_t OnlineLearner::EventsLag() {
+  int64_t lag = 0;
+  for (int32_t p = 0; p < events_partitions_; ++p) {
+    const auto w = consumer_->Watermarks(on_.events_topic, p, 1000);
+    if (!w.ok()) return -1;  // not known now: the brokers did not answer
+    const auto at = st_.offsets.find(p);
+    const int64_t next = at == st_.offsets.end() ? w->first : std::max(at->second, w->first);
+    lag += std::max<int64_t>(0, w->second - next);
+  }
+  return lag;
 }
 
 Status OnlineLearner::CheckClaim() {
@@ -612,6 +632,11 @@ Status OnlineLearner::Publish() {
     const Status st = PublishOnce(payload);
     if (st.ok()) {
       published_through_ = st_.version;
+      if (opt_.status != nullptr) {
+        ++opt_.status->tables_published;
+        opt_.status->policy_version = static_cast<int64_t>(st_.version);
+        opt_.status->last_publish_ms = clock_->UnixMs();
+      }
       return Status::Ok();
     }
     if (producer_->Fenced()) return Fenced("Kafka refused its transaction: " + st.message());
@@ -666,6 +691,7 @@ void OnlineLearner::Refuse(const char* kind, const std::string& reason, const ka
                            const std::string& detail) {
   const std::string key = std::string(kind) + ":" + reason;
   const int64_t n = ++refused_[key];
+  if (opt_.status != nullptr) ++opt_.status->refused;
   auto& limit = refusal_logs_[key];
   if (limit == nullptr) limit = std::make_unique<log::RateLimit>(5, std::chrono::seconds(60));
   uint64_t skipped = 0;
@@ -724,11 +750,13 @@ void OnlineLearner::ConsumeMarker(const kafka::Message& m) {
                   "day " + std::to_string(mk->day) + " step " + std::to_string(mk->step));
   }
   markers_.push_back({*mk, clock_->SteadyMs(), m.offset()});
+  if (opt_.status != nullptr) ++opt_.status->markers;
 }
 
 void OnlineLearner::Consume(const kafka::Message& m) {
   if (m.topic() == on_.clock_topic) return ConsumeMarker(m);
   st_.offsets[m.partition()] = m.offset() + 1;
+  if (opt_.status != nullptr) ++opt_.status->events;
   auto e = DecodeEvent(m.payload());
   if (!e.ok()) {
     ++decode_errors_;  // the event cannot be attributed to a step
@@ -1005,6 +1033,16 @@ Status OnlineLearner::Run() {
       RTB_RETURN_IF_ERROR(CloseStep(p.marker, p.offset, p.seen_ms, !complete));
       markers_.pop_front();
       ++closed_here;
+      if (opt_.status != nullptr) {
+        ++opt_.status->steps_closed;
+        if (!complete) ++opt_.status->steps_timed_out;
+        opt_.status->last_close_ms = clock_->UnixMs();
+      }
+    }
+    if (opt_.status != nullptr) {
+      opt_.status->pending_steps = static_cast<int64_t>(markers_.size());
+      opt_.status->kafka_ready = assigned_ && taken_over_;
+      opt_.status->last_turn_ms = clock_->UnixMs();
     }
   }
   return Checkpoint();

@@ -395,7 +395,7 @@ TEST_F(BidderIntegration, ScriptedMixMatchesTheTopicAndSpendCountsBillingOnce) {
   // stay open until they time out.
   const std::string metrics = bidder_->Metrics().body;
   const std::string open_line =
-      "rtb_bid_state{kind=\"open_reservations\"} " + std::to_string(j["seatbid"].size()) + "\n";
+      "rtb_open_reservations " + std::to_string(j["seatbid"].size()) + "\n";
   EXPECT_NE(metrics.find(open_line), std::string::npos) << metrics;
   bidder_->Shutdown();
   const auto stats = bidder_->events().Stats();
@@ -1820,13 +1820,11 @@ TEST_F(BidderIntegration, NoArmSpendsMoreThanItsShareOfAnyBudgetUnderConcurrentR
   EXPECT_GT(learned_spend.value(), 0);
   EXPECT_GT(manual_spend.value(), 0);
   const std::string m = bidder_->Metrics().body;
-  EXPECT_NE(
-      m.find("rtb_arm_budget_micros{advertiser=\"1\",arm=\"learned\",kind=\"budget\"} 30000\n"),
-      std::string::npos)
+  EXPECT_NE(m.find("rtb_advertiser_budget_micros{advertiser=\"1\",arm=\"learned\"} 30000\n"),
+            std::string::npos)
       << m;
-  EXPECT_NE(
-      m.find("rtb_arm_budget_micros{advertiser=\"1\",arm=\"manual\",kind=\"budget\"} 70000\n"),
-      std::string::npos)
+  EXPECT_NE(m.find("rtb_advertiser_budget_micros{advertiser=\"1\",arm=\"manual\"} 70000\n"),
+            std::string::npos)
       << m;
   // Spend per arm is durable: a restarted bidder restores both arms'.
   const Micros l0 = bidder_->Spent(0, Arm::kLearned), m0 = bidder_->Spent(0, Arm::kManual);
@@ -2018,12 +2016,19 @@ void BidderIntegration::StartPair(const BidderConfig& cfg, SecondBidder* other,
       StartSecond(SecondLeasedConfig(cfg, dir_, *brokers, "bidder-b"), other, clock));
 }
 
-// rtb_budget_micros{advertiser="1",kind="<kind>"} from /metrics.
+// rtb_advertiser_<kind>_micros{advertiser="1"} from /metrics, summed over the two arms (-1 when
+// either is missing).
 int64_t BudgetMetric(Bidder& b, const std::string& kind) {
   const std::string body = b.Metrics().body;
-  const std::string key = "rtb_budget_micros{advertiser=\"1\",kind=\"" + kind + "\"} ";
-  const size_t p = body.find(key);
-  return p == std::string::npos ? -1 : std::stoll(body.substr(p + key.size()));
+  int64_t sum = 0;
+  for (const char* arm : {"learned", "manual"}) {
+    const std::string key =
+        "rtb_advertiser_" + kind + "_micros{advertiser=\"1\",arm=\"" + arm + "\"} ";
+    const size_t p = body.find(key);
+    if (p == std::string::npos) return -1;
+    sum += std::stoll(body.substr(p + key.size()));
+  }
+  return sum;
 }
 
 // One client's traffic to the bidder on `port` (ids tag0, tag1, ...): a request every 5 ms until
@@ -2561,7 +2566,7 @@ TEST_F(BidderIntegration, ABidderUnderTheSimulatedClockAsksLeasesOnlyForSimulate
 TEST_F(BidderIntegration, AHookedBidderThatServedTheWallClockOpensTodayAtARestart) {
   BidderConfig cfg = TestConfig(dir_);
   cfg.simulation_hooks = true;
-  const std::string budget_line = "rtb_budget_micros{advertiser=";
+  const std::string budget_line = "rtb_advertiser_budget_micros{advertiser=";
   {
     Start(cfg);
     EXPECT_EQ(bidder_->Metrics().body.find(budget_line), std::string::npos) << "a day open";
@@ -2944,7 +2949,7 @@ TEST_F(BidderIntegration, WithoutKafkaPastTheLeaseTtlABidderSpendsNothingNewThen
   ASSERT_NE(mock, nullptr);
   auto metrics = [&] { return bidder_->Metrics().body; };
   EXPECT_EQ(MetricValue(metrics(), "rtb_lease_frozen"), 0) << metrics();
-  const double resyncs = MetricValue(metrics(), "rtb_lease_messages_total{kind=\"resync\"}");
+  const double resyncs = MetricValue(metrics(), "rtb_lease_resyncs_total");
   EXPECT_GE(resyncs, 0) << metrics();
   SetBrokers(mock, /*up=*/false);
   // Past the TTL (the coordinator, cut off too, is left to itself meanwhile): frozen, the limit
@@ -2963,7 +2968,7 @@ TEST_F(BidderIntegration, WithoutKafkaPastTheLeaseTtlABidderSpendsNothingNewThen
             BudgetMetric(*bidder_, "spent") + BudgetMetric(*bidder_, "reserved"));
   const std::string back = metrics();
   EXPECT_EQ(MetricValue(back, "rtb_lease_frozen"), 0) << back;
-  EXPECT_GE(MetricValue(back, "rtb_lease_messages_total{kind=\"resync\"}"), resyncs + 1) << back;
+  EXPECT_GE(MetricValue(back, "rtb_lease_resyncs_total"), resyncs + 1) << back;
   EXPECT_GT(MetricValue(back, "rtb_lease_messages_total{kind=\"ask\"}"), 0) << back;
 }
 
@@ -3019,15 +3024,14 @@ TEST_F(BidderIntegration, ABidderSilentPastItsTtlBidsAgainOnlyOnceTheCoordinator
   SetBrokers(mock, /*up=*/false);
   time.Pass(cfg.leases.ttl_ms + 100);
   ASSERT_TRUE(LeaseFrozen(*bidder_)) << bidder_->Metrics().body;
-  const double resyncs =
-      MetricValue(bidder_->Metrics().body, "rtb_lease_messages_total{kind=\"resync\"}");
+  const double resyncs = MetricValue(bidder_->Metrics().body, "rtb_lease_resyncs_total");
   SetBrokers(mock, /*up=*/true);
   // Kafka takes reports again (the freeze ends, a resync is counted), but no coordinator has
   // read them: no bid until then, nor for a few checks and reports after.
   auto resynced = [&] {
     const std::string m = bidder_->Metrics().body;
     return MetricValue(m, "rtb_lease_frozen") == 0 &&
-           MetricValue(m, "rtb_lease_messages_total{kind=\"resync\"}") > resyncs;
+           MetricValue(m, "rtb_lease_resyncs_total") > resyncs;
   };
   EXPECT_TRUE(time.Until([&] {
     EXPECT_FALSE(bid()) << "a bid before any coordinator read the bidder's reports";
@@ -3334,7 +3338,8 @@ TEST_F(BidderIntegration, KafkaStatisticsReachMetricsAfterOneInterval) {
     EXPECT_NE(body.find(want), std::string::npos) << want << "\nnot in:\n" << body;
   }
   // Per broker: two round-trip quantiles and each counter; the brokers up connected.
-  EXPECT_EQ(count(body, "rtb_kafka_broker_rtt_seconds", ""), 6u) << body;
+  EXPECT_EQ(count(body, "rtb_kafka_broker_rtt_p50_seconds", ""), 3u) << body;
+  EXPECT_EQ(count(body, "rtb_kafka_broker_rtt_p99_seconds", ""), 3u) << body;
   for (const char* family :
        {"rtb_kafka_broker_tx_errors_total", "rtb_kafka_broker_tx_retries_total",
         "rtb_kafka_broker_request_timeouts_total", "rtb_kafka_broker_connects_total",

@@ -934,10 +934,9 @@ TEST(KafkaStatisticsMetrics, EveryFigureIsALine) {
   for (const char* want : {
            "# TYPE rtb_kafka_producer_queue_messages gauge\nrtb_kafka_producer_queue_messages 12\n",
            "\nrtb_kafka_producer_queue_bytes 3400\n",
-           "\nrtb_kafka_broker_rtt_seconds{broker=\"10.0.0.1:9092/1\",quantile=\"0.5\"} 0.001500\n",
-           "\nrtb_kafka_broker_rtt_seconds{broker=\"10.0.0.1:9092/1\",quantile=\"0.99\"} "
-           "0.250000\n",
-           "\nrtb_kafka_broker_rtt_seconds{broker=\"odd\\\"host:9092/2\",quantile=\"0.5\"} NaN\n",
+           "\nrtb_kafka_broker_rtt_p50_seconds{broker=\"10.0.0.1:9092/1\"} 0.001500\n",
+           "\nrtb_kafka_broker_rtt_p99_seconds{broker=\"10.0.0.1:9092/1\"} 0.250000\n",
+           "\nrtb_kafka_broker_rtt_p50_seconds{broker=\"odd\\\"host:9092/2\"} NaN\n",
            "\nrtb_kafka_broker_state{broker=\"10.0.0.1:9092/1\",state=\"UP\"} 1\n",
            "\nrtb_kafka_broker_state{broker=\"odd\\\"host:9092/2\",state=\"DOWN\"} 1\n",
            "# TYPE rtb_kafka_broker_tx_errors_total counter\n",
@@ -998,7 +997,7 @@ TEST(BidderConfig, ExpectedBidRateIsCheckedAndSizesTheReservationTables) {
     auto b = Bidder::Create(*cfg);
     EXPECT_TRUE(b.ok()) << b.status().message();
     const std::string m = (*b)->Metrics().body;
-    const std::string key = "rtb_bid_state{kind=\"reservation_slots\"} ";
+    const std::string key = "\nrtb_reservation_slots ";
     const size_t at = m.find(key);
     EXPECT_NE(at, std::string::npos) << m;
     (*b)->Shutdown();

@@ -608,5 +608,24 @@ TEST(LeaseLedger, SumsOfReportsSaturateInsteadOfWrapping) {
   EXPECT_LE(l.Of(key).left(), 0);
 }
 
+// What /metrics shows of a day: the budgets whose reported spend passed the budget (summed over
+// the bidders), and by how much; and the days the ledger holds.
+TEST(LeaseLedger, ADaysTotalsCountTheBudgetsSpentPastTheirBudget) {
+  LeaseLedger l;
+  const LeaseKey fine{3, 1, 0}, over{3, 2, 0}, other_day{5, 2, 0};
+  for (const LeaseKey& k : {fine, over, other_day}) l.SetBudget(k, Micros(1'000'000));
+  l.Report("a", fine, 600'000, 0, 0);
+  l.Report("b", fine, 400'000, 0, 0);  // exactly the budget: not past it
+  l.Report("a", over, 700'000, 0, 0);
+  l.Report("b", over, 450'000, 0, 0);  // 150,000 past
+  const LeaseLedger::Totals t = l.OfDay(3);
+  EXPECT_EQ(t.spent, 2'150'000);
+  EXPECT_EQ(t.overspent, 1);
+  EXPECT_EQ(t.overspend, 150'000);
+  EXPECT_EQ(l.OfDay(5).overspent, 0);
+  EXPECT_EQ(l.Days(), (std::vector<int64_t>{3, 5}));
+  EXPECT_TRUE(LeaseLedger().Days().empty());
+}
+
 }  // namespace
 }  // namespace rtb::budget

@@ -46,7 +46,7 @@ json.dump({a: {"spend": w["spend"] / 1e6, "revenue": w["revenue"] / 1e6, "users"
 PY
 
 # Every event acknowledged by the brokers before they are read.
-metric() { curl -s "http://127.0.0.1:$PORT/metrics" | sed -nE "s/^rtb_kafka_events\{state=\"$1\"\} ([0-9]+)$/\1/p"; }
+metric() { curl -s "http://127.0.0.1:$PORT/metrics" | sed -nE "s/^rtb_kafka_events_$1_total ([0-9]+)$/\1/p"; }
 all_acked() { [[ $(metric acked) == "$(metric logged)" ]]; }
 wait_until 10 all_acked || { echo "events not acknowledged: $(metric acked) of $(metric logged)"; exit 1; }
 "$RTB" report --brokers "$BROKERS" --bidder-config "$T/bidder.yaml" --out "$T/topic" --quiet

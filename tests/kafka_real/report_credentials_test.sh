@@ -116,7 +116,7 @@ for i in $(seq 1 20); do
   curl -s -o /dev/null -H 'Content-Type: application/json' "http://127.0.0.1:$PORT/openrtb2/bid" \
     -d "{\"id\":\"sasl-$i\",\"imp\":[{\"id\":\"1\",\"banner\":{\"w\":300,\"h\":250}}],\"site\":{\"domain\":\"news.example\"},\"user\":{\"id\":\"u$i\"},\"tmax\":500}"
 done
-metric() { curl -s "http://127.0.0.1:$PORT/metrics" | sed -nE "s/^rtb_kafka_events\{state=\"$1\"\} ([0-9]+)$/\1/p"; }
+metric() { curl -s "http://127.0.0.1:$PORT/metrics" | sed -nE "s/^rtb_kafka_events_$1_total ([0-9]+)$/\1/p"; }
 acked_all() { [[ $(metric logged) -ge 20 && $(metric acked) == "$(metric logged)" ]]; }
 wait_until 20 acked_all || fail "serve_right: events logged $(metric logged), acked $(metric acked)"
 echo "report_credentials: serve over SASL_SSL: $(metric acked) events acknowledged"

@@ -243,10 +243,14 @@ struct BidderConfig {
   // 0 = start small and grow as traffic comes. Beyond this rate the tables still grow.
   int expected_bids_per_second = 0;
   int policy_max_age_s = 7200;  // an older action table falls back to manual bids
-  std::string policy_path;      // action table file loaded at start (may be empty)
-  std::string clusters_path;    // user id -> consumer cluster file (may be empty)
-  int default_cluster = 0;      // cluster of a user not in the map (0 = lowest revenue)
-  std::string predictor_path;   // predictor model file (empty: built-in defaults)
+  // /metrics shows budget, spend and reservations per advertiser (and its lease holdings) for
+  // the first this many advertisers of the file, 6 series each; every advertiser is always in
+  // the per-agent sums. Bounds the page at any market size (docs/metrics.md: 5,000 advertisers).
+  int metrics_advertisers = 100;
+  std::string policy_path;     // action table file loaded at start (may be empty)
+  std::string clusters_path;   // user id -> consumer cluster file (may be empty)
+  int default_cluster = 0;     // cluster of a user not in the map (0 = lowest revenue)
+  std::string predictor_path;  // predictor model file (empty: built-in defaults)
   std::string state_path = "out/bidder/state";  // RocksDB: spend and notice dedupe
   bool bench_endpoints = false;                 // POST /bench/nobid answers 204 with no bid logic
   bool simulation_hooks = false;  // trust ext.sim (candidates, pCTR/pCVR, simulated clock) and

@@ -99,6 +99,10 @@ struct CoordinatorOptions {
   bool take_over = false;
 };
 
+class Coordinator;
+// /healthz: empty while the coordinator's loop turns, else why not (no turn for 30 s).
+std::string Unhealthy(const Coordinator& c, int64_t now_ms);
+
 class Coordinator {
  public:
   // Connects, claims the market on the coordinators' topic, waits for the coordinator serving
@@ -146,8 +150,14 @@ class Coordinator {
     std::map<std::string, int64_t> refusals;
     // Budgets of days behind the window forgotten so far.
     int64_t days_forgotten = 0;
+    // When Run's loop last finished a turn (the coordinator's clock, Unix ms); -1 before the first.
+    int64_t last_turn_ms = -1;
   };
   Counters counters() const;
+  // The coordinator's part of its /metrics page (docs/metrics.md): its counters, epoch and live
+  // bidders, and the newest budget day's money (budget, held, spent, overspent budgets). Safe
+  // to call from any thread while Run serves.
+  std::string Metrics() const;
   const LeaseLedger& ledger() const;
 
  private:

@@ -243,12 +243,17 @@ class LeaseLedger {
     int64_t budget = 0;
     int64_t held = 0;   // sum over bidders of granted - returned - reclaimed
     int64_t spent = 0;  // sum of reported spend
+    // OfDay: the budgets whose reported spend is past the budget, and by how much in all (0
+    // unless a bidder spent past its lease).
+    int64_t overspent = 0, overspend = 0;
     int64_t pool() const { return budget - held; }   // grantable (negative after a budget cut)
     int64_t left() const { return budget - spent; }  // not spent yet, as reported
   };
   Totals Of(const LeaseKey& key) const;
   // The sums over every budget of one day, and how many budgets there are.
   Totals OfDay(int64_t day, int* budgets = nullptr) const;
+  // The days the ledger holds budgets of, oldest first.
+  std::vector<int64_t> Days() const;
   int64_t Held(const std::string& bidder, const LeaseKey& key) const;
   int64_t reclaims() const;  // leases reclaimed so far
   int64_t grants() const;    // grant answers so far (including zero grants)

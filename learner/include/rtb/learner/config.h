@@ -91,6 +91,9 @@ struct OnlineConfig {
   int max_steps_ahead = 1;
   // A progress line this often while a step waits for its events or its marker (0 = none).
   int progress_every_ms = 10000;
+  // The admin port: GET /metrics and /healthz (docs/metrics.md) on host:port; empty = none.
+  // --admin-listen overrides.
+  std::string admin_listen;
 };
 
 struct LearnerConfig {
