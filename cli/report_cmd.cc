@@ -104,6 +104,21 @@ int RunReport(const ReportArgs& a) {
     info.rerun = "rtb report --brokers " + a.brokers + " --topic " + topic + " --bidder-config " +
                  doc::ShownPath(a.bidder_config);
   }
+  if (tally.unknown_advertiser() > 0) {
+    // Events of another market (the demo's, read with the default config): a report of them
+    // would show budgets of 0 and ratios of nothing.
+    std::string ids;
+    size_t shown = 0;
+    for (const auto& [id, n] : tally.unknown_advertisers()) {
+      if (shown++ == 10) break;
+      ids += (ids.empty() ? "" : ", ") + std::to_string(id) + " (" + std::to_string(n) + ")";
+    }
+    const size_t more = tally.unknown_advertisers().size() - std::min<size_t>(shown, 10);
+    return fail(std::to_string(tally.unknown_advertiser()) + " events of advertisers " +
+                doc::ShownPath(a.bidder_config) + " does not have: " + ids +
+                (more > 0 ? " and " + std::to_string(more) + " more" : std::string()) +
+                "; give --bidder-config the config the events were served with");
+  }
   for (const auto& n : a.notes) info.notes.push_back(n);
   if (info.malformed > 0) {
     std::fprintf(stderr, "rtb report: skipped %lld malformed lines, the first: %s\n",

@@ -211,6 +211,16 @@ Advertiser ReadAdvertiser(ConfigMap a, std::set<uint32_t>* ids) {
           "(currency units) must be 0 (default) or in [conversion_value, 1e9)");
   if (max_value == 0) max_value = value > 0 ? 10 * value : 1000;
   adv.max_conversion_value = Micros::FromUnits(max_value);
+  std::string goal = "revenue";
+  double target_cpa = 0, target_roas = 0;
+  a.Get("goal", &goal);
+  a.Get("target_cpa", &target_cpa);
+  a.Get("target_roas", &target_roas);
+  if (auto g = MakeGoal(goal, target_cpa, target_roas); g.ok()) {
+    adv.goal = *g;
+  } else {
+    a.Check(false, "goal", g.status().message());
+  }
   ConfigMap t = a.Section("targeting");
   t.Get("categories", &adv.targeting.categories);
   t.Get("device_types", &adv.targeting.device_types);
@@ -309,7 +319,7 @@ std::shared_ptr<const MarketKeys> MarketKeysOf(const BidderConfig& cfg) {
 std::vector<AbAdvertiser> AbMarketOf(const BidderConfig& cfg) {
   std::vector<AbAdvertiser> market;
   for (const Advertiser& a : cfg.advertisers) {
-    market.push_back({a.id, a.name, a.agent, a.daily_budget, a.max_conversion_value});
+    market.push_back({a.id, a.name, a.agent, a.daily_budget, a.max_conversion_value, a.goal});
   }
   return market;
 }

@@ -121,6 +121,11 @@ Status AbTally::Add(const Event& e) {
   auto it = index_of_.find(e.advertiser);
   if (it == index_of_.end()) {
     ++unknown_;
+    if (auto u = unknown_ids_.find(e.advertiser); u != unknown_ids_.end()) {
+      ++u->second;
+    } else if (unknown_ids_.size() < kMaxUnknownIds) {
+      unknown_ids_.emplace(e.advertiser, 1);
+    }
     return Status::Ok();
   }
   spend_total_ += charge.value();  // in range: Booking checked it
@@ -320,8 +325,10 @@ namespace {
 
 using nlohmann::json;
 
+// A number, or null when it is not finite (a ratio of nothing).
+json Num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
 json TotalsJson(const ArmTotals& a) {
-  auto num = [](double v) -> json { return std::isfinite(v) ? json(v) : json(nullptr); };
   return {{"budget", a.budget.units()},
           {"spend", a.spend.units()},
           {"revenue", a.revenue.units()},
@@ -329,17 +336,16 @@ json TotalsJson(const ArmTotals& a) {
           {"clicks", a.clicks},
           {"conversions", a.conversions},
           {"bids", a.bids},
-          {"cost", num(a.Cost())},
-          {"roi", num(a.Roi())},
-          {"cpa", num(a.Cpa())},
-          {"cpc", num(a.Cpc())},
-          {"win_rate", num(a.WinRate())}};
+          {"cost", Num(a.Cost())},
+          {"roi", Num(a.Roi())},
+          {"cpa", Num(a.Cpa())},
+          {"cpc", Num(a.Cpc())},
+          {"win_rate", Num(a.WinRate())}};
 }
 
 json CiJson(const RatioCi& r) {
-  auto num = [](double v) -> json { return std::isfinite(v) ? json(v) : json(nullptr); };
-  return {{"ratio", num(r.ratio)},
-          {"ci95", {num(r.lo), num(r.hi)}},
+  return {{"ratio", Num(r.ratio)},
+          {"ci95", {Num(r.lo), Num(r.hi)}},
           {"resamples", r.resamples},
           {"buckets", r.buckets}};
 }
@@ -352,6 +358,28 @@ std::string DayName(int64_t day) {
 constexpr Arm kBoth[] = {Arm::kLearned, Arm::kManual};
 
 }  // namespace
+
+AbTally::GoalTotals AbTally::GoalOf(Arm arm, size_t adv) const {
+  const Goal& goal = advertisers_[adv].goal;
+  GoalTotals g;
+  for (const int64_t day : Days()) {
+    const ArmTotals x = Of(day, arm, adv);
+    const GoalScore s = ScoreGoal(goal, x.conversions, x.spend.units(), x.revenue.units());
+    g.conversions += x.conversions;
+    g.spend += x.spend.units();
+    g.value += x.revenue.units();
+    g.score += s.score;
+    ++g.days;
+    g.days_met += s.met ? 1 : 0;
+  }
+  g.overall = ScoreGoal(goal, g.conversions, g.spend, g.value);
+  return g;
+}
+
+bool AbTally::AnyTarget() const {
+  return std::any_of(advertisers_.begin(), advertisers_.end(),
+                     [](const AbAdvertiser& a) { return a.goal.HasTarget(); });
+}
 
 std::string AbReportJson(const AbTally& t, const AbReportInfo& info) {
   json j;
@@ -388,6 +416,29 @@ std::string AbReportJson(const AbTally& t, const AbReportInfo& info) {
     days.push_back(day);
   }
   j["days"] = days;
+  json goals = json::array();
+  for (size_t k = 0; k < t.advertisers().size(); ++k) {
+    const AbAdvertiser& adv = t.advertisers()[k];
+    json g = {{"id", adv.id},
+              {"name", adv.name},
+              {"agent", adv.agent},
+              {"goal", GoalKindName(adv.goal.kind)}};
+    if (adv.goal.kind == GoalKind::kConversions) g["target_cpa"] = adv.goal.target_cpa.units();
+    if (adv.goal.kind == GoalKind::kValue) g["target_roas"] = adv.goal.target_roas;
+    for (const Arm a : kBoth) {
+      const AbTally::GoalTotals x = t.GoalOf(a, k);
+      g["arms"][ArmName(a)] = {{"conversions", x.conversions},
+                               {"spend", x.spend},
+                               {"value", x.value},
+                               {"realised", Num(x.overall.realised)},
+                               {"met", x.overall.met},
+                               {"score", x.score},
+                               {"days", x.days},
+                               {"days_met", x.days_met}};
+    }
+    goals.push_back(g);
+  }
+  j["goals"] = goals;
   json deals = json::object();
   for (const auto& [id, a] : t.deals()) deals[id] = TotalsJson(a);
   j["deals"] = deals;
@@ -399,6 +450,101 @@ std::string AbReportJson(const AbTally& t, const AbReportInfo& info) {
   j["notes"] = info.notes;
   j["rerun"] = info.rerun;
   return j.dump(2) + "\n";
+}
+
+// The report's closing notes: the caller's, the definitions, what was skipped, the rerun.
+std::vector<std::string> ReportNotes(const AbTally& t, const AbReportInfo& info) {
+  std::vector<std::string> notes = info.notes;
+  notes.push_back(
+      "Definitions: spend = charged billing notices; impressions = charged billings; "
+      "revenue = conversion values; COST = spend / budget; ROI = revenue / spend; "
+      "CPA = spend / conversions; CPC = spend / clicks; win rate = impressions / "
+      "bids.");
+  notes.push_back("Skipped: " + std::to_string(t.skipped_test()) + " test events, " +
+                  std::to_string(t.duplicates()) + " repeated events, " +
+                  std::to_string(info.malformed) + " malformed lines; " +
+                  std::to_string(t.unknown_advertiser()) +
+                  " events of advertisers not in the config.");
+  if (!info.rerun.empty()) notes.push_back("Rerun: " + info.rerun);
+  return notes;
+}
+
+// "Per deal": the bids made through each private deal and what their notices booked.
+void AddDealsSection(const AbTally& t, const std::string& cur, doc::Document& d) {
+  using doc::Fmt;
+  using doc::Value;
+  d.Add(doc::Heading{2, "Per deal, over every day"});
+  doc::Table per_deal;
+  per_deal.caption =
+      "Bids made through each private deal (dealid) and what their notices booked; this spend "
+      "is part of the advertisers' budget spend above.";
+  per_deal.columns = {{"deal", Fmt::kText},           {"bids", Fmt::kCount},
+                      {"impressions", Fmt::kCount},   {"spend" + cur, Fmt::kMoney},
+                      {"clicks", Fmt::kCount},        {"conversions", Fmt::kCount},
+                      {"revenue" + cur, Fmt::kMoney}, {"ROI", Fmt::kRatio}};
+  for (const auto& [id, a] : t.deals()) {
+    per_deal.rows.push_back({Value::Text(id), Value::Num(static_cast<double>(a.bids)),
+                             Value::Num(static_cast<double>(a.impressions)),
+                             Value::Num(a.spend.units()), Value::Num(a.clicks),
+                             Value::Num(a.conversions), Value::Num(a.revenue.units()),
+                             Value::Num(a.Roi())});
+  }
+  d.Add(std::move(per_deal));
+}
+
+// "Goals": each advertiser with a target, per arm: its target, what it bought, the realised CPA
+// or ROAS over every day, the AuctionNet-style score summed over the days, and the days the
+// target held; then per arm the summed score and how many advertisers missed their target.
+void AddGoalsSection(const AbTally& t, const std::string& cur, doc::Document& d) {
+  using doc::Fmt;
+  using doc::Value;
+  d.Add(doc::Heading{2, "Goals"});
+  doc::Table g;
+  g.caption =
+      "Each day of each arm scored against the advertiser's goal: conversions x min(1, (target "
+      "CPA / realised CPA)^2), or value x min(1, (realised ROAS / target ROAS)^2); the score "
+      "column sums the days. Realised and met are over every day's totals.";
+  g.columns = {{"advertiser, arm", Fmt::kText},
+               {"goal", Fmt::kText},
+               {"spend" + cur, Fmt::kMoney},
+               {"conversions", Fmt::kCount},
+               {"value" + cur, Fmt::kMoney},
+               {"realised CPA or ROAS", Fmt::kNumber},
+               {"met", Fmt::kText},
+               {"days met", Fmt::kText},
+               {"score", Fmt::kNumber}};
+  struct ArmSum {
+    double score = 0;
+    int targets = 0, missed = 0;
+  } sums[2];
+  for (size_t k = 0; k < t.advertisers().size(); ++k) {
+    const AbAdvertiser& adv = t.advertisers()[k];
+    if (!adv.goal.HasTarget()) continue;
+    for (const Arm a : kBoth) {
+      const AbTally::GoalTotals x = t.GoalOf(a, k);
+      ArmSum& sum = sums[static_cast<int>(a)];
+      sum.score += x.score;
+      ++sum.targets;
+      sum.missed += x.overall.met ? 0 : 1;
+      const std::string name =
+          (adv.name.empty() ? "#" + std::to_string(adv.id) : adv.name) + ", " + ArmName(a);
+      g.rows.push_back({Value::Text(name), Value::Text(DescribeGoal(adv.goal)), Value::Num(x.spend),
+                        Value::Num(x.conversions), Value::Num(x.value),
+                        Value::Num(x.overall.realised), Value::Text(x.overall.met ? "yes" : "no"),
+                        Value::Text(std::to_string(x.days_met) + " of " + std::to_string(x.days)),
+                        Value::Num(x.score)});
+    }
+  }
+  d.Add(std::move(g));
+  std::vector<std::string> lines;
+  for (const Arm a : kBoth) {
+    const ArmSum& sum = sums[static_cast<int>(a)];
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%s: score %.2f over %d advertisers with a target, %d missed it",
+                  ArmName(a), sum.score, sum.targets, sum.missed);
+    lines.push_back(buf);
+  }
+  d.Add(doc::Bullets{lines});
 }
 
 doc::Document AbReportDocument(const AbTally& t, const AbReportInfo& info) {
@@ -533,38 +679,11 @@ doc::Document AbReportDocument(const AbTally& t, const AbReportInfo& info) {
   }
   d.Add(std::move(per_adv));
 
-  if (!t.deals().empty()) {
-    d.Add(doc::Heading{2, "Per deal, over every day"});
-    doc::Table per_deal;
-    per_deal.caption =
-        "Bids made through each private deal (dealid) and what their notices booked; this spend "
-        "is part of the advertisers' budget spend above.";
-    per_deal.columns = {{"deal", Fmt::kText},           {"bids", Fmt::kCount},
-                        {"impressions", Fmt::kCount},   {"spend" + cur, Fmt::kMoney},
-                        {"clicks", Fmt::kCount},        {"conversions", Fmt::kCount},
-                        {"revenue" + cur, Fmt::kMoney}, {"ROI", Fmt::kRatio}};
-    for (const auto& [id, a] : t.deals()) {
-      per_deal.rows.push_back({Value::Text(id), Value::Num(static_cast<double>(a.bids)),
-                               Value::Num(static_cast<double>(a.impressions)),
-                               Value::Num(a.spend.units()), Value::Num(a.clicks),
-                               Value::Num(a.conversions), Value::Num(a.revenue.units()),
-                               Value::Num(a.Roi())});
-    }
-    d.Add(std::move(per_deal));
-  }
+  if (t.AnyTarget()) AddGoalsSection(t, cur, d);
 
-  std::vector<std::string> notes = info.notes;
-  notes.push_back(
-      "Definitions: spend = charged billing notices; impressions = charged billings; "
-      "revenue = conversion values; COST = spend / budget; ROI = revenue / spend; "
-      "CPA = spend / conversions; CPC = spend / clicks; win rate = impressions / "
-      "bids.");
-  notes.push_back("Skipped: " + std::to_string(t.skipped_test()) + " test events, " +
-                  std::to_string(t.duplicates()) + " repeated events, " +
-                  std::to_string(info.malformed) + " malformed lines; " +
-                  std::to_string(t.unknown_advertiser()) +
-                  " events of advertisers not in the config.");
-  if (!info.rerun.empty()) notes.push_back("Rerun: " + info.rerun);
+  if (!t.deals().empty()) AddDealsSection(t, cur, d);
+
+  const std::vector<std::string> notes = ReportNotes(t, info);
   d.Add(doc::Heading{2, "Notes"});
   d.Add(doc::Bullets{notes});
   return d;

@@ -456,7 +456,12 @@ std::string RenderJson(const Report& r) {
     }
     o << "\n    }";
   }
-  o << "\n  },\n  \"notes\": [";
+  o << "\n  },\n  \"extra_totals\": {";
+  for (size_t i = 0; i < r.extra_totals.size(); ++i) {
+    o << (i ? "," : "") << "\n    " << JsonString(r.extra_totals[i].first) << ": "
+      << JsonArray(r.extra_totals[i].second);
+  }
+  o << (r.extra_totals.empty() ? "" : "\n  ") << "},\n  \"notes\": [";
   for (size_t i = 0; i < r.notes.size(); ++i) o << (i ? ", " : "") << JsonString(r.notes[i]);
   o << "]\n}\n";
   return o.str();

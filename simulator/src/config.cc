@@ -73,6 +73,11 @@ void ReadSimulatorConfig(ConfigMap& root, SimulatorConfig* cfg) {
   w.Check(wc.bid_margin > 0, "bid_margin", "must be positive");
   w.Get("first_price_margin", &wc.first_price_margin);
   w.Check(wc.first_price_margin > 0, "first_price_margin", "must be positive");
+  w.Get("cpa_share", &wc.cpa_share);
+  w.Check(wc.cpa_share >= 0 && wc.cpa_share <= 1, "cpa_share", "must be in [0, 1]");
+  w.Get("cpa_target_margin", &wc.cpa_target_margin);
+  w.Check(wc.cpa_target_margin > 0 && wc.cpa_target_margin <= 10, "cpa_target_margin",
+          "must be in (0, 10]: the target CPA as a share of the order value");
   w.Get("bid_noise_sigma", &wc.bid_noise_sigma);
   w.Get("min_bid", &wc.min_bid);
   w.Get("max_bid", &wc.max_bid);

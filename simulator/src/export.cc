@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "rtb/core/report.h"
+#include "rtb/core/text.h"
 
 namespace rtb::sim {
 namespace {
@@ -100,9 +101,13 @@ Status ExportBidderWorld(const Scenario& sc, const World& world, const std::stri
     const double budget = k < sc.test_budgets.size() ? sc.test_budgets[k].units() : 0.0;
     y << "  - {id: " << k << ", name: adv-" << k << ", bid: " << Num(a.bid.units())
       << ", daily_budget: " << Num(budget) << ", conversion_value: " << Num(a.order_value.units())
-      << ", agent: " << sc.market.agent_of[k] << ", creatives: [{crid: sim-" << k
-      << ", adomain: [adv" << k << ".example], w: 0, h: 0, markup: \"<div>adv-" << k
-      << "</div>\"}]}\n";
+      << ", agent: " << sc.market.agent_of[k];
+    if (a.goal.kind == GoalKind::kConversions) {
+      y << ", goal: conversions, target_cpa: "
+        << MicrosDecimal(a.goal.target_cpa.value(), MicrosFraction::kTrimmed);
+    }
+    y << ", creatives: [{crid: sim-" << k << ", adomain: [adv" << k
+      << ".example], w: 0, h: 0, markup: \"<div>adv-" << k << "</div>\"}]}\n";
   }
   return WriteFileAtomic(dir + "/bidder.yaml", y.str());
 }

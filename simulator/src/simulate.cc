@@ -77,6 +77,7 @@ Result<std::unique_ptr<Scenario>> BuildScenario(const SimulatorConfig& cfg,
     }
   } else {
     const World world = GenerateWorld(cfg);
+    for (const Advertiser& a : world.advertisers) sc->goals.push_back(a.goal);
     sc->generated = true;
     sc->train = GenerateDay(world, cfg.day, Rng::Mix(cfg.seed, 1));
     p.Update(1, "generated the training day");
@@ -332,17 +333,27 @@ Result<Report> Simulate(const Scenario& sc, const SimulateOptions& opt) {
   limited.SplitBudgets(opt.bidders, opt.split, sc.cfg.seed);
   r.burn_bucket_minutes = limited.burn_bucket_minutes();
   int done = 0;
+  // Each run against the advertisers' goals (shown when some have a target).
+  std::vector<double> goal_score, goal_missed;
+  auto score_goals = [&](const AuctionEngine& e) {
+    const GoalSummary g = SummarizeGoals(sc.goals, e.advertiser_outcomes());
+    goal_score.push_back(g.score);
+    goal_missed.push_back(static_cast<double>(g.missed));
+    return g.targets;
+  };
   for (const auto& [name, tables] : policies) {
     if (name == "manual") continue;  // the baseline below
     limited.Reset(sc.cfg.seed);
     PlaySteps(limited, tables);
     r.methods.push_back(
         {ShownPolicy(name), "the policy under test, with budgets", {RunOf(limited, {})}});
+    score_goals(limited);
     p.Update(++done);
   }
   limited.Reset(sc.cfg.seed);
   limited.RunToEnd(ActionTable(N, L));
   r.methods.push_back({"manual", "manual bids (a = 0), with budgets", {RunOf(limited, {})}});
+  const int targets = score_goals(limited);
   p.Update(++done);
   AuctionEngine unlimited(day, sc.market, sc.cfg.auction, sc.cfg.market.alpha_range, {},
                           sc.cfg.burn_buckets);
@@ -352,6 +363,12 @@ Result<Report> Simulate(const Scenario& sc, const SimulateOptions& opt) {
                        "manual bids with unlimited budget (the reference the budgets come from; "
                        "COST is against the same budgets)",
                        {RunOf(unlimited, budgets)}});
+  score_goals(unlimited);
+  if (targets > 0) {
+    r.extra_totals.push_back(
+        {"goal score (" + std::to_string(targets) + " target-CPA advertisers)", goal_score});
+    r.extra_totals.push_back({"of them missing the target", goal_missed});
+  }
   p.Done();
   r.notes = {
       "Protocol: full-information simulation with expected outcomes (dcmab.md section 3): "

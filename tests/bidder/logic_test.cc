@@ -827,6 +827,34 @@ TEST(BidderConfig, ACreativeWithoutMarkupIsRefusedAtLoad) {
   }
 }
 
+// An advertiser's goal: read with its target, and a contradictory or incomplete one refused with
+// one line naming the advertiser and the key.
+TEST(BidderConfig, AnAdvertisersGoalIsReadWithItsTargetAndAContradictionIsRefused) {
+  auto def = LoadDefaultWith("", "");
+  ASSERT_TRUE(def.ok()) << def.status().message();
+  EXPECT_EQ(def->advertisers[0].goal.kind, GoalKind::kRevenue);  // the default
+  const std::string at = "    name: Globex Travel\n";
+  auto cpa = LoadDefaultWith(at, at + "    goal: conversions\n    target_cpa: 45.5\n");
+  ASSERT_TRUE(cpa.ok()) << cpa.status().message();
+  EXPECT_EQ(cpa->advertisers[1].goal.kind, GoalKind::kConversions);
+  EXPECT_EQ(cpa->advertisers[1].goal.target_cpa.value(), 45'500'000);
+  EXPECT_EQ(AbMarketOf(*cpa)[1].goal.target_cpa.value(), 45'500'000);  // the reports' market
+  for (const auto& [keys, error] : std::vector<std::pair<std::string, std::string>>{
+           {"    goal: conversions\n", "target_cpa: goal: conversions needs"},
+           {"    goal: revenue\n    target_cpa: 4\n",
+            "target_cpa: is the target of goal: conversions, not of goal: revenue"},
+           {"    goal: value\n    target_roas: 3\n    target_cpa: 4\n",
+            "target_cpa: is the target of goal: conversions, not of goal: value"},
+           {"    goal: cpc\n", "goal: must be revenue, conversions or value"}}) {
+    auto bad = LoadDefaultWith(at, at + keys);
+    ASSERT_FALSE(bad.ok()) << keys;
+    const std::string& m = bad.status().message();
+    EXPECT_NE(m.find("advertisers[1].goal"), std::string::npos) << m;
+    EXPECT_NE(m.find(error), std::string::npos) << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;  // one line
+  }
+}
+
 // kafka.properties: a real cluster's librdkafka settings, in order; the engine's own are refused.
 TEST(BidderConfig, KafkaPropertiesAreReadAndTheEnginesOwnRefused) {
   auto def = LoadDefaultWith("", "");

@@ -76,6 +76,52 @@ TEST(AbTally, BooksEachEventToItsDayArmAndAdvertiserAsTheBidderDoes) {
   EXPECT_DOUBLE_EQ(c.back(), 0.003);
 }
 
+// An advertiser with a target CPA: each day of each arm scored against it, the scores summed,
+// the realised CPA and whether the target held over the days' totals; in the JSON and the
+// document's "Goals" section.
+TEST(AbTally, EachDayOfAnAdvertiserWithATargetIsScoredAgainstIt) {
+  std::vector<AbAdvertiser> market = Market();
+  market[0].goal = *MakeGoal("conversions", 0.005, 0);  // at most 5,000 micros a conversion
+  AbTally t(market, 0.5, kHourMs);
+  // Day 0, learned: 2 billings of 3,000 micros, 2 conversions: CPA 0.003, met, score 2.
+  for (int i = 0; i < 2; ++i) {
+    t.Add(Ev("billing", 1, Arm::kLearned, 10 + i, 3'000'000));
+    t.Add(Ev("conversion", 1, Arm::kLearned, 20 + i, 1'000'000));
+  }
+  // Day 1, learned: 12,000 micros for 1 conversion: CPA 0.012, score 1 x (5 / 12)^2.
+  t.Add(Ev("billing", 1, Arm::kLearned, kDayMs + 10, 12'000'000));
+  t.Add(Ev("conversion", 1, Arm::kLearned, kDayMs + 20, 1'000'000));
+  const AbTally::GoalTotals g = t.GoalOf(Arm::kLearned, 0);
+  EXPECT_EQ(g.days, 2);
+  EXPECT_EQ(g.days_met, 1);
+  EXPECT_DOUBLE_EQ(g.conversions, 3);
+  EXPECT_NEAR(g.spend, 0.018, 1e-12);
+  EXPECT_NEAR(g.score, 2 + 25.0 / 144.0, 1e-12);
+  EXPECT_NEAR(g.overall.realised, 0.006, 1e-12);
+  EXPECT_FALSE(g.overall.met);  // 0.006 over the days, above 0.005
+  // The manual arm bought nothing: no spend, the target held, no score.
+  EXPECT_TRUE(t.GoalOf(Arm::kManual, 0).overall.met);
+  EXPECT_EQ(t.GoalOf(Arm::kManual, 0).score, 0);
+  EXPECT_TRUE(t.AnyTarget());
+  EXPECT_FALSE(AbTally(Market(), 0.5, kHourMs).AnyTarget());
+
+  AbReportInfo info;
+  const auto j = nlohmann::json::parse(AbReportJson(t, info));
+  ASSERT_EQ(j["goals"].size(), 2u);
+  const auto& one = j["goals"][0];
+  EXPECT_EQ(one["goal"], "conversions");
+  EXPECT_DOUBLE_EQ(one["target_cpa"].get<double>(), 0.005);
+  EXPECT_NEAR(one["arms"]["learned"]["score"].get<double>(), 2 + 25.0 / 144.0, 1e-9);
+  EXPECT_EQ(one["arms"]["learned"]["met"], false);
+  EXPECT_EQ(j["goals"][1]["goal"], "revenue");
+  const std::string md = doc::RenderMarkdown(AbReportDocument(t, info));
+  EXPECT_NE(md.find("## Goals"), std::string::npos);
+  EXPECT_NE(md.find("CPA <= 0.005"), std::string::npos) << md;
+  EXPECT_NE(md.find("learned: score 2.17 over 1 advertisers with a target, 1 missed it"),
+            std::string::npos)
+      << md;
+}
+
 TEST(AbTally, ExpectedOutcomesAddTheEventsCountsNotTheirNumber) {
   // Expected outcomes: every impression sends a click notice counting pCTR and a conversion
   // notice counting pCTR x pCVR (core/events.h `count`).

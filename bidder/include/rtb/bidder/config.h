@@ -10,6 +10,7 @@
 
 #include "rtb/budget/lease.h"
 #include "rtb/core/ab_report.h"
+#include "rtb/core/goal.h"
 #include "rtb/core/mac.h"
 #include "rtb/core/status.h"
 #include "rtb/core/types.h"
@@ -60,6 +61,11 @@ struct Advertiser {
   // conversion event above it. Default (0 in the file): ten times conversion_value, or 1,000
   // currency units when that is 0.
   Micros max_conversion_value;
+  // What the advertiser asks for (config: goal: revenue | conversions | value, with target_cpa
+  // in currency units for conversions, target_roas for value; core/goal.h). Reports score each
+  // day against it (AuctionNet's conversions x min(1, (target / realised CPA)^2)). Default:
+  // revenue, no target. A target the goal does not use, or a goal without one, is refused.
+  Goal goal;
   Targeting targeting;
   std::vector<Creative> creatives;  // at least one
   // The seat its bids are made in (config: seat; default, also when empty: "adv-<id>"): the

@@ -23,6 +23,7 @@
 
 #include "rtb/core/ab.h"
 #include "rtb/core/events.h"
+#include "rtb/core/goal.h"
 #include "rtb/core/report_doc.h"
 #include "rtb/core/status.h"
 #include "rtb/core/types.h"
@@ -37,6 +38,7 @@ struct AbAdvertiser {
   // The most one conversion may be worth (the bidder config's max_conversion_value); 0 = no
   // bound. A conversion event above it (times its count, when that is above 1) is refused.
   Micros max_conversion_value;
+  Goal goal;  // what the advertiser asks for; each day of each arm is scored against it
 };
 
 struct ArmTotals {
@@ -81,6 +83,17 @@ class AbTally {
   std::vector<int64_t> Days() const;
   // Totals of one (day, arm, advertiser index); budget = the arm's part of the daily budget.
   ArmTotals Of(int64_t day, Arm arm, size_t adv) const;
+  // An advertiser's arm against its goal over every day: each day scored (ScoreGoal) and the
+  // scores summed; the realised CPA or ROAS and `met` over the days' totals.
+  struct GoalTotals {
+    double conversions = 0, spend = 0, value = 0;  // currency units
+    double score = 0;                              // summed over the days
+    int days = 0, days_met = 0;
+    GoalScore overall;  // of the totals: realised, and whether the target held over them
+  };
+  GoalTotals GoalOf(Arm arm, size_t adv) const;
+  // Whether any advertiser has a target (the reports then show the goals).
+  bool AnyTarget() const;
   ArmTotals OfAgent(int64_t day, Arm arm, int agent) const;
   ArmTotals OfDay(int64_t day, Arm arm) const;
   ArmTotals OfArm(Arm arm) const;  // over every day
@@ -102,6 +115,10 @@ class AbTally {
   int64_t skipped_test() const { return test_; }
   int64_t duplicates() const { return duplicates_; }
   int64_t unknown_advertiser() const { return unknown_; }
+  // Those events by advertiser id: the first kMaxUnknownIds ids seen (a log of another market
+  // names a few; a hostile one cannot grow this without bound).
+  static constexpr size_t kMaxUnknownIds = 100;
+  const std::map<int64_t, int64_t>& unknown_advertisers() const { return unknown_ids_; }
 
  private:
   struct Bucket {
@@ -124,6 +141,7 @@ class AbTally {
   std::map<std::string, ArmTotals> deals_;  // deal id -> its bids' totals
   std::set<std::string> eids_;
   int64_t events_ = 0, test_ = 0, duplicates_ = 0, unknown_ = 0;
+  std::map<int64_t, int64_t> unknown_ids_;
   int64_t spend_total_ = 0, revenue_total_ = 0;  // micros booked over every cell (checked)
 };
 

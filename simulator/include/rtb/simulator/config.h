@@ -32,6 +32,12 @@ struct WorldConfig {
   // its bid: 1 = the naive manual bidder bids its value per click (truthful), and the learned
   // action shades it (docs/dcmab.md, section 3).
   double first_price_margin = 1.0;
+  // Advertisers with a target-CPA goal (goal: conversions, core/goal.h): each advertiser is one
+  // with this probability (a draw of its own, so the rest of the world is the same whatever the
+  // share), its target cpa_target_margin x its order value (the most a conversion may cost), and
+  // its manual CPC bid target CPA x pCVR, the target-CPA bidder's rule (no noise). 0: none.
+  double cpa_share = 0;
+  double cpa_target_margin = 0.3;
   double bid_noise_sigma = 0.15;         // lognormal noise of human-set bids around that rule
   double min_bid = 0.05;                 // lowest manual CPC bid, currency units
   double max_bid = 30;                   // highest manual CPC bid, currency units

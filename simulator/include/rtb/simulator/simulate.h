@@ -21,6 +21,9 @@ struct Scenario {
   SimulatorConfig cfg;
   Day train, test;
   Market market;
+  // Each advertiser's goal (the world's; revenue for every advertiser of logged days): the
+  // reports score each run against them.
+  std::vector<Goal> goals;
   std::vector<Micros> train_budgets, test_budgets;
   // More training days (other draws of the same world), each with its budgets; filled by
   // AddTrainingDays. The market stays the one built on `train`.

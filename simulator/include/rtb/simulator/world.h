@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "rtb/core/goal.h"
 #include "rtb/core/rng.h"
 #include "rtb/core/types.h"
 #include "rtb/simulator/config.h"
@@ -20,6 +21,7 @@ struct Advertiser {
   Micros order_value;  // base ppb
   Micros bid;          // manual CPC bid
   bool large = false;
+  Goal goal;  // revenue, or conversions with a target CPA (WorldConfig::cpa_share)
 };
 
 struct Consumer {
