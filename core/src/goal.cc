@@ -104,14 +104,26 @@ GoalScore ScoreGoal(const Goal& goal, double conversions, double cost, double va
 GoalSummary SummarizeGoals(const std::vector<Goal>& goals,
                            const std::vector<Outcome>& per_advertiser) {
   GoalSummary s;
+  double ratios = 0;
+  int converted = 0;
   for (size_t k = 0; k < goals.size() && k < per_advertiser.size(); ++k) {
-    if (!goals[k].HasTarget()) continue;
     const Outcome& o = per_advertiser[k];
     const GoalScore g = ScoreGoal(goals[k], o.conversions, o.cost.units(), o.revenue.units());
+    if (!goals[k].HasTarget()) {
+      s.value += o.revenue.units();
+      continue;
+    }
     s.score += g.score;
+    s.value +=
+        goals[k].kind == GoalKind::kConversions ? goals[k].target_cpa.units() * g.score : g.score;
     ++s.targets;
     s.missed += g.met ? 0 : 1;
+    if (goals[k].kind == GoalKind::kConversions && o.conversions > 0) {
+      ratios += g.realised / goals[k].target_cpa.units();
+      ++converted;
+    }
   }
+  if (converted > 0) s.cpa_ratio = ratios / converted;
   return s;
 }
 

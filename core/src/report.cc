@@ -100,6 +100,24 @@ bool MultiRun(const Report& r) {
   return false;
 }
 
+// Whether some run scored advertisers against a target (the goal columns are shown).
+bool AnyGoals(const Report& r) {
+  for (const auto& m : r.methods) {
+    for (const auto& run : m.runs) {
+      if (run.goals.targets > 0) return true;
+    }
+  }
+  return false;
+}
+
+// A goal figure of a method over its runs.
+template <typename T>
+MeanStd GoalStat(const MethodResult& m, T GoalSummary::*field) {
+  std::vector<double> xs;
+  for (const auto& run : m.runs) xs.push_back(static_cast<double>(run.goals.*field));
+  return ComputeMeanStd(xs);
+}
+
 // JSON object of every metric of (method, row), with _std and relative-to-baseline entries.
 std::string JsonRow(const Report& r, const MethodResult& m, int row, const std::string& indent) {
   std::ostringstream o;
@@ -194,6 +212,15 @@ doc::Table ObjectiveTable(const Report& r) {
   for (const auto& [name, values] : r.extra_totals) {
     t.columns.push_back({name, doc::Fmt::kNumber, 1});
   }
+  const bool goals = AnyGoals(r);
+  if (goals) {
+    const int targets =
+        r.methods.empty() || r.methods[0].runs.empty() ? 0 : r.methods[0].runs[0].goals.targets;
+    t.columns.push_back({"goal score (" + std::to_string(targets) + " advertisers with a target)",
+                         doc::Fmt::kNumber, 1});
+    t.columns.push_back({"missing their target", doc::Fmt::kNumber, 1});
+    t.columns.push_back({"realised / target CPA", doc::Fmt::kNumber, 3});
+  }
   for (size_t k = 0; k < r.methods.size(); ++k) {
     const MethodResult& m = r.methods[k];
     std::vector<doc::Value> row{doc::Value::Text(m.name)};
@@ -201,6 +228,12 @@ doc::Table ObjectiveTable(const Report& r) {
     if (RowCount(r) > 1) row.push_back(StatValue(r, m, -1, obj));
     for (const auto& [name, values] : r.extra_totals) {
       row.push_back(doc::Value::Num(k < values.size() ? values[k] : kNaN));
+    }
+    if (goals) {
+      for (const MeanStd st : {GoalStat(m, &GoalSummary::score), GoalStat(m, &GoalSummary::missed),
+                               GoalStat(m, &GoalSummary::cpa_ratio)}) {
+        row.push_back(doc::Value::Num(st.mean, MultiRun(r) && st.n > 1 ? st.std : kNaN));
+      }
     }
     t.rows.push_back(row);
   }
@@ -454,14 +487,17 @@ std::string RenderJson(const Report& r) {
       for (size_t i = 0; i < burn.size(); ++i) o << (i ? ", " : "") << JsonArray(burn[i]);
       o << "]}";
     }
+    if (AnyGoals(r)) {
+      const MeanStd score = GoalStat(m, &GoalSummary::score),
+                    missed = GoalStat(m, &GoalSummary::missed);
+      o << ",\n      \"goals\": {\"targets\": " << (m.runs.empty() ? 0 : m.runs[0].goals.targets)
+        << ", \"score\": " << Num(score.mean) << ", \"score_std\": " << Num(score.std)
+        << ", \"missed\": " << Num(missed.mean) << ", \"missed_std\": " << Num(missed.std)
+        << ", \"cpa_ratio\": " << Num(GoalStat(m, &GoalSummary::cpa_ratio).mean) << "}";
+    }
     o << "\n    }";
   }
-  o << "\n  },\n  \"extra_totals\": {";
-  for (size_t i = 0; i < r.extra_totals.size(); ++i) {
-    o << (i ? "," : "") << "\n    " << JsonString(r.extra_totals[i].first) << ": "
-      << JsonArray(r.extra_totals[i].second);
-  }
-  o << (r.extra_totals.empty() ? "" : "\n  ") << "},\n  \"notes\": [";
+  o << "\n  },\n  \"notes\": [";
   for (size_t i = 0; i < r.notes.size(); ++i) o << (i ? ", " : "") << JsonString(r.notes[i]);
   o << "]\n}\n";
   return o.str();

@@ -38,6 +38,7 @@ Result<LearnerConfig> LoadLearnerConfig(const std::string& path) {
   root.Get("delivery_target", &c.delivery_target);
   root.Check(c.delivery_target >= 0 && c.delivery_target <= 1, "delivery_target",
              "must be in [0, 1]");
+  root.Get("goal_reward", &c.goal_reward);
   root.Get("delivery_penalty", &c.delivery_penalty);
   root.Check(c.delivery_penalty >= 0, "delivery_penalty", "must be >= 0");
   root.Get("delivery_penalty_by_agent", &c.delivery_penalty_by_agent);

@@ -100,7 +100,8 @@ void AddLogOptions(const std::vector<CLI::App*>& subs, Common& c) {
 struct TrainCmd {
   std::string config = "configs/learner/default.yaml";
   std::string algo = "dcmab";
-  std::string auction;  // --auction: the world's auction type, in place of its config's
+  std::string auction;    // --auction: the world's auction type, in place of its config's
+  double cpa_share = -1;  // --cpa-share: world.cpa_share for this run (-1: the config's)
   rtb::learn::TrainOptions opt;
 };
 
@@ -116,6 +117,10 @@ CLI::App* AddTrain(CLI::App& app, TrainCmd& c, Common& common) {
   t->add_option("--out", c.opt.out, "Output directory")->capture_default_str();
   t->add_option("--jobs", c.opt.jobs, "Runs trained in parallel")->capture_default_str();
   AddAuctionOption(t, &c.auction);
+  t->add_option("--cpa-share", c.cpa_share,
+                "Share of the world's advertisers with a target-CPA goal (world.cpa_share; "
+                "default: the simulator config's): the agents learn the goals' score")
+      ->check(CLI::Range(0.0, 1.0));
   t->add_flag("--resume", c.opt.resume, "Continue each run from its last checkpoint");
   t->add_option("--learned-share", c.opt.learned_share,
                 "Train for the learned arm of a live A/B test: this share of the users "
@@ -142,6 +147,7 @@ int RunTrain(TrainCmd& c, const Common& common) {
   if (auto st = rtb::sim::OverrideAuctionType(&cfg->sim, c.auction); !st.ok()) {
     return Fail("rtb train", st.message());
   }
+  if (c.cpa_share >= 0) cfg->sim.world.cpa_share = c.cpa_share;
   auto report = rtb::learn::RunTraining(*cfg, c.opt);
   if (!report.ok()) return Fail("rtb", report.status().message());
   if (auto st = rtb::WriteReportFiles(*report, c.opt.out); !st.ok()) {

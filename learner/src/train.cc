@@ -104,7 +104,8 @@ double TrainingScore(const std::vector<RunResult>& runs,
     for (size_t i = 0; i < runs[k].rows.size(); ++i) {
       if (refs[k][i] > 0) worst = std::min(worst, CostOverBudget(runs[k].rows[i]) / refs[k][i]);
     }
-    revenue += runs[k].total.revenue.units();
+    // With goals, the day's worth under them (revenue, and target CPA x score for a target).
+    revenue += runs[k].goals.targets > 0 ? runs[k].goals.value : runs[k].total.revenue.units();
   }
   return worst >= 1.0 ? revenue : revenue * std::pow(worst, 50.0);
 }
@@ -168,6 +169,9 @@ Result<std::unique_ptr<RunState>> StartRun(const LearnerConfig& cfg, const AlgoS
     run->envs.push_back(std::make_unique<sim::MultiAgentEnv>(
         sc.extra_train[k], sc.market, sc.cfg.auction, sc.cfg.market.alpha_range,
         sc.extra_train_budgets[k], mode, days.train_index[k + 1]));
+  }
+  if (cfg.goal_reward) {
+    for (auto& env : run->envs) env->SetGoals(&sc.goals);  // the agents learn their goals
   }
   std::error_code ec;
   run->resumed = resume && LoadTrainState(dir + "/train_state.json", &run->ts) &&
@@ -418,6 +422,7 @@ Evaluation EvaluatePolicy(MultiAgentLearner& learner, const sim::Scenario& sc, c
   }
   ev.run.rows = env.engine().AgentOutcomes();
   for (const auto& o : ev.run.rows) ev.run.total += o;
+  ev.run.goals = SummarizeGoals(sc.goals, env.engine().advertiser_outcomes());
   ev.run.budget_burn = env.engine().BudgetBurn();
   return ev;
 }

@@ -14,7 +14,39 @@ MultiAgentEnv::MultiAgentEnv(const Day& day, const Market& market, const Auction
 
 Observation MultiAgentEnv::Reset(uint64_t seed) {
   engine_.Reset(seed);
+  seen_.clear();
   return Observe();
+}
+
+void MultiAgentEnv::SetGoals(const std::vector<Goal>* goals) {
+  goals_ = nullptr;
+  if (goals == nullptr) return;
+  for (const Goal& g : *goals) {
+    if (g.HasTarget()) goals_ = goals;
+  }
+}
+
+std::vector<double> MultiAgentEnv::GoalRewards() {
+  const std::vector<Outcome>& day = engine_.advertiser_outcomes();
+  seen_.resize(day.size());
+  std::vector<double> r(static_cast<size_t>(market_.agents), 0.0);
+  for (size_t k = 0; k < day.size() && k < goals_->size(); ++k) {
+    const Goal& g = (*goals_)[k];
+    const Outcome& o = day[k];
+    double& to = r[market_.agent_of[k]];
+    if (g.kind == GoalKind::kConversions) {
+      const double target = g.target_cpa.units();
+      to += target * (o.conversions - seen_[k].conversions);
+      if (engine_.done()) {
+        to += target * (ScoreGoal(g, o.conversions, o.cost.units(), o.revenue.units()).score -
+                        o.conversions);
+      }
+    } else {
+      to += o.revenue.units() - seen_[k].revenue.units();
+    }
+    seen_[k] = o;
+  }
+  return r;
 }
 
 Observation MakeObservation(const Market& m, int step, std::vector<double> g_cost,
@@ -63,8 +95,13 @@ StepResult MultiAgentEnv::Step(const ActionTable& a) {
     s.agent_revenue[i] = engine_.last_step_revenue()[i].units();
     total += s.agent_revenue[i];
   }
-  s.rewards = mode_ == RewardMode::kSelf ? s.agent_revenue
-                                         : std::vector<double>(s.agent_revenue.size(), total);
+  s.rewards = s.agent_revenue;
+  if (goals_ != nullptr) {
+    s.rewards = GoalRewards();
+    total = 0;
+    for (const double x : s.rewards) total += x;
+  }
+  if (mode_ == RewardMode::kCoordinated) s.rewards.assign(s.rewards.size(), total);
   s.done = engine_.done();
   s.next = Observe();
   return s;

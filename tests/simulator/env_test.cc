@@ -65,6 +65,57 @@ TEST_F(EnvTest, CoordinatedRewardIsTheTotalForEveryAgent) {
   for (double r : s.rewards) EXPECT_DOUBLE_EQ(r, total);
 }
 
+// With goals, a target-CPA advertiser earns its agent target x conversions each step and the
+// day's last step adds target x (score - conversions): the day's rewards sum to the run's worth
+// under the goals (GoalSummary::value). Revenue advertisers keep earning their revenue; without
+// goals the rewards are the revenue.
+TEST(EnvGoals, ADaysGoalRewardsSumToItsScoresWorthAndEachStepPaysItsConversions) {
+  SimulatorConfig c = Small();
+  c.world.cpa_share = 0.5;
+  auto sc = BuildScenario(c, "", "", false);
+  ASSERT_TRUE(sc.ok()) << sc.status().message();
+  MultiAgentEnv env((*sc)->test, (*sc)->market, c.auction, 0.9, (*sc)->test_budgets,
+                    RewardMode::kSelf);
+  env.SetGoals(&(*sc)->goals);
+  env.Reset(1);
+  // A high bid everywhere: the target-CPA advertisers overpay, so the last step's penalty bites.
+  ActionTable high(3, 3);
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 3; ++j) high.set(i, j, 1.0f);
+  }
+  double sum = 0;
+  for (bool done = false; !done;) {
+    const StepResult s = env.Step(high);
+    sum += std::accumulate(s.rewards.begin(), s.rewards.end(), 0.0);
+    done = s.done;
+  }
+  const std::vector<Outcome>& day = env.engine().advertiser_outcomes();
+  const GoalSummary g = SummarizeGoals((*sc)->goals, day);
+  ASSERT_GT(g.targets, 100);
+  EXPECT_GT(g.missed, 0);
+  EXPECT_NEAR(sum, g.value, 1e-6 * g.value);
+  // Before the last step's penalty: revenue, and target x conversions for a target.
+  double unpenalised = 0;
+  for (size_t k = 0; k < day.size(); ++k) {
+    const Goal& goal = (*sc)->goals[k];
+    unpenalised +=
+        goal.HasTarget() ? goal.target_cpa.units() * day[k].conversions : day[k].revenue.units();
+  }
+  EXPECT_LT(g.value, unpenalised - 1e-6);
+  // The same day without goals: the rewards are the revenue.
+  MultiAgentEnv plain((*sc)->test, (*sc)->market, c.auction, 0.9, (*sc)->test_budgets,
+                      RewardMode::kSelf);
+  plain.Reset(1);
+  const StepResult p = plain.Step(high);
+  EXPECT_EQ(p.rewards, p.agent_revenue);
+  // A world of revenue goals only: SetGoals keeps revenue rewards.
+  std::vector<Goal> none((*sc)->goals.size());
+  plain.SetGoals(&none);
+  plain.Reset(1);
+  const StepResult q = plain.Step(high);
+  EXPECT_EQ(q.rewards, q.agent_revenue);
+}
+
 TEST_F(EnvTest, ResetReplaysTheSameEpisode) {
   MultiAgentEnv env(sc_->test, sc_->market, sc_->cfg.auction, 0.9, sc_->test_budgets,
                     RewardMode::kSelf);

@@ -150,20 +150,19 @@ TEST(Simulate, ACpaWorldGivesAShareOfAdvertisersATargetAndTheTargetCpaBidderRule
   opt.progress = false;
   auto r = Simulate(**sc, opt);
   ASSERT_TRUE(r.ok()) << r.status().message();
-  ASSERT_EQ(r->extra_totals.size(), 2u);
-  EXPECT_EQ(r->extra_totals[0].first,
-            "goal score (" + std::to_string(targets) + " target-CPA advertisers)");
-  const std::vector<double>& score = r->extra_totals[0].second;
-  const std::vector<double>& missed = r->extra_totals[1].second;
-  ASSERT_EQ(score.size(), r->methods.size());
   const MethodResult* manual = r->Find("manual");
   ASSERT_NE(manual, nullptr);
-  const size_t m = static_cast<size_t>(manual - r->methods.data());
-  EXPECT_GT(score[m], 0);
-  EXPECT_LE(score[m], manual->runs[0].total.conversions);  // a score is at most its conversions
-  EXPECT_GT(missed[m], 0);
-  EXPECT_LT(missed[m], 0.05 * targets);
-  EXPECT_NE(RenderJson(*r).find("\"extra_totals\": {"), std::string::npos);
+  const GoalSummary& g = manual->runs[0].goals;
+  EXPECT_EQ(g.targets, targets);
+  EXPECT_GT(g.score, 0);
+  EXPECT_LE(g.score, manual->runs[0].total.conversions);  // a score is at most its conversions
+  EXPECT_GT(g.missed, 0);
+  EXPECT_LT(g.missed, 0.05 * targets);
+  const std::string json = RenderJson(*r);
+  EXPECT_NE(json.find("\"goals\": {\"targets\": " + std::to_string(targets)), std::string::npos);
+  EXPECT_NE(RenderMarkdown(*r).find("goal score (" + std::to_string(targets) +
+                                    " advertisers with a target)"),
+            std::string::npos);
 }
 
 // The same day under GSP and under GFP with the same manual bids: each winner pays its own

@@ -53,10 +53,15 @@ GoalScore ScoreGoal(const Goal& goal, double conversions, double cost, double va
 
 // The advertisers with a target (goals[k].HasTarget()), each scored on its day's outcome
 // (per_advertiser[k]: conversions, cost and revenue as its value): the scores summed, and how
-// many missed their target.
+// many missed their target. `value`: the day's worth in currency over every advertiser, the
+// revenue of those without a target plus target CPA x score of those with one (what the
+// environment's goal rewards sum to, and what training picks models by).
 struct GoalSummary {
   double score = 0;
   int targets = 0, missed = 0;
+  double value = 0;
+  // The mean over the target-CPA advertisers that converted of realised CPA / target (NaN: none).
+  double cpa_ratio = kNaN;
 };
 GoalSummary SummarizeGoals(const std::vector<Goal>& goals,
                            const std::vector<Outcome>& per_advertiser);

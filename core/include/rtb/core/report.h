@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "rtb/core/goal.h"
 #include "rtb/core/metrics.h"
 #include "rtb/core/status.h"
 
@@ -25,6 +26,9 @@ struct RunResult {
   std::vector<std::vector<double>> budget_burn;
   // Optional learning curve: test revenue (units) per training episode.
   std::vector<double> curve;
+  // The advertisers with a target, scored against their goals (SummarizeGoals); targets 0: none
+  // (the reports then show no goal columns).
+  GoalSummary goals;
 };
 
 struct MethodResult {

@@ -52,7 +52,8 @@ Evaluation EvaluatePolicy(MultiAgentLearner& learner, const sim::Scenario& sc, c
 std::vector<double> DeliveryReference(double pick_delivery, const sim::Scenario& sc,
                                       const sim::Day& day, const std::vector<Micros>& budgets);
 
-// The score of a policy on some days: total revenue, discounted by (worst delivery /
+// The score of a policy on some days: total revenue (with goals, their worth: RunResult::goals
+// value), discounted by (worst delivery /
 // reference)^50 when some agent spends less than its reference (DeliveryReference) on some day:
 // at 1% under it a policy keeps 60% of its score. On the training days it drives the paper's
 // convergence rule; on the validation days it picks the model. refs[k] belongs to runs[k].

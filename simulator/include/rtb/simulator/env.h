@@ -12,6 +12,7 @@
 #include <memory>
 #include <vector>
 
+#include "rtb/core/goal.h"
 #include "rtb/simulator/engine.h"
 
 namespace rtb::sim {
@@ -33,7 +34,11 @@ std::vector<double> AgentBudgets(const Market& m, const std::vector<Micros>& bud
 
 struct StepResult {
   Observation next;
-  std::vector<double> rewards;        // per agent, currency units
+  // Per agent, currency units: its advertisers' revenue in the step; with goals (SetGoals), a
+  // target-CPA advertiser's part is target CPA x its conversions in the step, and the day's last
+  // step adds target x (score - conversions) over the day (<= 0, core/goal.h): the rewards of a
+  // day sum to the value of its score, the AuctionNet score in currency.
+  std::vector<double> rewards;
   std::vector<double> agent_revenue;  // per agent revenue of this step (self-interest reward)
   bool done = false;
 };
@@ -49,6 +54,9 @@ class MultiAgentEnv {
 
   Observation Reset(uint64_t seed);
   StepResult Step(const ActionTable& a);
+  // Each advertiser's goal (Scenario::goals; must outlive the environment); null or none with a
+  // target: rewards are revenue.
+  void SetGoals(const std::vector<Goal>* goals);
 
   int agents() const { return market_.agents; }
   int clusters() const { return market_.clusters; }
@@ -59,9 +67,13 @@ class MultiAgentEnv {
 
  private:
   Observation Observe() const;
+  // The agents' goal rewards of the step just played (StepResult::rewards).
+  std::vector<double> GoalRewards();
   const Market& market_;
   AuctionEngine engine_;
   RewardMode mode_;
+  const std::vector<Goal>* goals_ = nullptr;  // with some target, else null
+  std::vector<Outcome> seen_;                 // each advertiser's day so far, at the last step
 };
 
 }  // namespace rtb::sim
