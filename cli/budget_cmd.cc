@@ -12,10 +12,8 @@
 #include "common.h"
 #include "rtb/bidder/config.h"
 #include "rtb/core/admin_server.h"
-#include "rtb/core/build_info.h"
 #include "rtb/core/clock.h"
 #include "rtb/core/log.h"
-#include "rtb/core/prometheus.h"
 
 namespace rtb::cli {
 
@@ -150,29 +148,21 @@ int RunBudget(BudgetArgs a) {
   } serving;
   std::unique_ptr<rtb::AdminServer> admin;
   if (!a.admin_listen.empty()) {
-    auto started = rtb::AdminServer::Start(
-        a.admin_listen, {.metrics =
-                             [&serving] {
-                               std::string o;
-                               {
-                                 std::lock_guard<std::mutex> lk(serving.mu);
-                                 if (serving.co != nullptr) o = serving.co->Metrics();
-                               }
-                               rtb::AppendBuildInfo(&o);
-                               rtb::prom::AppendProcessMetrics(&o);
-                               return o;
-                             },
-                         .unhealthy =
-                             [&serving] {
-                               std::lock_guard<std::mutex> lk(serving.mu);
-                               return serving.co == nullptr
-                                          ? std::string()
-                                          : rtb::budget::Unhealthy(*serving.co,
-                                                                   rtb::SystemClock()->UnixMs());
-                             }});
+    auto started = rtb::StartAdminPort(
+        a.admin_listen,
+        [&serving] {
+          std::lock_guard<std::mutex> lk(serving.mu);
+          return serving.co != nullptr ? serving.co->Metrics() : std::string();
+        },
+        [&serving] {
+          std::lock_guard<std::mutex> lk(serving.mu);
+          return serving.co == nullptr
+                     ? std::string()
+                     : rtb::budget::Unhealthy(*serving.co, rtb::SystemClock()->UnixMs());
+        },
+        "budget");
     if (!started.ok()) return Fail(started.status());
     admin = std::move(*started);
-    rtb::log::Get("budget").info("admin port: http://{}/metrics and /healthz", a.admin_listen);
   }
   auto co = rtb::budget::Coordinator::Create(a.c);
   if (!co.ok()) {

@@ -35,6 +35,9 @@ CLI::App* AddReportCommand(CLI::App* app, ReportArgs* a) {
                   "Time bucket of the bootstrap intervals and the spend curves")
       ->check(CLI::Range(1, 1440))
       ->capture_default_str();
+  sub->add_flag("--allow-unknown-advertisers", a->allow_unknown,
+                "Report events of advertisers the config does not have (counted, not booked) "
+                "instead of stopping: an advertiser removed from the config mid-run");
   sub->add_flag("--skip-malformed", a->skip_malformed,
                 "Skip and count lines that are not events (default: stop at the first, with "
                 "file:line)");
@@ -104,7 +107,7 @@ int RunReport(const ReportArgs& a) {
     info.rerun = "rtb report --brokers " + a.brokers + " --topic " + topic + " --bidder-config " +
                  doc::ShownPath(a.bidder_config);
   }
-  if (tally.unknown_advertiser() > 0) {
+  if (tally.unknown_advertiser() > 0 && !a.allow_unknown) {
     // Events of another market (the demo's, read with the default config): a report of them
     // would show budgets of 0 and ratios of nothing.
     std::string ids;
@@ -113,11 +116,16 @@ int RunReport(const ReportArgs& a) {
       if (shown++ == 10) break;
       ids += (ids.empty() ? "" : ", ") + std::to_string(id) + " (" + std::to_string(n) + ")";
     }
-    const size_t more = tally.unknown_advertisers().size() - std::min<size_t>(shown, 10);
+    const size_t known = tally.unknown_advertisers().size();
+    const size_t more = known - std::min<size_t>(shown, 10);
+    const bool capped = known == AbTally::kMaxUnknownIds;  // more ids than it keeps
     return fail(std::to_string(tally.unknown_advertiser()) + " events of advertisers " +
                 doc::ShownPath(a.bidder_config) + " does not have: " + ids +
-                (more > 0 ? " and " + std::to_string(more) + " more" : std::string()) +
-                "; give --bidder-config the config the events were served with");
+                (more > 0 ? " and " + std::string(capped ? "at least " : "") +
+                                std::to_string(more) + " more"
+                          : std::string()) +
+                "; give --bidder-config the config the events were served with "
+                "(--allow-unknown-advertisers reports them, counted and not booked)");
   }
   for (const auto& n : a.notes) info.notes.push_back(n);
   if (info.malformed > 0) {

@@ -21,6 +21,7 @@ struct ReportArgs {
   std::string out = "out/report";
   int bucket_minutes = 60;  // time bucket of the intervals and the spend curves
   bool skip_malformed = false;
+  bool allow_unknown = false;  // --allow-unknown-advertisers
   bool quiet = false;
   std::vector<std::string> notes;  // extra lines for the report's notes (how the events arose)
 };

@@ -6,12 +6,8 @@
 
 namespace rtb::bidder {
 
-namespace {
+using prom::Family;
 using prom::LabelValue;
-void Family(std::string* o, const char* name, const char* type, const char* help) {
-  prom::Family(o, name, type, help);
-}
-}  // namespace
 
 std::string RenderKafkaStatistics(const kafka::Statistics& s) {
   std::string o;

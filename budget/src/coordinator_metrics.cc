@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "rtb/budget/coordinator.h"
+#include "rtb/core/admin_server.h"
 #include "rtb/core/clock.h"
 #include "rtb/core/prometheus.h"
 
@@ -60,7 +61,7 @@ std::string Coordinator::Metrics() const {
               c.handed_over_to.empty() ? int64_t{1} : int64_t{0});
   prom::Gauge(&o, "rtb_coordinator_last_turn_timestamp_seconds",
               "When the serving loop last finished a turn (Unix seconds; 0 before the first).",
-              c.last_turn_ms < 0 ? 0.0 : static_cast<double>(c.last_turn_ms) / 1e3);
+              prom::UnixSeconds(c.last_turn_ms));
   const LeaseLedger& ledger = this->ledger();
   prom::Gauge(&o, "rtb_coordinator_live_bidders",
               "Bidders heard from within the heartbeat timeout.",
@@ -107,12 +108,7 @@ std::string Coordinator::Metrics() const {
 }
 
 std::string Unhealthy(const Coordinator& c, int64_t now_ms) {
-  const int64_t last = c.counters().last_turn_ms;
-  if (last >= 0 && now_ms - last > 30'000) {
-    return "the coordinator's loop has not turned for " + std::to_string((now_ms - last) / 1000) +
-           " s";
-  }
-  return {};
+  return LoopStalled("coordinator's loop", c.counters().last_turn_ms, now_ms, 30'000);
 }
 
 }  // namespace rtb::budget

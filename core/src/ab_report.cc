@@ -514,7 +514,7 @@ void AddGoalsSection(const AbTally& t, const std::string& cur, doc::Document& d)
                {"days met", Fmt::kText},
                {"score", Fmt::kNumber}};
   struct ArmSum {
-    double score = 0;
+    double cpa_score = 0, roas_score = 0;  // conversions; currency
     int targets = 0, missed = 0;
   } sums[2];
   for (size_t k = 0; k < t.advertisers().size(); ++k) {
@@ -523,7 +523,7 @@ void AddGoalsSection(const AbTally& t, const std::string& cur, doc::Document& d)
     for (const Arm a : kBoth) {
       const AbTally::GoalTotals x = t.GoalOf(a, k);
       ArmSum& sum = sums[static_cast<int>(a)];
-      sum.score += x.score;
+      (adv.goal.kind == GoalKind::kConversions ? sum.cpa_score : sum.roas_score) += x.score;
       ++sum.targets;
       sum.missed += x.overall.met ? 0 : 1;
       const std::string name =
@@ -539,9 +539,11 @@ void AddGoalsSection(const AbTally& t, const std::string& cur, doc::Document& d)
   std::vector<std::string> lines;
   for (const Arm a : kBoth) {
     const ArmSum& sum = sums[static_cast<int>(a)];
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "%s: score %.2f over %d advertisers with a target, %d missed it",
-                  ArmName(a), sum.score, sum.targets, sum.missed);
+    char buf[200];
+    std::snprintf(buf, sizeof buf,
+                  "%s: score %.2f (target CPA, in conversions) and %.2f (target ROAS, in value) "
+                  "over %d advertisers with a target, %d missed it",
+                  ArmName(a), sum.cpa_score, sum.roas_score, sum.targets, sum.missed);
     lines.push_back(buf);
   }
   d.Add(doc::Bullets{lines});

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <thread>
 
+#include "rtb/core/build_info.h"
+#include "rtb/core/log.h"
 #include "rtb/core/prometheus.h"
 
 namespace rtb {
@@ -20,6 +22,8 @@ struct AdminServer::Impl {
   AdminRoutes routes;
   net::io_context ioc{1};
   tcp::acceptor acceptor{ioc};
+  net::steady_timer retry{ioc};  // after a failed accept (out of descriptors)
+  unsigned short port = 0;       // bound, set before the thread starts
   std::thread thread;
 
   // One connection: requests answered in turn until the client closes, goes quiet for 10 s,
@@ -80,8 +84,15 @@ struct AdminServer::Impl {
   void Accept() {
     acceptor.async_accept([this](beast::error_code ec, tcp::socket s) {
       if (ec == net::error::operation_aborted) return;
-      if (!ec) std::make_shared<Session>(std::move(s), *this)->Read();
-      Accept();
+      if (!ec) {
+        std::make_shared<Session>(std::move(s), *this)->Read();
+        return Accept();
+      }
+      // Out of descriptors, say: accepting again at once would spin a core.
+      retry.expires_after(std::chrono::milliseconds(100));
+      retry.async_wait([this](beast::error_code wait_ec) {
+        if (!wait_ec) Accept();
+      });
     });
   }
 };
@@ -115,6 +126,7 @@ Result<std::unique_ptr<AdminServer>> AdminServer::Start(const std::string& liste
   if (!ec) impl->acceptor.bind(ep, ec);
   if (!ec) impl->acceptor.listen(net::socket_base::max_listen_connections, ec);
   if (ec) return Status::Unavailable("cannot listen on " + listen + ": " + ec.message());
+  impl->port = impl->acceptor.local_endpoint().port();
   impl->Accept();
   Impl* m = impl.get();
   impl->thread = std::thread([m] { m->ioc.run(); });
@@ -126,6 +138,25 @@ AdminServer::~AdminServer() {
   if (impl_->thread.joinable()) impl_->thread.join();
 }
 
-unsigned short AdminServer::port() const { return impl_->acceptor.local_endpoint().port(); }
+unsigned short AdminServer::port() const { return impl_->port; }
+
+Result<std::unique_ptr<AdminServer>> StartAdminPort(const std::string& listen,
+                                                    std::function<std::string()> own_metrics,
+                                                    std::function<std::string()> unhealthy,
+                                                    const std::string& component) {
+  AdminRoutes routes;
+  routes.metrics = [own = std::move(own_metrics)] {
+    std::string o = own();
+    AppendBuildInfo(&o);
+    prom::AppendProcessMetrics(&o);
+    return o;
+  };
+  routes.unhealthy = std::move(unhealthy);
+  auto server = AdminServer::Start(listen, std::move(routes));
+  if (server.ok()) {
+    log::Get(component).info("admin port: http://{}/metrics and /healthz", listen);
+  }
+  return server;
+}
 
 }  // namespace rtb

@@ -101,6 +101,15 @@ GoalScore ScoreGoal(const Goal& goal, double conversions, double cost, double va
   return s;
 }
 
+double StepWorth(const Goal& goal, double conversions, double value) {
+  return goal.kind == GoalKind::kConversions ? goal.target_cpa.units() * conversions : value;
+}
+
+double DayWorth(const Goal& goal, double conversions, double cost, double value) {
+  const double score = ScoreGoal(goal, conversions, cost, value).score;
+  return goal.kind == GoalKind::kConversions ? goal.target_cpa.units() * score : score;
+}
+
 GoalSummary SummarizeGoals(const std::vector<Goal>& goals,
                            const std::vector<Outcome>& per_advertiser) {
   GoalSummary s;
@@ -108,14 +117,10 @@ GoalSummary SummarizeGoals(const std::vector<Goal>& goals,
   int converted = 0;
   for (size_t k = 0; k < goals.size() && k < per_advertiser.size(); ++k) {
     const Outcome& o = per_advertiser[k];
+    s.value += DayWorth(goals[k], o.conversions, o.cost.units(), o.revenue.units());
+    if (!goals[k].HasTarget()) continue;
     const GoalScore g = ScoreGoal(goals[k], o.conversions, o.cost.units(), o.revenue.units());
-    if (!goals[k].HasTarget()) {
-      s.value += o.revenue.units();
-      continue;
-    }
-    s.score += g.score;
-    s.value +=
-        goals[k].kind == GoalKind::kConversions ? goals[k].target_cpa.units() * g.score : g.score;
+    (goals[k].kind == GoalKind::kConversions ? s.score : s.roas_score) += g.score;
     ++s.targets;
     s.missed += g.met ? 0 : 1;
     if (goals[k].kind == GoalKind::kConversions && o.conversions > 0) {

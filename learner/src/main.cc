@@ -12,11 +12,9 @@
 
 #include "kernels.h"
 #include "rtb/core/admin_server.h"
-#include "rtb/core/build_info.h"
 #include "rtb/core/clock.h"
 #include "rtb/core/log.h"
 #include "rtb/core/memory.h"
-#include "rtb/core/prometheus.h"
 #include "rtb/learner/agents.h"
 #include "rtb/learner/algo_spec.h"
 #include "rtb/learner/config.h"
@@ -201,21 +199,12 @@ int RunLearn(LearnCmd& c, const Common& common) {
   c.on.status = &status;
   std::unique_ptr<rtb::AdminServer> admin;
   if (!cfg->online.admin_listen.empty()) {
-    auto a = rtb::AdminServer::Start(
-        cfg->online.admin_listen,
-        {.metrics =
-             [&status] {
-               std::string o = rtb::learn::OnlineMetrics(status);
-               rtb::AppendBuildInfo(&o);
-               rtb::prom::AppendProcessMetrics(&o);
-               return o;
-             },
-         .unhealthy =
-             [&status] { return rtb::learn::Unhealthy(status, rtb::SystemClock()->UnixMs()); }});
+    auto a = rtb::StartAdminPort(
+        cfg->online.admin_listen, [&status] { return rtb::learn::OnlineMetrics(status); },
+        [&status] { return rtb::learn::Unhealthy(status, rtb::SystemClock()->UnixMs()); },
+        "learner");
     if (!a.ok()) return Fail("rtb learn", a.status().message());
     admin = std::move(*a);
-    rtb::log::Get("learner").info("admin port: http://{}/metrics and /healthz",
-                                  cfg->online.admin_listen);
   }
   const rtb::Status st = rtb::learn::RunOnline(*cfg, c.on);
   if (!st.ok()) return Fail("rtb learn", st.message());

@@ -573,7 +573,8 @@ Status OnlineLearner::KeepUp() {
 int64_t OnlineLearner::EventsLag() {
   int64_t lag = 0;
   for (int32_t p = 0; p < events_partitions_; ++p) {
-    const auto w = consumer_->Watermarks(on_.events_topic, p, 1000);
+    // A short timeout: this runs on the learner's loop, which must not wait on slow brokers.
+    const auto w = consumer_->Watermarks(on_.events_topic, p, 250);
     if (!w.ok()) return -1;  // not known now: the brokers did not answer
     const auto at = st_.offsets.find(p);
     const int64_t next = at == st_.offsets.end() ? w->first : std::max(at->second, w->first);

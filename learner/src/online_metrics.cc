@@ -1,5 +1,6 @@
 // `rtb learn`'s /metrics page: the online learner's part (Prometheus text format 0.0.4). The
 // command adds the build and process families.
+#include "rtb/core/admin_server.h"
 #include "rtb/core/prometheus.h"
 #include "rtb/learner/online.h"
 
@@ -29,16 +30,15 @@ std::string OnlineMetrics(const OnlineStatus& s) {
   for (const auto& c : kCounters) prom::Counter(&o, c.name, c.help, (s.*c.value).load());
   prom::Gauge(&o, "rtb_learner_policy_version", "Version of the table published last (0: none).",
               s.policy_version.load());
-  auto seconds = [](int64_t ms) { return ms < 0 ? 0.0 : static_cast<double>(ms) / 1e3; };
   prom::Gauge(&o, "rtb_learner_last_publish_timestamp_seconds",
               "When the last table was published (Unix seconds; 0: none by this process).",
-              seconds(s.last_publish_ms.load()));
+              prom::UnixSeconds(s.last_publish_ms.load()));
   prom::Gauge(&o, "rtb_learner_last_close_timestamp_seconds",
               "When a step last closed (Unix seconds; 0: none by this process).",
-              seconds(s.last_close_ms.load()));
+              prom::UnixSeconds(s.last_close_ms.load()));
   prom::Gauge(&o, "rtb_learner_last_turn_timestamp_seconds",
               "When the learner's loop last turned (Unix seconds; 0: not yet).",
-              seconds(s.last_turn_ms.load()));
+              prom::UnixSeconds(s.last_turn_ms.load()));
   prom::Gauge(&o, "rtb_learner_pending_steps",
               "Steps whose end is seen (marker or wall clock) and that are not closed yet.",
               s.pending_steps.load());
@@ -53,11 +53,7 @@ std::string OnlineMetrics(const OnlineStatus& s) {
 }
 
 std::string Unhealthy(const OnlineStatus& s, int64_t now_ms) {
-  const int64_t last = s.last_turn_ms.load();
-  if (last >= 0 && now_ms - last > kStallMs) {
-    return "the learner's loop has not turned for " + std::to_string((now_ms - last) / 1000) + " s";
-  }
-  return {};
+  return LoopStalled("learner's loop", s.last_turn_ms.load(), now_ms, kStallMs);
 }
 
 }  // namespace rtb::learn

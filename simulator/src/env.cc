@@ -34,15 +34,11 @@ std::vector<double> MultiAgentEnv::GoalRewards() {
     const Goal& g = (*goals_)[k];
     const Outcome& o = day[k];
     double& to = r[market_.agent_of[k]];
-    if (g.kind == GoalKind::kConversions) {
-      const double target = g.target_cpa.units();
-      to += target * (o.conversions - seen_[k].conversions);
-      if (engine_.done()) {
-        to += target * (ScoreGoal(g, o.conversions, o.cost.units(), o.revenue.units()).score -
-                        o.conversions);
-      }
-    } else {
-      to += o.revenue.units() - seen_[k].revenue.units();
+    to += StepWorth(g, o.conversions - seen_[k].conversions,
+                    o.revenue.units() - seen_[k].revenue.units());
+    if (engine_.done()) {  // the shortfall of a day that missed its target
+      to += DayWorth(g, o.conversions, o.cost.units(), o.revenue.units()) -
+            StepWorth(g, o.conversions, o.revenue.units());
     }
     seen_[k] = o;
   }

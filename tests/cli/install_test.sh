@@ -34,9 +34,12 @@ done
 # The rest runs from $T alone: the library of helpers is copied there.
 cp "$SRC/scripts/serve_lib.sh" "$SRC/tests/cli/install_run.sh" "$T/" || fail "copy"
 BUILD_ABS=$(cd "$BUILD" && pwd) SRC_ABS=$(cd "$SRC" && pwd)
-if unshare -m --map-root-user true 2> /dev/null || unshare -m true 2> /dev/null; then
-  U=(unshare -m)
-  unshare -m true 2> /dev/null || U=(unshare -m --map-root-user)
+# The namespace is usable when a tmpfs can be mounted in it (not only when unshare runs).
+mkdir -p "$T/probe"
+can_hide() { "$@" sh -c 'mount -t tmpfs none "$1"' _ "$T/probe" 2> /dev/null; }
+U=(unshare -m)
+can_hide "${U[@]}" || U=(unshare -m --map-root-user)
+if can_hide "${U[@]}"; then
   "${U[@]}" bash -c 'mount -t tmpfs none "$1" && mount -t tmpfs none "$2" && exec bash "$3/install_run.sh" "$3" "$1" "$2" hidden' \
     _ "$BUILD_ABS" "$SRC_ABS" "$T" || exit 1
 else

@@ -88,6 +88,7 @@ for src in ("topic", "file"):
     g = {x["id"]: x for x in r["goals"]}
     assert g[2]["goal"] == "conversions" and g[2]["target_cpa"] == 0.012, g[2]
     assert g[1]["goal"] == "revenue", g[1]
+    assert any("2/" + key in want["per_adv"] for key in ("l", "m")), want["per_adv"]  # it bought
     for key, arm in (("l", "learned"), ("m", "manual")):
         spend, conv = want["per_adv"].get("2/" + key, [0, 0])
         got = g[2]["arms"][arm]
@@ -146,4 +147,10 @@ fi
 grep -q "$N1 events of advertisers .*other.yaml does not have: 1 ($N1); give --bidder-config the config the events were served with" "$T/other.err" ||
   { cat "$T/other.err"; exit 1; }
 [[ ! -e $T/other/report.json ]]
+# Asked to, it reports them, counted and not booked.
+"$RTB" report --events "$T/events.jsonl" --bidder-config "$T/other.yaml" --out "$T/other" \
+  --allow-unknown-advertisers --quiet
+/usr/bin/python3 -c "
+import json; r = json.load(open('$T/other/report.json'))
+assert r['events']['unknown_advertiser'] == $N1, r['events']"
 echo "bad input ok"

@@ -117,7 +117,8 @@ TEST(AbTally, EachDayOfAnAdvertiserWithATargetIsScoredAgainstIt) {
   const std::string md = doc::RenderMarkdown(AbReportDocument(t, info));
   EXPECT_NE(md.find("## Goals"), std::string::npos);
   EXPECT_NE(md.find("CPA <= 0.005"), std::string::npos) << md;
-  EXPECT_NE(md.find("learned: score 2.17 over 1 advertisers with a target, 1 missed it"),
+  EXPECT_NE(md.find("learned: score 2.17 (target CPA, in conversions) and 0.00 (target ROAS, in "
+                    "value) over 1 advertisers with a target, 1 missed it"),
             std::string::npos)
       << md;
 }

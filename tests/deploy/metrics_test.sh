@@ -19,8 +19,11 @@ SRC=$2
 T=$(mktemp -d)
 source "$SRC/scripts/serve_lib.sh"
 KAFKA= SERVE= BUD= LEARN= BIG=
+gone() { ! kill -0 "$1" 2> /dev/null; }
 cleanup() {
   for p in $LEARN $BUD $SERVE $BIG; do kill "$p" 2>/dev/null || true; done
+  # Each gets 15 s to drain and stop, then it is killed.
+  for p in $LEARN $BUD $SERVE $BIG; do wait_until 15 gone "$p" || kill -9 "$p" 2> /dev/null || true; done
   for p in $LEARN $BUD $SERVE $BIG; do wait "$p" 2>/dev/null || true; done
   [[ -z $KAFKA ]] || { kill "$KAFKA" 2>/dev/null || true; wait "$KAFKA" 2>/dev/null || true; }
   rm -rf "$T"
@@ -44,6 +47,9 @@ local_bidder_config "$SRC/configs/bidder/default.yaml" "$T/a.yaml" "$PORT" "$T/a
   -e "s#^  learned_share: .*#  learned_share: 0.5#" \
   -e "s#^  steps_per_day: .*#  steps_per_day: 43200#" -e "s#^  step_seconds: .*#  step_seconds: 2#" \
   -e "s#^  enabled: false .*#  enabled: true#" -e "s#^  name: \"\" .*#  name: bidder-a#"
+for want in "learned_share: 0.5" "steps_per_day: 43200" "step_seconds: 2" "enabled: true" "name: bidder-a"; do
+  grep -q "^ *$want" "$T/a.yaml" || fail "the test's bidder config lacks $want (configs/bidder/default.yaml changed?)"
+done
 "$RTB" kafka --market "$T/a.yaml" > "$T/kafka.addr" 2> "$T/kafka.log" &
 KAFKA=$!
 wait_until 10 test -s "$T/kafka.addr" || fail "rtb kafka did not start"
@@ -56,6 +62,7 @@ BUD=$!
 sed -e "s#^simulator_config: .*#simulator_config: $SRC/configs/simulator/default.yaml#" \
     -e "s#^  clock: .*#  clock: wall#" -e "s#^  step_grace_ms: .*#  step_grace_ms: 300#" \
     "$SRC/configs/learner/default.yaml" > "$T/learner.yaml"
+grep -q "^  clock: wall" "$T/learner.yaml" || fail "the test's learner config is not on the wall clock"
 "$RTB" learn --config "$T/learner.yaml" --market "$T/a.yaml" --brokers "$BROKERS" --state-dir "$T/learner" \
   --admin-listen "127.0.0.1:$PL" --quiet 2> "$T/learn.log" &
 LEARN=$!

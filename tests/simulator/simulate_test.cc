@@ -155,7 +155,6 @@ TEST(Simulate, ACpaWorldGivesAShareOfAdvertisersATargetAndTheTargetCpaBidderRule
   const GoalSummary& g = manual->runs[0].goals;
   EXPECT_EQ(g.targets, targets);
   EXPECT_GT(g.score, 0);
-  EXPECT_LE(g.score, manual->runs[0].total.conversions);  // a score is at most its conversions
   EXPECT_GT(g.missed, 0);
   EXPECT_LT(g.missed, 0.05 * targets);
   const std::string json = RenderJson(*r);

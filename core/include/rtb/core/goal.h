@@ -51,13 +51,22 @@ struct GoalScore {
 // `value` and `cost` in currency units.
 GoalScore ScoreGoal(const Goal& goal, double conversions, double cost, double value);
 
+// What an outcome is worth to the advertiser in currency, before and after its day is scored:
+// StepWorth is what the goal pays as it goes (conversions: target CPA x conversions; value and
+// revenue: the value), DayWorth what the whole day is worth once scored (conversions: target
+// CPA x score; value: the ROAS score; revenue: the value). DayWorth - StepWorth of a day's
+// totals is the shortfall of a day that missed its target (0 when it held).
+double StepWorth(const Goal& goal, double conversions, double value);
+double DayWorth(const Goal& goal, double conversions, double cost, double value);
+
 // The advertisers with a target (goals[k].HasTarget()), each scored on its day's outcome
-// (per_advertiser[k]: conversions, cost and revenue as its value): the scores summed, and how
-// many missed their target. `value`: the day's worth in currency over every advertiser, the
-// revenue of those without a target plus target CPA x score of those with one (what the
-// environment's goal rewards sum to, and what training picks models by).
+// (per_advertiser[k]: conversions, cost and revenue as its value): the target-CPA advertisers'
+// scores summed (conversions), the target-ROAS ones' (currency), and how many missed their
+// target. `value`: the day's DayWorth over every advertiser (what the environment's goal
+// rewards sum to, and what training picks models by).
 struct GoalSummary {
-  double score = 0;
+  double score = 0;       // target-CPA advertisers: AuctionNet's score, in conversions
+  double roas_score = 0;  // target-ROAS advertisers: value x min(1, (ROAS / target)^2)
   int targets = 0, missed = 0;
   double value = 0;
   // The mean over the target-CPA advertisers that converted of realised CPA / target (NaN: none).

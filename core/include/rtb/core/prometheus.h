@@ -27,6 +27,9 @@ void Sample(std::string* o, std::string_view name, double value);
 void Sample(std::string* o, std::string_view name, std::string_view labels, int64_t value);
 void Sample(std::string* o, std::string_view name, std::string_view labels, double value);
 
+// A timestamp gauge's value from Unix ms: seconds, or 0 for "never" (a negative ms).
+inline double UnixSeconds(int64_t ms) { return ms < 0 ? 0.0 : static_cast<double>(ms) / 1e3; }
+
 // A one-sample family: Family + Sample.
 void Gauge(std::string* o, std::string_view name, std::string_view help, int64_t value);
 void Gauge(std::string* o, std::string_view name, std::string_view help, double value);

@@ -34,10 +34,10 @@ std::vector<double> AgentBudgets(const Market& m, const std::vector<Micros>& bud
 
 struct StepResult {
   Observation next;
-  // Per agent, currency units: its advertisers' revenue in the step; with goals (SetGoals), a
-  // target-CPA advertiser's part is target CPA x its conversions in the step, and the day's last
-  // step adds target x (score - conversions) over the day (<= 0, core/goal.h): the rewards of a
-  // day sum to the value of its score, the AuctionNet score in currency.
+  // Per agent, currency units: its advertisers' revenue in the step; with goals (SetGoals), each
+  // advertiser's StepWorth of the step (a target-CPA one: target CPA x its conversions), and the
+  // day's last step adds DayWorth - StepWorth of the day (<= 0, core/goal.h): the rewards of a
+  // day sum to the worth of its scores (GoalSummary::value).
   std::vector<double> rewards;
   std::vector<double> agent_revenue;  // per agent revenue of this step (self-interest reward)
   bool done = false;
