@@ -206,6 +206,10 @@ inline BidResponse Respond(Bidder::Impl& m, const BidContext& ctx,
     b.adomain = cr.adomain;
     b.w = cr.w;
     b.h = cr.h;
+    if (cr.w == 0 && !imp.formats.empty()) {  // an any-size creative fills the slot's size
+      b.w = imp.formats.front().w;
+      b.h = imp.formats.front().h;
+    }
     b.cat = cr.cat;
     b.cattax = cr.cat.empty() ? 0 : cr.cattax;
     b.mtype = cr.mtype;

@@ -27,6 +27,7 @@
 #include "rtb/core/ab_report.h"
 #include "rtb/core/action_table.h"
 #include "rtb/core/config.h"
+#include "rtb/core/goal.h"
 #include "rtb/core/metrics.h"
 #include "rtb/core/policy.h"
 #include "rtb/core/report.h"
@@ -1086,9 +1087,64 @@ EventsBudgetCheck BudgetsFromEvents(const AbTally& tally, double learned_share) 
   return {max_over, seen(min_cost), seen(min_arm_cost)};
 }
 
+// Whether two figures agree within 0.1% (of at least 1: sums near zero compare absolutely).
+bool WithinTenthPct(double a, double b) {
+  return std::abs(a - b) <= 0.001 * std::max(1.0, std::abs(b));
+}
+
+// Each advertiser with a target, per arm: its score as `rtb report` computed it from the events
+// against the same score computed from the exchange's own accounting of its days, and its spend,
+// conversions and value over the days.
+GoalCheck GoalsAgainstExchange(const AbTally& tally,
+                               const std::vector<exchange::DayAccount>& accounts) {
+  GoalCheck g;
+  const auto& advertisers = tally.advertisers();
+  for (size_t k = 0; k < advertisers.size(); ++k) {
+    const AbAdvertiser& a = advertisers[k];
+    if (!a.goal.HasTarget()) continue;
+    ++g.targets;
+    for (const Arm arm : {Arm::kLearned, Arm::kManual}) {
+      const AbTally::GoalTotals ev = tally.GoalOf(arm, k);
+      Outcome total;
+      double score = 0;
+      for (const exchange::DayAccount& day : accounts) {
+        const auto it =
+            day.by_arm_advertiser.find({static_cast<int>(arm), static_cast<uint32_t>(a.id)});
+        if (it == day.by_arm_advertiser.end()) continue;
+        const Outcome& o = it->second;
+        score += ScoreGoal(a.goal, o.conversions, o.cost.units(), o.revenue.units()).score;
+        total += o;
+      }
+      const GoalScore overall =
+          ScoreGoal(a.goal, total.conversions, total.cost.units(), total.revenue.units());
+      if (a.goal.kind == GoalKind::kConversions) g.score[static_cast<int>(arm)] += ev.score;
+      if (!ev.overall.met) ++g.missed[static_cast<int>(arm)];
+      ++g.compared;
+      const bool realised_equal = std::isnan(overall.realised)
+                                      ? std::isnan(ev.overall.realised)
+                                      : WithinTenthPct(ev.overall.realised, overall.realised);
+      const bool equal = WithinTenthPct(ev.score, score) &&
+                         WithinTenthPct(ev.spend, total.cost.units()) &&
+                         WithinTenthPct(ev.conversions, total.conversions) &&
+                         WithinTenthPct(ev.value, total.revenue.units()) && realised_equal &&
+                         ev.overall.met == overall.met;
+      if (!equal && g.matches_exchange_within_0_1_pct) {
+        g.matches_exchange_within_0_1_pct = false;
+        g.first_difference =
+            a.name + " (" + ArmName(arm) + "): events score " + std::to_string(ev.score) +
+            ", realised " + std::to_string(ev.overall.realised) + "; exchange score " +
+            std::to_string(score) + ", realised " + std::to_string(overall.realised);
+      }
+    }
+  }
+  return g;
+}
+
 // `rtb report` on the events dump: the A/B report from the bidder's own events, written to
-// ab/, and checked against the exchange's accounting of the arms (spend and revenue).
-Result<AbFromEvents> AbReportFromEvents(const Setup& s, const DemoReport& report) {
+// ab/, and checked against the exchange's accounting of the arms (spend and revenue) and of
+// each advertiser with a goal.
+Result<AbFromEvents> AbReportFromEvents(const Setup& s, const DemoReport& report,
+                                        const Played& played) {
   RTB_ASSIGN_OR_RETURN(const bidder::BidderConfig bcfg,
                        bidder::LoadBidderConfig(s.out + "/bidder/bidder.yaml"));
   // Buckets of a sixth of a step: enough pairs of the arms' totals for the intervals.
@@ -1122,16 +1178,14 @@ Result<AbFromEvents> AbReportFromEvents(const Setup& s, const DemoReport& report
   for (const Arm arm : {Arm::kLearned, Arm::kManual}) {
     const ArmTotals t = tally.OfArm(arm);
     const Outcome& ex = report.arms[static_cast<int>(arm)];
-    auto close = [](double a, double b) {
-      return std::abs(a - b) <= 0.001 * std::max(1.0, std::abs(b));
-    };
-    match = match && close(t.spend.units(), ex.cost.units()) &&
-            close(t.revenue.units(), ex.revenue.units()) && close(t.clicks, ex.clicks) &&
-            close(t.conversions, ex.conversions);
+    match = match && WithinTenthPct(t.spend.units(), ex.cost.units()) &&
+            WithinTenthPct(t.revenue.units(), ex.revenue.units()) &&
+            WithinTenthPct(t.clicks, ex.clicks) && WithinTenthPct(t.conversions, ex.conversions);
     out.arms[static_cast<int>(arm)] = t;
   }
   out.matches_exchange_within_0_1_pct = match;
   out.budget_check = BudgetsFromEvents(tally, bcfg.ab.learned_share);
+  out.goals = GoalsAgainstExchange(tally, played.accounts);
   return out;
 }
 
@@ -1168,7 +1222,7 @@ Status Run(const DemoArgs& args) {
   RTB_ASSIGN_OR_RETURN(const LoopRecord rec, ReadLoopRecord(s, *svc));
   DemoReport report = BuildReport(s, *svc, played, rec, init_ckpt);
   report.events_dump = DumpEvents(s, *svc);
-  auto ab = AbReportFromEvents(s, report);
+  auto ab = AbReportFromEvents(s, report, played);
   if (ab.ok()) {
     report.ab_from_events = *std::move(ab);
     report.budget_check.bidders = s.cfg.bidders;

@@ -130,6 +130,21 @@ json EventsBudgetJson(const EventsBudgetCheck& b) {
           {"min_arm_cost_pct", Num(b.min_arm_cost_pct)}};
 }
 
+// "; goals: ..." of the A/B paragraph (empty when no advertiser has a target).
+std::string GoalSentence(const GoalCheck& g) {
+  if (g.targets == 0) return "";
+  auto arm = [&](Arm a) {
+    return doc::Format(doc::Value::Num(g.score[Index(a)]), doc::Fmt::kNumber, 1) + " (" +
+           std::to_string(g.missed[Index(a)]) + " missed)";
+  };
+  return "; " + std::to_string(g.targets) + " advertisers with a target, scored learned " +
+         arm(Arm::kLearned) + ", manual " + arm(Arm::kManual) +
+         ", each advertiser's score and realised CPA or ROAS " +
+         (g.matches_exchange_within_0_1_pct
+              ? "equal to the exchange's accounting within 0.1%"
+              : "NOT equal to the exchange's accounting (" + g.first_difference + ")");
+}
+
 json AbJson(const AbFromEvents& ab) {
   if (!ab.error.empty()) return {{"error", ab.error}};
   json out = {{"file", ab.file},
@@ -149,6 +164,18 @@ json AbJson(const AbFromEvents& ab) {
   }
   out["matches_exchange_within_0_1_pct"] = ab.matches_exchange_within_0_1_pct;
   out["budget_check"] = EventsBudgetJson(ab.budget_check);
+  const GoalCheck& g = ab.goals;
+  if (g.targets > 0) {
+    json goals = {{"targets", g.targets},
+                  {"compared", g.compared},
+                  {"matches_exchange_within_0_1_pct", g.matches_exchange_within_0_1_pct},
+                  {"first_difference", g.first_difference}};
+    for (const Arm arm : kBoth) {
+      goals["arms"][ArmName(arm)] = {{"score", g.score[Index(arm)]},
+                                     {"missed", g.missed[Index(arm)]}};
+    }
+    out["goals"] = goals;
+  }
   return out;
 }
 
@@ -311,7 +338,7 @@ void AddAnswer(const DemoReport& r, const std::string& currency, doc::Document* 
             "; arms' spend, revenue, clicks and conversions " +
             (ab.matches_exchange_within_0_1_pct ? "equal to the exchange's accounting within 0.1%"
                                                 : "NOT equal to the exchange's accounting") +
-            ". Per day, agent and advertiser: "});
+            GoalSentence(ab.goals) + ". Per day, agent and advertiser: "});
   }
 }
 

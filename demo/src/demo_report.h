@@ -157,6 +157,17 @@ struct AbComparison {
 };
 
 // `rtb report` on the events dump, against the exchange's accounting of the arms.
+// The advertisers' goals as `rtb report` scores them from the events, against the same scores
+// computed from the exchange's own accounting of each advertiser's days.
+struct GoalCheck {
+  int targets = 0;           // advertisers with a target CPA or ROAS
+  double score[kArms] = {};  // target-CPA advertisers' summed scores (conversions), by Arm
+  int missed[kArms] = {};    // advertisers whose realised CPA or ROAS over the days missed
+  int compared = 0;          // (advertiser, arm) pairs compared
+  bool matches_exchange_within_0_1_pct = true;
+  std::string first_difference;  // the first pair that differed (empty: none)
+};
+
 struct AbFromEvents {
   std::string error;  // not empty: the A/B report could not be made (nothing else is written)
   std::string file = "ab/report.html";
@@ -166,6 +177,7 @@ struct AbFromEvents {
   ArmTotals arms[kArms];  // indexed by Arm: spend, revenue, clicks, conversions
   bool matches_exchange_within_0_1_pct = false;
   EventsBudgetCheck budget_check;
+  GoalCheck goals;  // targets == 0: the market has no goal
 };
 
 // Over the days' split_in_simulator, one way of serving the budgets: the lowest COST of any

@@ -316,8 +316,9 @@ struct Exchange::Impl {
     if (producer != nullptr) (void)producer->Flush(5000);
   }
 
-  struct Local {                        // one worker's share of a step
-    std::vector<Outcome> by_arm_agent;  // [arm * agents + agent]
+  struct Local {                                                    // one worker's share of a step
+    std::vector<Outcome> by_arm_agent;                              // [arm * agents + agent]
+    std::map<std::pair<int, uint32_t>, Outcome> by_arm_advertiser;  // as DayAccount's
     int64_t requests = 0, bids = 0, events = 0, lost = 0, failed_notices = 0;
     int64_t rerouted = 0;       // requests answered by another bidder than their draw (it refused)
     bool ask_refused = false;   // the last request's bidder refused the connection (Ask)
@@ -551,7 +552,7 @@ void Exchange::Impl::Settle(Conn& conn, const std::string& id, const std::string
     ReplaceAll(burl, "${AUCTION_IMP_ID}", "1");
     ReplaceAll(burl, "${AUCTION_BID_ID}", o.bid->id);
     ReplaceAll(burl, "${AUCTION_PRICE}", Decimal(clearing_cpm));
-    Outcome& out = loc.by_arm_agent[static_cast<size_t>(arm * agents + o.agent)];
+    Outcome out;  // this win's outcome, booked to its agent and its advertiser below
     ++out.impressions;
     if (Notice(conn, burl + t, loc)) out.cost += Micros((clearing_cpm + 500) / 1000);
     // Clicks and conversions name the bid with the signed query of its billing URL.
@@ -592,6 +593,8 @@ void Exchange::Impl::Settle(Conn& conn, const std::string& id, const std::string
         if (cfg.outcomes == "expected") out.conversions += conversions;
       }
     }
+    loc.by_arm_agent[static_cast<size_t>(arm * agents + o.agent)] += out;
+    loc.by_arm_advertiser[{arm, o.adv}] += out;
   }
   if (!cfg.send_loss_notices) return;
   for (size_t o = 0; o < offers.size(); ++o) {
@@ -900,6 +903,7 @@ Result<DayAccount> Exchange::Impl::PlaySteps(
     mk.steps_per_day = steps;
     mk.step_ms = step_ms;
     for (const auto& l : locals) {
+      for (const auto& [key, o] : l.by_arm_advertiser) acct.by_arm_advertiser[key] += o;
       for (int x = 0; x < kArms * N; ++x) {
         sa.by_arm_agent[static_cast<size_t>(x)] += l.by_arm_agent[static_cast<size_t>(x)];
         sa.by_agent[static_cast<size_t>(x % N)] += l.by_arm_agent[static_cast<size_t>(x)];

@@ -905,6 +905,7 @@ TEST_F(BidderIntegration, APrivateDealRequestGetsADealBidAtOrAboveItsFloorOrNoth
   cfg.advertisers[2].seat = "Agency1";
   cfg.advertisers[2].deals = {{"AB-Agency1-0001"}};
   cfg.advertisers[1].deals = {{"XY-Agency2-0001"}};  // its seat (adv-2) is not Agency2's
+  cfg.advertisers[2].creatives[0].cat = {"IAB3-1"};
   Start(cfg);
   Client client(port_);
   auto [status, answer] = client.Do(http::verb::post, "/openrtb2/bid", body);
@@ -919,6 +920,12 @@ TEST_F(BidderIntegration, APrivateDealRequestGetsADealBidAtOrAboveItsFloorOrNoth
   EXPECT_EQ(bid["cid"], "3");
   EXPECT_EQ(bid["mtype"], 1);
   EXPECT_EQ(bid["adm"], "<b>ad</b>");
+  // The ad as the exchange checks it: its creative, domain, size and categories.
+  EXPECT_EQ(bid["crid"], "cr3");
+  EXPECT_EQ(bid["adomain"], nlohmann::json::array({"a3.example"}));
+  EXPECT_EQ(bid["cat"], nlohmann::json::array({"IAB3-1"}));
+  EXPECT_EQ(bid["w"], 300);
+  EXPECT_EQ(bid["h"], 250);
   // Its notices name the deal, signed: billed, the spend is the deal's in the events and in
   // rtb report's tally; the same notice naming another deal is not a notice of ours.
   std::string burl = bid["burl"].get<std::string>();
@@ -1009,6 +1016,11 @@ TEST_F(BidderIntegration, AFirstPriceBillingChargesTheWholeBidAndTheBudgetStillH
       EXPECT_EQ(e.at, 1) << e.auction_id;
     }
   }
+  // rtb report books what the first-price billings charged: the whole bid.
+  AbTally tally(bidder::AbMarketOf(cfg), cfg.ab.learned_share, 3'600'000);
+  for (const Event& e : events) ASSERT_TRUE(tally.Add(e).ok()) << e.type << " " << e.auction_id;
+  const Micros booked = tally.OfArm(Arm::kLearned).spend + tally.OfArm(Arm::kManual).spend;
+  EXPECT_EQ(booked.value(), charged);
 }
 
 // A request without `at` is the exchange's default auction: default_at (1 for an exchange that

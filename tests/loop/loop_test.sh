@@ -6,7 +6,8 @@
 #   the learner's per-step cost and revenue equal the exchange's own accounting;
 #   the learner consumed every partition of the events topic to its end;
 #   each day has the learned and the manual arm's revenue, cost, budget and clicks (A/B test);
-#   `rtb report`'s arms from the events dump equal the exchange's within 0.1%;
+#   `rtb report`'s arms from the events dump equal the exchange's within 0.1%, and so do the
+#   score and realised CPA of each advertiser with a target CPA (half of them);
 #   the policy lag is measured.
 set -euo pipefail
 RTB=$1
@@ -54,6 +55,12 @@ for arm in ("learned", "manual"):
     assert r["arms"][arm]["spend"] > 0
 ab = r["ab_from_events"]
 assert ab["matches_exchange_within_0_1_pct"], (ab, r["arms"])
+# Half the advertisers have a target CPA: rtb report's score and realised CPA of each, per arm,
+# equal the exchange's own accounting of its days.
+g = ab["goals"]
+assert g["targets"] > 100 and g["compared"] == 2 * g["targets"], g
+assert g["matches_exchange_within_0_1_pct"], g
+assert all(g["arms"][arm]["score"] > 0 for arm in ("learned", "manual")), g
 bc = r["budget_check"]
 assert bc["bidders"] == 1 and bc["max_overspend_pct"] <= 0.1 and bc["min_cost_pct"] > 0, bc
 print("loop ok: 6 transitions, totals match, lag p50 %.0f ms, max %.0f ms" %

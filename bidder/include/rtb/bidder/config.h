@@ -28,7 +28,7 @@ struct Targeting {
 struct Creative {
   std::string crid;                  // creative id (crid / adid in the bid)
   std::vector<std::string> adomain;  // advertiser domains (checked against badv)
-  int w = 0, h = 0;                  // banner size; 0 x 0 = any banner size
+  int w = 0, h = 0;                  // banner size; 0 x 0 = any size (the bid names the slot's)
   std::string markup;  // adm, returned in the bid: required (a config without is refused)
   // The ad's own categories (the bid's cat), in taxonomy `cattax` (1 = IAB Content Category
   // Taxonomy 1.0, the OpenRTB default): a request whose bcat (in the same taxonomy) names one of

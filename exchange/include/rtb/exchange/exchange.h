@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -110,6 +111,8 @@ struct DayAccount {
   std::vector<StepAccount> steps;
   std::vector<Outcome> by_agent;      // the whole day
   std::vector<Outcome> by_arm_agent;  // the whole day per arm (as in StepAccount)
+  // The whole day per (ArmIndex(arm), advertiser id): what each advertiser's goal is scored on.
+  std::map<std::pair<int, uint32_t>, Outcome> by_arm_advertiser;
   Outcome total;
   double seconds = 0;
 };
