@@ -169,6 +169,14 @@ Result<std::unique_ptr<Bidder>> Bidder::Create(const BidderConfig& cfg, Clock* c
     if (seat.empty()) seat = "adv-" + m->cid_of.back();
     m->seat_of.push_back(seat);
   }
+  for (const Advertiser& a : cfg.advertisers) {
+    if (!a.goal.HasTarget()) continue;
+    const size_t n = 2 * static_cast<size_t>(m->agents);
+    for (auto* v : {&m->goals.spend, &m->goals.conversions, &m->goals.value, &m->goals.allowed}) {
+      *v = std::vector<Counter>(n);
+    }
+    break;
+  }
   // The notice secret: the config's, or this bidder's own, made once and kept.
   std::string secret = cfg.notice_secret;
   if (secret.empty()) {

@@ -73,6 +73,22 @@ struct BidderCounters {
   LatencyHistogram latency;
 };
 
+// The outcomes of the advertisers with a target CPA or ROAS since the process started, per agent
+// and A/B arm ([agent * 2 + arm]): /metrics shows them as counters (rtb_goal_*_total), from which
+// a query gets each agent's realised CPA or ROAS against its targets over any window, across
+// restarts (docs/metrics.md). Empty when no advertiser has a target.
+struct GoalCounters {
+  std::vector<Counter> spend;        // billed, micros
+  std::vector<Counter> conversions;  // conversion notices' counts, in millionths
+  std::vector<Counter> value;        // their value, micros
+  // What the targets allow for those outcomes, micros: target CPA x conversions, or value /
+  // target ROAS. spend / allowed <= 1: the agent's targeted advertisers are on target.
+  std::vector<Counter> allowed;
+  // Books one applied notice of advertiser `a` (nothing for one without a target).
+  void Book(const Advertiser& a, Arm arm, NoticeType type, Micros charge, double count,
+            int64_t value_micros);
+};
+
 struct Bidder::Impl {
   explicit Impl(const BidderConfig& c);
   ~Impl();  // both in bidder.cc, where LeaseClient is complete
@@ -108,6 +124,7 @@ struct Bidder::Impl {
   // Per advertiser (index order), fixed by the config: its seat name and its id as a string.
   std::vector<std::string> seat_of, cid_of;
   BidderCounters counters;
+  GoalCounters goals;
   int64_t next_retention_ms = 0;  // when Tick next forgets expired dedupe keys (Tick's thread)
 
   // A notice's dedupe key is kept this long after its bid; older notices are refused.

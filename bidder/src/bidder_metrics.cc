@@ -85,6 +85,45 @@ void AppendBudgetMetrics(const BidderConfig& cfg, const BudgetLedger& ledger, st
               static_cast<int64_t>(ledger.capacity()));
 }
 
+// The targeted advertisers' outcomes per agent and arm (GoalCounters), when any has a target:
+// rate(spend) / rate(allowed) over a window is the agent's realised CPA or ROAS against its
+// targets (1 = on target), rate(spend) / rate(conversions) its realised CPA.
+void AppendGoalMetrics(const GoalCounters& g, std::string& o) {
+  if (g.spend.empty()) return;
+  static constexpr struct {
+    const char* name;
+    const char* help;
+    const std::vector<Counter> GoalCounters::*of;
+    double scale;
+  } kKinds[] = {
+      {"rtb_goal_spend_micros_total", "Billed spend of the advertisers with a target CPA or ROAS",
+       &GoalCounters::spend, 1},
+      {"rtb_goal_conversions_total", "Conversions of those advertisers (expected counts summed)",
+       &GoalCounters::conversions, 1e-6},
+      {"rtb_goal_value_micros_total", "Conversion value of those advertisers", &GoalCounters::value,
+       1},
+      {"rtb_goal_allowed_spend_micros_total",
+       "What their targets allow for those conversions: target CPA x conversions, or value / "
+       "target ROAS; spend / allowed above 1 is over target",
+       &GoalCounters::allowed, 1},
+  };
+  const char* arms[2] = {ArmName(Arm::kLearned), ArmName(Arm::kManual)};
+  for (const auto& kind : kKinds) {
+    prom::Family(&o, kind.name, "counter",
+                 std::string(kind.help) + ", per agent and A/B arm, since the process started.");
+    const std::vector<Counter>& v = g.*kind.of;
+    for (size_t at = 0; at < v.size(); ++at) {
+      const std::string labels =
+          "agent=\"" + std::to_string(at / 2) + "\",arm=\"" + arms[at % 2] + "\"";
+      if (kind.scale == 1) {
+        prom::Sample(&o, kind.name, labels, static_cast<int64_t>(v[at].Get()));
+      } else {
+        prom::Sample(&o, kind.name, labels, static_cast<double>(v[at].Get()) * kind.scale);
+      }
+    }
+  }
+}
+
 // The lease client's part of /metrics (with leases.enabled).
 void AppendLeaseMetrics(const Bidder::Impl& m, std::string& o) {
   char buf[256];
@@ -187,6 +226,7 @@ HttpResult Bidder::Metrics() const {
   if (const BudgetLedger* cur = m.days->Current(); cur != nullptr) {
     AppendBudgetMetrics(m.cfg, *cur, o);
   }
+  AppendGoalMetrics(m.goals, o);
   o += m.events->Metrics();
   const PolicySnapshot* p = m.policy.Current();
   const int64_t now = m.clock->UnixMs();

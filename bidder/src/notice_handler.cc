@@ -18,6 +18,9 @@
 // So an advertiser's booked spend never exceeds its budget (bidder/README.md states the bound).
 // Each notice is applied once (its de-duplication key, the spend and its event go into the
 // state store in one write, and the event leaves through the store's outbox).
+#include <algorithm>
+#include <cmath>
+
 #include "bidder_impl.h"
 #include "notice_inbox.h"
 
@@ -173,6 +176,8 @@ HttpResult BookNotice(Bidder::Impl& m, const Notice& notice, size_t k, const std
     } else if (n->type == NoticeType::kLoss) {
       ledger.Release(key);
     }
+    if (!n->test)
+      m.goals.Book(m.cfg.advertisers[k], e.arm, n->type, charge, e.count, e.price_micros);
     count(kApplied);
   }
   m.events->LogOutboxed(ob.topic, ob.key, ob.payload, ob.eid);
@@ -180,6 +185,22 @@ HttpResult BookNotice(Bidder::Impl& m, const Notice& notice, size_t k, const std
 }
 
 }  // namespace
+
+void GoalCounters::Book(const Advertiser& a, Arm arm, NoticeType type, Micros charge, double count,
+                        int64_t value_micros) {
+  if (!a.goal.HasTarget() || spend.empty()) return;
+  const size_t at = 2 * static_cast<size_t>(a.agent) + static_cast<size_t>(arm);
+  if (type == NoticeType::kBilling) {
+    spend[at].Inc(static_cast<uint64_t>(std::max<int64_t>(0, charge.value())));
+  } else if (type == NoticeType::kConversion) {
+    conversions[at].Inc(static_cast<uint64_t>(std::llround(std::max(0.0, count) * 1e6)));
+    value[at].Inc(static_cast<uint64_t>(std::max<int64_t>(0, value_micros)));
+    const double allows = a.goal.kind == GoalKind::kConversions
+                              ? static_cast<double>(a.goal.target_cpa.value()) * count
+                              : static_cast<double>(value_micros) / a.goal.target_roas;
+    allowed[at].Inc(static_cast<uint64_t>(std::llround(std::max(0.0, allows))));
+  }
+}
 
 HttpResult Bidder::HandleNotice(std::string_view target) { return ApplyNotice(*impl_, target); }
 

@@ -397,6 +397,8 @@ TEST_F(BidderIntegration, ScriptedMixMatchesTheTopicAndSpendCountsBillingOnce) {
   const std::string open_line =
       "rtb_open_reservations " + std::to_string(j["seatbid"].size()) + "\n";
   EXPECT_NE(metrics.find(open_line), std::string::npos) << metrics;
+  // No advertiser here has a target: no goal series.
+  EXPECT_EQ(metrics.find("rtb_goal_"), std::string::npos);
   bidder_->Shutdown();
   const auto stats = bidder_->events().Stats();
   EXPECT_EQ(stats.acked, stats.logged);
@@ -2262,6 +2264,59 @@ TEST_F(BidderIntegration, ForgedHoldingsWithARaisedAmountAndAReplayedOneGiveNoOv
 double MetricValue(const std::string& body, const std::string& name) {
   const size_t at = body.find("\n" + name + " ");
   return at == std::string::npos ? -1.0 : std::stod(body.substr(at + name.size() + 2));
+}
+
+// /metrics counts the targeted advertisers' outcomes per agent: spend, conversions, their value
+// and what the targets allow for them (target CPA x conversions; value / target ROAS), so that
+// rate(spend) / rate(allowed) is each agent's realised CPA or ROAS against its targets. An
+// advertiser without a target is in none of them.
+TEST_F(BidderIntegration, MetricsCountTheTargetedAdvertisersOutcomesAgainstTheirTargets) {
+  BidderConfig cfg = TestConfig(dir_);
+  cfg.advertisers[0].goal = MakeGoal("conversions", 2.0, 0).value();  // agent 0
+  cfg.advertisers[1].goal = MakeGoal("value", 0, 4.0).value();        // agent 1
+  Start(cfg);
+  Client client(port_);
+  std::map<uint32_t, std::string> auction_of;  // advertiser -> an auction it bid on
+  std::map<uint32_t, double> price_of;
+  for (int i = 0; i < 40 && auction_of.size() < 3; ++i) {
+    const std::string id = "goal-" + std::to_string(i);
+    auto [status, body] = client.Do(http::verb::post, "/openrtb2/bid", Request(id));
+    ASSERT_TRUE(status == 200 || status == 204) << status << " " << body;
+    if (status != 200) continue;
+    const auto answer = nlohmann::json::parse(body);  // kept: the loop reads into it
+    for (const auto& sb : answer["seatbid"]) {
+      for (const auto& b : sb["bid"]) {
+        const auto adv = static_cast<uint32_t>(std::stoul(b["cid"].get<std::string>()));
+        if (auction_of.emplace(adv, id).second) price_of[adv] = b["price"].get<double>();
+      }
+    }
+  }
+  ASSERT_EQ(auction_of.size(), 3u);
+  std::map<uint32_t, int64_t> charged;
+  for (const auto& [adv, id] : auction_of) {
+    char price[32];
+    std::snprintf(price, sizeof price, "%.6f", price_of[adv]);
+    auto [st, text] = client.Do(http::verb::get, Notice("billing", id, adv, price));
+    ASSERT_EQ(st, 200);
+    ASSERT_EQ(text, "") << "billing of " << adv << " not booked";
+    charged[adv] = (std::llround(price_of[adv] * 1e6) + 500) / 1000;
+    // Half an expected conversion worth 8.00 (the value the notice names).
+    const std::string conv = Notice("conversion", id, adv, price) + "&n=0.5&value=8";
+    ASSERT_EQ(client.Do(http::verb::get, conv).first, 200);
+  }
+  const std::string page = client.Do(http::verb::get, "/metrics").second;
+  auto at = [&](const std::string& name, int agent) {
+    return MetricValue(page, name + "{agent=\"" + std::to_string(agent) + "\",arm=\"learned\"}");
+  };
+  EXPECT_EQ(at("rtb_goal_spend_micros_total", 0), static_cast<double>(charged[1])) << page;
+  EXPECT_EQ(at("rtb_goal_spend_micros_total", 1), static_cast<double>(charged[2]));
+  EXPECT_EQ(at("rtb_goal_spend_micros_total", 2), 0);  // no target
+  EXPECT_DOUBLE_EQ(at("rtb_goal_conversions_total", 0), 0.5);
+  EXPECT_EQ(at("rtb_goal_conversions_total", 2), 0);
+  EXPECT_EQ(at("rtb_goal_value_micros_total", 1), 8e6);
+  EXPECT_EQ(at("rtb_goal_allowed_spend_micros_total", 0), 1e6);  // 2.00 x 0.5 conversions
+  EXPECT_EQ(at("rtb_goal_allowed_spend_micros_total", 1), 2e6);  // 8.00 / ROAS 4
+  EXPECT_EQ(at("rtb_goal_allowed_spend_micros_total", 2), 0);
 }
 
 // Whether the bidder's lease limit has fallen to what it has committed: frozen, no new money.

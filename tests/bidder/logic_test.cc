@@ -832,13 +832,15 @@ TEST(BidderConfig, ACreativeWithoutMarkupIsRefusedAtLoad) {
 TEST(BidderConfig, AnAdvertisersGoalIsReadWithItsTargetAndAContradictionIsRefused) {
   auto def = LoadDefaultWith("", "");
   ASSERT_TRUE(def.ok()) << def.status().message();
-  EXPECT_EQ(def->advertisers[0].goal.kind, GoalKind::kRevenue);  // the default
-  const std::string at = "    name: Globex Travel\n";
+  EXPECT_EQ(def->advertisers[0].goal.kind, GoalKind::kRevenue);      // the default
+  EXPECT_EQ(def->advertisers[1].goal.kind, GoalKind::kConversions);  // the example's target CPA
+  EXPECT_EQ(def->advertisers[1].goal.target_cpa.value(), 120'000'000);
+  const std::string at = "    name: Initech Apps\n";
   auto cpa = LoadDefaultWith(at, at + "    goal: conversions\n    target_cpa: 45.5\n");
   ASSERT_TRUE(cpa.ok()) << cpa.status().message();
-  EXPECT_EQ(cpa->advertisers[1].goal.kind, GoalKind::kConversions);
-  EXPECT_EQ(cpa->advertisers[1].goal.target_cpa.value(), 45'500'000);
-  EXPECT_EQ(AbMarketOf(*cpa)[1].goal.target_cpa.value(), 45'500'000);  // the reports' market
+  EXPECT_EQ(cpa->advertisers[2].goal.kind, GoalKind::kConversions);
+  EXPECT_EQ(cpa->advertisers[2].goal.target_cpa.value(), 45'500'000);
+  EXPECT_EQ(AbMarketOf(*cpa)[2].goal.target_cpa.value(), 45'500'000);  // the reports' market
   for (const auto& [keys, error] : std::vector<std::pair<std::string, std::string>>{
            {"    goal: conversions\n", "target_cpa: goal: conversions needs"},
            {"    goal: revenue\n    target_cpa: 4\n",
@@ -849,7 +851,7 @@ TEST(BidderConfig, AnAdvertisersGoalIsReadWithItsTargetAndAContradictionIsRefuse
     auto bad = LoadDefaultWith(at, at + keys);
     ASSERT_FALSE(bad.ok()) << keys;
     const std::string& m = bad.status().message();
-    EXPECT_NE(m.find("advertisers[1].goal"), std::string::npos) << m;
+    EXPECT_NE(m.find("advertisers[2].goal"), std::string::npos) << m;
     EXPECT_NE(m.find(error), std::string::npos) << m;
     EXPECT_EQ(m.find('\n'), std::string::npos) << m;  // one line
   }
