@@ -14,6 +14,9 @@ CLI::App* AddDemoCommand(CLI::App* app, demo::DemoArgs* a) {
   dm->add_option("--out", a->out, "Output directory (default: the config's)");
   dm->add_option("--days", a->days, "Simulated days to play live (default: the config's)");
   AddAuctionOption(dm, &a->auction);
+  dm->add_option("--cpa-share", a->cpa_share,
+                 "Share of the world's advertisers with a target CPA (default: the config's)")
+      ->check(CLI::Range(0.0, 1.0));
   dm->add_option("--pretrain-episodes", a->episodes,
                  "Offline pre-training episodes (0 = none; default: the learner config's)");
   dm->add_option("--chaos", a->chaos,

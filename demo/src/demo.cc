@@ -179,6 +179,7 @@ Result<std::unique_ptr<Setup>> Prepare(const DemoArgs& args) {
   if (!args.out.empty()) cfg.out = args.out;
   if (args.days > 0) cfg.days = args.days;
   if (!args.auction.empty()) cfg.auction = args.auction;
+  if (args.cpa_share >= 0) cfg.cpa_share = args.cpa_share;
   if (args.bidders > 0) cfg.bidders = args.bidders;
   if (!args.spread.empty()) cfg.bidder_spread = args.spread;
   if (!cfg.bidder_spread.empty() && static_cast<int>(cfg.bidder_spread.size()) != cfg.bidders) {
@@ -209,6 +210,7 @@ Result<std::unique_ptr<Setup>> Prepare(const DemoArgs& args) {
   s->sim_path = sim_path.lexically_normal().string();
   RTB_ASSIGN_OR_RETURN(auto simcfg, sim::LoadSimulatorConfig(s->sim_path));
   RTB_RETURN_IF_ERROR(sim::OverrideAuctionType(&simcfg, cfg.auction));
+  if (cfg.cpa_share >= 0) simcfg.world.cpa_share = cfg.cpa_share;
 
   // Only an earlier demo's output (marked) is replaced; any other non-empty directory is an
   // error, so a mistyped --out never deletes someone's files.
@@ -253,6 +255,12 @@ Result<std::string> Pretrain(const Setup& s) {
   if (!s.cfg.auction.empty()) {
     pre.args.push_back("--auction");
     pre.args.push_back(s.cfg.auction);
+  }
+  if (s.cfg.cpa_share >= 0) {
+    char share[32];
+    std::snprintf(share, sizeof share, "%.17g", s.cfg.cpa_share);
+    pre.args.push_back("--cpa-share");
+    pre.args.push_back(share);
   }
   if (s.cfg.learned_share < 1) {
     // Pre-train for the arm it will serve: its users (the bidder's salt) and its budgets.
@@ -954,6 +962,11 @@ std::vector<std::string> About(const Setup& s, const Services& svc, const std::s
                       doc::ShownPath(s.cfg.out);
   if (!s.brokers.empty()) rerun += " --brokers " + s.brokers;
   if (!s.args.auction.empty()) rerun += " --auction " + s.args.auction;
+  if (s.args.cpa_share >= 0) {
+    char share[32];
+    std::snprintf(share, sizeof share, "%g", s.args.cpa_share);
+    rerun += std::string(" --cpa-share ") + share;
+  }
   if (!s.args.kafka_properties.empty()) {
     rerun += " --kafka-properties " + doc::ShownPath(s.args.kafka_properties);
   }

@@ -38,6 +38,9 @@ Result<DemoConfig> LoadDemoConfig(const std::string& path) {
   root.Get("auction", &c.auction);
   root.Check(c.auction.empty() || sim::CheckAuctionType(c.auction).ok(), "auction",
              "must be gsp, gfp or first_price (or \"\": the world's)");
+  root.Get("cpa_share", &c.cpa_share);
+  root.Check(c.cpa_share == -1 || (c.cpa_share >= 0 && c.cpa_share <= 1), "cpa_share",
+             "must be in [0, 1] (or -1: the world's)");
   ConfigMap e = root.Section("exchange");
   e.Get("concurrency", &c.exchange.concurrency);
   e.Check(c.exchange.concurrency >= 1, "concurrency", "must be >= 1");

@@ -32,6 +32,9 @@ struct DemoConfig {
   // gfp or first_price in place of the world config's auction.type; "" = the world's. Under
   // first price the world's manual bids are its values (world.first_price_margin).
   std::string auction;
+  // The share of the world's advertisers with a target CPA (world.cpa_share) in every part
+  // (pre-training, the bidder config's goals, the reports); -1 = the world config's.
+  double cpa_share = -1;
   exchange::ExchangeConfig exchange;  // section exchange (bidder, brokers: set by the demo)
   std::vector<std::string> chaos;     // "kill-learner@D:S" / "kill-bidder@D:S[+step]": SIGKILL
                                       // that process while step S of live day D is played,

@@ -30,6 +30,7 @@ struct DemoArgs {
   int bidders = 0;                 // overrides the config's bidders (0 = the config's)
   std::vector<double> spread;      // overrides the config's bidder_spread
   std::string auction;             // overrides the config's auction ("" = the config's)
+  double cpa_share = -1;           // overrides the config's cpa_share (-1 = the config's)
   // A real Kafka cluster's bootstrap address instead of the embedded mock cluster; the run
   // then has topics of its own there, created for it and deleted after it (demo/README.md).
   std::string brokers;
