@@ -10,24 +10,29 @@
 # Usage: bench/run_pacing_compare.sh [EPISODES=400] [C0 list="0.03125 0.0625 0.125 0.25 0.5"]
 #        [SEED=1]; PACING_ARGS (default "--base rlb --bratio 0.1") go to rtb train-pacing;
 #        AUCTION=first_price replays (and trains) under first price: a win pays the bid
-#        (default second_price, the logs' own auction). Output: out/pacing-compare[-first_price].
+#        (default second_price, the logs' own auction); DRIFT=1 generates a drifting campaign
+#        (rtb generate --rlb-drift). Output: out/pacing-compare[-first_price][-drift][-SEED].
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=build/release
 EPISODES=${1:-400}
 C0S=${2:-0.03125 0.0625 0.125 0.25 0.5}
 SEED=${3:-1}
-PACING_ARGS=${PACING_ARGS:---base rlb --bratio 0.1}
+PACING_ARGS=${PACING_ARGS:---base rlb --bratio 0.1 --parts 10}
 AUCTION=${AUCTION:-second_price}
 OUT=out/pacing-compare
+DRIFT=${DRIFT:-0}
 [ "$AUCTION" = second_price ] || OUT=$OUT-$AUCTION
+GEN_ARGS=()
+[ "$DRIFT" = 0 ] || { OUT=$OUT-drift; GEN_ARGS=(--rlb-drift); }
+[ "$SEED" = 1 ] || OUT=$OUT-$SEED
 rm -rf "$OUT" && mkdir -p "$OUT"
-"$B/rtb" generate --rlb-out "$OUT/logs" --seed "$SEED" --out "$OUT/unused" >/dev/null
+"$B/rtb" generate --rlb-out "$OUT/logs" --seed "$SEED" --out "$OUT/unused" "${GEN_ARGS[@]}" >/dev/null
 rm -rf "$OUT/unused"
 for c0 in $C0S; do
   # shellcheck disable=SC2086
   "$B/rtb" train-pacing --log "$OUT/logs/train.txt" --info "$OUT/logs/campaign.json" --c0 "$c0" \
-    --validation-log "$OUT/logs/validation.txt" \
+    --holdout 0.2 \
     --episodes "$EPISODES" --seed "$SEED" --out "$OUT/pacing-$c0.json" --quiet $PACING_ARGS \
     --auction "$AUCTION" \
     > "$OUT/train-$c0.json"

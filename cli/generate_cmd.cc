@@ -1,5 +1,6 @@
 #include "generate_cmd.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <utility>
@@ -39,6 +40,10 @@ CLI::App* AddGenerateCommand(CLI::App* app, GenerateArgs* a) {
                 "Also write a synthetic campaign in the RLB format: train.txt, validation.txt, "
                 "test.txt, campaign.json (for rtb replay)");
   g->add_option("--rlb-lines", a->rlb_lines, "Lines per RLB log")->capture_default_str();
+  g->add_flag("--rlb-drift", a->rlb_drift,
+              "The RLB campaign drifts as logged traffic does: days of 1,000 auctions whose prices "
+              "and pCTRs follow a daily cycle and a level of their own, prices rising across the "
+              "logs (train, then validation, then test)");
   return g;
 }
 
@@ -54,11 +59,24 @@ int RunGenerate(GenerateArgs a, const CLI::App& sub) {
     std::error_code ec;
     fs::create_directories(a.rlb_out, ec);
     rtb::sim::CampaignInfo train, test;
-    const std::string tr = rtb::sim::GenerateCompactLog(a.rlb_lines, cfg->seed * 2 + 1, &train);
-    const std::string te = rtb::sim::GenerateCompactLog(a.rlb_lines, cfg->seed * 2 + 2, &test);
+    // Drifting: one timeline, the training log's days first, then validation's, then test's.
+    rtb::sim::LogDrift drift;
+    if (a.rlb_drift) {
+      drift.day_auctions = 1000;
+      drift.campaign = cfg->seed;
+    }
+    auto from_day = [&](int64_t log_index) {
+      rtb::sim::LogDrift d = drift;
+      d.first_day = log_index * (a.rlb_lines / std::max<int64_t>(1, drift.day_auctions));
+      return d;
+    };
+    const std::string tr =
+        rtb::sim::GenerateCompactLog(a.rlb_lines, cfg->seed * 2 + 1, &train, from_day(0));
+    const std::string te =
+        rtb::sim::GenerateCompactLog(a.rlb_lines, cfg->seed * 2 + 2, &test, from_day(2));
     // A third draw of the same campaign for tuning (Lin-Bid's b0), held out from both.
-    const std::string va =
-        rtb::sim::GenerateCompactLog(a.rlb_lines, rtb::Rng::Mix(cfg->seed, 0xa1d), nullptr);
+    const std::string va = rtb::sim::GenerateCompactLog(
+        a.rlb_lines, rtb::Rng::Mix(cfg->seed, 0xa1d), nullptr, from_day(1));
     train.imp_test = test.imp_test;
     train.clk_test = test.clk_test;
     train.cost_test = test.cost_test;

@@ -17,6 +17,7 @@ struct GenerateArgs {
   std::string auction;  // --auction: the world's auction type, in place of its config's
   std::string rlb_out;  // also a synthetic single-campaign log in the RLB format
   int64_t rlb_lines = 156000;
+  bool rlb_drift = false;  // --rlb-drift: the campaign drifts within and across days (LogDrift)
   // The two full-information days into `out`: asked for with --out, or when nothing else is.
   bool full_logs = true;
 };

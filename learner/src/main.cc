@@ -304,6 +304,17 @@ CLI::App* AddPacing(CLI::App& app, PacingCmd& c, Common& common) {
       ->capture_default_str();
   pc->add_option("--steps", c.po.steps, "Decision steps per episode (K; divides N)")
       ->capture_default_str();
+  pc->add_option("--parts", c.po.parts,
+                 "With --base rlb: also fit RLB's program to the training log by this many parts "
+                 "of the episode (a day's moving prices and CTRs) and keep it as the base where "
+                 "it does better than RLB's own (0: RLB's own)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  pc->add_option("--holdout", c.po.holdout,
+                 "Without --validation-log: the share of the training log's last episodes held "
+                 "out to compare tables on (0: compare on the training data)")
+      ->check(CLI::Range(0.0, 0.9))
+      ->capture_default_str();
   pc->add_option("--b0", c.po.b0,
                  "Lin-Bid base bid the action scales (0 = tuned on the training data)")
       ->capture_default_str();
@@ -326,14 +337,18 @@ void PrintPacingResult(const PacingCmd& c, const rtb::learn::PacingTrainResult& 
       "\"train_clicks\":%lld,\"train_expected_clicks\":%.3f,"
       "\"base_train_expected_clicks\":%.3f,\"train_cost\":%lld,\"base_train_clicks\":%lld,"
       "\"base_train_cost\":%lld,\"world_expected_clicks\":%.3f,"
-      "\"base_world_expected_clicks\":%.3f,\"rejected_on_world\":%d}\n",
+      "\"base_world_expected_clicks\":%.3f,\"rejected_on_world\":%d,\"by_part\":%s,"
+      "\"rlb_own_expected_clicks\":%.3f,\"rlb_by_part_expected_clicks\":%.3f,"
+      "\"part_price_chi2\":%.1f,\"part_ctr_chi2\":%.1f,\"part_chi2_critical\":%.1f}\n",
       c.out.c_str(), res.table.params.base.c_str(),
-      c.validation.empty() ? "training" : "validation", static_cast<long long>(res.table.params.b0),
-      res.best_episode, static_cast<long long>(res.best_train.clicks),
-      res.best_train.expected_clicks, res.base_train.expected_clicks,
-      static_cast<long long>(res.best_train.cost), static_cast<long long>(res.base_train.clicks),
-      static_cast<long long>(res.base_train.cost), res.best_world.expected_clicks,
-      res.base_world.expected_clicks, res.rejected);
+      !c.validation.empty() ? "validation" : (c.po.holdout > 0 ? "holdout" : "training"),
+      static_cast<long long>(res.table.params.b0), res.best_episode,
+      static_cast<long long>(res.best_train.clicks), res.best_train.expected_clicks,
+      res.base_train.expected_clicks, static_cast<long long>(res.best_train.cost),
+      static_cast<long long>(res.base_train.clicks), static_cast<long long>(res.base_train.cost),
+      res.best_world.expected_clicks, res.base_world.expected_clicks, res.rejected,
+      res.by_part ? "true" : "false", res.rlb_own.expected_clicks, res.rlb_by_part.expected_clicks,
+      res.price_chi2, res.ctr_chi2, res.chi2_critical);
 }
 
 int RunPacing(const CLI::App& pc, PacingCmd& c, const Common& common) {

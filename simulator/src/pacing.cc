@@ -47,6 +47,10 @@ std::string PacingTable::ToJson() const {
     j["base"] = params.base;
     j["c0"] = params.c0;
     j["max_bid"] = params.max_bid;
+    if (!params.step_model.theta.empty()) {
+      j["step_theta"] = params.step_model.theta;
+      j["step_prices"] = params.step_model.prices;
+    }
   }
   if (params.first_price) j["auction"] = "first_price";
   j["b0"] = params.b0;
@@ -67,9 +71,9 @@ Result<PacingTable> PacingTable::FromJson(const std::string& json, const std::st
       return Status::InvalidArgument(name + ": not a pacing table (schema rtb.pacing-table.v1)");
     }
     static const char* kKeys[] = {
-        "schema",        "base",    "c0",           "max_bid", "b0",
-        "ctr_avg_train", "bratio",  "episode_size", "steps",   "budget_buckets",
-        "level_buckets", "actions", "auction"};
+        "schema",        "base",    "c0",           "max_bid",    "b0",
+        "ctr_avg_train", "bratio",  "episode_size", "steps",      "budget_buckets",
+        "level_buckets", "actions", "auction",      "step_theta", "step_prices"};
     for (const auto& [k, v] : j.items()) {
       if (std::find_if(std::begin(kKeys), std::end(kKeys), [&](const char* x) { return k == x; }) ==
           std::end(kKeys)) {
@@ -87,6 +91,22 @@ Result<PacingTable> PacingTable::FromJson(const std::string& json, const std::st
       t.params.max_bid = j.at("max_bid").get<int64_t>();
       if (!(t.params.c0 > 0) || t.params.max_bid < 0) {
         return Status::InvalidArgument(name + ": c0 must be positive and max_bid at least 0");
+      }
+      if (j.contains("step_theta") || j.contains("step_prices")) {
+        RlbStepModel& m = t.params.step_model;
+        m.theta = j.at("step_theta").get<std::vector<double>>();
+        m.prices = j.at("step_prices").get<std::vector<std::vector<int64_t>>>();
+        bool ok = !m.theta.empty() && m.theta.size() == m.prices.size();
+        for (size_t k = 0; ok && k < m.theta.size(); ++k) {
+          ok = m.theta[k] >= 0 && static_cast<int64_t>(m.prices[k].size()) == t.params.max_bid + 1;
+          for (const int64_t c : m.prices[k]) ok = ok && c >= 0;
+        }
+        if (!ok) {
+          return Status::InvalidArgument(
+              name +
+              ": step_theta and step_prices need one CTR (>= 0) and one histogram of "
+              "max_bid + 1 counts (>= 0) per part");
+        }
       }
     }
     const auto first_price = ParseReplayAuction(j.value("auction", std::string("second_price")));

@@ -287,7 +287,29 @@ ReplayTotals ReplayBenchmark(const std::vector<LoggedAuction>& log, const Campai
   return t;
 }
 
-std::string GenerateCompactLog(int64_t lines, uint64_t seed, CampaignInfo* info) {
+namespace {
+
+// The drift's multipliers of price and pCTR for line i (1, 1 when stationary).
+struct DriftAt {
+  double price = 1, ctr = 1;
+};
+DriftAt DriftOf(const LogDrift& d, int64_t i) {
+  if (d.day_auctions <= 0) return {};
+  constexpr double kTwoPi = 6.283185307179586;
+  const int64_t day = d.first_day + i / d.day_auctions;
+  const double u = static_cast<double>(i % d.day_auctions) / static_cast<double>(d.day_auctions);
+  Rng day_rng(Rng::Mix(Rng::Mix(d.campaign, 0xd41f7), static_cast<uint64_t>(day)));
+  const double z_price = day_rng.Normal();
+  const double z_ctr = day_rng.Normal();
+  return {std::exp(d.price_swing * std::sin(kTwoPi * (u - 0.25)) + d.day_sigma * z_price +
+                   d.trend * static_cast<double>(day)),
+          std::exp(d.ctr_swing * std::sin(kTwoPi * (u - 0.5)) + d.day_sigma / 2 * z_ctr)};
+}
+
+}  // namespace
+
+std::string GenerateCompactLog(int64_t lines, uint64_t seed, CampaignInfo* info,
+                               const LogDrift& drift) {
   Rng rng(seed);
   std::string out;
   out.reserve(static_cast<size_t>(lines) * 26);
@@ -296,10 +318,11 @@ std::string GenerateCompactLog(int64_t lines, uint64_t seed, CampaignInfo* info)
   std::vector<int64_t> prices(301, 0);
   char buf[64];
   for (int64_t i = 0; i < lines; ++i) {
+    const DriftAt at = DriftOf(drift, i);
     const double z = rng.Normal();
-    const double pctr = std::min(0.5, 0.001 * std::exp(0.8 * z));
+    const double pctr = std::min(0.5, 0.001 * std::exp(0.8 * z) * at.ctr);
     const int click = rng.Uniform() < pctr ? 1 : 0;
-    const double price = 80.0 * std::exp(0.35 * z + 0.5 * rng.Normal());
+    const double price = 80.0 * std::exp(0.35 * z + 0.5 * rng.Normal()) * at.price;
     const int64_t payprice = std::min<int64_t>(300, static_cast<int64_t>(price));
     clicks += click;
     cost += static_cast<double>(payprice);

@@ -251,8 +251,14 @@ Result<std::unique_ptr<BidStrategy>> MakePacing(SingleContext& c) {
                                      std::to_string(tp->params.max_bid) + "; --max-bid is " +
                                      std::to_string(a.max_bid));
     }
-    RTB_ASSIGN_OR_RETURN(base_rlb, c.RlbValue("a pacing table on RLB's bids"));
-    base = "RLB's bid";
+    if (tp->params.step_model.theta.empty()) {
+      RTB_ASSIGN_OR_RETURN(base_rlb, c.RlbValue("a pacing table on RLB's bids"));
+      base = "RLB's bid";
+    } else {
+      RTB_ASSIGN_OR_RETURN(base_rlb, RlbForStepModel(c.L.info, c.rlb, tp->params.step_model));
+      base = "the bid of RLB's program on the market by part of the day (" +
+             std::to_string(tp->params.step_model.theta.size()) + " parts)";
+    }
   }
   c.meta.push_back(
       {"pacing table", a.pacing + " (" + base + " x 1 + clip(a x " + Fmt(tp->params.bratio) +

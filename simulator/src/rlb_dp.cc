@@ -129,53 +129,91 @@ std::vector<double> MarketPricePdf(const std::vector<int64_t>& counter, double l
   return m;
 }
 
-Result<RlbValueFunction> RlbValueFunction::Compute(const RlbDpParams& p,
-                                                   const std::vector<double>& m) {
-  if (p.episode_size < 1) return Status::InvalidArgument("RLB: the episode size N must be >= 1");
-  if (p.budget < 0) return Status::InvalidArgument("RLB: the episode budget B must be >= 0");
-  if (p.max_bid < 0) return Status::InvalidArgument("RLB: max_bid must be >= 0");
-  if (static_cast<int64_t>(m.size()) < p.max_bid + 1) {
-    return Status::InvalidArgument("RLB: the market price histogram has " +
-                                   std::to_string(m.size()) +
-                                   " bins; the dynamic program needs one per price 0..max_bid (" +
-                                   std::to_string(p.max_bid + 1) + ")");
-  }
-  RlbValueFunction f;
-  f.p_ = p;
-  const int64_t B = p.budget, M = p.max_bid;
-  const double g = p.gamma, v1t = p.v1 * p.theta_avg, v0 = p.v0;
-  // Prefix sums of m and delta * m, and m reversed (so that sum_delta m(delta) V(b - delta) is
-  // a forward dot product of mr[M - a .. M] with V[b - a .. b]).
-  std::vector<double> mass(static_cast<size_t>(M) + 1), moment(static_cast<size_t>(M) + 1),
-      mr(static_cast<size_t>(M + 1 + kLanes), 0.0);
+namespace {
+
+// What a row reads of the market of its auction's part: the prefix sums of m and delta * m, m
+// reversed (so that sum_delta m(delta) V(b - delta) is a forward dot product of mr[M - a .. M]
+// with V[b - a .. b]), for first price M and a x M(a) reversed, v1 theta and the row's V_max
+// increment.
+struct PartModel {
+  std::vector<double> mass, moment, mr, massr, amassr;
+  double v1t = 0, v_inc = 0;
+};
+
+PartModel MakePartModel(const std::vector<double>& m, double theta, const RlbDpParams& p) {
+  const int64_t M = p.max_bid;
+  const double v1t = p.v1 * theta, v0 = p.v0;
+  PartModel pm;
+  pm.v1t = v1t;
+  pm.mass.resize(static_cast<size_t>(M) + 1);
+  pm.moment.resize(static_cast<size_t>(M) + 1);
+  pm.mr.assign(static_cast<size_t>(M + 1 + kLanes), 0.0);
+  pm.massr.assign(static_cast<size_t>(M + 1 + kLanes), 0.0);
+  pm.amassr.assign(static_cast<size_t>(M + 1 + kLanes), 0.0);
   double acc = 0, acc_d = 0;
   for (int64_t d = 0; d <= M; ++d) {
     acc += m[static_cast<size_t>(d)];
     acc_d += static_cast<double>(d) * m[static_cast<size_t>(d)];
-    mass[static_cast<size_t>(d)] = acc;
-    moment[static_cast<size_t>(d)] = acc_d;
-    mr[static_cast<size_t>(M - d)] = m[static_cast<size_t>(d)];
-  }
-  f.mass_ = mass;
-  std::vector<double> massr(static_cast<size_t>(M + 1 + kLanes), 0.0),
-      amassr(static_cast<size_t>(M + 1 + kLanes), 0.0);
-  for (int64_t d = 0; d <= M; ++d) {
-    massr[static_cast<size_t>(M - d)] = mass[static_cast<size_t>(d)];
-    amassr[static_cast<size_t>(M - d)] = static_cast<double>(d) * mass[static_cast<size_t>(d)];
+    pm.mass[static_cast<size_t>(d)] = acc;
+    pm.moment[static_cast<size_t>(d)] = acc_d;
+    pm.mr[static_cast<size_t>(M - d)] = m[static_cast<size_t>(d)];
+    pm.massr[static_cast<size_t>(M - d)] = acc;
+    pm.amassr[static_cast<size_t>(M - d)] = static_cast<double>(d) * acc;
   }
   // int(v1 * theta / v0), capped at max_bid (compared as doubles first: the ratio may be huge).
   const double ratio = v0 != 0 ? v1t / v0 : static_cast<double>(M);
   const int64_t a_max =
       !(ratio < static_cast<double>(M)) ? M : std::max<int64_t>(-1, static_cast<int64_t>(ratio));
-  double v_inc = 0;
   for (int64_t d = 0; d <= a_max; ++d) {
-    v_inc += m[static_cast<size_t>(d)] * (v1t - v0 * static_cast<double>(d));
+    pm.v_inc += m[static_cast<size_t>(d)] * (v1t - v0 * static_cast<double>(d));
   }
-  if (p.first_price) {  // max_a M(a) * (v1 theta_avg - v0 a): the budget never binding
-    v_inc = 0;
+  if (p.first_price) {  // max_a M(a) * (v1 theta - v0 a): the budget never binding
+    pm.v_inc = 0;
     for (int64_t d = 0; d <= M; ++d) {
-      v_inc = std::max(v_inc, mass[static_cast<size_t>(d)] * (v1t - v0 * static_cast<double>(d)));
+      pm.v_inc =
+          std::max(pm.v_inc, pm.mass[static_cast<size_t>(d)] * (v1t - v0 * static_cast<double>(d)));
     }
+  }
+  return pm;
+}
+
+}  // namespace
+
+Result<RlbValueFunction> RlbValueFunction::Compute(const RlbDpParams& p,
+                                                   const std::vector<double>& m) {
+  if (!p.part_theta.empty()) {
+    return Status::InvalidArgument("RLB: a program by part needs one price p.d.f. per part");
+  }
+  return Compute(p, std::vector<std::vector<double>>{m});
+}
+
+Result<RlbValueFunction> RlbValueFunction::Compute(
+    const RlbDpParams& p, const std::vector<std::vector<double>>& m_by_part) {
+  if (p.episode_size < 1) return Status::InvalidArgument("RLB: the episode size N must be >= 1");
+  if (p.budget < 0) return Status::InvalidArgument("RLB: the episode budget B must be >= 0");
+  if (p.max_bid < 0) return Status::InvalidArgument("RLB: max_bid must be >= 0");
+  const size_t parts = std::max<size_t>(1, p.part_theta.size());
+  if (m_by_part.size() != parts) {
+    return Status::InvalidArgument("RLB: " + std::to_string(m_by_part.size()) +
+                                   " price p.d.f.s for " + std::to_string(parts) + " parts");
+  }
+  for (const auto& m : m_by_part) {
+    if (static_cast<int64_t>(m.size()) < p.max_bid + 1) {
+      return Status::InvalidArgument("RLB: the market price histogram has " +
+                                     std::to_string(m.size()) +
+                                     " bins; the dynamic program needs one per price 0..max_bid (" +
+                                     std::to_string(p.max_bid + 1) + ")");
+    }
+  }
+  RlbValueFunction f;
+  f.p_ = p;
+  const int64_t B = p.budget, M = p.max_bid;
+  const double g = p.gamma, v0 = p.v0;
+  std::vector<PartModel> models;
+  for (size_t k = 0; k < parts; ++k) {
+    models.push_back(
+        MakePartModel(m_by_part[k], p.part_theta.empty() ? p.theta_avg : p.part_theta[k], p));
+    f.masses_.push_back(models.back().mass);
   }
   const auto fill = p.first_price ? FillRangeFirstPrice : FillRange;
   std::vector<double> V(static_cast<size_t>(B + 1 + kLanes), 0.0),
@@ -191,6 +229,8 @@ Result<RlbValueFunction> RlbValueFunction::Compute(const RlbDpParams& p,
       p.threads > 0 ? static_cast<unsigned>(p.threads) : std::thread::hardware_concurrency();
   int64_t prev_stop = 0, prev_prev_stop = 0;  // where the last two rows reached V_max
   for (int64_t n = 1; n < p.episode_size; ++n) {
+    const PartModel& pm = models[f.PartOf(n)];  // the market of the auction row n decides
+    const double v1t = pm.v1t;
     // a(n, b) from V(n-1, .), by the code's one downward scan (first price: a[b] stays
     // min(b, max_bid), every bid weighed, the work the split below balances).
     int64_t bb = B - 1;
@@ -202,9 +242,10 @@ Result<RlbValueFunction> RlbValueFunction::Compute(const RlbDpParams& p,
       }
       a[static_cast<size_t>(b)] = bb < 0 ? std::min(M, b) : std::min(M, b - bb - 1);
     }
-    v_max = g * v_max + v_inc;
-    const RowWork w{V.data(), nV.data(), a.data(), mr.data(), mass.data(),  moment.data(), M,
-                    g,        v1t,       v0,       v_max,     massr.data(), amassr.data()};
+    v_max = g * v_max + pm.v_inc;
+    const RowWork w{
+        V.data(), nV.data(), a.data(), pm.mr.data(), pm.mass.data(),  pm.moment.data(), M,
+        g,        v1t,       v0,       v_max,        pm.massr.data(), pm.amassr.data()};
     // A long row is cut in two parts of equal work (sum of a(n, b) + 1), the second on another
     // thread; the stop is the first in b order, as in the code's one loop. Where the previous
     // rows stopped early, the split covers only up to where this one is expected to stop (the
@@ -249,7 +290,7 @@ int64_t RlbValueFunction::Bid(int64_t n, int64_t b, double theta) const {
     double best = -1;
     for (int64_t d = 0; d <= top; ++d) {
       const double gain =
-          mass_[static_cast<size_t>(d)] *
+          masses_[PartOf(n)][static_cast<size_t>(d)] *
           (p_.v1 * theta + p_.gamma * (V(row, b - d) - here) - p_.v0 * static_cast<double>(d));
       if (gain > best) best = gain, bid = d;
     }
@@ -305,6 +346,109 @@ Result<std::shared_ptr<const RlbValueFunction>> RlbForCampaign(const CampaignInf
   dp.first_price = p.first_price;
   RTB_ASSIGN_OR_RETURN(RlbValueFunction v,
                        RlbValueFunction::Compute(dp, MarketPricePdf(info.price_counter_train)));
+  return std::shared_ptr<const RlbValueFunction>(std::make_shared<RlbValueFunction>(std::move(v)));
+}
+
+}  // namespace rtb::sim
+
+namespace rtb::sim {
+
+namespace {
+
+// Between-part spread of `x` over the within-part variance: chi-squared with parts - 1 degrees
+// of freedom when the parts are alike (one-way analysis of variance, many samples per part).
+template <typename F>
+double PartChi2(const std::vector<LoggedAuction>& log, int64_t episode_size, int parts, F x) {
+  std::vector<double> sum(static_cast<size_t>(parts), 0), sum2(static_cast<size_t>(parts), 0);
+  std::vector<double> n(static_cast<size_t>(parts), 0);
+  for (size_t i = 0; i < log.size(); ++i) {
+    const int64_t pos = static_cast<int64_t>(i) % episode_size;
+    const size_t k = static_cast<size_t>(pos * parts / episode_size);
+    const double v = x(log[i]);
+    sum[k] += v;
+    sum2[k] += v * v;
+    n[k] += 1;
+  }
+  double total = 0, count = 0, within = 0;
+  for (size_t k = 0; k < n.size(); ++k) {
+    total += sum[k];
+    count += n[k];
+    if (n[k] > 0) within += sum2[k] - sum[k] * sum[k] / n[k];
+  }
+  const double dof = count - static_cast<double>(parts);
+  if (dof <= 0 || within <= 0) return 0;
+  const double var = within / dof, mean = total / count;
+  double between = 0;
+  for (size_t k = 0; k < n.size(); ++k) {
+    if (n[k] > 0) between += n[k] * (sum[k] / n[k] - mean) * (sum[k] / n[k] - mean);
+  }
+  return between / var;
+}
+
+}  // namespace
+
+Result<RlbStepModel> FitRlbStepModel(const std::vector<LoggedAuction>& log, int64_t episode_size,
+                                     int parts, double theta_avg, int64_t max_bid) {
+  if (parts < 1 || episode_size < parts) {
+    return Status::InvalidArgument("RLB by part: parts must be in [1, N]");
+  }
+  if (static_cast<int64_t>(log.size()) < episode_size) {
+    return Status::InvalidArgument("RLB by part: the log is shorter than one episode");
+  }
+  RlbStepModel model;
+  model.prices.assign(static_cast<size_t>(parts),
+                      std::vector<int64_t>(static_cast<size_t>(max_bid) + 1, 0));
+  std::vector<double> pctr(static_cast<size_t>(parts), 0);
+  std::vector<int64_t> count(static_cast<size_t>(parts), 0);
+  double pctr_all = 0;
+  for (size_t i = 0; i < log.size(); ++i) {
+    const int64_t pos = static_cast<int64_t>(i) % episode_size;
+    const size_t k = static_cast<size_t>(pos * parts / episode_size);
+    const int64_t price = std::clamp<int64_t>(log[i].payprice, 0, max_bid);
+    ++model.prices[k][static_cast<size_t>(price)];
+    pctr[k] += log[i].pctr;
+    pctr_all += log[i].pctr;
+    ++count[k];
+  }
+  const double mean_all = pctr_all / static_cast<double>(log.size());
+  for (size_t k = 0; k < pctr.size(); ++k) {
+    const double mean = count[k] > 0 ? pctr[k] / static_cast<double>(count[k]) : mean_all;
+    model.theta.push_back(mean_all > 0 ? theta_avg * mean / mean_all : theta_avg);
+  }
+  model.price_chi2 = PartChi2(log, episode_size, parts, [](const LoggedAuction& a) {
+    return std::log1p(static_cast<double>(std::max<int64_t>(a.payprice, 0)));
+  });
+  model.ctr_chi2 = PartChi2(log, episode_size, parts, [](const LoggedAuction& a) {
+    return std::log(std::max(a.pctr, 1e-9));
+  });
+  model.critical = ChiSquared999(parts - 1);
+  return model;
+}
+
+double ChiSquared999(int dof) {
+  if (dof < 1) return 0;
+  const double k = dof;
+  const double z = 3.090232;  // the standard normal's 0.999 quantile
+  const double c = 1 - 2 / (9 * k) + z * std::sqrt(2 / (9 * k));
+  return k * c * c * c;
+}
+
+Result<std::shared_ptr<const RlbValueFunction>> RlbForStepModel(const CampaignInfo& info,
+                                                                const RlbProtocol& p,
+                                                                const RlbStepModel& model) {
+  if (model.theta.empty() || model.theta.size() != model.prices.size()) {
+    return Status::InvalidArgument("RLB by part: one CTR and one price histogram per part");
+  }
+  RlbDpParams dp;
+  dp.episode_size = p.episode_size;
+  dp.budget = RlbEpisodeBudget(info, p);
+  dp.max_bid = p.max_bid;
+  dp.theta_avg = info.CtrTrain();
+  dp.first_price = p.first_price;
+  dp.part_theta = model.theta;
+  std::vector<std::vector<double>> pdfs;
+  for (const auto& counts : model.prices) pdfs.push_back(MarketPricePdf(counts));
+  RTB_ASSIGN_OR_RETURN(RlbValueFunction v, RlbValueFunction::Compute(dp, pdfs));
   return std::shared_ptr<const RlbValueFunction>(std::make_shared<RlbValueFunction>(std::move(v)));
 }
 

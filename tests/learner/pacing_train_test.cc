@@ -168,5 +168,52 @@ TEST(PacingTrain, FromTheSummaryAloneOnRlbsBidsNeverBelowRlbOnItsWorld) {
   EXPECT_NE(none.status().message().find("price_counter_train"), std::string::npos);
 }
 
+TEST(PacingTrain, OnADriftingCampaignTheBaseIsRlbByPartOfTheDay) {
+  // A campaign whose prices and CTR move over the day: RLB's program by part of the day is the
+  // base, it beats RLB's own on the held-out days, and the table carries it.
+  sim::CampaignInfo info;
+  sim::LogDrift d;
+  d.day_auctions = 1000;
+  const auto log =
+      sim::ParseCompactLog(sim::GenerateCompactLog(20000, 11, &info, d), "train", {})->auctions;
+  PacingTrainOptions o = Small();
+  o.base = "rlb";
+  o.parts = 10;
+  o.holdout = 0.25;
+  o.episodes = 10;
+  auto r = TrainPacing(log, info, o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->by_part);
+  EXPECT_GT(r->price_chi2, r->chi2_critical);
+  EXPECT_GT(r->rlb_by_part.expected_clicks, r->rlb_own.expected_clicks);
+  ASSERT_EQ(r->table.params.step_model.theta.size(), 10u);
+  auto t = sim::PacingTable::FromJson(r->table.ToJson(), "table");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->params.step_model.theta, r->table.params.step_model.theta);
+  EXPECT_EQ(t->params.step_model.prices, r->table.params.step_model.prices);
+  // A stationary campaign's parts differ by noise alone: RLB's own program stays the base.
+  Fixture f;
+  auto still = TrainPacing(f.log, f.info, o);
+  ASSERT_TRUE(still.ok()) << still.status().message();
+  EXPECT_FALSE(still->by_part);
+  EXPECT_LT(still->price_chi2, still->chi2_critical);
+  EXPECT_TRUE(still->table.params.step_model.theta.empty());
+}
+
+TEST(PacingTrain, RefusesAHoldoutOutsideItsRangeOrBesideAValidationLog) {
+  Fixture f;
+  PacingTrainOptions o = Small();
+  for (double h : {-0.1, 1.0, 0.01}) {  // 0.01 of 20 episodes holds out none
+    o.holdout = h;
+    auto r = TrainPacing(f.log, f.info, o);
+    ASSERT_FALSE(r.ok()) << h;
+    EXPECT_NE(r.status().message().find("--holdout"), std::string::npos) << r.status().message();
+  }
+  o.holdout = 0.2;
+  auto both = TrainPacing(f.log, f.info, o, f.log);
+  ASSERT_FALSE(both.ok());
+  EXPECT_NE(both.status().message().find("give one"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace rtb::learn

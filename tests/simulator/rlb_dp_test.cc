@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <numeric>
+
+#include "rtb/simulator/replay.h"
 
 namespace rtb::sim {
 namespace {
@@ -369,6 +372,76 @@ TEST(RlbDp, AuctionsDrawnFromTheSummaryFollowItsSmoothedHistogram) {
   for (const auto& x : *other) ASSERT_TRUE(x.pctr == 0.5 || x.pctr == 0.25);
   info.price_counter_train.clear();
   EXPECT_FALSE(DrawAuctions(info, {}, 10, 7).ok());
+}
+
+TEST(RlbDp, ByPartWithAlikePartsIsRlbsOwnProgram) {
+  const auto m = MarketPricePdf({0, 3, 1, 4, 2, 0, 1});
+  RlbDpParams p = Params(20, 30, 6, 0.01);
+  auto own = RlbValueFunction::Compute(p, m);
+  p.part_theta = {0.01, 0.01, 0.01, 0.01};
+  auto parted = RlbValueFunction::Compute(p, std::vector<std::vector<double>>(4, m));
+  ASSERT_TRUE(own.ok() && parted.ok());
+  for (int64_t n = 0; n < 20; ++n) {
+    for (int64_t b = 0; b <= 30; ++b) EXPECT_DOUBLE_EQ(own->V(n, b), parted->V(n, b)) << n;
+  }
+  for (int64_t n = 1; n <= 20; ++n) {
+    for (int64_t b = 0; b <= 30; ++b) {
+      EXPECT_EQ(own->Bid(n, b, 0.02), parted->Bid(n, b, 0.02)) << n << " " << b;
+    }
+  }
+  // One p.d.f. per part, each with a bin per price.
+  EXPECT_FALSE(RlbValueFunction::Compute(p, std::vector<std::vector<double>>(3, m)).ok());
+}
+
+TEST(RlbDp, ByPartValuesTheAuctionsLeftByThePartTheyFallIn) {
+  // Two parts of 10 auctions: clicks only in the first. With 10 or fewer left every auction
+  // to come is in the second part, worth nothing, so the bid is all it may; with more left the
+  // value is below the program that takes every auction for the first part's CTR.
+  const auto m = MarketPricePdf({0, 3, 1, 4, 2, 0, 1});
+  RlbDpParams p = Params(20, 30, 6, 0.01);
+  auto own = RlbValueFunction::Compute(p, m);
+  p.part_theta = {0.01, 0.0};
+  auto parted = RlbValueFunction::Compute(p, {m, m});
+  ASSERT_TRUE(own.ok() && parted.ok());
+  for (int64_t n = 0; n <= 10; ++n) EXPECT_EQ(parted->V(n, 30), 0.0) << n;
+  EXPECT_GT(parted->V(11, 30), 0.0);
+  EXPECT_LT(parted->V(19, 30), own->V(19, 30));
+  EXPECT_EQ(parted->Bid(5, 30, 0.5), 6);  // nothing later is worth keeping budget for
+  EXPECT_LE(parted->Bid(5, 30, 0.01), 6);
+  EXPECT_GE(parted->Bid(15, 3, 0.01), own->Bid(15, 3, 0.01));
+}
+
+TEST(RlbDp, AStepModelFitsTheDaysShapeAndTellsDriftFromNoise) {
+  CampaignInfo info;
+  const auto still = ParseCompactLog(GenerateCompactLog(50000, 3, &info), "s", {})->auctions;
+  LogDrift d;
+  d.day_auctions = 1000;
+  const auto moving = ParseCompactLog(GenerateCompactLog(50000, 3, &info, d), "d", {})->auctions;
+  auto s = FitRlbStepModel(still, 1000, 10, 0.001, 300);
+  auto m = FitRlbStepModel(moving, 1000, 10, 0.001, 300);
+  ASSERT_TRUE(s.ok() && m.ok());
+  EXPECT_NEAR(m->critical, 27.88, 0.3);  // chi-squared, 9 degrees of freedom, 0.999
+  EXPECT_FALSE(s->Drifts()) << s->price_chi2 << " " << s->ctr_chi2;
+  EXPECT_TRUE(m->Drifts());
+  EXPECT_GT(m->price_chi2, 100 * m->critical);
+  EXPECT_GT(m->ctr_chi2, 100 * m->critical);
+  // The evening part's CTR above the morning's; midday's prices above the day's start.
+  EXPECT_GT(m->theta[7], 1.3 * m->theta[2]);
+  auto mean_price = [](const std::vector<int64_t>& h) {
+    double sum = 0, n = 0;
+    for (size_t p = 0; p < h.size(); ++p) {
+      sum += static_cast<double>(p) * static_cast<double>(h[p]);
+      n += static_cast<double>(h[p]);
+    }
+    return sum / n;
+  };
+  EXPECT_GT(mean_price(m->prices[5]), 1.3 * mean_price(m->prices[0]));
+  // Equal parts: their CTRs average to theta_avg, and each histogram counts its part.
+  EXPECT_NEAR(std::accumulate(m->theta.begin(), m->theta.end(), 0.0) / 10, 0.001, 1e-12);
+  for (const auto& h : m->prices) EXPECT_EQ(std::accumulate(h.begin(), h.end(), int64_t{0}), 5000);
+  EXPECT_FALSE(FitRlbStepModel(moving, 1000, 0, 0.001, 300).ok());
+  EXPECT_FALSE(FitRlbStepModel({moving.begin(), moving.begin() + 999}, 1000, 10, 0.001, 300).ok());
+  EXPECT_NEAR(ChiSquared999(3), 16.27, 0.33);  // within 2%
 }
 
 }  // namespace

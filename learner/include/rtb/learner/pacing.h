@@ -44,6 +44,14 @@ struct PacingTrainOptions {
   std::string store_dir;  // RocksDB replay store ("" = in memory)
   HyperParams hp;         // actor/critic sizes, learning rates, noise, batch, updates per step
   bool progress = true;
+  // rlb base: also fit RLB's program to the training log by this many parts of the episode
+  // (sim::RlbStepModel: a day's moving prices and CTRs) and keep it as the base when it does
+  // better than RLB's own where tables are compared (0: RLB's own only).
+  int parts = 0;
+  // Without a validation log: the share of the training log's last episodes held out to
+  // compare tables on (0: none, tables compared on the training data). Training then reads the
+  // campaign summary and the training log alone.
+  double holdout = 0;
 };
 
 struct PacingTrainResult {
@@ -57,6 +65,12 @@ struct PacingTrainResult {
   int rejected = 0;           // tables better on the validation log alone
   int best_episode = 0;       // when it was found
   std::vector<double> curve;  // training clicks per evaluation
+  // parts > 0: RLB's own program and the program by part, each alone where tables are compared,
+  // and whether the base became the one by part: when the training world's parts differ beyond
+  // their noise (the test statistics of sim::RlbStepModel and their 0.999 critical value).
+  sim::ReplayTotals rlb_own, rlb_by_part;
+  double price_chi2 = 0, ctr_chi2 = 0, chi2_critical = 0;
+  bool by_part = false;
 };
 
 // The rule training keeps a table by (expected clicks): more than the kept table where tables

@@ -26,10 +26,9 @@
 #include "rtb/core/bid.h"
 #include "rtb/core/status.h"
 #include "rtb/simulator/replay.h"
+#include "rtb/simulator/rlb_dp.h"
 
 namespace rtb::sim {
-
-class RlbValueFunction;
 
 struct PacingParams {
   int64_t b0 = 0;               // Lin-Bid base bid the action scales (lin base)
@@ -42,6 +41,9 @@ struct PacingParams {
   std::string base = "lin";
   double c0 = 0;        // rlb base: the budget fraction the table was trained for
   int64_t max_bid = 0;  // rlb base: the bid cap it was trained with
+  // rlb base: the market by part of the episode, fitted on the training log (empty: RLB's own
+  // program on the campaign summary's one histogram). JSON "step_theta" and "step_prices".
+  RlbStepModel step_model;
   // The auction it was trained in: false second price (the logs' own), true first price (a win
   // pays the bid). JSON "auction": "first_price", absent for second price.
   bool first_price = false;

@@ -140,12 +140,35 @@ struct BenchmarkProtocol {
 ReplayTotals ReplayBenchmark(const std::vector<LoggedAuction>& log, const CampaignInfo& info,
                              const BenchmarkProtocol& p, BidStrategy& strategy);
 
+// How a synthetic campaign's traffic moves, as logged traffic does over a day and across days
+// (GenerateCompactLog). The default, day_auctions 0, is stationary: every line drawn alike.
+struct LogDrift {
+  // Auctions per day (0: stationary). Line i is at u = (i mod day_auctions) / day_auctions of
+  // day first_day + i / day_auctions; with day_auctions = the RLB protocol's N (1000) an episode
+  // is one day.
+  int64_t day_auctions = 0;
+  int64_t first_day = 0;
+  // Prices x exp(price_swing x sin(2 pi (u - 1/4))): cheapest at the day's start and end,
+  // dearest at midday. pCTRs x exp(ctr_swing x sin(2 pi (u - 1/2))): low in the morning, high in
+  // the evening. So the cost of a click moves over the day.
+  double price_swing = 0.5;
+  double ctr_swing = 0.3;
+  // Each day's own level: prices x exp(day_sigma x z_day), pCTRs x exp(day_sigma / 2 x z'_day)
+  // (z normal, drawn per (campaign, day index): a day has the same levels in any of its logs).
+  double day_sigma = 0.2;
+  uint64_t campaign = 0;
+  // Prices x exp(trend x day) across the logs: a later log is dearer than the training summary.
+  double trend = 0.0005;
+};
+
 // A synthetic campaign in the compact format with a market-price model (seeded): pCTR
 // lognormal around 0.1%, clicks drawn from it, and a market price that rises with pCTR
-// (lognormal around 80, capped at 300), as in iPinYou's second-price logs. Returns the log's
-// text and fills `info` with its totals and its price histogram (0..300; used as both the train
-// and the test summary).
-std::string GenerateCompactLog(int64_t lines, uint64_t seed, CampaignInfo* info);
+// (lognormal around 80, capped at 300), as in iPinYou's second-price logs; `drift` moves prices
+// and pCTRs within and across days (stationary by default: the stream of the old generator).
+// Returns the log's text and fills `info` with its totals and its price histogram (0..300; used
+// as both the train and the test summary).
+std::string GenerateCompactLog(int64_t lines, uint64_t seed, CampaignInfo* info,
+                               const LogDrift& drift = {});
 
 // Auctions drawn from what a campaign summary says (RLB's model of the market): the market
 // price from price_counter_train (add-one smoothed, as RLB's program reads it), the pCTR from

@@ -59,6 +59,10 @@ struct RlbDpParams {
   double v1 = 1, v0 = 0;  // objective v1 * clicks - v0 * cost (clicks: 1, 0)
   double gamma = 1;
   bool first_price = false;  // the winner pays its bid (above), not the market price
+  // The market by part of the episode (RlbStepModel): the auction at position i of the episode
+  // (i = N - n) has part i * K / N's price p.d.f. and CTR part_theta[k]. Empty: every auction
+  // has m and theta_avg, RLB's own program.
+  std::vector<double> part_theta;
   // Rows expected to be at least this long are cut over `threads` (0: the machine's, at most
   // two) threads. The values do not depend on either; tests lower them to reach every branch.
   int64_t split_budget = 4096;
@@ -69,6 +73,9 @@ class RlbValueFunction {
  public:
   // Errors: N < 1, B < 0, max_bid < 0, or an m with fewer than max_bid + 1 bins.
   static Result<RlbValueFunction> Compute(const RlbDpParams& p, const std::vector<double>& m_pdf);
+  // With p.part_theta (K parts): one p.d.f. per part.
+  static Result<RlbValueFunction> Compute(const RlbDpParams& p,
+                                          const std::vector<std::vector<double>>& m_by_part);
 
   // V(n, b) for 0 <= n < N, 0 <= b <= B.
   double V(int64_t n, int64_t b) const {
@@ -90,8 +97,16 @@ class RlbValueFunction {
     std::vector<double> v;  // V(n, 0..k); V(n, b) = v_max for b > k
     double v_max = 0;
   };
+  // The part of the episode of the auction with n auctions left (0 without parts).
+  size_t PartOf(int64_t n) const {
+    const size_t k = masses_.size();
+    if (k <= 1) return 0;
+    return std::min(k - 1, static_cast<size_t>((p_.episode_size - n) * static_cast<int64_t>(k) /
+                                               p_.episode_size));
+  }
   RlbDpParams p_;
-  std::vector<double> mass_;  // M(a) = sum_{delta <= a} m(delta), a = 0..max_bid
+  // Per part: M(a) = sum_{delta <= a} m(delta), a = 0..max_bid.
+  std::vector<std::vector<double>> masses_;
   std::vector<Row> rows_;
   int64_t early_stopped_ = 0;
 };
@@ -107,6 +122,34 @@ class RlbDpStrategy : public BidStrategy {
  private:
   std::shared_ptr<const RlbValueFunction> v_;
 };
+
+// The market of a campaign whose traffic moves over the day, by part of the episode: the episode
+// (a day, when the log's days are N auctions) cut into K equal parts, each with its own market
+// price histogram and CTR, fitted on a training log cut into episodes as the RLB protocol cuts
+// it. RLB's program on it (RlbForStepModel) values the auctions to come by the part they fall
+// in, where RLB's own takes every one for the average.
+struct RlbStepModel {
+  std::vector<double> theta;                 // per part: CTR, theta_avg x the part's mean pCTR /
+                                             // the log's (pCTRs are steadier than a part's clicks)
+  std::vector<std::vector<int64_t>> prices;  // per part: market price counts, 0..max_bid
+  // Whether the parts differ by more than their samples do: for log(price + 1) and for log(pCTR),
+  // sum over parts of n_k (mean_k - mean)^2 / the pooled within-part variance, chi-squared with
+  // K - 1 degrees of freedom on a stationary log; `critical` is its 0.999 quantile. On a
+  // stationary campaign both stay under it 999 times in 1000 (each), and RLB's own program is
+  // the one to use; a day that moves by part lands far above it.
+  double price_chi2 = 0;
+  double ctr_chi2 = 0;
+  double critical = 0;
+  bool Drifts() const { return price_chi2 > critical || ctr_chi2 > critical; }
+};
+// The 0.999 quantile of chi-squared with `dof` degrees of freedom (Wilson-Hilferty; within 2%
+// from 3 degrees of freedom on, 1% from 9).
+double ChiSquared999(int dof);
+Result<RlbStepModel> FitRlbStepModel(const std::vector<LoggedAuction>& log, int64_t episode_size,
+                                     int parts, double theta_avg, int64_t max_bid);
+Result<std::shared_ptr<const RlbValueFunction>> RlbForStepModel(const CampaignInfo& info,
+                                                                const RlbProtocol& p,
+                                                                const RlbStepModel& model);
 
 // The value function for a campaign under the RLB protocol (`who`: what needs it, for the error
 // when the summary has no histogram): B = RlbEpisodeBudget, m from
