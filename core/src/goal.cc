@@ -113,8 +113,8 @@ double DayWorth(const Goal& goal, double conversions, double cost, double value)
 GoalSummary SummarizeGoals(const std::vector<Goal>& goals,
                            const std::vector<Outcome>& per_advertiser) {
   GoalSummary s;
-  double ratios = 0;
-  int converted = 0;
+  double ratios = 0, roas_ratios = 0;
+  int converted = 0, spent = 0;
   for (size_t k = 0; k < goals.size() && k < per_advertiser.size(); ++k) {
     const Outcome& o = per_advertiser[k];
     s.value += DayWorth(goals[k], o.conversions, o.cost.units(), o.revenue.units());
@@ -127,8 +127,16 @@ GoalSummary SummarizeGoals(const std::vector<Goal>& goals,
       ratios += g.realised / goals[k].target_cpa.units();
       ++converted;
     }
+    if (goals[k].kind == GoalKind::kValue) {
+      ++s.roas_targets;
+      if (o.cost.units() > 0) {
+        roas_ratios += g.realised / goals[k].target_roas;
+        ++spent;
+      }
+    }
   }
   if (converted > 0) s.cpa_ratio = ratios / converted;
+  if (spent > 0) s.roas_ratio = roas_ratios / spent;
   return s;
 }
 

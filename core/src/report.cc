@@ -213,13 +213,25 @@ doc::Table ObjectiveTable(const Report& r) {
     t.columns.push_back({name, doc::Fmt::kNumber, 1});
   }
   const bool goals = AnyGoals(r);
+  const GoalSummary shape =
+      r.methods.empty() || r.methods[0].runs.empty() ? GoalSummary{} : r.methods[0].runs[0].goals;
+  const bool roas = shape.roas_targets > 0, cpa = shape.targets > shape.roas_targets;
   if (goals) {
-    const int targets =
-        r.methods.empty() || r.methods[0].runs.empty() ? 0 : r.methods[0].runs[0].goals.targets;
-    t.columns.push_back({"goal score (" + std::to_string(targets) + " advertisers with a target)",
-                         doc::Fmt::kNumber, 1});
-    t.columns.push_back({"missing their target", doc::Fmt::kNumber, 1});
-    t.columns.push_back({"realised / target CPA", doc::Fmt::kNumber, 3});
+    // The CPA score counts conversions, the ROAS score value: two columns, never one sum.
+    t.columns.push_back(
+        {roas ? "CPA score (conversions, " + std::to_string(shape.targets - shape.roas_targets) +
+                    " advertisers with a target CPA)"
+              : "goal score (" + std::to_string(shape.targets) + " advertisers with a target)",
+         doc::Fmt::kNumber, 1});
+    t.columns.push_back(
+        {"missing their target" + std::string(roas ? " (CPA or ROAS)" : ""), doc::Fmt::kNumber, 1});
+    if (cpa) t.columns.push_back({"realised / target CPA", doc::Fmt::kNumber, 3});
+    if (roas) {
+      t.columns.push_back({"ROAS score (value, " + std::to_string(shape.roas_targets) +
+                               " advertisers with a target ROAS)",
+                           doc::Fmt::kNumber, 1});
+      t.columns.push_back({"realised / target ROAS", doc::Fmt::kNumber, 3});
+    }
   }
   for (size_t k = 0; k < r.methods.size(); ++k) {
     const MethodResult& m = r.methods[k];
@@ -230,8 +242,14 @@ doc::Table ObjectiveTable(const Report& r) {
       row.push_back(doc::Value::Num(k < values.size() ? values[k] : kNaN));
     }
     if (goals) {
-      for (const MeanStd st : {GoalStat(m, &GoalSummary::score), GoalStat(m, &GoalSummary::missed),
-                               GoalStat(m, &GoalSummary::cpa_ratio)}) {
+      std::vector<MeanStd> stats{GoalStat(m, &GoalSummary::score),
+                                 GoalStat(m, &GoalSummary::missed)};
+      if (cpa) stats.push_back(GoalStat(m, &GoalSummary::cpa_ratio));
+      if (roas) {
+        stats.push_back(GoalStat(m, &GoalSummary::roas_score));
+        stats.push_back(GoalStat(m, &GoalSummary::roas_ratio));
+      }
+      for (const MeanStd& st : stats) {
         row.push_back(doc::Value::Num(st.mean, MultiRun(r) && st.n > 1 ? st.std : kNaN));
       }
     }
@@ -493,7 +511,10 @@ std::string RenderJson(const Report& r) {
       o << ",\n      \"goals\": {\"targets\": " << (m.runs.empty() ? 0 : m.runs[0].goals.targets)
         << ", \"score\": " << Num(score.mean) << ", \"score_std\": " << Num(score.std)
         << ", \"missed\": " << Num(missed.mean) << ", \"missed_std\": " << Num(missed.std)
-        << ", \"cpa_ratio\": " << Num(GoalStat(m, &GoalSummary::cpa_ratio).mean) << "}";
+        << ", \"cpa_ratio\": " << Num(GoalStat(m, &GoalSummary::cpa_ratio).mean)
+        << ", \"roas_targets\": " << (m.runs.empty() ? 0 : m.runs[0].goals.roas_targets)
+        << ", \"roas_score\": " << Num(GoalStat(m, &GoalSummary::roas_score).mean)
+        << ", \"roas_ratio\": " << Num(GoalStat(m, &GoalSummary::roas_ratio).mean) << "}";
     }
     o << "\n    }";
   }

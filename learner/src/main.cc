@@ -98,8 +98,9 @@ void AddLogOptions(const std::vector<CLI::App*>& subs, Common& c) {
 struct TrainCmd {
   std::string config = "configs/learner/default.yaml";
   std::string algo = "dcmab";
-  std::string auction;    // --auction: the world's auction type, in place of its config's
-  double cpa_share = -1;  // --cpa-share: world.cpa_share for this run (-1: the config's)
+  std::string auction;     // --auction: the world's auction type, in place of its config's
+  double cpa_share = -1;   // --cpa-share: world.cpa_share for this run (-1: the config's)
+  double roas_share = -1;  // --roas-share: world.roas_share for this run (-1: the config's)
   rtb::learn::TrainOptions opt;
 };
 
@@ -118,6 +119,10 @@ CLI::App* AddTrain(CLI::App& app, TrainCmd& c, Common& common) {
   t->add_option("--cpa-share", c.cpa_share,
                 "Share of the world's advertisers with a target-CPA goal (world.cpa_share; "
                 "default: the simulator config's): the agents learn the goals' score")
+      ->check(CLI::Range(0.0, 1.0));
+  t->add_option("--roas-share", c.roas_share,
+                "Share of the world's advertisers with a target-ROAS goal (world.roas_share; "
+                "with --cpa-share at most 1 in all)")
       ->check(CLI::Range(0.0, 1.0));
   t->add_flag("--resume", c.opt.resume, "Continue each run from its last checkpoint");
   t->add_option("--learned-share", c.opt.learned_share,
@@ -146,6 +151,12 @@ int RunTrain(TrainCmd& c, const Common& common) {
     return Fail("rtb train", st.message());
   }
   if (c.cpa_share >= 0) cfg->sim.world.cpa_share = c.cpa_share;
+  if (c.roas_share >= 0) cfg->sim.world.roas_share = c.roas_share;
+  if (cfg->sim.world.cpa_share + cfg->sim.world.roas_share > 1) {
+    return Fail("rtb train",
+                "--cpa-share + --roas-share must be at most 1 (an advertiser has one "
+                "goal)");
+  }
   auto report = rtb::learn::RunTraining(*cfg, c.opt);
   if (!report.ok()) return Fail("rtb", report.status().message());
   if (auto st = rtb::WriteReportFiles(*report, c.opt.out); !st.ok()) {

@@ -78,6 +78,12 @@ void ReadSimulatorConfig(ConfigMap& root, SimulatorConfig* cfg) {
   w.Get("cpa_target_margin", &wc.cpa_target_margin);
   w.Check(wc.cpa_target_margin > 0 && wc.cpa_target_margin <= 10, "cpa_target_margin",
           "must be in (0, 10]: the target CPA as a share of the order value");
+  w.Get("roas_share", &wc.roas_share);
+  w.Check(wc.roas_share >= 0 && wc.cpa_share + wc.roas_share <= 1, "roas_share",
+          "must be >= 0, with cpa_share + roas_share <= 1 (an advertiser has one goal)");
+  w.Get("roas_target_margin", &wc.roas_target_margin);
+  w.Check(wc.roas_target_margin > 0 && wc.roas_target_margin <= 10, "roas_target_margin",
+          "must be in (0, 10]: the most spend per unit of order value (target ROAS = 1 / this)");
   w.Get("bid_noise_sigma", &wc.bid_noise_sigma);
   w.Get("min_bid", &wc.min_bid);
   w.Get("max_bid", &wc.max_bid);

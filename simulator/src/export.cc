@@ -105,6 +105,8 @@ Status ExportBidderWorld(const Scenario& sc, const World& world, const std::stri
     if (a.goal.kind == GoalKind::kConversions) {
       y << ", goal: conversions, target_cpa: "
         << MicrosDecimal(a.goal.target_cpa.value(), MicrosFraction::kTrimmed);
+    } else if (a.goal.kind == GoalKind::kValue) {
+      y << ", goal: value, target_roas: " << Num(a.goal.target_roas);
     }
     y << ", creatives: [{crid: sim-" << k << ", adomain: [adv" << k
       << ".example], w: 0, h: 0, markup: \"<div>adv-" << k << "</div>\"}]}\n";

@@ -38,15 +38,23 @@ World GenerateWorld(const WorldConfig& cfg, uint64_t seed) {
     const double bid = a.cvr * value * cfg.bid_margin * rng.LogNormal(0, cfg.bid_noise_sigma);
     a.bid = Micros::FromUnits(std::clamp(bid, cfg.min_bid, cfg.max_bid));
   }
-  // Goals from a stream of their own: cpa_share changes no other draw of the world.
-  if (cfg.cpa_share > 0) {
+  // Goals from a stream of their own: the shares change no other draw of the world. One
+  // uniform per advertiser: below cpa_share a target CPA, the next roas_share a target ROAS.
+  if (cfg.cpa_share > 0 || cfg.roas_share > 0) {
     Rng goals(Rng::Mix(seed, 0x90a15));
     for (auto& a : w.advertisers) {
-      if (goals.Uniform() >= cfg.cpa_share) continue;
-      a.goal.kind = GoalKind::kConversions;
-      a.goal.target_cpa = Micros::FromUnits(cfg.cpa_target_margin * a.order_value.units());
-      a.bid = Micros::FromUnits(
-          std::clamp(a.goal.target_cpa.units() * a.cvr, cfg.min_bid, cfg.max_bid));
+      const double u = goals.Uniform();
+      if (u < cfg.cpa_share) {
+        a.goal.kind = GoalKind::kConversions;
+        a.goal.target_cpa = Micros::FromUnits(cfg.cpa_target_margin * a.order_value.units());
+        a.bid = Micros::FromUnits(
+            std::clamp(a.goal.target_cpa.units() * a.cvr, cfg.min_bid, cfg.max_bid));
+      } else if (u < cfg.cpa_share + cfg.roas_share) {
+        a.goal.kind = GoalKind::kValue;
+        a.goal.target_roas = 1.0 / cfg.roas_target_margin;
+        a.bid = Micros::FromUnits(std::clamp(a.cvr * a.order_value.units() / a.goal.target_roas,
+                                             cfg.min_bid, cfg.max_bid));
+      }
     }
   }
   w.consumers.resize(static_cast<size_t>(cfg.consumers));

@@ -9,6 +9,7 @@
 
 #include "rtb/core/ab.h"
 #include "rtb/simulator/engine.h"
+#include "rtb/simulator/export.h"
 
 namespace rtb::sim {
 namespace {
@@ -162,6 +163,77 @@ TEST(Simulate, ACpaWorldGivesAShareOfAdvertisersATargetAndTheTargetCpaBidderRule
   EXPECT_NE(RenderMarkdown(*r).find("goal score (" + std::to_string(targets) +
                                     " advertisers with a target)"),
             std::string::npos);
+}
+
+// world.roas_share: the next share of the same draw gets a target ROAS (1 / roas_target_margin)
+// and the target-ROAS bidder's manual bid, pCVR x order value / target; the CPA advertisers and
+// every other draw stay as they were. The shares add up to at most 1, and the bidder config
+// `rtb generate --bidder-out` writes carries both goals.
+TEST(Simulate, ARoasWorldGivesTheNextShareATargetRoasAndTheTargetRoasBidderRule) {
+  auto plain = LoadSimulatorConfig(kDefault);
+  ASSERT_TRUE(plain.ok());
+  SimulatorConfig cpa = *plain, both = *plain;
+  cpa.world.cpa_share = 0.3;
+  both.world.cpa_share = 0.3;
+  both.world.roas_share = 0.3;
+  const World a = GenerateWorld(cpa), b = GenerateWorld(both);
+  int roas = 0;
+  for (size_t k = 0; k < a.advertisers.size(); ++k) {
+    const Advertiser &x = a.advertisers[k], &y = b.advertisers[k];
+    EXPECT_EQ(x.order_value, y.order_value);
+    if (x.goal.kind == GoalKind::kConversions) {
+      EXPECT_EQ(y.goal.kind, GoalKind::kConversions);
+      EXPECT_EQ(x.bid, y.bid);
+      continue;
+    }
+    if (y.goal.kind == GoalKind::kRevenue) {
+      EXPECT_EQ(x.bid, y.bid);
+      continue;
+    }
+    ASSERT_EQ(y.goal.kind, GoalKind::kValue);
+    ++roas;
+    EXPECT_DOUBLE_EQ(y.goal.target_roas, 1 / 0.3);
+    const double rule = y.cvr * y.order_value.units() / y.goal.target_roas;
+    EXPECT_EQ(y.bid, Micros::FromUnits(std::clamp(rule, both.world.min_bid, both.world.max_bid)));
+  }
+  EXPECT_NEAR(roas / static_cast<double>(a.advertisers.size()), 0.3, 0.03);
+
+  const std::string path = ::testing::TempDir() + "/rtb-roas-share.yaml";
+  std::ofstream(path) << "world:\n  cpa_share: 0.6\n  roas_share: 0.5\n";
+  auto over = LoadSimulatorConfig(path);
+  ASSERT_FALSE(over.ok());
+  EXPECT_NE(over.status().message().find("cpa_share + roas_share <= 1"), std::string::npos)
+      << over.status().message();
+
+  // rtb simulate scores the ROAS advertisers too: realised / target ROAS, and their score.
+  both.day.requests = 20000;
+  auto sc = BuildScenario(both, "", "", false);
+  ASSERT_TRUE(sc.ok()) << sc.status().message();
+  SimulateOptions opt;
+  opt.progress = false;
+  auto r = Simulate(**sc, opt);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const GoalSummary& g = r->Find("manual")->runs[0].goals;
+  EXPECT_EQ(g.roas_targets, roas);
+  EXPECT_GT(g.roas_score, 0);
+  EXPECT_GT(g.roas_ratio, 1.0);  // the rule's bid, paid at most under GSP: above target on average
+  EXPECT_NE(RenderMarkdown(*r).find("realised / target ROAS"), std::string::npos);
+  EXPECT_NE(RenderJson(*r).find("\"roas_targets\": " + std::to_string(roas)), std::string::npos);
+
+  const std::string dir = ::testing::TempDir() + "/rtb-roas-export";
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(
+      ExportBidderWorld(**sc, b, dir, std::string(RTB_SOURCE_DIR) + "/configs/bidder/default.yaml")
+          .ok());
+  std::ifstream in(dir + "/bidder.yaml");
+  std::string line;
+  int value_goals = 0, cpa_goals = 0;
+  while (std::getline(in, line)) {
+    value_goals += line.find("goal: value, target_roas: 3.33333333") != std::string::npos;
+    cpa_goals += line.find("goal: conversions, target_cpa: ") != std::string::npos;
+  }
+  EXPECT_EQ(value_goals, roas);
+  EXPECT_GT(cpa_goals, 0);
 }
 
 // The same day under GSP and under GFP with the same manual bids: each winner pays its own

@@ -71,6 +71,10 @@ struct GoalSummary {
   double value = 0;
   // The mean over the target-CPA advertisers that converted of realised CPA / target (NaN: none).
   double cpa_ratio = kNaN;
+  // Of `targets`, those with a target ROAS, and the mean over those that spent of realised
+  // ROAS / target (NaN: none).
+  int roas_targets = 0;
+  double roas_ratio = kNaN;
 };
 GoalSummary SummarizeGoals(const std::vector<Goal>& goals,
                            const std::vector<Outcome>& per_advertiser);

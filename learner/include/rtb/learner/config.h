@@ -130,8 +130,8 @@ struct LearnerConfig {
   // agent of many small budgets that underdelivers where the others do not. [] = the one
   // delivery_penalty for every agent.
   std::vector<double> delivery_penalty_by_agent;
-  // In a world where advertisers have goals (world.cpa_share), the agents' rewards are the
-  // goals' (docs/dcmab.md section 4: target x conversions per step, the shortfall at the day's
+  // In a world where advertisers have goals (world.cpa_share, roas_share), the agents' rewards are
+  // the goals' (docs/dcmab.md section 4: target x conversions per step, the shortfall at the day's
   // end); false: their revenue, as if no advertiser had a target (the ablation). Models are
   // picked by the goals' worth either way.
   bool goal_reward = true;

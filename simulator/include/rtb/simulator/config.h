@@ -38,6 +38,12 @@ struct WorldConfig {
   // its manual CPC bid target CPA x pCVR, the target-CPA bidder's rule (no noise). 0: none.
   double cpa_share = 0;
   double cpa_target_margin = 0.3;
+  // Advertisers with a target-ROAS goal (goal: value): the same draw as cpa_share, the next
+  // roas_share of it (cpa_share + roas_share <= 1), so a world's CPA advertisers stay the same
+  // whatever roas_share is. Target ROAS 1 / roas_target_margin (the order value per unit spent,
+  // at least), manual CPC bid pCVR x order value / target ROAS, the target-ROAS bidder's rule.
+  double roas_share = 0;
+  double roas_target_margin = 0.3;
   double bid_noise_sigma = 0.15;         // lognormal noise of human-set bids around that rule
   double min_bid = 0.05;                 // lowest manual CPC bid, currency units
   double max_bid = 30;                   // highest manual CPC bid, currency units

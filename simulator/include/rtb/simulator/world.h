@@ -21,7 +21,8 @@ struct Advertiser {
   Micros order_value;  // base ppb
   Micros bid;          // manual CPC bid
   bool large = false;
-  Goal goal;  // revenue, or conversions with a target CPA (WorldConfig::cpa_share)
+  Goal goal;  // revenue, conversions with a target CPA or value with a target ROAS
+              // (WorldConfig::cpa_share, roas_share)
 };
 
 struct Consumer {
