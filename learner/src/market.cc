@@ -21,7 +21,10 @@ Result<LiveMarket> LoadLiveMarket(const std::string& path) {
     return Status::InvalidArgument(path + ": ab.learned_share is 0: no learned arm to learn from");
   }
   int agents = 0;
-  for (const auto& a : cfg.advertisers) agents = std::max(agents, a.agent + 1);
+  for (const auto& a : cfg.advertisers) {
+    agents = std::max(agents, a.agent + 1);
+    if (a.goal.HasTarget()) m.goals[a.id] = {a.agent, a.goal};
+  }
   m.budgets.assign(static_cast<size_t>(agents), 0.0);
   for (const auto& a : cfg.advertisers) {
     m.budgets[static_cast<size_t>(a.agent)] +=

@@ -63,6 +63,8 @@ struct LoopState {
   // x_j's history from the events ([T*L], currency units, whole-market scale): the current
   // day's so far, and the one in use (empty: the market's prior).
   std::vector<double> day_rev, day_cost, hist_rev, hist_cost;
+  // The current day so far per advertiser with a target (goal rewards).
+  std::map<int64_t, AdvertiserTotals> goal_day;
 };
 
 nlohmann::json ToJson(const LoopState& st, const StepMerger& merger) {
@@ -85,6 +87,10 @@ nlohmann::json ToJson(const LoopState& st, const StepMerger& merger) {
   j["hist_rev"] = st.hist_rev;
   j["hist_cost"] = st.hist_cost;
   j["merger"] = merger.ToJson();
+  auto& goal_day = j["goal_day"] = nlohmann::json::array();
+  for (const auto& [id, a] : st.goal_day) {
+    goal_day.push_back({id, a.cost_micros, a.conversions, a.value_micros});
+  }
   return j;
 }
 
@@ -106,6 +112,10 @@ Status FromJson(const std::string& text, LoopState* st, std::optional<StepMerger
          {std::pair{"day_rev", &st->day_rev}, std::pair{"day_cost", &st->day_cost},
           std::pair{"hist_rev", &st->hist_rev}, std::pair{"hist_cost", &st->hist_cost}}) {
       if (j.contains(k)) *v = j[k].get<std::vector<double>>();
+    }
+    for (const auto& a : j.value("goal_day", nlohmann::json::array())) {
+      st->goal_day[a.at(0).get<int64_t>()] = {a.at(1).get<int64_t>(), a.at(2).get<double>(),
+                                              a.at(3).get<int64_t>()};
     }
     RTB_ASSIGN_OR_RETURN(StepMerger m, StepMerger::FromJson(j.at("merger").get<std::string>()));
     merger->emplace(std::move(m));
@@ -819,12 +829,18 @@ Status OnlineLearner::CloseStep(const StepMarker& marker, int64_t marker_offset,
     st_.d[p] = computations > 0 ? static_cast<double>(tot.computed[p]) / computations : 0.0;
     rewards[p / static_cast<size_t>(L_)] += tot.revenue_micros[p] / 1e6;
   }
+  const bool done = key.step + 1 >= steps_per_day;
+  // Advertisers with a target: their goals' worth in place of their revenue (docs/dcmab.md 4).
+  const std::map<int64_t, AdvertiserTotals> goal_day0 = st_.goal_day;
+  if (!same_day) st_.goal_day.clear();
+  if (cfg_.goal_reward && !market_.goals.empty()) {
+    ApplyGoalRewards(market_.goals, tot.by_advertiser, done, &st_.goal_day, &rewards);
+  }
   if (spec_.coordinated) {
     double total = 0;
     for (double r : rewards) total += r;
     rewards.assign(rewards.size(), total);
   }
-  const bool done = key.step + 1 >= steps_per_day;
   const sim::Observation after = sim::MakeObservation(market_.shape, done ? T_ : key.step + 1,
                                                       st_.g_cost, st_.g_revenue, st_.d);
   const Transition tr = BuildTransition(norm_,
@@ -849,6 +865,7 @@ Status OnlineLearner::CloseStep(const StepMarker& marker, int64_t marker_offset,
     st_.g_cost = g_cost0;
     st_.g_revenue = g_revenue0;
     st_.d = d0;
+    st_.goal_day = goal_day0;
   }
 
   // x_j's history for the days after this one (what the next state reads).

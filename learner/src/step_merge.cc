@@ -20,6 +20,12 @@ nlohmann::json TotalsJson(const StepTotals& t, bool with_eids) {
   j["events"] = t.events;
   j["unattributed"] = t.unattributed;
   j["manual_arm"] = t.manual_arm;
+  if (!t.by_advertiser.empty()) {  // [id, cost_micros, conversions, value_micros]
+    auto& by = j["by_advertiser"] = nlohmann::json::array();
+    for (const auto& [id, a] : t.by_advertiser) {
+      by.push_back({id, a.cost_micros, a.conversions, a.value_micros});
+    }
+  }
   if (t.overflow) j["overflow"] = true;
   j["total_cost_micros"] = t.TotalCost();
   j["total_revenue_micros"] = t.TotalRevenue();
@@ -103,8 +109,12 @@ MergeResult StepMerger::Add(const Event& e) {
     // One impression at the CPM price (price_micros / 1000 rounded, without overflowing).
     const int64_t cost = e.price_micros / 1000 + (e.price_micros % 1000 >= 500 ? 1 : 0);
     t.overflow |= AddSaturating(&t.cost_micros[p], cost);
+    t.overflow |= AddSaturating(&t.by_advertiser[e.advertiser].cost_micros, cost);
   } else if (e.type == "conversion") {
     t.overflow |= AddSaturating(&t.revenue_micros[p], e.price_micros);
+    AdvertiserTotals& a = t.by_advertiser[e.advertiser];
+    t.overflow |= AddSaturating(&a.value_micros, e.price_micros);
+    a.conversions += e.count;
   } else if (e.type == "click") {
     t.clicks[p] += e.count;
   }
@@ -157,6 +167,10 @@ Result<StepMerger> StepMerger::FromJson(const std::string& json) {
       t.manual_arm = o.value("manual_arm", int64_t{0});
       t.overflow = o.value("overflow", false);
       t.eids = o.at("eids").get<std::set<std::string>>();
+      for (const auto& a : o.value("by_advertiser", nlohmann::json::array())) {
+        t.by_advertiser[a.at(0).get<int64_t>()] = {a.at(1).get<int64_t>(), a.at(2).get<double>(),
+                                                   a.at(3).get<int64_t>()};
+      }
     }
     return m;
   } catch (const std::exception& e) {

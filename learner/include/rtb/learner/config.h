@@ -133,7 +133,8 @@ struct LearnerConfig {
   // In a world where advertisers have goals (world.cpa_share, roas_share), the agents' rewards are
   // the goals' (docs/dcmab.md section 4: target x conversions per step, the shortfall at the day's
   // end); false: their revenue, as if no advertiser had a target (the ablation). Models are
-  // picked by the goals' worth either way.
+  // picked by the goals' worth either way. `rtb learn` reads the targets from its market's
+  // bidder config and pays the same rewards from the events.
   bool goal_reward = true;
   std::vector<int> learning_agents;  // partial coordination: 1-based agents that learn with the
                                      // total reward; the others keep manual bids. Empty = all.

@@ -14,6 +14,7 @@
 //   key ring      = market_keys: step markers and tables are sealed with it (core/mac.h)
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -23,6 +24,7 @@
 #include "rtb/core/mac.h"
 #include "rtb/core/policy.h"
 #include "rtb/core/status.h"
+#include "rtb/learner/goal_reward.h"
 #include "rtb/simulator/market.h"
 
 namespace rtb::learn {
@@ -37,6 +39,9 @@ struct LiveMarket {
   double alpha_range = 0.9;
   double learned_share = 1.0;
   int advertisers = 0;
+  // The advertisers with a target (goal conversions or value), by id: their rewards are their
+  // goals' (LearnerConfig::goal_reward, rtb/learner/goal_reward.h).
+  std::map<int64_t, AgentGoal> goals;
   EventMoneyBounds money;
   std::shared_ptr<const MarketKeys> keys;  // nullptr: market_keys not set
   std::string source;                      // the bidder config it came from

@@ -28,14 +28,22 @@ struct StepKey {
   auto operator<=>(const StepKey&) const = default;
 };
 
+// One advertiser's outcomes in a step (the learned arm's): what goal rewards are built from.
+struct AdvertiserTotals {
+  int64_t cost_micros = 0;   // billed spend
+  double conversions = 0;    // the conversion events' counts
+  int64_t value_micros = 0;  // their values
+};
+
 struct StepTotals {
   StepKey key;
-  std::vector<int64_t> cost_micros;              // [i*L + j], billed (charged) spend
-  std::vector<int64_t> revenue_micros;           // [i*L + j], conversion values
-  std::vector<int64_t> computed;                 // [i*L + j], bid computations (d_ij's counts)
-  std::vector<double> clicks;                    // [i*L + j], the click events' counts
-  std::map<std::string, int64_t> count_by_type;  // events merged, by type
-  int64_t events = 0;                            // events merged (after dedupe)
+  std::vector<int64_t> cost_micros;                   // [i*L + j], billed (charged) spend
+  std::vector<int64_t> revenue_micros;                // [i*L + j], conversion values
+  std::vector<int64_t> computed;                      // [i*L + j], bid computations (d_ij's counts)
+  std::vector<double> clicks;                         // [i*L + j], the click events' counts
+  std::map<int64_t, AdvertiserTotals> by_advertiser;  // by advertiser id (those with outcomes)
+  std::map<std::string, int64_t> count_by_type;       // events merged, by type
+  int64_t events = 0;                                 // events merged (after dedupe)
   int64_t unattributed = 0;  // outcomes whose cluster was unknown (booked to cluster 0)
   // Events of the A/B test's manual arm: counted (the step's marker counts them) but not in
   // the totals above, which are the learned arm's alone.
