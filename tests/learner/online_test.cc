@@ -144,8 +144,9 @@ struct Played {
   std::map<uint64_t, std::vector<double>> tables;
   std::string out;
   std::vector<std::string> lines;
-  nlohmann::json last_summary;  // the replay store's summary of the last step closed
-  int unopened_tables = 0;      // with keys: tables whose seal did not open
+  nlohmann::json last_summary;              // the replay store's summary of the last step closed
+  int unopened_tables = 0;                  // with keys: tables whose seal did not open
+  std::vector<std::vector<float>> rewards;  // the stored transitions' rewards, in order
 };
 
 Played Play(const std::string& name, int steps, std::map<int, std::vector<std::string>> extra,
@@ -225,6 +226,10 @@ Played Play(const std::string& name, int steps, std::map<int, std::vector<std::s
       const int k = steps - 1;
       auto s = (*store)->GetMeta("step:" + std::to_string(k / 3) + ":" + std::to_string(k % 3));
       if (s.ok()) p.last_summary = nlohmann::json::parse(*s);
+      for (uint64_t q = (*store)->FirstSeq(); q < (*store)->NextSeq(); ++q) {
+        auto t = (*store)->Get(q);
+        if (t.ok()) p.rewards.push_back(t->r);
+      }
     }
   }
   std::filesystem::remove_all(dir);
@@ -260,6 +265,30 @@ TEST(OnlineTrust, OutOfRangeMoneyIsRefusedAndTheTablesAreACleanRunsTables) {
   EXPECT_EQ(Refused(forged, "event:negative_price"), 1) << forged.last_summary;
   EXPECT_TRUE(Logged(forged, "refused event", "conversion_value_out_of_range")) << forged.out;
   EXPECT_TRUE(Logged(forged, "refused event", "negative_price")) << forged.out;
+}
+
+// Globex Travel (advertiser 2, agent 1 in configs/bidder/default.yaml) has a target CPA of 120:
+// each step's conversion (value 400, one unit of cost) is worth 120 to its agent, not 400, and
+// its days (CPA 1) meet the target, so no shortfall. The other agents' rewards are their revenue
+// either way.
+TEST(Online, ATargetCpaAdvertisersRewardIsItsGoalsWorthNotItsRevenue) {
+  const Played goal = Play("goal_reward_on", 6, {});
+  const Played revenue =
+      Play("goal_reward_off", 6, {}, {}, [](LearnerConfig& c) { c.goal_reward = false; });
+  ASSERT_EQ(goal.rewards.size(), 6u) << goal.out;
+  ASSERT_EQ(revenue.rewards.size(), 6u) << revenue.out;
+  const double step_gap = goal.rewards[0][1] - revenue.rewards[0][1];
+  EXPECT_LT(step_gap, 0);
+  for (size_t k = 0; k < 6; ++k) {
+    EXPECT_EQ(goal.rewards[k][0], revenue.rewards[k][0]) << k;
+    EXPECT_EQ(goal.rewards[k][2], revenue.rewards[k][2]) << k;
+    if (k % 3 != 2) {  // the day's last step also carries the delivery term
+      EXPECT_NEAR(goal.rewards[k][1] / revenue.rewards[k][1], 120.0 / 400.0, 1e-5) << k;
+    }
+    EXPECT_NEAR(goal.rewards[k][1] - revenue.rewards[k][1], step_gap, 1e-6) << k;
+  }
+  EXPECT_NE(goal.last_summary.dump().find("[2,1000000,1.0,400000000]"), std::string::npos)
+      << goal.last_summary;
 }
 
 // Regression: one forged step marker (day 10^9) ended learning: the learner published version
