@@ -9,6 +9,7 @@
 #include "common.h"
 #include "demo_cmd.h"
 #include "exchange_cmd.h"
+#include "fit_cmd.h"
 #include "generate_cmd.h"
 #include "kafka_cmd.h"
 #include "learner_cmd.h"
@@ -48,6 +49,8 @@ int Main(int argc, char** argv) {
   CLI::App* rp = AddReplayCommand(&app, &ra);
   ReportArgs rep;
   CLI::App* rpt = AddReportCommand(&app, &rep);
+  FitArgs fa;
+  CLI::App* ft = AddFitCommand(&app, &fa);
   demo::DemoArgs da;
   CLI::App* dm = AddDemoCommand(&app, &da);
   BudgetArgs ba;
@@ -55,14 +58,14 @@ int Main(int argc, char** argv) {
   KafkaArgs ka;
   CLI::App* kf = AddKafkaCommand(&app, &ka);
   LogArgs la;
-  for (CLI::App* sub : {s, g, sv, xs, rp, rpt, dm, bu, kf}) AddLogOptions(sub, &la);
+  for (CLI::App* sub : {s, g, sv, xs, rp, rpt, ft, dm, bu, kf}) AddLogOptions(sub, &la);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
   if (sv->parsed()) return RunServe(srv, la);
-  for (CLI::App* sub : {s, g, xs, rp, rpt, dm, bu, kf}) {
+  for (CLI::App* sub : {s, g, xs, rp, rpt, ft, dm, bu, kf}) {
     if (!sub->parsed()) continue;
     if (auto st = InitLog(sub->get_name(), la, ""); !st.ok()) return Fail(st);
   }
@@ -72,6 +75,7 @@ int Main(int argc, char** argv) {
   if (dm->parsed()) return demo::RunDemo(da);
   if (rp->parsed()) return RunReplay(ra);
   if (rpt->parsed()) return RunReport(rep);
+  if (ft->parsed()) return RunFit(fa);
   if (bu->parsed()) return RunBudget(ba);
   if (kf->parsed()) return RunKafka(ka);
   return 2;

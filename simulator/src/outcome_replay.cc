@@ -67,6 +67,8 @@ Status OutcomeLogBuilder::Add(const Event& e) {
     b.agent = e.agent;
     b.cluster = e.cluster;
     b.ts_ms = e.ts_ms;
+    b.sim_ms = e.sim_ms;
+    b.arm = e.arm;
     b.bid_micros = e.price_micros;
     b.pctr = e.pctr;
     b.pcvr = e.pcvr;

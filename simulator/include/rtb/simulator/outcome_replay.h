@@ -33,7 +33,9 @@ struct LoggedBid {
   int64_t advertiser = 0;
   int agent = -1, cluster = -1;
   int64_t ts_ms = 0;
-  int64_t bid_micros = 0;  // the CPM bid sent
+  int64_t sim_ms = -1;      // the simulated clock of the auction (-1: none)
+  Arm arm = Arm::kLearned;  // the user's A/B arm
+  int64_t bid_micros = 0;   // the CPM bid sent
   double pctr = 0, pcvr = 0, alpha = 0;
   bool won = false;
   int64_t price_micros = 0;            // clearing CPM (billing if any, else win)
