@@ -9,7 +9,11 @@
 #   defaults: configs/markets/metro, 4, out/markets/<name>; OUTCOMES=expected|sampled,
 #   REQUESTS=<requests per day> (default: the traffic file's), RTB=<the rtb binary>,
 #   BROKERS=<bootstrap servers> to run on a real Kafka cluster instead of rtb serve's embedded
-#   one (its client properties: the market's kafka.properties).
+#   one (its client properties: the market's kafka.properties), DUMP=1 to also copy the events
+#   topic to OUT/events.jsonl (what `rtb fit` reads), INIT=<checkpoint dir> to start the
+#   learner from agents trained offline (`rtb learn --init`; a warm start) and CLUSTERS=<cluster
+#   map> to serve with that map (`rtb fit --clusters-out`: the fitted history) instead of the
+#   traffic's segments written fresh.
 # Writes OUT/ab/report.{json,md,html}, OUT/exchange.jsonl (the exchange's accounting per day),
 # OUT/logs/ and every process's state.
 #
@@ -74,8 +78,14 @@ if [[ -n ${REQUESTS:-} ]]; then
   TRAFFIC=$OUT/traffic.yaml
 fi
 # The users' clusters (the team's segmentation; here the traffic's own segments).
-"$RTB" exchange --traffic "$TRAFFIC" --market "$OUT/bidder.yaml" \
-  --write-clusters "$OUT/clusters.json" --days 0
+if [[ -n ${CLUSTERS:-} ]]; then
+  cp "$CLUSTERS" "$OUT/clusters.json"
+else
+  "$RTB" exchange --traffic "$TRAFFIC" --market "$OUT/bidder.yaml" \
+    --write-clusters "$OUT/clusters.json" --days 0
+fi
+INIT_ARGS=()
+[[ -z ${INIT:-} ]] || INIT_ARGS=(--init "$INIT")
 
 LEARNER_CONFIG=configs/learner/default.yaml
 if [[ -n $REAL ]]; then
@@ -97,9 +107,9 @@ else
   echo "run_market: Kafka: rtb serve's embedded cluster (mock) at $BROKERS"
 fi
 
-echo "run_market: rtb learn --market $OUT/bidder.yaml, no checkpoint (log: $OUT/logs/learn.log)"
+echo "run_market: rtb learn --market $OUT/bidder.yaml, ${INIT:-no checkpoint} (log: $OUT/logs/learn.log)"
 "$RTB" learn --config "$LEARNER_CONFIG" --market "$OUT/bidder.yaml" \
-  --brokers "$BROKERS" --state-dir "$OUT/learner" 2> "$OUT/logs/learn.log" &
+  --brokers "$BROKERS" --state-dir "$OUT/learner" "${INIT_ARGS[@]}" 2> "$OUT/logs/learn.log" &
 LEARN=$!
 for _ in $(seq 1200); do  # the learner's first table (manual bids) served
   v=$(curl -sf "http://127.0.0.1:$PORT/metrics" | sed -n 's/^rtb_policy_version \([0-9]*\).*/\1/p')
@@ -116,12 +126,19 @@ echo "run_market: rtb exchange --traffic $TRAFFIC: $DAYS days, outcomes $OUTCOME
 sleep 2  # the bidder's last events (5 ms batches) reach the topic
 RERUN="scripts/run_market.sh $M $DAYS"
 [[ -z $REAL ]] || RERUN="BROKERS=$REAL $RERUN"
-NOTES=(--note "$DAYS days of $M played by rtb exchange --traffic against rtb serve, with rtb learn started with no checkpoint (cold start from manual bids); Kafka: ${REAL:-the embedded cluster}; rerun: $RERUN")
+START="started with no checkpoint (cold start from manual bids)"
+[[ -z ${INIT:-} ]] || START="warm-started from $INIT"
+NOTES=(--note "$DAYS days of $M played by rtb exchange --traffic against rtb serve, with rtb learn $START; Kafka: ${REAL:-the embedded cluster}; rerun: $RERUN")
 if [[ $OUTCOMES == expected ]]; then
   NOTES+=(--note "Expected outcomes: each impression sends one conversion notice carrying its expected value (true pCTR x pCVR x the campaign's conversion value) and no click, so conversions count notices and CPA is per notice.")
 fi
 "$RTB" report --brokers "$BROKERS" --topic "$EVENTS" --bidder-config "$OUT/bidder.yaml" --bucket-minutes 60 \
   --out "$OUT/ab" "${NOTES[@]}" | tee "$OUT/summary.txt"
+if [[ ${DUMP:-0} == 1 ]]; then
+  "$RTB" replay --format events --brokers "$BROKERS" --topic "$EVENTS" --dump "$OUT/events.jsonl" \
+    --strategy logged --out "$OUT/replay" > /dev/null
+  echo "run_market: the events: $OUT/events.jsonl ($(wc -l < "$OUT/events.jsonl") lines)"
+fi
 kill -TERM "$LEARN" && wait "$LEARN" || true
 LEARN=
 kill -TERM "$SERVE" && wait "$SERVE" || true

@@ -124,6 +124,10 @@ CLI::App* AddTrain(CLI::App& app, TrainCmd& c, Common& common) {
                 "Share of the world's advertisers with a target-ROAS goal (world.roas_share; "
                 "with --cpa-share at most 1 in all)")
       ->check(CLI::Range(0.0, 1.0));
+  t->add_option("--world", c.opt.world,
+                "Train in a world fitted to a market's logged events (rtb fit) instead of the "
+                "simulator config's: the learned arm's part of it (its bidder config's "
+                "ab.learned_share, or --learned-share)");
   t->add_flag("--resume", c.opt.resume, "Continue each run from its last checkpoint");
   t->add_option("--learned-share", c.opt.learned_share,
                 "Train for the learned arm of a live A/B test: this share of the users "

@@ -20,6 +20,7 @@
 #include "rtb/learner/replay_store.h"
 #include "rtb/learner/state.h"
 #include "rtb/simulator/env.h"
+#include "rtb/simulator/fit.h"
 #include "train_run.h"
 
 namespace rtb::learn {
@@ -427,12 +428,45 @@ Evaluation EvaluatePolicy(MultiAgentLearner& learner, const sim::Scenario& sc, c
   return ev;
 }
 
+namespace {
+
+// The world to train in: the simulator config's generated one (the learned arm's part of it
+// below learned_share 1), or a world fitted to logged events (opt.world), whose market then
+// replaces the config's (cfg->sim).
+Result<std::unique_ptr<sim::Scenario>> TrainingScenario(LearnerConfig* cfg_ptr,
+                                                        const TrainOptions& opt) {
+  LearnerConfig& cfg = *cfg_ptr;
+  if (opt.learned_share <= 0) {
+    return Status::InvalidArgument("--learned-share must be in (0, 1]: no learned arm to train");
+  }
+  if (!opt.world.empty()) {
+    std::ifstream in(opt.world);
+    if (!in) return Status::NotFound(opt.world + ": cannot open the fitted world");
+    std::stringstream text;
+    text << in.rdbuf();
+    RTB_ASSIGN_OR_RETURN(const sim::FittedWorld w,
+                         sim::FittedWorld::FromJson(text.str(), opt.world));
+    const double share = opt.learned_share < 1 ? opt.learned_share : w.market.learned_share;
+    auto scenario = sim::FittedScenario(cfg.sim, w, share, cfg.training_days, cfg.validation_days);
+    cfg.sim = scenario->cfg;
+    return scenario;
+  }
+  RTB_ASSIGN_OR_RETURN(auto scenario, sim::BuildScenario(cfg.sim, "", "", opt.progress));
+  sim::AddTrainingDays(*scenario, cfg.training_days - 1);
+  sim::AddValidationDays(*scenario, cfg.validation_days);
+  if (opt.learned_share < 1) sim::RestrictToArm(*scenario, opt.learned_share, opt.ab_salt);
+  return scenario;
+}
+
+}  // namespace
+
 Result<Report> RunTraining(const LearnerConfig& cfg_in, const TrainOptions& opt) {
   LearnerConfig cfg = cfg_in;
   if (opt.seeds > 0) cfg.seeds = opt.seeds;
   if (opt.episodes > 0) cfg.episodes = opt.episodes;
   torch::set_num_threads(1);
 
+  RTB_ASSIGN_OR_RETURN(std::unique_ptr<sim::Scenario> scenario, TrainingScenario(&cfg, opt));
   std::vector<std::string> algos = {"manual"};
   for (const auto& a : opt.algos) {
     if (a != "manual") algos.push_back(a);
@@ -443,13 +477,6 @@ Result<Report> RunTraining(const LearnerConfig& cfg_in, const TrainOptions& opt)
                          MakeAlgoSpec(a, cfg.sim.market.agents, cfg.learning_agents, cfg.hp));
     specs.push_back(s);
   }
-  RTB_ASSIGN_OR_RETURN(auto scenario, sim::BuildScenario(cfg.sim, "", "", opt.progress));
-  sim::AddTrainingDays(*scenario, cfg.training_days - 1);
-  sim::AddValidationDays(*scenario, cfg.validation_days);
-  if (opt.learned_share <= 0) {
-    return Status::InvalidArgument("--learned-share must be in (0, 1]: no learned arm to train");
-  }
-  if (opt.learned_share < 1) sim::RestrictToArm(*scenario, opt.learned_share, opt.ab_salt);
   const sim::Scenario& sc = *scenario;
 
   // Every (method, seed) run is a job; `jobs` threads take them in order.
@@ -495,7 +522,9 @@ Result<Report> RunTraining(const LearnerConfig& cfg_in, const TrainOptions& opt)
   r.kind = "train";
   r.title = "Learned bidding vs manual bids on the simulated test day";
   r.meta = {{"config", doc::ShownPath(opt.config_path)},
-            {"simulator config", doc::ShownPath(cfg.simulator_config)},
+            {"simulator config",
+             opt.world.empty() ? doc::ShownPath(cfg.simulator_config)
+                               : "a world fitted to logged events: " + doc::ShownPath(opt.world)},
             {"auction", sim::DescribeAuction(cfg.sim.auction)},
             {"seeds", std::to_string(cfg.seeds) + (cfg.seeds == 1 ? " seed" : " seeds") +
                           " (base seed " + std::to_string(cfg.base_seed) + ")"},

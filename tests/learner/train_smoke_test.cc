@@ -9,8 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "rtb/core/rng.h"
 #include "rtb/learner/config.h"
 #include "rtb/learner/train.h"
+#include "rtb/simulator/fit.h"
 #include "tiny_config.h"
 
 namespace rtb::learn {
@@ -90,6 +92,64 @@ TEST(TrainSmoke, ResumeFromCheckpointMatchesAnUninterruptedRun) {
   auto resumed = RunTraining(c, opt);
   ASSERT_TRUE(resumed.ok()) << resumed.status().message();
   EXPECT_EQ(RenderJson(*straight), RenderJson(*resumed));
+  std::filesystem::remove_all(out);
+}
+
+// rtb train --world: a world fitted to logged events replaces the config's, its market too (two
+// agents here, where the tiny config's world has three); a world that is not there is an error
+// naming it.
+TEST(TrainSmoke, TrainsInAWorldFittedToLoggedEvents) {
+  const std::string out = ::testing::TempDir() + "/train_fitted_" + std::to_string(::getpid());
+  std::filesystem::remove_all(out);
+  std::filesystem::create_directories(out);
+  sim::FittedWorld w;
+  for (int k = 0; k < 4; ++k) {
+    w.market.advertisers.push_back({k + 1, k / 2, Micros::FromUnits(1.0), Micros::FromUnits(5.0),
+                                    Micros::FromUnits(50), Goal{}});
+  }
+  w.market.clusters = 2;
+  w.market.steps = 3;
+  w.market.learned_share = 0.5;
+  Rng rng(3);
+  for (int i = 0; i < 900; ++i) {
+    sim::FittedBid b;
+    b.step = i % 3;
+    b.cluster = static_cast<int>(rng.UniformInt(2));
+    b.adv = static_cast<uint32_t>(rng.UniformInt(4));
+    b.pctr = 0.01;
+    b.pcvr = 0.05;
+    w.bids.push_back(b);
+  }
+  w.comp_mu = std::log(8.0);
+  w.comp_sigma = 0.5;
+  w.lift = {1, 3, 1, 1, 2, 1, 1, 1};
+  w.avg_pcvr.assign(4, 0.05);
+  w.revenue_hist.assign(3, std::vector<double>(2, 1.0));
+  w.cost_hist = w.revenue_hist;
+  std::ofstream(out + "/world.json") << w.ToJson();
+
+  LearnerConfig c = Tiny();
+  c.seeds = 1;
+  c.episodes = 3;
+  TrainOptions opt;
+  opt.algos = {"dcmab"};
+  opt.progress = false;
+  opt.out = out + "/train";
+  opt.world = out + "/world.json";
+  auto r = RunTraining(c, opt);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const MethodResult* m = r->Find("dcmab");
+  ASSERT_NE(m, nullptr);
+  ASSERT_EQ(m->runs.size(), 1u);
+  EXPECT_EQ(m->runs[0].rows.size(), 2u);  // the fitted market's two agents
+  EXPECT_GT(r->Find("manual")->runs[0].total.impressions, 0);
+  EXPECT_NE(RenderMarkdown(*r).find("a world fitted to logged events"), std::string::npos);
+  EXPECT_TRUE(std::filesystem::exists(out + "/train/dcmab/seed0/best"));
+
+  opt.world = out + "/none.json";
+  auto missing = RunTraining(c, opt);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("none.json"), std::string::npos);
   std::filesystem::remove_all(out);
 }
 

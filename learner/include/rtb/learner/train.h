@@ -26,6 +26,10 @@ struct TrainOptions {
   // bidders hash to the learned arm with ab_salt, and that share of every budget.
   double learned_share = 1.0;
   std::string ab_salt = "rtb-ab-1";
+  // A world fitted to a market's logged events (`rtb fit`, sim::FittedWorld) to train in
+  // instead of the simulator config's generated one: its market, and the learned arm's part of
+  // it (learned_share when below 1, else the fitted market's own).
+  std::string world;
 };
 
 // The result of one policy over one day: per-agent outcomes and the tables it used per step.
