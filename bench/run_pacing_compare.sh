@@ -8,7 +8,8 @@
 # out/pacing-compare/; the last lines sum the clicks over c0 and give each method's margin
 # against RLB.
 # Usage: bench/run_pacing_compare.sh [EPISODES=400] [C0 list="0.03125 0.0625 0.125 0.25 0.5"]
-#        [SEED=1]; PACING_ARGS (default "--base rlb --bratio 0.1") go to rtb train-pacing;
+#        [SEED=1]; PACING_ARGS (default "--base rlb --bratio 0.1 --parts 10 --price-buckets 5")
+#        go to rtb train-pacing;
 #        AUCTION=first_price replays (and trains) under first price: a win pays the bid
 #        (default second_price, the logs' own auction); DRIFT=1 generates a drifting campaign
 #        (rtb generate --rlb-drift). Output: out/pacing-compare[-first_price][-drift][-SEED].
@@ -18,7 +19,7 @@ B=build/release
 EPISODES=${1:-400}
 C0S=${2:-0.03125 0.0625 0.125 0.25 0.5}
 SEED=${3:-1}
-PACING_ARGS=${PACING_ARGS:---base rlb --bratio 0.1 --parts 10}
+PACING_ARGS=${PACING_ARGS:---base rlb --bratio 0.1 --parts 10 --price-buckets 5}
 AUCTION=${AUCTION:-second_price}
 OUT=out/pacing-compare
 DRIFT=${DRIFT:-0}

@@ -325,6 +325,11 @@ CLI::App* AddPacing(CLI::App& app, PacingCmd& c, Common& common) {
                  "it does better than RLB's own (0: RLB's own)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  pc->add_option("--price-buckets", c.po.price_buckets,
+                 "Price buckets of the table: the state sees the price level (the last step's "
+                 "wins' mean price against the training log's); 1: it does not")
+      ->check(CLI::Range(1, 21))
+      ->capture_default_str();
   pc->add_option("--holdout", c.po.holdout,
                  "Without --validation-log: the share of the training log's last episodes held "
                  "out to compare tables on (0: compare on the training data)")

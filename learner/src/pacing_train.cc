@@ -15,9 +15,11 @@
 namespace rtb::learn {
 namespace {
 
-sim::PacingTable TableOf(MultiAgentLearner& learner, const sim::PacingParams& p) {
+sim::PacingTable TableOf(MultiAgentLearner& learner, const sim::PacingParams& p,
+                         int price_buckets) {
   sim::PacingTable t;
   t.params = p;
+  t.price_buckets = price_buckets;
   for (const auto& s : t.CellStates()) t.actions.push_back(learner.Act(s, false)[0]);
   return t;
 }
@@ -123,6 +125,11 @@ Result<PacingTrainResult> TrainPacing(const std::vector<sim::LoggedAuction>& who
     params.b0 = opt.b0 > 0 ? opt.b0 : sim::TuneLinB0(replay_train, info.CtrTrain()).b0;
   }
   params.ctr_avg_train = info.CtrTrain();
+  if (opt.price_buckets < 1 || (opt.price_buckets > 1 && !(info.CpmTrain() > 0))) {
+    return Status::InvalidArgument(
+        "--price-buckets must be at least 1, and above 1 needs the summary's cost_train");
+  }
+  if (opt.price_buckets > 1) params.price_avg = info.CpmTrain();
   params.bratio = opt.bratio;
   params.episode_size = N;
   params.steps = opt.steps;
@@ -175,6 +182,7 @@ Result<PacingTrainResult> TrainPacing(const std::vector<sim::LoggedAuction>& who
   // The zero table (the base bid alone) is the first candidate: a learned table replaces it only
   // when it does better where tables are compared.
   res.table.params = params;
+  res.table.price_buckets = opt.price_buckets;
   res.table.actions.assign(res.table.CellStates().size(), 0.0f);
   res.best_train = res.base_train;
   res.best_episode = 0;
@@ -213,7 +221,7 @@ Result<PacingTrainResult> TrainPacing(const std::vector<sim::LoggedAuction>& who
     }
     learner.EndEpisode();
     if (ep % opt.eval_every == 0 || ep == opt.episodes) {
-      sim::PacingTable table = TableOf(learner, params);
+      sim::PacingTable table = TableOf(learner, params, opt.price_buckets);
       const sim::ReplayTotals t = PlayTable(select, info, opt.protocol, table, rlb);
       res.curve.push_back(t.expected_clicks);
       sim::ReplayTotals on_world;

@@ -10,9 +10,10 @@
 
 namespace rtb::sim {
 
-std::vector<float> PacingState(double budget_left_frac, double auctions_left_frac, double level) {
+std::vector<float> PacingState(double budget_left_frac, double auctions_left_frac, double level,
+                               double price_level) {
   return {static_cast<float>(budget_left_frac), static_cast<float>(auctions_left_frac), 1.0f,
-          static_cast<float>(level), 0.0f};
+          static_cast<float>(level), static_cast<float>(price_level)};
 }
 
 double PacingTable::Lookup(const std::vector<float>& s) const {
@@ -22,7 +23,14 @@ double PacingTable::Lookup(const std::vector<float>& s) const {
       std::clamp(static_cast<int>(std::lround(s[0] * (budget_buckets - 1))), 0, budget_buckets - 1);
   const int l = std::clamp(static_cast<int>(std::lround((s[3] + 1) / 2 * (level_buckets - 1))), 0,
                            level_buckets - 1);
-  return actions[(static_cast<size_t>(k) * budget_buckets + b) * level_buckets + l];
+  const int p =
+      price_buckets > 1
+          ? std::clamp(static_cast<int>(std::lround((s[4] + 1) / 2 * (price_buckets - 1))), 0,
+                       price_buckets - 1)
+          : 0;
+  return actions[((static_cast<size_t>(k) * budget_buckets + b) * level_buckets + l) *
+                     price_buckets +
+                 p];
 }
 
 std::vector<std::vector<float>> PacingTable::CellStates() const {
@@ -31,9 +39,12 @@ std::vector<std::vector<float>> PacingTable::CellStates() const {
   for (int k = 0; k < K; ++k) {
     for (int b = 0; b < budget_buckets; ++b) {
       for (int l = 0; l < level_buckets; ++l) {
-        out.push_back(PacingState(static_cast<double>(b) / (budget_buckets - 1),
-                                  static_cast<double>(K - k) / K,
-                                  -1.0 + 2.0 * l / (level_buckets - 1)));
+        for (int p = 0; p < price_buckets; ++p) {
+          out.push_back(
+              PacingState(static_cast<double>(b) / (budget_buckets - 1),
+                          static_cast<double>(K - k) / K, -1.0 + 2.0 * l / (level_buckets - 1),
+                          price_buckets > 1 ? -1.0 + 2.0 * p / (price_buckets - 1) : 0.0));
+        }
       }
     }
   }
@@ -60,6 +71,10 @@ std::string PacingTable::ToJson() const {
   j["steps"] = params.steps;
   j["budget_buckets"] = budget_buckets;
   j["level_buckets"] = level_buckets;
+  if (price_buckets > 1) {
+    j["price_buckets"] = price_buckets;
+    j["price_avg"] = params.price_avg;
+  }
   j["actions"] = actions;
   return j.dump() + "\n";
 }
@@ -71,9 +86,10 @@ Result<PacingTable> PacingTable::FromJson(const std::string& json, const std::st
       return Status::InvalidArgument(name + ": not a pacing table (schema rtb.pacing-table.v1)");
     }
     static const char* kKeys[] = {
-        "schema",        "base",    "c0",           "max_bid",    "b0",
-        "ctr_avg_train", "bratio",  "episode_size", "steps",      "budget_buckets",
-        "level_buckets", "actions", "auction",      "step_theta", "step_prices"};
+        "schema",        "base",     "c0",           "max_bid",    "b0",
+        "ctr_avg_train", "bratio",   "episode_size", "steps",      "budget_buckets",
+        "level_buckets", "actions",  "auction",      "step_theta", "step_prices",
+        "price_buckets", "price_avg"};
     for (const auto& [k, v] : j.items()) {
       if (std::find_if(std::begin(kKeys), std::end(kKeys), [&](const char* x) { return k == x; }) ==
           std::end(kKeys)) {
@@ -121,6 +137,12 @@ Result<PacingTable> PacingTable::FromJson(const std::string& json, const std::st
     t.params.steps = j.at("steps").get<int>();
     t.budget_buckets = j.at("budget_buckets").get<int>();
     t.level_buckets = j.at("level_buckets").get<int>();
+    t.price_buckets = j.value("price_buckets", 1);
+    t.params.price_avg = j.value("price_avg", 0.0);
+    if (t.price_buckets < 1 || (t.price_buckets > 1) != (t.params.price_avg > 0)) {
+      return Status::InvalidArgument(
+          name + ": price_buckets (at least 2) and a positive price_avg go together");
+    }
     t.actions = j.at("actions").get<std::vector<float>>();
     if ((t.params.base == "lin" && t.params.b0 <= 0) || !(t.params.ctr_avg_train > 0) ||
         t.params.steps <= 0 || t.params.episode_size <= 0 || t.budget_buckets < 2 ||
@@ -129,11 +151,13 @@ Result<PacingTable> PacingTable::FromJson(const std::string& json, const std::st
                                      ": b0, ctr_avg_train, steps, episode_size must be "
                                      "positive and bucket counts at least 2");
     }
-    const size_t want = static_cast<size_t>(t.params.steps) * t.budget_buckets * t.level_buckets;
+    const size_t want =
+        static_cast<size_t>(t.params.steps) * t.budget_buckets * t.level_buckets * t.price_buckets;
     if (t.actions.size() != want) {
-      return Status::InvalidArgument(
-          name + ": " + std::to_string(t.actions.size()) +
-          " actions, expected steps x budget_buckets x level_buckets = " + std::to_string(want));
+      return Status::InvalidArgument(name + ": " + std::to_string(t.actions.size()) +
+                                     " actions, expected steps x budget_buckets x level_buckets "
+                                     "x price_buckets = " +
+                                     std::to_string(want));
     }
     for (const float a : t.actions) {
       if (!(a >= -1.0f && a <= 1.0f)) {
@@ -169,7 +193,7 @@ std::string PacingStrategy::Describe() const {
 std::vector<float> PacingStrategy::State(int64_t budget_left, int64_t auctions_left) const {
   const double n = static_cast<double>(std::max<int64_t>(1, p_.episode_size));
   return PacingState(budget_ > 0 ? static_cast<double>(budget_left) / budget_ : 0.0,
-                     static_cast<double>(auctions_left) / n, level_);
+                     static_cast<double>(auctions_left) / n, level_, price_level_);
 }
 
 void PacingStrategy::CloseStep(const std::vector<float>& s2, bool done) {
@@ -192,9 +216,12 @@ int64_t PacingStrategy::Bid(const LoggedAuction& a, const BidContext& ctx) {
     episode_ = ctx.episode;
     budget_ = ctx.budget;
     level_ = 0;
+    price_level_ = 0;
     bucket_ = -1;
     pctr_sum_ = 0;
     seen_ = 0;
+    paid_sum_ = 0;
+    wins_ = 0;
   }
   const int64_t n = std::max<int64_t>(1, p_.episode_size);
   const int64_t bucket = (ctx.auctions_left * p_.steps + n - 1) / n;  // ceil(left * K / N)
@@ -202,6 +229,11 @@ int64_t PacingStrategy::Bid(const LoggedAuction& a, const BidContext& ctx) {
     if (seen_ > 0) {
       const double mean = pctr_sum_ / static_cast<double>(seen_);
       level_ = mean > 0 ? std::clamp(std::log2(mean / p_.ctr_avg_train) / 2, -1.0, 1.0) : -1.0;
+      if (p_.price_avg > 0) {
+        const double paid = wins_ > 0 ? paid_sum_ / static_cast<double>(wins_) : 0;
+        price_level_ = paid > 0 ? std::clamp(std::log2(paid / p_.price_avg), -1.0, 1.0)
+                                : (wins_ > 0 ? -1.0 : 1.0);
+      }
     }
     const std::vector<float> s = State(ctx.budget_left, ctx.auctions_left);
     if (open_) CloseStep(s, false);
@@ -213,6 +245,8 @@ int64_t PacingStrategy::Bid(const LoggedAuction& a, const BidContext& ctx) {
     open_ = true;
     pctr_sum_ = 0;
     seen_ = 0;
+    paid_sum_ = 0;
+    wins_ = 0;
   }
   budget_left_ = ctx.budget_left;
   if (rlb_ != nullptr) {
@@ -228,6 +262,8 @@ void PacingStrategy::Observe(const LoggedAuction& a, int64_t /*bid*/, bool won, 
   pctr_sum_ += a.pctr;
   ++seen_;
   if (won) {
+    paid_sum_ += static_cast<double>(paid);
+    ++wins_;
     budget_left_ -= paid;
     cur_.reward += a.pctr;
     cur_.clicks += a.click;

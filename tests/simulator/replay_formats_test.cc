@@ -183,6 +183,94 @@ TEST(Pacing, TheActionScalesTheBid) {
   EXPECT_EQ(clipped.Bid(a, ctx), 190);  // a clipped to 1, then x (1 + 0.9)
 }
 
+// With price buckets the state's last entry is what the previous step's wins paid against the
+// training log's mean price (log2, clipped to [-1, 1]), 1 after a step without a win, 0 at the
+// episode's start; without them it stays 0.
+TEST(Pacing, ThePriceLevelIsWhatTheLastStepsWinsPaid) {
+  PacingParams p{100, 0.01, 1.0, 12, 3};
+  p.price_avg = 50;
+  std::vector<std::vector<float>> seen;
+  PacingStrategy s(
+      p,
+      [&seen](const std::vector<float>& st) {
+        seen.push_back(st);
+        return 0.0;
+      },
+      false);
+  BidContext ctx;
+  ctx.budget = ctx.budget_left = 100000;
+  ctx.episode_size = 12;
+  const LoggedAuction a{0, 0, 0.01, 0};
+  ctx.auctions_left = 12;
+  s.Bid(a, ctx);
+  s.Observe(a, 100, true, 80);
+  s.Observe(a, 100, true, 120);  // mean 100: log2(100 / 50) = 1
+  ctx.auctions_left = 8;
+  s.Bid(a, ctx);
+  s.Observe(a, 100, false, 0);  // nothing won: the market is above the bid
+  ctx.auctions_left = 4;
+  s.Bid(a, ctx);
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_FLOAT_EQ(seen[0][4], 0.0f);
+  EXPECT_FLOAT_EQ(seen[1][4], 1.0f);
+  EXPECT_FLOAT_EQ(seen[2][4], 1.0f);
+  s.Observe(a, 100, true, 25);  // a new episode starts at 0; within it, 25 / 50 gives -1
+  ctx.episode = 1;
+  ctx.auctions_left = 12;
+  s.Bid(a, ctx);
+  s.Observe(a, 100, true, 25);
+  ctx.auctions_left = 8;
+  s.Bid(a, ctx);
+  ASSERT_EQ(seen.size(), 5u);
+  EXPECT_FLOAT_EQ(seen[3][4], 0.0f);
+  EXPECT_FLOAT_EQ(seen[4][4], -1.0f);
+  p.price_avg = 0;  // no price buckets: 0 throughout
+  seen.clear();
+  PacingStrategy plain(
+      p,
+      [&seen](const std::vector<float>& st) {
+        seen.push_back(st);
+        return 0.0;
+      },
+      false);
+  ctx.episode = 0;
+  ctx.auctions_left = 12;
+  plain.Bid(a, ctx);
+  plain.Observe(a, 100, true, 100);
+  ctx.auctions_left = 8;
+  plain.Bid(a, ctx);
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_FLOAT_EQ(seen[1][4], 0.0f);
+}
+
+TEST(PacingTable, PriceBucketsRoundTripAndAreLookedUp) {
+  PacingTable t;
+  t.params = {36, 0.0014, 1.0, 1000, 4};
+  t.params.price_avg = 80;
+  t.budget_buckets = 3;
+  t.level_buckets = 2;
+  t.price_buckets = 3;
+  for (int i = 0; i < 4 * 3 * 2 * 3; ++i) t.actions.push_back(static_cast<float>(i) / 72.0f);
+  EXPECT_EQ(t.CellStates().size(), t.actions.size());
+  auto back = PacingTable::FromJson(t.ToJson(), "t.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->price_buckets, 3);
+  EXPECT_DOUBLE_EQ(back->params.price_avg, 80);
+  // step 1, budget bucket 2, level bucket 1, price bucket 2 (dear) and 0 (cheap).
+  EXPECT_FLOAT_EQ(static_cast<float>(back->Lookup(PacingState(1.0, 0.75, 1.0, 1.0))),
+                  t.actions[((1 * 3 + 2) * 2 + 1) * 3 + 2]);
+  EXPECT_FLOAT_EQ(static_cast<float>(back->Lookup(PacingState(1.0, 0.75, 1.0, -1.0))),
+                  t.actions[((1 * 3 + 2) * 2 + 1) * 3 + 0]);
+  // Every cell state looks up its own action.
+  const auto cells = t.CellStates();
+  for (size_t c = 0; c < cells.size(); ++c) EXPECT_FLOAT_EQ(back->Lookup(cells[c]), t.actions[c]);
+  // Price buckets without the reference price are refused.
+  t.params.price_avg = 0;
+  auto bad = PacingTable::FromJson(t.ToJson(), "t.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("price_avg"), std::string::npos) << bad.status().message();
+}
+
 TEST(PacingTable, RoundTripLookupAndBadTables) {
   PacingTable t;
   t.params = {36, 0.0014, 1.0, 1000, 4};

@@ -45,9 +45,12 @@ struct PacingTrainOptions {
   HyperParams hp;         // actor/critic sizes, learning rates, noise, batch, updates per step
   bool progress = true;
   // rlb base: also fit RLB's program to the training log by this many parts of the episode
-  // (sim::RlbStepModel: a day's moving prices and CTRs) and keep it as the base when it does
-  // better than RLB's own where tables are compared (0: RLB's own only).
+  // (sim::RlbStepModel: a day's moving prices and CTRs) and keep it as the base when the parts
+  // differ beyond their noise (its chi-squared test; 0: RLB's own only).
   int parts = 0;
+  // Price buckets of the table (the state's price level: what the last step's wins paid against
+  // the training log's mean price); 1: the price level is not part of the state.
+  int price_buckets = 1;
   // Without a validation log: the share of the training log's last episodes held out to
   // compare tables on (0: none, tables compared on the training data). Training then reads the
   // campaign summary and the training log alone.

@@ -2,10 +2,13 @@
 // episode of N auctions is cut into K decision steps; at the start of each step the policy
 // sees the state
 //
-//   s = [budget left / B, auctions left / N, 1, pCTR level, 0]
+//   s = [budget left / B, auctions left / N, 1, pCTR level, price level]
 //
-// (pCTR level = clip(log2(mean pCTR of the previous step / ctr_avg_train) / 2, -1, 1); 0 at
-// the episode's start) and chooses a in [-1, 1]. Within the step every auction bids
+// (pCTR level = clip(log2(mean pCTR of the previous step / ctr_avg_train) / 2, -1, 1); price
+// level, when the table has price buckets (PacingParams::price_avg > 0), = clip(log2(mean price
+// paid on the previous step's wins / price_avg), -1, 1), 1 after a step without a win: what the
+// bidder sees of the market's prices; both 0 at the episode's start) and chooses a in [-1, 1].
+// Within the step every auction bids
 //
 //   a_bid = int(pCTR * b0 / ctr_avg_train * (1 + clip(a * bratio, -range, range)))
 //
@@ -50,6 +53,9 @@ struct PacingParams {
   // The clip of a x bratio: bids move within [1 - range, 1 + range] x the base bid. Not in the
   // table's JSON: tables are trained and replayed at the default, the paper's 0.9.
   double alpha_range = kDefaultAlphaRange;
+  // The price level's reference: the training log's mean price paid (cost_train / imp_train);
+  // 0: the state's price level stays 0 (tables without price buckets). JSON "price_avg".
+  double price_avg = 0;
 };
 
 // The table the learner publishes (schemas/pacing-table-v1.md).
@@ -57,7 +63,8 @@ struct PacingTable {
   PacingParams params;
   int budget_buckets = 21;     // budget left / B at 0, 1/20, ..., 1 (nearest)
   int level_buckets = 9;       // pCTR level at -1, -0.75, ..., 1 (nearest)
-  std::vector<float> actions;  // [step][budget bucket][level bucket]
+  int price_buckets = 1;       // price level at -1 ... 1 (nearest); 1: not read (JSON: absent)
+  std::vector<float> actions;  // [step][budget bucket][level bucket][price bucket]
 
   // The action for a state vector (the layout above); step k = K - ceil(left * K).
   double Lookup(const std::vector<float>& s) const;
@@ -106,14 +113,17 @@ class PacingStrategy : public BidStrategy {
   int64_t episode_ = -1, bucket_ = -1;
   double multiplier_ = 1;
   int64_t budget_ = 0, budget_left_ = 0;
-  double level_ = 0;
+  double level_ = 0, price_level_ = 0;
   double pctr_sum_ = 0;
   int64_t seen_ = 0;
+  double paid_sum_ = 0;
+  int64_t wins_ = 0;
   PacingStep cur_;
   std::vector<PacingStep> steps_;
 };
 
 // The state vector (the layout above).
-std::vector<float> PacingState(double budget_left_frac, double auctions_left_frac, double level);
+std::vector<float> PacingState(double budget_left_frac, double auctions_left_frac, double level,
+                               double price_level = 0);
 
 }  // namespace rtb::sim
