@@ -54,6 +54,13 @@ fs::path ExeDir() {
 
 namespace {
 
+// A number as a command-line argument that reads back as the same double.
+std::string ExactArg(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", x);
+  return buf;
+}
+
 // The embedded cluster (librdkafka 2.0.2's mock) answers a fetch with at most one batch per
 // partition and finds it by walking the partition's batches from the oldest (rdkafka_mock.c,
 // rd_kafka_mock_msgset_find): reading costs (batches written) x (batches kept). With the
@@ -257,18 +264,14 @@ Result<std::string> Pretrain(const Setup& s) {
     pre.args.push_back(s.cfg.auction);
   }
   if (s.cfg.cpa_share >= 0) {
-    char share[32];
-    std::snprintf(share, sizeof share, "%.17g", s.cfg.cpa_share);
     pre.args.push_back("--cpa-share");
-    pre.args.push_back(share);
+    pre.args.push_back(ExactArg(s.cfg.cpa_share));
   }
   if (s.cfg.learned_share < 1) {
     // Pre-train for the arm it will serve: its users (the bidder's salt) and its budgets.
     RTB_ASSIGN_OR_RETURN(const bidder::BidderConfig base,
                          bidder::LoadBidderConfig(s.cfg.bidder_config));
-    char share[32];
-    std::snprintf(share, sizeof share, "%.17g", s.cfg.learned_share);
-    for (std::string a : {std::string("--learned-share"), std::string(share),
+    for (std::string a : {std::string("--learned-share"), ExactArg(s.cfg.learned_share),
                           std::string("--ab-salt"), base.ab.salt}) {
       pre.args.push_back(std::move(a));
     }

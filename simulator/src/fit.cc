@@ -6,13 +6,12 @@
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
+#include "rtb/core/clock.h"
 #include "rtb/core/rng.h"
 #include "rtb/simulator/engine.h"
 
 namespace rtb::sim {
 namespace {
-
-constexpr int64_t kDayMs = 86'400'000;
 
 // ln values binned (width 0.005) with their counts: the likelihood sums over bins, not bids.
 using Bins = std::map<int64_t, double>;
@@ -419,7 +418,6 @@ FitCheck CheckFit(const FittedWorld& w, uint64_t seed) {
     if (b.manual_arm) by_day[static_cast<size_t>(b.day)].push_back(&b);
   }
   const AuctionConfig acfg = FittedAuction();
-  const ActionTable manual(FittedMarket(w, Day{}).agents, w.market.clusters);
   for (size_t d = 0; d < by_day.size(); ++d) {
     if (by_day[d].empty()) continue;
     for (const FittedBid* b : by_day[d]) {
@@ -429,6 +427,7 @@ FitCheck CheckFit(const FittedWorld& w, uint64_t seed) {
     }
     const Day day = DayOf(w, by_day[d], Rng::Mix(seed, d));
     const Market market = FittedMarket(w, day);
+    const ActionTable manual(market.agents, market.clusters);  // a = 0: manual bids
     AuctionEngine engine(day, market, acfg, 0.9, FittedBudgets(w, share));
     engine.Reset(Rng::Mix(seed, d + 1));
     engine.RunToEnd(manual);

@@ -289,22 +289,36 @@ ReplayTotals ReplayBenchmark(const std::vector<LoggedAuction>& log, const Campai
 
 namespace {
 
-// The drift's multipliers of price and pCTR for line i (1, 1 when stationary).
-struct DriftAt {
-  double price = 1, ctr = 1;
+// The drift's multipliers of price and pCTR line by line (1, 1 when stationary): the daily cycle
+// at the line's time of day, and the day's own levels, drawn once per day.
+class DriftClock {
+ public:
+  explicit DriftClock(const LogDrift& d) : d_(d) {}
+  struct At {
+    double price = 1, ctr = 1;
+  };
+  At operator()(int64_t i) {
+    if (d_.day_auctions <= 0) return {};
+    constexpr double kTwoPi = 6.283185307179586;
+    const int64_t day = d_.first_day + i / d_.day_auctions;
+    if (day != day_) {
+      Rng day_rng(Rng::Mix(Rng::Mix(d_.campaign, 0xd41f7), static_cast<uint64_t>(day)));
+      z_price_ = day_rng.Normal();
+      z_ctr_ = day_rng.Normal();
+      day_ = day;
+    }
+    const double u =
+        static_cast<double>(i % d_.day_auctions) / static_cast<double>(d_.day_auctions);
+    return {std::exp(d_.price_swing * std::sin(kTwoPi * (u - 0.25)) + d_.day_sigma * z_price_ +
+                     d_.trend * static_cast<double>(day)),
+            std::exp(d_.ctr_swing * std::sin(kTwoPi * (u - 0.5)) + d_.day_sigma / 2 * z_ctr_)};
+  }
+
+ private:
+  const LogDrift& d_;
+  int64_t day_ = -1;
+  double z_price_ = 0, z_ctr_ = 0;
 };
-DriftAt DriftOf(const LogDrift& d, int64_t i) {
-  if (d.day_auctions <= 0) return {};
-  constexpr double kTwoPi = 6.283185307179586;
-  const int64_t day = d.first_day + i / d.day_auctions;
-  const double u = static_cast<double>(i % d.day_auctions) / static_cast<double>(d.day_auctions);
-  Rng day_rng(Rng::Mix(Rng::Mix(d.campaign, 0xd41f7), static_cast<uint64_t>(day)));
-  const double z_price = day_rng.Normal();
-  const double z_ctr = day_rng.Normal();
-  return {std::exp(d.price_swing * std::sin(kTwoPi * (u - 0.25)) + d.day_sigma * z_price +
-                   d.trend * static_cast<double>(day)),
-          std::exp(d.ctr_swing * std::sin(kTwoPi * (u - 0.5)) + d.day_sigma / 2 * z_ctr)};
-}
 
 }  // namespace
 
@@ -317,8 +331,9 @@ std::string GenerateCompactLog(int64_t lines, uint64_t seed, CampaignInfo* info,
   double cost = 0;
   std::vector<int64_t> prices(301, 0);
   char buf[64];
+  DriftClock drift_at(drift);
   for (int64_t i = 0; i < lines; ++i) {
-    const DriftAt at = DriftOf(drift, i);
+    const DriftClock::At at = drift_at(i);
     const double z = rng.Normal();
     const double pctr = std::min(0.5, 0.001 * std::exp(0.8 * z) * at.ctr);
     const int click = rng.Uniform() < pctr ? 1 : 0;

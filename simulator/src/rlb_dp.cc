@@ -329,6 +329,21 @@ std::string RlbDpStrategy::Describe() const {
   return buf;
 }
 
+namespace {
+
+// The program's parameters for a campaign under the RLB protocol (the market aside).
+RlbDpParams CampaignDpParams(const CampaignInfo& info, const RlbProtocol& p) {
+  RlbDpParams dp;
+  dp.episode_size = p.episode_size;
+  dp.budget = RlbEpisodeBudget(info, p);
+  dp.max_bid = p.max_bid;
+  dp.theta_avg = info.CtrTrain();
+  dp.first_price = p.first_price;
+  return dp;
+}
+
+}  // namespace
+
 Result<std::shared_ptr<const RlbValueFunction>> RlbForCampaign(const CampaignInfo& info,
                                                                const RlbProtocol& p,
                                                                const std::string& who) {
@@ -338,20 +353,11 @@ Result<std::shared_ptr<const RlbValueFunction>> RlbForCampaign(const CampaignInf
         " needs the campaign summary's price_counter_train (the training log's market price "
         "histogram); `rtb generate --rlb-out` writes it");
   }
-  RlbDpParams dp;
-  dp.episode_size = p.episode_size;
-  dp.budget = RlbEpisodeBudget(info, p);
-  dp.max_bid = p.max_bid;
-  dp.theta_avg = info.CtrTrain();
-  dp.first_price = p.first_price;
+  RlbDpParams dp = CampaignDpParams(info, p);
   RTB_ASSIGN_OR_RETURN(RlbValueFunction v,
                        RlbValueFunction::Compute(dp, MarketPricePdf(info.price_counter_train)));
   return std::shared_ptr<const RlbValueFunction>(std::make_shared<RlbValueFunction>(std::move(v)));
 }
-
-}  // namespace rtb::sim
-
-namespace rtb::sim {
 
 namespace {
 
@@ -362,8 +368,7 @@ double PartChi2(const std::vector<LoggedAuction>& log, int64_t episode_size, int
   std::vector<double> sum(static_cast<size_t>(parts), 0), sum2(static_cast<size_t>(parts), 0);
   std::vector<double> n(static_cast<size_t>(parts), 0);
   for (size_t i = 0; i < log.size(); ++i) {
-    const int64_t pos = static_cast<int64_t>(i) % episode_size;
-    const size_t k = static_cast<size_t>(pos * parts / episode_size);
+    const size_t k = EpisodePart(static_cast<int64_t>(i) % episode_size, episode_size, parts);
     const double v = x(log[i]);
     sum[k] += v;
     sum2[k] += v * v;
@@ -402,8 +407,7 @@ Result<RlbStepModel> FitRlbStepModel(const std::vector<LoggedAuction>& log, int6
   std::vector<int64_t> count(static_cast<size_t>(parts), 0);
   double pctr_all = 0;
   for (size_t i = 0; i < log.size(); ++i) {
-    const int64_t pos = static_cast<int64_t>(i) % episode_size;
-    const size_t k = static_cast<size_t>(pos * parts / episode_size);
+    const size_t k = EpisodePart(static_cast<int64_t>(i) % episode_size, episode_size, parts);
     const int64_t price = std::clamp<int64_t>(log[i].payprice, 0, max_bid);
     ++model.prices[k][static_cast<size_t>(price)];
     pctr[k] += log[i].pctr;
@@ -439,12 +443,7 @@ Result<std::shared_ptr<const RlbValueFunction>> RlbForStepModel(const CampaignIn
   if (model.theta.empty() || model.theta.size() != model.prices.size()) {
     return Status::InvalidArgument("RLB by part: one CTR and one price histogram per part");
   }
-  RlbDpParams dp;
-  dp.episode_size = p.episode_size;
-  dp.budget = RlbEpisodeBudget(info, p);
-  dp.max_bid = p.max_bid;
-  dp.theta_avg = info.CtrTrain();
-  dp.first_price = p.first_price;
+  RlbDpParams dp = CampaignDpParams(info, p);
   dp.part_theta = model.theta;
   std::vector<std::vector<double>> pdfs;
   for (const auto& counts : model.prices) pdfs.push_back(MarketPricePdf(counts));

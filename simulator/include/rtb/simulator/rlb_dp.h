@@ -69,6 +69,11 @@ struct RlbDpParams {
   int threads = 0;
 };
 
+// The part (of `parts` equal ones) of an episode of N auctions that position pos (0-based) is in.
+inline size_t EpisodePart(int64_t pos, int64_t N, int64_t parts) {
+  return static_cast<size_t>(pos * parts / N);
+}
+
 class RlbValueFunction {
  public:
   // Errors: N < 1, B < 0, max_bid < 0, or an m with fewer than max_bid + 1 bins.
@@ -101,8 +106,8 @@ class RlbValueFunction {
   size_t PartOf(int64_t n) const {
     const size_t k = masses_.size();
     if (k <= 1) return 0;
-    return std::min(k - 1, static_cast<size_t>((p_.episode_size - n) * static_cast<int64_t>(k) /
-                                               p_.episode_size));
+    return std::min(k - 1,
+                    EpisodePart(p_.episode_size - n, p_.episode_size, static_cast<int64_t>(k)));
   }
   RlbDpParams p_;
   // Per part: M(a) = sum_{delta <= a} m(delta), a = 0..max_bid.
