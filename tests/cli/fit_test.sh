@@ -2,7 +2,7 @@
 # rtb fit end to end: a dump of 4,000 bids of the default config's three advertisers (half of
 # them in the manual arm) in a market whose highest competing eCPM is log-normal (median 8,
 # sigma 0.5) gives a world with that competition, and its check (the manual arm replayed on
-# it) within 5%; events of an advertiser the config does not declare stop it with one line
+# it) within 5%; events without a manual arm do not pass a check they cannot have; events of an advertiser the config does not declare stop it with one line
 # naming the advertiser, and write nothing.
 set -euo pipefail
 RTB=$1
@@ -55,6 +55,17 @@ assert abs(c["mu"] - math.log(8.0)) < 0.08, c
 assert abs(c["sigma"] - 0.5) < 0.08, c
 assert w["steps"] == 24 and len(w["revenue_hist"]) == 24
 PY
+# Events without a manual arm leave nothing to check against: the world is written, the check
+# does not pass (exit 3) and says why.
+sed 's/"arm": "manual"/"arm": "learned"/' "$T/events.jsonl" > "$T/learned.jsonl"
+set +e
+"$RTB" fit --events "$T/learned.jsonl" --bidder-config "$T/bidder.yaml" \
+  --out "$T/no-ab.json" > /dev/null 2> "$T/err.txt"
+rc=$?
+set -e
+[[ $rc == 3 ]] || { echo "rtb fit without a manual arm: exit $rc, expected 3" >&2; exit 1; }
+grep -q "no check: the events hold no bid of the A/B test's manual arm" "$T/err.txt"
+[[ -s $T/no-ab.json ]]
 # An advertiser the config does not declare: one line naming it, exit 1, nothing written.
 echo '{"v":1,"type":"bid","eid":"x1","ts":1,"auction":"z","imp":"1","adv":77,"agent":0,"cluster":0,"price_micros":5000000,"pctr":0.01,"pcvr":0.05}' >> "$T/events.jsonl"
 if "$RTB" fit --events "$T/events.jsonl" --bidder-config "$T/bidder.yaml" \
